@@ -1,0 +1,90 @@
+"""Formula values: every number tpcheck reports carries how it was computed.
+
+A rule never prints a bare figure; it assembles Formulas from the physics, so the CLI, SARIF,
+JSON and the editor hover can all show the expression, the substituted values and the source.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Union
+
+Number = Union[int, float]
+Scalar = Union[int, float, str, bool, None]
+
+
+@dataclass(frozen=True)
+class Formula:
+    """One computed quantity: ``name = expression`` evaluated at ``values`` gives ``result``."""
+
+    name: str
+    expression: str
+    values: Mapping[str, Scalar]
+    result: Number
+    unit: str = ""
+    source: str = ""
+    terms: tuple[Formula, ...] = field(default=())
+
+    def __post_init__(self) -> None:
+        # Freeze the mapping's contents in insertion order so equal inputs compare equal.
+        object.__setattr__(self, "values", dict(self.values))
+
+    def substituted(self) -> str:
+        """The values as ``sym=value`` pairs, in the order the physics gave them."""
+        return ", ".join(f"{k}={format_scalar(v)}" for k, v in self.values.items())
+
+    def render(self) -> str:
+        """One line a person can check by hand."""
+        unit = f" {self.unit}" if self.unit else ""
+        return (
+            f"{self.name} = {self.expression} = {format_scalar(self.result)}{unit}"
+            f"  [{self.substituted()}]"
+        )
+
+    def to_json(self) -> dict[str, object]:
+        out: dict[str, object] = {
+            "name": self.name,
+            "expression": self.expression,
+            "values": dict(self.values),
+            "result": self.result,
+            "unit": self.unit,
+            "source": self.source,
+        }
+        if self.terms:
+            out["terms"] = [t.to_json() for t in self.terms]
+        return out
+
+
+def format_scalar(v: Scalar) -> str:
+    """Integers with thousands separators, floats with four significant digits."""
+    if isinstance(v, bool) or v is None:
+        return str(v)
+    if isinstance(v, int):
+        return f"{v:,}"
+    if isinstance(v, float):
+        if v != v:  # NaN
+            return "nan"
+        if v == int(v) and abs(v) < 1e15:
+            return f"{int(v):,}"
+        if abs(v) >= 1e4:
+            return f"{v:,.0f}"
+        return f"{v:.4g}"
+    return str(v)
+
+
+GIB = 1 << 30
+MIB = 1 << 20
+KIB = 1 << 10
+
+
+def fmt_bytes(n: Number) -> str:
+    """Binary units, as vLLM's own log lines print them."""
+    a = abs(n)
+    if a >= GIB:
+        return f"{n / GIB:.2f} GiB"
+    if a >= MIB:
+        return f"{n / MIB:.2f} MiB"
+    if a >= KIB:
+        return f"{n / KIB:.2f} KiB"
+    return f"{int(n)} B"

@@ -1,0 +1,92 @@
+"""The numbers of a checkpoint that decide what tensor parallelism does to it.
+
+A ModelShape is read once from config.json (see ``tpcheck.models.config``) and never changes;
+the physics only reads it. Every width here is the *text* model's, as vLLM's
+``hf_text_config`` sees it.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True)
+class MoE:
+    """Mixture-of-experts widths. ``moe_layers`` of the ``ModelShape.layers`` route tokens."""
+
+    num_experts: int  # routed experts per MoE layer
+    experts_per_token: int
+    expert_ffn: int  # moe_intermediate_size (Mixtral: intermediate_size)
+    moe_layers: int
+    num_shared_experts: int = 0
+    shared_expert_ffn: int = 0  # width of one shared expert (0 when none)
+    router_bias: bool = False
+
+
+@dataclass(frozen=True)
+class MLA:
+    """Multi-head latent attention (DeepSeek-V2/V3, Kimi-K2): one latent per token per layer."""
+
+    kv_lora_rank: int
+    qk_rope_head_dim: int
+    qk_nope_head_dim: int
+    v_head_dim: int
+    q_lora_rank: int | None = None
+
+    @property
+    def latent_dim(self) -> int:
+        """Elements cached per token per layer: kv_lora_rank + qk_rope_head_dim."""
+        return self.kv_lora_rank + self.qk_rope_head_dim
+
+
+@dataclass(frozen=True)
+class Quant:
+    """What ``quantization_config`` says about how the linear weights are stored."""
+
+    method: str  # fp8, awq, gptq, compressed-tensors, mxfp4, bitsandbytes, ...
+    weight_bits: int  # 16, 8, 4
+    group_size: int | None = None  # AWQ/GPTQ/wNa16 group along the input dim
+    block: tuple[int, int] | None = None  # fp8 block-wise (block_n, block_k)
+    experts_only: bool = False  # mxfp4 on gpt-oss quantizes the experts only
+
+
+@dataclass(frozen=True)
+class ModelShape:
+    """Shape of one decoder-only language model (the text part of a multimodal wrapper)."""
+
+    model_type: str
+    layers: int  # L
+    hidden: int  # d
+    heads: int  # h
+    kv_heads: int  # h_kv
+    head_dim: int  # d_h (config head_dim, else d/h)
+    ffn: int  # f: dense MLP width (0 when every layer is MoE)
+    vocab: int  # V
+    tied_embeddings: bool
+    dtype: str  # bfloat16, float16, float32 (torch_dtype / dtype)
+    max_position_embeddings: int | None
+    v_head_dim: int | None = None  # when V heads differ from K heads (non-MLA)
+    qkv_bias: bool = False
+    o_bias: bool = False
+    mlp_bias: bool = False
+    gated_mlp: bool = True  # gate+up+down (SwiGLU); False: up+down (falcon, starcoder2)
+    sliding_window: int | None = None
+    sliding_layers: int = 0  # how many of the L layers use the sliding window
+    moe: MoE | None = None
+    mla: MLA | None = None
+    quant: Quant | None = None
+    architectures: tuple[str, ...] = ()
+    name: str = ""  # hub id or path it was read from
+    extra_params: int = 0  # parameters the component counts miss (documented per family)
+
+    @property
+    def dense_layers(self) -> int:
+        return self.layers - (self.moe.moe_layers if self.moe else 0)
+
+    @property
+    def is_mla(self) -> bool:
+        return self.mla is not None
+
+    @property
+    def head_dim_v(self) -> int:
+        return self.v_head_dim if self.v_head_dim is not None else self.head_dim

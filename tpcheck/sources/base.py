@@ -1,0 +1,106 @@
+"""What a reader hands on: Deployment records with the exact source span of every value.
+
+Readers never compute physics and never apply engine defaults: a field the file did not set is
+None. ``spans`` maps a field name to where its value was read, so a finding can underline the
+``16`` in ``--tensor-parallel-size 16``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Literal
+
+Engine = Literal["vllm", "sglang"]
+
+
+@dataclass(frozen=True, order=True)
+class Span:
+    """1-based line and column; ``end_column`` is exclusive (LSP and SARIF convert from here)."""
+
+    path: str
+    line: int
+    column: int
+    end_line: int
+    end_column: int
+
+    def to_json(self) -> dict[str, object]:
+        return {
+            "path": self.path,
+            "line": self.line,
+            "column": self.column,
+            "end_line": self.end_line,
+            "end_column": self.end_column,
+        }
+
+
+@dataclass(frozen=True)
+class Deployment:
+    """One engine launch found in a file. Fields are as written; None where not set."""
+
+    path: str
+    engine: Engine
+    span: Span  # the launch itself (the command, the LLM(...) call, the workload)
+    model: str | None = None
+    revision: str | None = None
+    tensor_parallel_size: int | None = None
+    pipeline_parallel_size: int | None = None
+    data_parallel_size: int | None = None
+    enable_expert_parallel: bool | None = None
+    enable_dp_attention: bool | None = None
+    attn_dp_size: int | None = None  # SGLang --attn-dp-size (or dp with --enable-dp-attention)
+    max_num_seqs: int | None = None  # SGLang --max-running-requests
+    max_model_len: int | None = None  # SGLang --context-length
+    max_num_batched_tokens: int | None = None  # SGLang --chunked-prefill-size
+    gpu_memory_utilization: float | None = None  # SGLang --mem-fraction-static
+    kv_cache_dtype: str | None = None
+    quantization: str | None = None
+    dtype: str | None = None
+    enforce_eager: bool | None = None
+    nnodes: int | None = None
+    gpus_requested: int | None = None  # per pod / container
+    gpus_per_node: int | None = None
+    group_size: int | None = None  # LeaderWorkerSet size (pods per replica)
+    gpu_product: str | None = None  # node selector label value, instance type, ...
+    image: str | None = None
+    engine_version: str | None = None  # from the image tag when it pins one
+    entrypoint: Literal["serve", "llm"] | None = None  # CLI server or Python LLM(...) class
+    env: Mapping[str, str] = field(default_factory=dict)
+    spans: Mapping[str, Span] = field(default_factory=dict)
+    unresolved: Mapping[str, str] = field(default_factory=dict)  # field -> expression as written
+    ignores: Mapping[int, frozenset[str]] = field(default_factory=dict)  # annotation suppressions
+    notes: tuple[str, ...] = ()
+
+    def span_of(self, *names: str) -> Span:
+        """The span of the first named field that has one, else the launch span."""
+        for n in names:
+            s = self.spans.get(n)
+            if s is not None:
+                return s
+        return self.span
+
+
+@dataclass(frozen=True)
+class SourceError:
+    """A file that could not be read: one line, with its position."""
+
+    path: str
+    line: int
+    column: int
+    message: str
+
+    def __str__(self) -> str:
+        return f"{self.path}:{self.line}:{self.column}: {self.message}"
+
+    def to_json(self) -> dict[str, object]:
+        return {"path": self.path, "line": self.line, "column": self.column, "message": self.message}
+
+
+@dataclass(frozen=True)
+class ReadResult:
+    """Everything one file yielded."""
+
+    path: str
+    deployments: tuple[Deployment, ...] = ()
+    errors: tuple[SourceError, ...] = ()
+    text: str | None = None  # kept for inline suppressions
