@@ -1,0 +1,118 @@
+"""Refusal verdicts: the engines' three divisibility rules plus vLLM's padded vocabulary."""
+
+from __future__ import annotations
+
+import pytest
+
+from tpcheck.models import catalog
+from tpcheck.models.config import load_config, parse_config
+from tpcheck.models.shape import ModelShape
+from tpcheck.physics.legality import legal_sizes, nearest_legal, padded_vocab, refusals
+
+
+def _shape(model_id: str) -> ModelShape:
+    e = catalog.find(model_id)
+    assert e is not None
+    return parse_config(load_config(e.config_path), name=model_id, path=str(e.config_path))
+
+
+def _expected_codes(s: ModelShape, t: int) -> set[str]:
+    """The rules as the engines' source states them (see ../shared/engines/vllm-0.33.md §1)."""
+    codes: set[str] = set()
+    if s.heads % t:
+        codes.add("TP101")  # config/model.py: heads % tp
+    if not s.is_mla and ((s.kv_heads >= t and s.kv_heads % t) or (s.kv_heads < t and t % s.kv_heads)):
+        codes.add("TP102")  # LlamaAttention: partition or replicate
+    widths = []
+    if s.ffn and s.dense_layers:
+        widths.append(s.ffn)
+    if s.moe:
+        widths.append(s.moe.expert_ffn)
+        if s.moe.num_shared_experts and s.moe.shared_expert_ffn:
+            widths.append(s.moe.num_shared_experts * s.moe.shared_expert_ffn)
+    if any(w % t for w in widths):
+        codes.add("TP103")  # divide() in the column/row parallel layers, FusedMoEConfig assert
+    q = s.quant
+    if q and q.block and t > 1:
+        bn, bk = q.block
+        for w in widths[:2]:
+            if w % t == 0 and ((w // t) % bk or (w // t) % bn):
+                codes.add("TP103")  # fp8_utils.validate_fp8_block_shape
+    if ((s.vocab + 63) // 64 * 64) % t:
+        codes.add("TP104")  # VocabParallelEmbedding: padded vocab divided by tp
+    return codes
+
+
+@pytest.mark.parametrize("model_id", catalog.all_ids())
+def test_refusal_verdicts_for_every_catalog_model(model_id: str) -> None:
+    s = _shape(model_id)
+    for t in range(1, 65):
+        got = {r.code for r in refusals(s, t)}
+        assert got == _expected_codes(s, t), (model_id, t)
+
+
+def test_llama_70b_tp6_refused_three_ways_with_the_engine_text() -> None:
+    s = _shape("meta-llama/Llama-3.1-70B-Instruct")
+    rs = {r.code: r for r in refusals(s, 6)}
+    # 64 heads % 6 = 4; 8 KV heads >= 6 and 8 % 6 = 2; FFN 28672 % 6 = 4; padded vocab
+    # 128256 = 64·2004 and 128256 % 6 = 0, so no TP104.
+    assert set(rs) == {"TP101", "TP102", "TP103"}
+    assert rs["TP101"].engine_message == (
+        "Total number of attention heads (64) must be divisible by tensor parallel size (6).")
+    assert rs["TP101"].formula.result == 64 % 6
+    assert rs["TP102"].formula.result == 8 % 6
+    assert rs["TP103"].formula.result == 28672 % 6
+    # 64 = 2^6 heads, 8 KV heads (partition up to 8, replicate by multiples of 8 after),
+    # 28672 = 2^12·7: legal sizes are the powers of two up to 64.
+    assert legal_sizes(s) == [1, 2, 4, 8, 16, 32, 64]
+    assert nearest_legal(s, 6) == (4, 8)
+
+
+def test_vocab_padding_refusal_only_on_vllm() -> None:
+    # Phi-3-mini: V = 32064 = 64·501, so the padded vocab is 32064 and 501 is odd: a t with an
+    # odd factor other than 3, 167 (501 = 3·167) fails. h = 32 rules out odd t anyway, so use a
+    # what-if with 3 heads to isolate the vocab check at t = 3: 32064 % 3 = 0 → legal.
+    s = _shape("microsoft/Phi-3-mini-4k-instruct")
+    assert padded_vocab(s.vocab) == 32064
+    assert "TP104" not in {r.code for r in refusals(s, 3)}
+    # Qwen2.5-0.5B: V = 151936 = 64·2374 = 2^7·1187: at t = 7 (what-if) vLLM refuses the vocab.
+    q = _shape("gensyn/Qwen2.5-0.5B-Instruct")
+    assert padded_vocab(q.vocab) == 151936
+    assert "TP104" in {r.code for r in refusals(q, 7)}
+    # SGLang pads to 64·t instead and never refuses the vocabulary.
+    assert "TP104" not in {r.code for r in refusals(q, 7, engine="sglang")}
+
+
+def test_fp8_block_refusal_qwen3_30b_a3b_fp8_tp4() -> None:
+    # moe_intermediate_size 768 / 4 = 192; 192 % 128 (weight_block_size) = 64 → vLLM refuses.
+    s = _shape("Qwen/Qwen3-30B-A3B-FP8")
+    assert s.quant is not None and s.quant.block == (128, 128)
+    rs = [r for r in refusals(s, 4) if r.check == "fp8_block"]
+    assert rs and "192" in rs[0].engine_message
+    # with expert parallel the experts are not width-split: no refusal from the experts
+    assert not [r for r in refusals(s, 4, expert_parallel=True) if r.check == "fp8_block"]
+
+
+def test_expert_width_flattened_over_dp_on_vllm() -> None:
+    # Qwen3-30B-A3B: moe_intermediate_size 768 = 2^8·3. vLLM shards experts over t·dp without
+    # EP: 8·32 = 256 divides 768 (= 3·256); 8·64 = 512 does not (768 % 512 = 256).
+    s = _shape("Qwen/Qwen3-30B-A3B")
+    assert not [r for r in refusals(s, 8, dp=32) if r.check == "expert_ffn"]
+    bad = [r for r in refusals(s, 8, dp=64) if r.check == "expert_ffn"]
+    assert bad and bad[0].formula.result == 768 % 512
+    assert not [r for r in refusals(s, 8, dp=64, expert_parallel=True) if r.check == "expert_ffn"]
+
+
+def test_awq_marlin_tile_refusal() -> None:
+    # Users hit 'input_size_per_partition = 14784 is not divisible by min_thread_k = 128' with
+    # Qwen2-72B-AWQ at TP2: intermediate_size 29568 / 2 = 14784, 14784 % 128 = 64.
+    import dataclasses
+
+    from tpcheck.models.shape import Quant
+
+    base = _shape("Qwen/Qwen2.5-7B")
+    s = dataclasses.replace(base, ffn=29568, heads=64, kv_heads=8,
+                            quant=Quant("awq", 4, group_size=128))
+    rs = [r for r in refusals(s, 2) if r.code == "TP103"]
+    assert rs, refusals(s, 2)
+    assert "14784" in rs[0].engine_message

@@ -1,0 +1,42 @@
+"""Turn a model reference on the command line into a ModelShape, via the shared resolver."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import click
+
+
+def apply_overrides(cfg: dict[str, Any], overrides: dict[str, Any]) -> dict[str, Any]:
+    """``--set key=value``: top-level fields, and the text model's when the config nests one."""
+    if not overrides:
+        return cfg
+    out = dict(cfg)
+    for sub in ("text_config", "language_config", "llm_config"):
+        if isinstance(out.get(sub), dict):
+            inner = dict(out[sub])
+            for k, v in overrides.items():
+                if k in inner or k not in out:
+                    inner[k] = v
+            out[sub] = inner
+    for k, v in overrides.items():
+        out[k] = v
+    return out
+
+
+def load_shape(model: str, *, overrides: dict[str, Any] | None = None, offline: bool = False,
+               model_config: str | None = None):  # type: ignore[no-untyped-def]
+    """(ModelShape, "source: location") or a click error naming what was tried."""
+    from tpcheck.models.config import ConfigError, parse_config
+    from tpcheck.models.resolve import Resolver, ResolveError
+
+    try:
+        r = Resolver(model_config=model_config, offline=offline or None).resolve(model)
+    except ResolveError as e:
+        raise click.ClickException(str(e)) from None
+    cfg = apply_overrides(dict(r.config), overrides or {})
+    try:
+        shape = parse_config(cfg, name=model, path=r.location, quant_cfg=r.quant_config)
+    except ConfigError as e:
+        raise click.ClickException(str(e)) from None
+    return shape, f"{r.source}: {r.location}"

@@ -1,0 +1,148 @@
+"""Engine defaults as data, keyed by engine and version, each with the source it was read from.
+
+A deployment that leaves a flag unset gets the engine's default here, and the default used is
+named in the formula values so the user sees it. Versions come from the container image tag,
+else ``[tool.tpcheck] engine_version``, else the newest known release below.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from typing import Literal
+
+from tpcheck.formula import MIB
+
+EngineName = Literal["vllm", "sglang"]
+Entrypoint = Literal["serve", "llm"]
+
+NEWEST = {"vllm": "0.33.0", "sglang": "0.5.23"}
+
+VLLM_SRC = "vllm 0.33.0"
+SGLANG_SRC = "sglang 0.5.23"
+GIB_BYTES = 1 << 30
+
+
+def parse_version(v: str | None) -> tuple[int, ...] | None:
+    """``v0.6.4``, ``0.9.1.dev705+g01``, ``vllm/vllm-openai:v0.8.5`` → (0, 6, 4); junk → None."""
+    if not v:
+        return None
+    m = re.search(r"(\d+)\.(\d+)(?:\.(\d+))?", v)
+    if not m:
+        return None
+    return tuple(int(x) for x in m.groups() if x is not None)
+
+
+@dataclass(frozen=True)
+class Default:
+    """A default value, where it was read, and which version it belongs to."""
+
+    value: float | int | str
+    source: str
+    version: str
+    assumed: bool = False  # True when the version is older than what was read and not checked
+
+
+@dataclass(frozen=True)
+class EngineDefaults:
+    engine: EngineName
+    version: str  # the version these defaults are for (as given or newest known)
+
+    def gpu_memory_utilization(self) -> Default:
+        if self.engine == "vllm":
+            pv = parse_version(self.version) or (0, 33)
+            if pv >= (0, 33):
+                return Default(0.92, f"{VLLM_SRC} config/cache.py l.215 CacheConfig", self.version)
+            # The 0.9 -> 0.92 change happened before 0.33; releases before it used 0.9
+            # (v0.6.4 docs say 0.9). The exact release that changed it was not determined.
+            return Default(
+                0.9, "vLLM <= 0.32 docs (gpu_memory_utilization default 0.9)", self.version,
+                assumed=pv > (0, 10),
+            )
+        raise ValueError("SGLang's mem_fraction_static depends on GPU memory: use sglang_mem_fraction")
+
+    def batch_defaults(self, total_mem_bytes: int, gpu_name: str,
+                       entrypoint: Entrypoint = "serve") -> tuple[Default, Default]:
+        """vLLM's (max_num_seqs, max_num_batched_tokens) by GPU memory and entry point.
+
+        ``engine/arg_utils.py`` ``EngineArgs.get_batch_defaults`` l.2940-3039 (vLLM 0.33).
+        """
+        src = f"{VLLM_SRC} engine/arg_utils.py get_batch_defaults l.2940-3039"
+        gib = total_mem_bytes / GIB_BYTES
+        llm = entrypoint == "llm"
+        if gib >= 160:
+            seqs, toks = 1024, 16384
+        elif gib >= 70 and "a100" not in gpu_name.lower():
+            seqs, toks = 1024, (16384 if llm else 8192)
+        else:
+            seqs, toks = 256, (8192 if llm else 2048)
+        pv = parse_version(self.version) or (0, 33)
+        assumed = pv < (0, 33)
+        return (Default(seqs, src, self.version, assumed), Default(toks, src, self.version, assumed))
+
+    def block_size(self) -> Default:
+        if self.engine == "vllm":
+            return Default(16, f"{VLLM_SRC} config/cache.py CacheConfig.DEFAULT_BLOCK_SIZE l.185",
+                           self.version)
+        return Default(1, f"{SGLANG_SRC} arg_groups/overrides.py l.1362 (page_size 1 on CUDA)",
+                       self.version)
+
+
+def defaults_for(engine: EngineName, version: str | None = None) -> EngineDefaults:
+    return EngineDefaults(engine, version or NEWEST[engine])
+
+
+def sglang_chunked_prefill(gpu_mem_mib: float) -> int:
+    """SGLang 0.5.23 ``memory_hook.py`` handle_gpu_memory_settings: chunk by GPU memory."""
+    if gpu_mem_mib < 20 * 1024:
+        return 2048
+    if gpu_mem_mib < 60 * 1024:
+        return 4096
+    if gpu_mem_mib < 160 * 1024:
+        return 8192
+    return 16384
+
+
+def sglang_decode_graph_bs(gpu_mem_mib: float, tp: int) -> int:
+    """SGLang 0.5.23 memory_hook.py: decode cuda-graph max batch size by memory and TP."""
+    if gpu_mem_mib < 20 * 1024:
+        return 8
+    if gpu_mem_mib < 35 * 1024:
+        return 48 if tp < 4 else 160
+    if gpu_mem_mib < 60 * 1024:
+        return 32 if tp < 4 else 160
+    if gpu_mem_mib < 160 * 1024:
+        return 256 if tp < 4 else 512
+    return 512
+
+
+def sglang_mem_fraction(gpu_mem_bytes: int, tp: int, pp: int = 1, attn_dp: int = 1) -> Default:
+    """SGLang 0.5.23 default mem_fraction_static (memory_hook.py l.281-345), dense CUDA model.
+
+    reserved = 512 + 1.5·max(chunk, 2048) + tp·pp/8·1024 + graph (MiB), at least 10 GiB on
+    cards over 60 GiB; fraction = round((gpu_mem − reserved)/gpu_mem, 3).
+    """
+    mem = gpu_mem_bytes / MIB
+    chunk = sglang_chunked_prefill(mem)
+    max_bs = sglang_decode_graph_bs(mem, tp)
+    graph = max_bs * 2.0
+    if attn_dp > 1:
+        graph += max_bs * attn_dp * 3
+        if max_bs > 300:
+            graph += max_bs * attn_dp * 1.5
+    # Prefill graph (BREAKABLE backend by default on CUDA): 58 capture sizes x 8 MiB at chunk 8192.
+    graph += 464 if chunk >= 8192 else 0
+    reserved = 512 + max(chunk, 2048) * 1.5 + tp * pp / 8 * 1024 + graph
+    if mem > 60 * 1024:
+        reserved = max(reserved, 10 * 1024)
+    frac = round((mem - reserved) / mem, 3)
+    return Default(frac, f"{SGLANG_SRC} arg_groups/memory_hook.py l.281-345", NEWEST["sglang"])
+
+
+def sglang_max_running_requests(pool_tokens: int, context_len: int) -> Default:
+    """SGLang 0.5.23 kv_cache_configurator.py resolve_max_num_reqs l.3119-3172 (per DP worker)."""
+    est = int(pool_tokens / max(context_len, 1) * 512)
+    est = min(max(est, 2048), 4096)
+    return Default(min(est, pool_tokens // 2),
+                   f"{SGLANG_SRC} mem_cache/kv_cache_configurator.py resolve_max_num_reqs",
+                   NEWEST["sglang"])

@@ -1,0 +1,246 @@
+"""The layouts the engines refuse at start-up, with the engine's own words.
+
+vLLM 0.33 and SGLang 0.5.23 check the query heads in config validation (vLLM) or model
+construction (SGLang), the KV heads partition-or-replicate rule and the FFN / expert widths in
+the parallel linear layers (bare asserts or ``divide()``), and vLLM refuses a padded vocabulary
+that TP does not divide. See ../shared/engines/*.md for file and line.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from tpcheck.formula import Formula
+from tpcheck.models.shape import ModelShape
+
+VOCAB_PAD = 64
+VLLM = "vllm 0.33.0"
+SGL = "sglang 0.5.23"
+
+HEADS_SRC = (
+    f"{VLLM} config/model.py ModelConfig.verify_with_parallel_config l.1557-1564; "
+    f"{SGL} models/llama.py l.181-194 (assert)"
+)
+KV_SRC = (
+    f"{VLLM} model_executor/models/llama.py LlamaAttention.__init__ l.145-156, "
+    f"layers/linear.py QKVParallelLinear l.1064-1071; {SGL} layers/linear.py l.1139-1145"
+)
+FFN_SRC = (
+    f"{VLLM} layers/linear.py ColumnParallelLinear l.497 / RowParallelLinear l.1708 divide(); "
+    f"{SGL} layers/linear.py l.483/l.1611"
+)
+MOE_SRC = (
+    f"{VLLM} fused_moe/config.py FusedMoEConfig.__post_init__ l.1351-1353 (flattened TP = TP*DP); "
+    f"{SGL} layers/moe/fused_moe_triton/layer.py l.427"
+)
+VOCAB_SRC = f"{VLLM} layers/vocab_parallel_embedding.py pad_vocab_size l.95, __init__ l.286-306"
+GROUP_SRC = f"{VLLM} distributed/utils.py verify_group_size_divides_partition l.137-152"
+MARLIN_SRC = "vLLM gptq_marlin / awq_marlin kernels: min_thread_k = 128 on the row-parallel input"
+# Methods whose kernels check the per-rank input against the quant group (vLLM
+# verify_group_size_divides_partition callers: marlin, compressed-tensors wNa16, w4a8). MXFP4 pads
+# its expert width instead, so it is not refused here.
+GROUPED_METHODS = frozenset({"awq", "gptq", "awq_marlin", "gptq_marlin", "compressed-tensors",
+                             "marlin", "moe_wna16"})
+BLOCK_SRC = f"{VLLM} quantization/utils/fp8_utils.py validate_fp8_block_shape l.1296-1344"
+
+
+@dataclass(frozen=True)
+class Refusal:
+    """One reason an engine will not start this layout."""
+
+    code: str  # TP101 heads, TP102 kv heads, TP103 ffn/expert/quant widths, TP104 vocab
+    check: str
+    engine_message: str
+    formula: Formula
+    engines: tuple[str, ...] = ("vllm", "sglang")
+
+
+def _mod(name: str, sym_a: str, a: int, sym_b: str, b: int, source: str) -> Formula:
+    return Formula(name, f"{sym_a} mod {sym_b}", {sym_a: a, sym_b: b}, a % b, "", source)
+
+
+def padded_vocab(vocab: int, pad_to: int = VOCAB_PAD) -> int:
+    """``pad_vocab_size``: round the vocabulary up to a multiple of 64."""
+    return ((vocab + pad_to - 1) // pad_to) * pad_to
+
+
+def vocab_padding(shape: ModelShape, t: int, engine: str = "vllm") -> Formula:
+    """Padded vocabulary rows per GPU; SGLang pads to 64·t when 64 alone does not divide."""
+    vp = padded_vocab(shape.vocab)
+    if engine == "sglang" and vp % t:
+        vp = padded_vocab(shape.vocab, VOCAB_PAD * t)
+        return Formula("V_pad", "ceil(V / (64·t))·64·t", {"V": shape.vocab, "t": t}, vp, "rows",
+                       f"{SGL} layers/vocab_parallel_embedding.py l.273")
+    return Formula("V_pad", "ceil(V / 64)·64", {"V": shape.vocab}, vp, "rows", VOCAB_SRC)
+
+
+def refusals(
+    shape: ModelShape,
+    t: int,
+    *,
+    engine: str = "vllm",
+    dp: int = 1,
+    expert_parallel: bool = False,
+    attn_dp: int = 1,
+) -> list[Refusal]:
+    """Every refusal for ``t``; empty when the engine starts."""
+    if t < 1:
+        return [Refusal("TP101", "tp", f"tensor parallel size must be positive, got {t}",
+                        Formula("t", "t", {"t": t}, t, "", HEADS_SRC))]
+    out: list[Refusal] = []
+    # SGLang with attention DP splits heads over attn_tp = t / attn_dp.
+    ta = t // attn_dp if engine == "sglang" and attn_dp > 1 and t % attn_dp == 0 else t
+    h, hkv = shape.heads, shape.kv_heads
+    if h % ta:
+        out.append(Refusal(
+            "TP101", "heads",
+            f"Total number of attention heads ({h}) must be divisible by tensor parallel size "
+            f"({ta}).",
+            _mod("h mod t", "h", h, "t", ta, HEADS_SRC),
+        ))
+    if not shape.is_mla and hkv > 0:
+        if hkv >= ta and hkv % ta:
+            out.append(Refusal(
+                "TP102", "kv_heads",
+                f"AssertionError: total_num_kv_heads % tp_size == 0 ({hkv} is not divisible by "
+                f"{ta}): KV heads are partitioned when h_kv >= t",
+                _mod("h_kv mod t", "h_kv", hkv, "t", ta, KV_SRC),
+            ))
+        elif hkv < ta and ta % hkv:
+            out.append(Refusal(
+                "TP102", "kv_heads",
+                f"AssertionError: tp_size % total_num_kv_heads == 0 ({ta} is not divisible by "
+                f"{hkv}): KV heads are replicated when h_kv < t",
+                _mod("t mod h_kv", "t", ta, "h_kv", hkv, KV_SRC),
+            ))
+    out.extend(_width_refusals(shape, t, engine=engine, dp=dp, expert_parallel=expert_parallel))
+    if engine == "vllm":
+        vp = padded_vocab(shape.vocab)
+        if vp % t:
+            out.append(Refusal(
+                "TP104", "vocab",
+                f"AssertionError: {vp} is not divisible by {t} (padded vocabulary "
+                f"ceil({shape.vocab}/64)·64 = {vp} split over t)",
+                _mod("V_pad mod t", "V_pad", vp, "t", t, VOCAB_SRC),
+                engines=("vllm",),
+            ))
+    return out
+
+
+def _width_refusals(
+    shape: ModelShape, t: int, *, engine: str, dp: int, expert_parallel: bool
+) -> list[Refusal]:
+    out: list[Refusal] = []
+    if shape.ffn and shape.dense_layers > 0 and shape.ffn % t:
+        out.append(Refusal(
+            "TP103", "ffn",
+            f"AssertionError: {shape.ffn} is not divisible by {t}",
+            _mod("f mod t", "f", shape.ffn, "t", t, FFN_SRC),
+        ))
+    moe = shape.moe
+    if moe and moe.shared_expert_ffn and moe.num_shared_experts:
+        width = moe.shared_expert_ffn * moe.num_shared_experts
+        if width % t:
+            out.append(Refusal(
+                "TP103", "shared_expert_ffn",
+                f"AssertionError: {width} is not divisible by {t}",
+                _mod("f_shared mod t", "f_shared", width, "t", t, FFN_SRC),
+            ))
+    if moe and not expert_parallel:
+        # vLLM flattens the MoE TP over TP x DP; SGLang's moe_tp_size is tp (no EP).
+        tm = t * dp if engine == "vllm" else t
+        if moe.expert_ffn % tm:
+            sym = "t·dp" if engine == "vllm" and dp > 1 else "t"
+            out.append(Refusal(
+                "TP103", "expert_ffn",
+                f"AssertionError: intermediate_size % tp_size == 0 ({moe.expert_ffn} % {tm} != 0); "
+                "use --enable-expert-parallel or a TP that divides the expert width",
+                _mod("f_expert mod " + sym, "f_expert", moe.expert_ffn, sym, tm, MOE_SRC),
+            ))
+    q = shape.quant
+    if q is None:
+        return out
+    widths: list[tuple[str, int, int]] = []  # (symbol, full width, divisor)
+    if shape.ffn and shape.dense_layers > 0 and shape.ffn % t == 0:
+        widths.append(("f", shape.ffn, t))
+    if moe and not expert_parallel:
+        tm = t * dp if engine == "vllm" else t
+        if moe.expert_ffn % tm == 0:
+            widths.append(("f_expert", moe.expert_ffn, tm))
+    for sym, width, div in widths:
+        per = width // div
+        if div == 1:
+            continue
+        grouped = q.method in GROUPED_METHODS
+        if grouped and q.group_size and q.group_size > 0 and per % q.group_size:
+            out.append(Refusal(
+                "TP103", "quant_group",
+                f"Weight input_size_per_partition={per} is not divisible by group_size="
+                f"{q.group_size}. This happens when tensor_parallel_size splits the layer input "
+                "into shards that are not a whole number of quant groups.",
+                Formula(f"({sym}/t) mod g", f"({sym} / t) mod g",
+                        {sym: width, "t": div, "g": q.group_size}, per % q.group_size, "",
+                        GROUP_SRC),
+                engines=("vllm",),
+            ))
+        elif q.method in ("awq", "gptq") and q.weight_bits == 4 and per % 128:
+            out.append(Refusal(
+                "TP103", "marlin_tile",
+                f"input_size_per_partition = {per} is not divisible by min_thread_k = 128",
+                Formula(f"({sym}/t) mod 128", f"({sym} / t) mod min_thread_k",
+                        {sym: width, "t": div, "min_thread_k": 128}, per % 128, "", MARLIN_SRC),
+                engines=("vllm",),
+            ))
+        if q.block:
+            bn, bk = q.block
+            if per % bk:
+                out.append(Refusal(
+                    "TP103", "fp8_block",
+                    f"Weight input_size_per_partition = {per} is not divisible by weight "
+                    f"quantization block_k = {bk}.",
+                    Formula(f"({sym}/t) mod block_k", f"({sym} / t) mod block_k",
+                            {sym: width, "t": div, "block_k": bk}, per % bk, "", BLOCK_SRC),
+                    engines=("vllm",),
+                ))
+            elif per % bn:
+                out.append(Refusal(
+                    "TP103", "fp8_block",
+                    f"{per} is not divisible by weight quantization block_n = {bn}.",
+                    Formula(f"({sym}/t) mod block_n", f"({sym} / t) mod block_n",
+                            {sym: width, "t": div, "block_n": bn}, per % bn, "", BLOCK_SRC),
+                    engines=("vllm",),
+                ))
+    return out
+
+
+def legal_sizes(shape: ModelShape, upto: int = 64, **kw: object) -> list[int]:
+    """Every t in 1..upto the engine starts with (same keyword options as ``refusals``)."""
+    return [t for t in range(1, upto + 1) if not refusals(shape, t, **kw)]  # type: ignore[arg-type]
+
+
+def nearest_legal(shape: ModelShape, t: int, upto: int = 64, **kw: object) -> tuple[int | None, int | None]:
+    """The legal sizes just below and just above ``t``."""
+    legal = legal_sizes(shape, max(upto, t), **kw)
+    below = max((x for x in legal if x < t), default=None)
+    above = min((x for x in legal if x > t), default=None)
+    return below, above
+
+
+def is_power_of_two(n: int) -> bool:
+    return n > 0 and (n & (n - 1)) == 0
+
+
+def ceil_div(a: int, b: int) -> int:
+    return -(-a // b)
+
+
+__all__ = [
+    "Refusal",
+    "ceil_div",
+    "is_power_of_two",
+    "legal_sizes",
+    "nearest_legal",
+    "padded_vocab",
+    "refusals",
+    "vocab_padding",
+]

@@ -1,0 +1,248 @@
+"""One layout evaluated end to end, and the sweep over t that ``tpcheck plan`` prints.
+
+``evaluate`` is what every capacity rule asks: it assembles the physics' Formulas for one
+(model, GPU, t, p, dp) and names each engine default it had to assume.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+
+from tpcheck.engines.defaults import (
+    defaults_for,
+    sglang_chunked_prefill,
+    sglang_mem_fraction,
+)
+from tpcheck.formula import MIB, Formula
+from tpcheck.hardware.gpus import GPU
+from tpcheck.models.shape import ModelShape
+from tpcheck.physics import comm, kv, memory
+from tpcheck.physics.legality import Refusal, refusals
+from tpcheck.physics.split import model_params, weight_split
+from tpcheck.physics.weights import weights_per_gpu
+
+CONTEXT_CAP = 32768
+DEFAULT_ALPHA = 10e-6  # seeds' assumed fixed all-reduce cost (tp-inference-deployer.txt §7)
+
+
+@dataclass(frozen=True)
+class Options:
+    """Everything about a layout that is not the model: engine, GPU, flags as set or None."""
+
+    engine: str = "vllm"
+    engine_version: str | None = None
+    entrypoint: str = "serve"
+    gpu: GPU | None = None
+    memory: int | None = None  # bytes per GPU; overrides the GPU's usable memory
+    utilization: float | None = None
+    pp: int = 1
+    dp: int = 1
+    expert_parallel: bool = False
+    attn_dp: int = 1
+    max_num_seqs: int | None = None
+    max_num_batched_tokens: int | None = None
+    reserve: int | None = None
+    context: int | None = None
+    kv_cache_dtype: str | None = None
+    quantization: str | None = None
+    dtype: str | None = None
+    enforce_eager: bool = False
+    batch: int = 1
+    alpha: float | None = None
+    link_bandwidth: float | None = None  # overrides the GPU's link
+    hbm_bandwidth: float | None = None
+    flops: float | None = None
+
+
+@dataclass(frozen=True)
+class Evaluation:
+    """Every figure for one layout; memory figures are None without a GPU or --hbm."""
+
+    tp: int
+    refusals: tuple[Refusal, ...]
+    context: Formula
+    kv_heads_per_gpu: Formula
+    kv_replicas: Formula
+    weights: Formula
+    kv_bytes_per_token: Formula
+    allreduce: Formula
+    defaults: dict[str, str] = field(default_factory=dict)  # what was assumed, and from where
+    utilization: Formula | None = None
+    memory: Formula | None = None
+    reserve: Formula | None = None
+    pool: Formula | None = None
+    tokens: Formula | None = None
+    concurrency: Formula | None = None
+    seats: Formula | None = None
+    max_num_seqs: Formula | None = None
+    step: Formula | None = None
+    comm_share: Formula | None = None
+    block: int = 16
+
+    @property
+    def legal(self) -> bool:
+        return not self.refusals
+
+    def to_row(self) -> dict[str, object]:
+        """DESIGN.md's plan row shape."""
+
+        def r(f: Formula | None) -> object:
+            return None if f is None else f.result
+
+        return {
+            "tp": self.tp,
+            "legal": self.legal,
+            "refusals": [
+                {"code": x.code, "check": x.check, "message": x.engine_message} for x in self.refusals
+            ],
+            "kv_heads_per_gpu": r(self.kv_heads_per_gpu),
+            "kv_replicas": r(self.kv_replicas),
+            "weights_bytes_per_gpu": r(self.weights),
+            "kv_bytes_per_token_per_gpu": r(self.kv_bytes_per_token),
+            "pool_bytes_per_gpu": r(self.pool),
+            "kv_pool_tokens": r(self.tokens),
+            "max_concurrency": r(self.concurrency),
+            "seats": r(self.seats),
+            "allreduce_bytes_per_token_per_gpu": r(self.allreduce),
+            "decode_step_seconds": r(self.step),
+            "comm_share": r(self.comm_share),
+            "reserve": None if self.reserve is None else {
+                t.name: t.result for t in (self.reserve.terms or (self.reserve,))
+            },
+        }
+
+
+def default_context(shape: ModelShape, opts: Options) -> Formula:
+    if opts.context:
+        return Formula("c", "c (given)", {"c": opts.context}, opts.context, "tokens", "--context")
+    mpe = shape.max_position_embeddings or 2048
+    c = min(mpe, CONTEXT_CAP)
+    return Formula("c", "min(max_position_embeddings, 32768)",
+                   {"max_position_embeddings": mpe}, c, "tokens", "config.json (capped by tpcheck)")
+
+
+def evaluate(shape: ModelShape, t: int, opts: Options) -> Evaluation:
+    eng = opts.engine
+    pp = max(opts.pp, 1)
+    ctx = default_context(shape, opts)
+    c = int(ctx.result)
+    attn_dp = opts.attn_dp if eng == "sglang" else 1
+    refs = tuple(refusals(shape, t, engine=eng, dp=opts.dp, expert_parallel=opts.expert_parallel,
+                          attn_dp=attn_dp))
+    split = weight_split(shape, dtype=opts.dtype, quantization=opts.quantization)
+    moe_group = t * opts.dp if eng == "vllm" else t
+    w = weights_per_gpu(split, t, kv_heads=shape.kv_heads, pp=pp, moe_group=moe_group,
+                        is_mla=shape.is_mla)
+    kvb = kv.kv_bytes_per_token_per_gpu(shape, t, kv_cache_dtype=opts.kv_cache_dtype, pp=pp,
+                                        context=c, attn_dp=attn_dp)
+    act = kv.activation_dtype(shape.dtype, opts.dtype)
+    b = kv.dtype_bytes(act)
+    ar = comm.allreduce_bytes_per_token(kv.stage_layers(shape.layers, pp), shape.hidden, b, t)
+    defaults: dict[str, str] = {}
+    ev = Evaluation(tp=t, refusals=refs, context=ctx, kv_heads_per_gpu=kv.kv_heads_per_gpu(shape, t),
+                    kv_replicas=kv.kv_replicas(shape, t), weights=w, kv_bytes_per_token=kvb,
+                    allreduce=ar, defaults=defaults)
+    mem = opts.memory if opts.memory is not None else (opts.gpu.usable_bytes if opts.gpu else None)
+    if mem is None:
+        return ev
+    gpu_name = opts.gpu.name if opts.gpu else ""
+    d = defaults_for("vllm" if eng == "vllm" else "sglang", opts.engine_version)
+    block = int(d.block_size().value)
+    memf = Formula("M", "M", {"M": mem}, mem, "B",
+                   "--hbm" if opts.memory is not None else (opts.gpu.source if opts.gpu else ""))
+    seqs_d, toks_d = d.batch_defaults(mem, gpu_name, "llm" if opts.entrypoint == "llm" else "serve")
+    if opts.max_num_seqs is not None:
+        seqs = opts.max_num_seqs
+    else:
+        seqs = int(seqs_d.value)
+        defaults["max_num_seqs"] = f"{seqs} ({seqs_d.source})"
+    if opts.max_num_batched_tokens is not None:
+        ntok = opts.max_num_batched_tokens
+    elif eng == "sglang":
+        ntok = sglang_chunked_prefill(mem / MIB)
+        defaults["chunked_prefill_size"] = f"{ntok} (sglang 0.5.23 memory_hook.py)"
+    else:
+        ntok = int(toks_d.value)
+        defaults["max_num_batched_tokens"] = f"{ntok} ({toks_d.source})"
+    if opts.utilization is not None:
+        u = opts.utilization
+        uf = Formula("u", "u (given)", {"u": u}, u, "", "flag")
+    elif eng == "sglang":
+        dm = sglang_mem_fraction(mem, t, pp, attn_dp)
+        u = float(dm.value)
+        uf = Formula("mem_fraction_static", "round((M − reserved)/M, 3)", {"M": mem}, u, "",
+                     dm.source)
+        defaults["mem_fraction_static"] = f"{u} ({dm.source})"
+    else:
+        du = d.gpu_memory_utilization()
+        u = float(du.value)
+        uf = Formula("u", "default", {"engine_version": d.version}, u, "", du.source)
+        defaults["gpu_memory_utilization"] = f"{u} ({du.source})"
+    if opts.reserve is not None:
+        res = memory.fixed_reserve(opts.reserve)
+    elif eng == "sglang":
+        res = memory.fixed_reserve(0)
+    else:
+        ffn = shape.ffn or (shape.moe.expert_ffn if shape.moe else 0)
+        res = memory.reserve(hidden=shape.hidden, ffn_per_rank=max(ffn // t, 1), vocab=shape.vocab,
+                             b=b, t=t, max_num_batched_tokens=ntok, max_num_seqs=seqs,
+                             enforce_eager=opts.enforce_eager)
+    pool = memory.pool_per_gpu(memory=mem, utilization=u, weights=w.result,
+                               reserve_bytes=res.result, engine=eng)
+    tokens = memory.kv_pool_tokens(pool.result, kvb.result, block)
+    conc = memory.max_concurrency(int(tokens.result), c, block)
+    seatsf = memory.seats(conc.result)
+    if eng == "sglang" and opts.max_num_seqs is None:
+        from tpcheck.engines.defaults import sglang_max_running_requests
+
+        md = sglang_max_running_requests(int(tokens.result), c)
+        seqs = int(md.value)
+        defaults["max_running_requests"] = f"{seqs} ({md.source})"
+        defaults.pop("max_num_seqs", None)
+    seqf = Formula("max_num_seqs", "max_num_seqs", {"max_num_seqs": seqs}, seqs, "sequences",
+                   defaults.get("max_num_seqs", defaults.get("max_running_requests", "flag")))
+    step = share = None
+    gpu = opts.gpu
+    hbm_bw = opts.hbm_bandwidth or (gpu.hbm_bandwidth if gpu else None)
+    link = opts.link_bandwidth or (gpu.link_bandwidth if gpu else None)
+    if hbm_bw and link:
+        step = comm.decode_step(
+            weights_per_gpu=w.result, hbm_bw=hbm_bw, batch=opts.batch, context=c,
+            kv_bytes_per_token_per_gpu=kvb.result, layers=kv.stage_layers(shape.layers, pp),
+            hidden=shape.hidden, b=b, t=t, link_bw=link,
+            alpha=DEFAULT_ALPHA if opts.alpha is None else opts.alpha)
+        share = comm.comm_share(step)
+    return Evaluation(
+        tp=t, refusals=refs, context=ctx, kv_heads_per_gpu=ev.kv_heads_per_gpu,
+        kv_replicas=ev.kv_replicas, weights=w, kv_bytes_per_token=kvb, allreduce=ar,
+        defaults=defaults, utilization=uf, memory=memf, reserve=res, pool=pool, tokens=tokens,
+        concurrency=conc, seats=seatsf, max_num_seqs=seqf, step=step, comm_share=share,
+        block=block,
+    )
+
+
+def default_tps(upto: int = 64) -> list[int]:
+    return [1 << i for i in range(7) if (1 << i) <= upto]
+
+
+def sweep(shape: ModelShape, opts: Options, tps: Sequence[int] | None = None) -> list[Evaluation]:
+    """Powers of two up to 64 plus every legal non-power up to 64, unless ``tps`` is given."""
+    if tps is None:
+        pw = set(default_tps())
+        extra = {t for t in range(1, 65)
+                 if t not in pw and not refusals(shape, t, engine=opts.engine, dp=opts.dp,
+                                                 expert_parallel=opts.expert_parallel)}
+        tps = sorted(pw | extra)
+    return [evaluate(shape, t, opts) for t in tps]
+
+
+def intensity(shape: ModelShape, t: int, opts: Options) -> tuple[Formula, Formula | None]:
+    """Interconnect intensity at t and the break-even t on this GPU's link."""
+    b = kv.dtype_bytes(kv.activation_dtype(shape.dtype, opts.dtype))
+    p = model_params(shape, active=True)
+    it = comm.interconnect_intensity(p, shape.layers, shape.hidden, b, t)
+    flops = opts.flops or (opts.gpu.bf16_flops if opts.gpu else None)
+    link = opts.link_bandwidth or (opts.gpu.link_bandwidth if opts.gpu else None)
+    be = comm.breakeven_tp(p, shape.layers, shape.hidden, b, flops, link) if flops and link else None
+    return it, be

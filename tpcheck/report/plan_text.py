@@ -1,0 +1,91 @@
+"""The plan table for people: one row and one bar per t, the KV-head cliff marked."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from tpcheck.formula import GIB, Formula
+from tpcheck.models.shape import ModelShape
+from tpcheck.physics.plan import Evaluation, Options
+
+BAR = 24
+
+
+def _gib(f: Formula | None) -> str:
+    return "-" if f is None else f"{f.result / GIB:.1f}"
+
+
+def _kib(f: Formula | None) -> str:
+    return "-" if f is None else f"{f.result / 1024:.0f}"
+
+
+def _tok(f: Formula | None) -> str:
+    if f is None:
+        return "-"
+    n = float(f.result)
+    if n >= 1e6:
+        return f"{n / 1e6:.2f}M"
+    if n >= 1e3:
+        return f"{n / 1e3:.0f}k"
+    return f"{n:.0f}"
+
+
+def render_plan(model: str, where: str, shape: ModelShape, rows: Sequence[Evaluation],
+                opts: Options, it_be: tuple[Formula, Formula | None] | None,
+                color: bool = False) -> str:
+    out: list[str] = []
+    kvdesc = (f"MLA latent {shape.mla.latent_dim}" if shape.mla else
+              f"h_kv={shape.kv_heads}, d_h={shape.head_dim}")
+    out.append(f"{model}  ({where})")
+    out.append(f"  L={shape.layers} d={shape.hidden} h={shape.heads} {kvdesc} f={shape.ffn} "
+               f"V={shape.vocab} dtype={shape.dtype}"
+               + (f" experts={shape.moe.num_experts}x{shape.moe.expert_ffn}" if shape.moe else ""))
+    first = rows[0] if rows else None
+    if first is not None:
+        gpu = opts.gpu.key if opts.gpu else "-"
+        mem = _gib(first.memory)
+        util = "-" if first.utilization is None else f"{first.utilization.result:g}"
+        out.append(f"  engine={opts.engine} gpu={gpu} M={mem} GiB u={util} "
+                   f"context c={first.context.result:,} ({first.context.expression})")
+        for k, v in first.defaults.items():
+            if k != "gpu_memory_utilization":
+                out.append(f"  default {k} = {v}")
+    out.append("")
+    hdr = (f"{'tp':>4} {'ok':>3} {'kvh/gpu':>7} {'W/gpu GiB':>9} {'KV KiB/tok':>10} "
+           f"{'pool GiB':>8} {'KV tokens':>9} {'seats':>6}  capacity")
+    out.append(hdr)
+    peak = max((float(r.tokens.result) for r in rows if r.tokens is not None and r.legal),
+               default=0.0)
+    cliff_at = None if shape.is_mla else shape.kv_heads
+    for r in rows:
+        ok = "yes" if r.legal else "NO"
+        seats = "-" if r.seats is None else f"{r.seats.result:,}"
+        bar = ""
+        if r.tokens is not None and peak > 0 and r.legal:
+            n = int(round(BAR * float(r.tokens.result) / peak))
+            bar = "#" * n
+        note = ""
+        if not r.legal:
+            note = "refused: " + "; ".join(f"{x.code} {x.check}" for x in r.refusals)
+        elif shape.is_mla and r.tp > 1:
+            note = "MLA latent replicated on every rank"
+        elif cliff_at and r.tp > cliff_at:
+            note = f"past the KV-head cliff: cache replicated {r.kv_replicas.result}x"
+        elif cliff_at and r.tp == cliff_at:
+            note = "<- cliff: t = h_kv, last t that divides the cache"
+        out.append(f"{r.tp:>4} {ok:>3} {r.kv_heads_per_gpu.result:>7} {_gib(r.weights):>9} "
+                   f"{_kib(r.kv_bytes_per_token):>10} {_gib(r.pool):>8} {_tok(r.tokens):>9} "
+                   f"{seats:>6}  {bar:<{BAR}} {note}".rstrip())
+    if first is not None and first.reserve is not None:
+        out.append("")
+        out.append("  non-KV reserve R per GPU (at the first t):")
+        for term in first.reserve.terms or (first.reserve,):
+            out.append(f"    {term.name} = {term.expression} = {term.result / GIB:.2f} GiB")
+    if it_be is not None:
+        it, be = it_be
+        out.append("")
+        out.append(f"  interconnect intensity at t=8: {it.result:,.0f} FLOP/B ({it.expression})")
+        if be is not None:
+            out.append(f"  break-even t on this link: {be.result:.2f} ({be.expression})")
+    out.append("")
+    return "\n".join(out)
