@@ -85,7 +85,7 @@ def main(argv: list[str] | None = None) -> int:
         return 130
     except BrokenPipeError:
         return 0
-    except Exception as e:  # noqa: BLE001 - the one place an internal error is turned into a line
+    except Exception as e:
         if debug:
             raise
         click.echo(

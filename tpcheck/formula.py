@@ -37,10 +37,9 @@ class Formula:
     def render(self) -> str:
         """One line a person can check by hand."""
         unit = f" {self.unit}" if self.unit else ""
-        return (
-            f"{self.name} = {self.expression} = {format_scalar(self.result)}{unit}"
-            f"  [{self.substituted()}]"
-        )
+        lhs = self.name if self.name == self.expression else f"{self.name} = {self.expression}"
+        vals = f"  [{self.substituted()}]" if self.values else ""
+        return f"{lhs} = {format_scalar(self.result)}{unit}{vals}"
 
     def to_json(self) -> dict[str, object]:
         out: dict[str, object] = {

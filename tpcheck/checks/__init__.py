@@ -1,0 +1,69 @@
+"""The rule registry: an explicit list, one module per rule, greppable (yamllint's way).
+
+Each module defines CODE, NAME, SEVERITY (the default), NEEDS_SHAPE (skip when the model's
+config.json was not found) and ``check(ctx) -> Iterator[Finding]``. Codes never change meaning.
+"""
+
+from __future__ import annotations
+
+from types import ModuleType
+
+from tpcheck.checks import (
+    context_exceeds_pool,
+    ffn_not_divisible,
+    gpu_count_mismatch,
+    heads_not_divisible,
+    kv_head_cliff,
+    kv_heads_not_divisible,
+    max_num_seqs_binds,
+    mla_cache_replicated,
+    model_unresolved,
+    tp_crosses_nodes,
+    tp_crosses_sockets,
+    vocab_padding,
+    weights_do_not_fit,
+)
+
+RULES: tuple[ModuleType, ...] = (
+    model_unresolved,
+    heads_not_divisible,
+    kv_heads_not_divisible,
+    ffn_not_divisible,
+    vocab_padding,
+    kv_head_cliff,
+    mla_cache_replicated,
+    max_num_seqs_binds,
+    context_exceeds_pool,
+    weights_do_not_fit,
+    tp_crosses_nodes,
+    tp_crosses_sockets,
+    gpu_count_mismatch,
+)
+
+BY_CODE: dict[str, ModuleType] = {m.CODE: m for m in RULES}
+
+
+class UnknownRule(KeyError):
+    pass
+
+
+def get(code: str) -> ModuleType:
+    """The rule module for ``code`` (case-insensitive); a clear error for an unknown code."""
+    try:
+        return BY_CODE[code.strip().upper()]
+    except KeyError:
+        raise UnknownRule(f"unknown rule code {code!r}; known: {', '.join(BY_CODE)}") from None
+
+
+def selected(select: tuple[str, ...], ignore: tuple[str, ...]) -> list[ModuleType]:
+    """Rules after --select / --ignore; a prefix (``TP2``) selects a family."""
+
+    def match(code: str, pats: tuple[str, ...]) -> bool:
+        return any(code.startswith(p.upper()) for p in pats)
+
+    for p in (*select, *ignore):
+        if not any(c.startswith(p.upper()) for c in BY_CODE) and p.upper() not in ("ALL",):
+            raise UnknownRule(f"unknown rule code {p!r}; known: {', '.join(BY_CODE)}")
+    out = [m for m in RULES if not select or "ALL" in (s.upper() for s in select)
+           or match(m.CODE, select)]
+    return [m for m in out if not match(m.CODE, ignore)]

@@ -28,7 +28,7 @@ def load_shape(model: str, *, overrides: dict[str, Any] | None = None, offline: 
                model_config: str | None = None):  # type: ignore[no-untyped-def]
     """(ModelShape, "source: location") or a click error naming what was tried."""
     from tpcheck.models.config import ConfigError, parse_config
-    from tpcheck.models.resolve import Resolver, ResolveError
+    from tpcheck.models.resolve import ResolveError, Resolver
 
     try:
         r = Resolver(model_config=model_config, offline=offline or None).resolve(model)

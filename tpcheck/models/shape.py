@@ -21,6 +21,9 @@ class MoE:
     num_shared_experts: int = 0
     shared_expert_ffn: int = 0  # width of one shared expert (0 when none)
     router_bias: bool = False
+    # Added for tpcheck.models.params (optional; defaults keep older callers valid):
+    expert_bias: bool = False  # gpt-oss: gate_up/down of every expert carry biases
+    shared_expert_gate: bool = False  # qwen2_moe / qwen3_next: sigmoid gate d -> 1, shared expert
 
 
 @dataclass(frozen=True)
@@ -32,6 +35,9 @@ class MLA:
     qk_nope_head_dim: int
     v_head_dim: int
     q_lora_rank: int | None = None
+    # DeepSeek-V3.2 sparse-attention indexer (0 when absent): index_n_heads, index_head_dim.
+    indexer_heads: int = 0
+    indexer_head_dim: int = 0
 
     @property
     def latent_dim(self) -> int:
@@ -48,6 +54,26 @@ class Quant:
     group_size: int | None = None  # AWQ/GPTQ/wNa16 group along the input dim
     block: tuple[int, int] | None = None  # fp8 block-wise (block_n, block_k)
     experts_only: bool = False  # mxfp4 on gpt-oss quantizes the experts only
+    # Added for tpcheck.models.quant (optional):
+    strategy: str | None = None  # compressed-tensors: tensor, channel, group, block
+    zero_point: bool = False  # AWQ / asymmetric GPTQ store a zero per group (same bits as weights)
+    excluded: tuple[str, ...] = ()  # module names left unquantized (modules_to_not_convert, ignore)
+
+
+@dataclass(frozen=True)
+class LinearAttention:
+    """Linear-attention (Gated DeltaNet) layers of a hybrid model such as qwen3_next.
+
+    They keep a fixed-size recurrent state instead of a per-token KV cache; ``layers`` of the
+    ``ModelShape.layers`` are of this kind and the rest are full attention.
+    """
+
+    layers: int
+    num_key_heads: int  # linear_num_key_heads
+    num_value_heads: int  # linear_num_value_heads
+    key_head_dim: int  # linear_key_head_dim
+    value_head_dim: int  # linear_value_head_dim
+    conv_kernel: int  # linear_conv_kernel_dim
 
 
 @dataclass(frozen=True)
@@ -78,6 +104,13 @@ class ModelShape:
     architectures: tuple[str, ...] = ()
     name: str = ""  # hub id or path it was read from
     extra_params: int = 0  # parameters the component counts miss (documented per family)
+    # Added for tpcheck.models.params (optional; defaults describe a Llama-style layer):
+    layer_norms: int = 2  # d-wide norm vectors per decoder layer (gemma2/3: 4)
+    norm_bias: bool = False  # LayerNorm with bias (falcon, starcoder2) instead of RMSNorm
+    qk_norm: bool = False  # per-head q_norm/k_norm weights of d_h each (qwen3, gemma3)
+    attn_output_gate: bool = False  # qwen3_next: q_proj also emits a gate, 2·h·d_h outputs
+    attention_sinks: bool = False  # gpt-oss: one learned sink logit per head per layer
+    linear_attn: LinearAttention | None = None  # hybrid models: the non-KV-cache layers
 
     @property
     def dense_layers(self) -> int:

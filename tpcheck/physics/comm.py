@@ -105,3 +105,22 @@ def breakeven_tp(params: float, layers: int, hidden: int, b: float, flops: float
     return Formula("breakeven_tp", "1 + P / (2·L·d·b·(π/B))",
                    {"P": params, "L": layers, "d": hidden, "b": b, "π": flops, "B": link_bw},
                    res, "", SEED_INTENSITY)
+
+
+def prefill_chunk(*, params_active: float, tokens: int, t: int, flops: float, layers: int,
+                  hidden: int, b: float, link_bw: float, alpha: float) -> Formula:
+    """A prefill chunk of n tokens: compute 2·P·n/(t·π) against (2L+1) all-reduces of n·d·b."""
+    compute = 2 * params_active * tokens / (t * flops)
+    ar = allreduce_time(tokens * hidden * b, t, link_bw, alpha)
+    comm = (2 * layers + 1) * ar.result
+    share = comm / (compute + comm) if compute + comm else 0.0
+    return Formula(
+        "prefill_comm_share", "T_comm / (T_compute + T_comm)",
+        {"n": tokens, "T_compute": compute, "T_comm": comm, "P": params_active, "t": t,
+         "π": flops, "B": link_bw, "α": alpha},
+        share, "", "seeds/tp-inference-deployer.txt §3.2 (prefill messages are bandwidth-bound)",
+        (Formula("T_compute", "2·P·n / (t·π)", {"P": params_active, "n": tokens, "t": t,
+                                                  "π": flops}, compute, "s", SEED_STEP),
+         Formula("T_comm", "(2L + 1)·T_AR", {"L": layers, "T_AR": ar.result}, comm, "s",
+                 SEED_STEP, (ar,))),
+    )

@@ -132,8 +132,9 @@ def evaluate(shape: ModelShape, t: int, opts: Options) -> Evaluation:
                           attn_dp=attn_dp))
     split = weight_split(shape, dtype=opts.dtype, quantization=opts.quantization)
     moe_group = t * opts.dp if eng == "vllm" else t
+    attn_tp = t // attn_dp if attn_dp > 1 and t % attn_dp == 0 else t
     w = weights_per_gpu(split, t, kv_heads=shape.kv_heads, pp=pp, moe_group=moe_group,
-                        is_mla=shape.is_mla)
+                        is_mla=shape.is_mla, attn_tp=attn_tp)
     kvb = kv.kv_bytes_per_token_per_gpu(shape, t, kv_cache_dtype=opts.kv_cache_dtype, pp=pp,
                                         context=c, attn_dp=attn_dp)
     act = kv.activation_dtype(shape.dtype, opts.dtype)

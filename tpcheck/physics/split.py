@@ -10,8 +10,8 @@ from tpcheck.models.shape import ModelShape
 from tpcheck.physics.weights import WeightSplit
 
 # Components by placement (see tpcheck.models.params for what each holds).
-SHARDED = ("embedding", "lm_head", "attn_q", "attn_o", "linear_attn", "dense_mlp",
-           "shared_experts")
+SHARDED = ("embedding", "lm_head", "linear_attn", "dense_mlp", "shared_experts")
+ATTENTION = ("attn_q", "attn_o")
 KV = ("attn_kv",)
 EXPERTS = ("routed_experts",)
 REPLICATED = ("mla_other", "router", "norms", "other")
@@ -29,6 +29,7 @@ def weight_split(shape: ModelShape, *, dtype: str | None = None,
                       quantization_override=quantization)
     return WeightSplit(
         sharded=sum(wb.component(c) for c in SHARDED),
+        attention=sum(wb.component(c) for c in ATTENTION),
         kv=sum(wb.component(c) for c in KV),
         experts=sum(wb.component(c) for c in EXPERTS),
         replicated=sum(wb.component(c) for c in REPLICATED),

@@ -1,0 +1,28 @@
+"""Output formats for findings: text (people), json, sarif, github (machines)."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+from tpcheck.lint import LintResult
+
+Renderer = Callable[[LintResult, bool], str]
+
+
+def render(fmt: str, result: LintResult, *, color: bool = False, statistics: bool = False,
+           quiet: bool = False) -> str:
+    if fmt == "json":
+        from tpcheck.report.json_out import render_json
+
+        return render_json(result)
+    if fmt == "sarif":
+        from tpcheck.report.sarif import render_sarif
+
+        return render_sarif(result)
+    if fmt == "github":
+        from tpcheck.report.github import render_github
+
+        return render_github(result)
+    from tpcheck.report.text import render_text
+
+    return render_text(result, color=color, statistics=statistics, quiet=quiet)

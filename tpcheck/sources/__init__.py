@@ -1,0 +1,130 @@
+"""Readers: files → Deployment records with spans. ``read_path`` picks the reader.
+
+Readers are pure: no physics, no engine defaults; a field the file did not set is None.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterable, Iterator
+
+from tpcheck.sources.base import Deployment, ReadResult, SourceError, Span
+
+__all__ = [
+    "MAX_BYTES",
+    "Deployment",
+    "ReadResult",
+    "SourceError",
+    "Span",
+    "iter_files",
+    "read_path",
+]
+
+MAX_BYTES = 5 * 1024 * 1024
+YAML_EXT = (".yaml", ".yml")
+SHELL_EXT = (".sh", ".bash")
+PY_EXT = (".py",)
+
+
+def reader_kind(name: str, text: str) -> str:
+    """'yaml' | 'shell' | 'python' from the extension, else the shebang, else the content."""
+    low = name.lower()
+    if low.endswith(YAML_EXT):
+        return "yaml"
+    if low.endswith(SHELL_EXT):
+        return "shell"
+    if low.endswith(PY_EXT):
+        return "python"
+    first = text.split("\n", 1)[0]
+    if first.startswith("#!"):
+        return "python" if "python" in first else "shell"
+    head = text.lstrip()[:200]
+    if head.startswith(("apiVersion:", "kind:", "---", "services:")) or (
+        ":" in head.split("\n", 1)[0] and not head.startswith(("import ", "from "))
+    ):
+        return "yaml"
+    if head.startswith(("import ", "from ")):
+        return "python"
+    return "shell"
+
+
+def read_path(path: str, text: str | None = None, *, stdin_filename: str | None = None,
+              max_bytes: int = MAX_BYTES) -> ReadResult:
+    """Read one file (or ``text`` standing for it) with the reader its name or content picks."""
+    shown = stdin_filename if path == "-" and stdin_filename else path
+    if text is None:
+        try:
+            size = os.path.getsize(path)
+            if size > max_bytes:
+                return _err(shown, f"file is {size} bytes, over the {max_bytes}-byte limit; skipped")
+            with open(path, "rb") as fh:
+                raw = fh.read(max_bytes + 1)
+        except OSError as e:
+            return _err(shown, f"cannot read: {e.strerror or e}")
+        try:
+            text = raw.decode("utf-8-sig")
+        except UnicodeDecodeError as e:
+            return _err(shown, f"not UTF-8 text (byte {e.start})")
+    elif len(text) > max_bytes:
+        return _err(shown, f"input is over the {max_bytes}-byte limit; skipped")
+    kind = reader_kind(shown, text)
+    try:
+        if kind == "yaml":
+            from tpcheck.sources.yamlfile import read_yaml
+
+            return read_yaml(shown, text)
+        if kind == "python":
+            from tpcheck.sources.python_src import read_python
+
+            return read_python(shown, text)
+        from tpcheck.sources.shell import read_shell
+
+        return ReadResult(shown, tuple(read_shell(shown, text)), (), text)
+    except RecursionError:
+        return _err(shown, "nesting too deep to read")
+
+
+def _err(path: str, message: str) -> ReadResult:
+    return ReadResult(path, (), (SourceError(path, 1, 1, message),))
+
+
+def iter_files(paths: Iterable[str]) -> Iterator[str]:
+    """Files to read: as given, and inside folders the YAML, shell and Python files.
+
+    Hidden folders are skipped, simple ``.gitignore`` names and ``dir/`` patterns honoured, and
+    symlinks are never followed (so a link cannot lead the walk out of the tree).
+    """
+    import fnmatch
+
+    for p in paths:
+        if p == "-" or not os.path.isdir(p):
+            yield p
+            continue
+        for root, dirs, files in os.walk(p, followlinks=False):
+            ignores = _gitignore(os.path.join(root, ".gitignore"))
+            dirs[:] = sorted(
+                d for d in dirs
+                if not d.startswith(".")
+                and not os.path.islink(os.path.join(root, d))
+                and not any(fnmatch.fnmatch(d, pat.rstrip("/")) for pat in ignores)
+            )
+            for f in sorted(files):
+                full = os.path.join(root, f)
+                if os.path.islink(full) or f.startswith("."):
+                    continue
+                if any(fnmatch.fnmatch(f, pat) for pat in ignores if not pat.endswith("/")):
+                    continue
+                if f.lower().endswith(YAML_EXT + SHELL_EXT + PY_EXT):
+                    yield full
+
+
+def _gitignore(path: str) -> list[str]:
+    try:
+        with open(path, encoding="utf-8") as fh:
+            lines = fh.read().splitlines()
+    except (OSError, UnicodeDecodeError):
+        return []
+    return [
+        ln.strip().lstrip("/") for ln in lines
+        if ln.strip() and not ln.startswith(("#", "!")) and "/" not in ln.strip().strip("/")
+    ]

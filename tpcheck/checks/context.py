@@ -1,0 +1,153 @@
+"""What a rule sees: one deployment, its model shape (if resolved), the GPU, the settings.
+
+The context turns the deployment's flags into physics Options once and caches the evaluation,
+so rules only ask for Formulas and decide; they never parse files or format output.
+"""
+
+from __future__ import annotations
+
+from dataclasses import replace
+from functools import cached_property
+from types import ModuleType
+
+from tpcheck.checks.base import Edit, Finding, Severity
+from tpcheck.formula import Formula
+from tpcheck.hardware.gpus import GPU
+from tpcheck.models.shape import ModelShape
+from tpcheck.physics.plan import Evaluation, Options, evaluate
+from tpcheck.settings import Settings
+from tpcheck.sources.base import Deployment, Span
+
+
+class CheckContext:
+    def __init__(
+        self,
+        deployment: Deployment,
+        *,
+        shape: ModelShape | None,
+        settings: Settings,
+        gpu: GPU | None = None,
+        gpu_origin: str = "",
+        model_problem: str | None = None,
+        model_source: str | None = None,
+        topology: object | None = None,
+    ) -> None:
+        self.deployment = deployment
+        self.shape = shape
+        self.settings = settings
+        self.gpu = gpu
+        self.gpu_origin = gpu_origin
+        self.model_problem = model_problem
+        self.model_source = model_source
+        self.topology = topology
+
+    # ---- layout -------------------------------------------------------------------------
+    @property
+    def tp(self) -> int:
+        return self.deployment.tensor_parallel_size or 1
+
+    @property
+    def pp(self) -> int:
+        return self.deployment.pipeline_parallel_size or 1
+
+    @property
+    def dp(self) -> int:
+        return self.deployment.data_parallel_size or 1
+
+    @property
+    def attn_dp(self) -> int:
+        d = self.deployment
+        if d.engine != "sglang":
+            return 1
+        if d.attn_dp_size:
+            return d.attn_dp_size
+        if d.enable_dp_attention and d.data_parallel_size:
+            return d.data_parallel_size  # old spelling: --dp N --enable-dp-attention
+        return 1
+
+    @property
+    def dp_replicas(self) -> int:
+        """Whole copies of the TP group (SGLang's old --dp with DP-attention is not one)."""
+        d = self.deployment
+        if d.engine == "sglang" and (d.enable_dp_attention or (d.attn_dp_size or 1) > 1):
+            return 1
+        return self.dp
+
+    @property
+    def tp_span(self) -> Span:
+        return self.deployment.span_of("tensor_parallel_size", "model")
+
+    # ---- context used for capacity --------------------------------------------------------
+    @cached_property
+    def context(self) -> tuple[int, str]:
+        """(tokens, where they came from): --context / settings, max_model_len, model maximum."""
+        if self.settings.context:
+            return self.settings.context, "tpcheck context setting"
+        if self.deployment.max_model_len:
+            flag = "--context-length" if self.deployment.engine == "sglang" else "--max-model-len"
+            return self.deployment.max_model_len, f"{flag} in the deployment"
+        mpe = (self.shape.max_position_embeddings if self.shape else None) or 2048
+        return mpe, "the model's max_position_embeddings (no max-model-len set)"
+
+    @cached_property
+    def options(self) -> Options:
+        d = self.deployment
+        return Options(
+            engine=d.engine,
+            engine_version=d.engine_version or self.settings.engine_version,
+            entrypoint=d.entrypoint or "serve",
+            gpu=self.gpu,
+            utilization=d.gpu_memory_utilization,
+            pp=self.pp,
+            dp=self.dp,
+            expert_parallel=bool(d.enable_expert_parallel),
+            attn_dp=self.attn_dp,
+            max_num_seqs=d.max_num_seqs,
+            max_num_batched_tokens=d.max_num_batched_tokens,
+            context=self.context[0],
+            kv_cache_dtype=d.kv_cache_dtype,
+            quantization=d.quantization,
+            dtype=d.dtype,
+            enforce_eager=bool(d.enforce_eager),
+        )
+
+    @cached_property
+    def evaluation(self) -> Evaluation:
+        assert self.shape is not None
+        return evaluate(self.shape, self.tp, self.options)
+
+    def evaluate_at(self, t: int, **changes: object) -> Evaluation:
+        assert self.shape is not None
+        opts = replace(self.options, **changes) if changes else self.options  # type: ignore[arg-type]
+        return evaluate(self.shape, t, opts)
+
+    # ---- building findings ----------------------------------------------------------------
+    def finding(
+        self,
+        rule: ModuleType,
+        message: str,
+        *,
+        span: Span | None = None,
+        formulas: tuple[Formula, ...] = (),
+        fix: str | None = None,
+        edits: tuple[Edit, ...] = (),
+        severity: Severity | None = None,
+        related: tuple[tuple[Span, str], ...] = (),
+    ) -> Finding:
+        return Finding(
+            code=rule.CODE,
+            name=rule.NAME,
+            severity=severity or rule.SEVERITY,
+            message=message,
+            span=span or self.tp_span,
+            formulas=formulas,
+            fix=fix,
+            edits=edits,
+            related=related,
+        )
+
+    def model_related(self) -> tuple[tuple[Span, str], ...]:
+        s = self.deployment.spans.get("model")
+        if s is None or s == self.tp_span:
+            return ()
+        return ((s, f"model {self.deployment.model}"),)

@@ -1,0 +1,20 @@
+"""TP103 ffn-not-divisible: The FFN, expert or quantization-group width per rank does not divide: the parallel linear layer refuses."""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import Iterator
+
+from tpcheck.checks._refusal import refusal_findings
+from tpcheck.checks.base import Finding, Severity
+from tpcheck.checks.context import CheckContext
+
+CODE = "TP103"
+NAME = "ffn-not-divisible"
+SEVERITY = Severity.ERROR
+NEEDS_SHAPE = True
+SUMMARY = "The FFN, expert or quantization-group width per rank does not divide: the parallel linear layer refuses."
+
+
+def check(ctx: CheckContext) -> Iterator[Finding]:
+    yield from refusal_findings(ctx, sys.modules[__name__])

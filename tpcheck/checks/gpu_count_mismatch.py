@@ -1,0 +1,51 @@
+"""TP401 gpu-count-mismatch: the ranks the engine starts versus the GPUs the manifest requests."""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import Iterator
+
+from tpcheck.checks.base import Finding, Severity
+from tpcheck.checks.context import CheckContext
+from tpcheck.formula import Formula
+
+CODE = "TP401"
+NAME = "gpu-count-mismatch"
+SEVERITY = Severity.ERROR
+NEEDS_SHAPE = False
+SUMMARY = "t·p·dp differs from the GPUs requested: fewer cannot start, more sit idle."
+
+
+def check(ctx: CheckContext) -> Iterator[Finding]:
+    d = ctx.deployment
+    if d.gpus_requested is None or d.gpus_requested <= 0:
+        return
+    rule = sys.modules[__name__]
+    pods = d.group_size or d.nnodes or 1
+    have = d.gpus_requested * pods
+    ranks = ctx.tp * ctx.pp * ctx.dp_replicas
+    f = Formula("ranks", "t·p·dp", {"t": ctx.tp, "p": ctx.pp, "dp": ctx.dp_replicas}, ranks,
+                "GPUs", "vllm 0.33.0 config/parallel.py world_size l.964; sglang dp replicas")
+    g = Formula("gpus", "gpus_per_pod·pods", {"gpus_per_pod": d.gpus_requested, "pods": pods},
+                have, "GPUs", "manifest resources.limits")
+    span = d.span_of("gpus_requested", "tensor_parallel_size")
+    where = f"{d.gpus_requested} per pod × {pods} pods" if pods > 1 else f"{d.gpus_requested}"
+    related = ((ctx.tp_span, f"tensor parallel size {ctx.tp}"),) if span != ctx.tp_span else ()
+    if ranks > have:
+        yield ctx.finding(
+            rule,
+            f"the engine starts t·p·dp = {ranks} ranks but the manifest requests {where} GPUs: "
+            f"\"World size ({ranks}) is larger than the number of available GPUs ({have})\" — "
+            "it cannot start",
+            span=span, formulas=(f, g), related=related,
+            fix=f"request {ranks} GPUs, or lower the parallel sizes to fit {have}",
+        )
+    elif ranks < have:
+        yield ctx.finding(
+            rule,
+            f"the engine starts t·p·dp = {ranks} ranks but the manifest requests {where} GPUs: "
+            f"{have - ranks} GPUs sit idle",
+            span=span, formulas=(f, g), severity=Severity.WARNING, related=related,
+            fix=f"request {ranks} GPUs, or use them: --tensor-parallel-size / "
+            "--data-parallel-size so that t·p·dp equals the GPUs",
+        )

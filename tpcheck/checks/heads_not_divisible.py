@@ -1,0 +1,20 @@
+"""TP101 heads-not-divisible: The query heads are not divisible by the tensor-parallel size (h mod t ≠ 0): the engine refuses to start."""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import Iterator
+
+from tpcheck.checks._refusal import refusal_findings
+from tpcheck.checks.base import Finding, Severity
+from tpcheck.checks.context import CheckContext
+
+CODE = "TP101"
+NAME = "heads-not-divisible"
+SEVERITY = Severity.ERROR
+NEEDS_SHAPE = True
+SUMMARY = "The query heads are not divisible by the tensor-parallel size (h mod t ≠ 0): the engine refuses to start."
+
+
+def check(ctx: CheckContext) -> Iterator[Finding]:
+    yield from refusal_findings(ctx, sys.modules[__name__])

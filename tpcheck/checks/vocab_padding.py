@@ -1,0 +1,45 @@
+"""TP104 vocab-padding: vLLM refuses a padded vocabulary t does not divide; padding rows cost memory."""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import Iterator
+
+from tpcheck.checks._refusal import refusal_findings
+from tpcheck.checks.base import Finding, Severity
+from tpcheck.checks.context import CheckContext
+from tpcheck.formula import Formula, fmt_bytes
+from tpcheck.physics.kv import activation_dtype, dtype_bytes
+from tpcheck.physics.legality import vocab_padding
+
+CODE = "TP104"
+NAME = "vocab-padding"
+SEVERITY = Severity.ERROR
+NEEDS_SHAPE = True
+SUMMARY = ("The vocabulary padded to a multiple of 64 is not divisible by t (vLLM refuses), or "
+           "the padding rows hold memory (info).")
+
+
+def check(ctx: CheckContext) -> Iterator[Finding]:
+    rule = sys.modules[__name__]
+    found = list(refusal_findings(ctx, rule))
+    yield from found
+    if found or ctx.shape is None or ctx.tp <= 1:
+        return
+    s = ctx.shape
+    vp = vocab_padding(s, ctx.tp, ctx.deployment.engine)
+    rows = int(vp.result) - s.vocab
+    if rows <= 0:
+        return
+    b = dtype_bytes(activation_dtype(s.dtype, ctx.deployment.dtype))
+    copies = 1 if s.tied_embeddings else 2
+    waste = Formula("padding_bytes", "(V_pad − V)·d·b·copies",
+                    {"V_pad": int(vp.result), "V": s.vocab, "d": s.hidden, "b": b,
+                     "copies": copies}, rows * s.hidden * b * copies, "B", vp.source)
+    yield ctx.finding(
+        rule,
+        f"the vocabulary of {s.vocab:,} rows is padded to {int(vp.result):,} for t={ctx.tp}: "
+        f"{rows:,} padding rows hold {fmt_bytes(waste.result)} across the group "
+        "(embedding and lm_head); harmless, reported for completeness",
+        severity=Severity.INFO, formulas=(vp, waste),
+    )

@@ -1,0 +1,95 @@
+"""``tpcheck inspect PATH...``: what the readers extracted, before any rule runs."""
+
+from __future__ import annotations
+
+import json
+import sys
+
+import click
+
+from tpcheck.sources import iter_files, read_path
+from tpcheck.sources.base import Deployment, ReadResult
+
+INSPECT_KEYS = (
+    "path", "line", "engine", "model", "tensor_parallel_size", "pipeline_parallel_size",
+    "data_parallel_size", "max_num_seqs", "max_model_len", "gpu_memory_utilization",
+    "kv_cache_dtype", "gpus_requested", "gpu",
+)
+
+
+def deployment_json(d: Deployment) -> dict[str, object]:
+    """DESIGN.md's inspect shape, plus ``spans`` (field → span) and the rest of what was read."""
+    out: dict[str, object] = {
+        "path": d.path,
+        "line": d.span.line,
+        "engine": d.engine,
+        "model": d.model,
+        "tensor_parallel_size": d.tensor_parallel_size,
+        "pipeline_parallel_size": d.pipeline_parallel_size,
+        "data_parallel_size": d.data_parallel_size,
+        "max_num_seqs": d.max_num_seqs,
+        "max_model_len": d.max_model_len,
+        "gpu_memory_utilization": d.gpu_memory_utilization,
+        "kv_cache_dtype": d.kv_cache_dtype,
+        "gpus_requested": d.gpus_requested,
+        "gpu": d.gpu_product,
+    }
+    out["spans"] = {k: s.to_json() for k, s in sorted(d.spans.items())}
+    out["unresolved"] = dict(d.unresolved)
+    out["image"] = d.image
+    out["engine_version"] = d.engine_version
+    out["enable_expert_parallel"] = d.enable_expert_parallel
+    out["enable_dp_attention"] = d.enable_dp_attention
+    out["attn_dp_size"] = d.attn_dp_size
+    out["group_size"] = d.group_size
+    out["notes"] = list(d.notes)
+    return out
+
+
+def _cell(v: object) -> str:
+    return "-" if v is None else str(v)
+
+
+@click.command("inspect")
+@click.argument("paths", nargs=-1, required=True)
+@click.option("--format", "fmt", type=click.Choice(["text", "json"]), default="text")
+@click.option("--verbose", "-v", is_flag=True, help="Also list files with no engine launch.")
+@click.option("--stdin-filename", default=None, help="Name (and reader) for stdin given as -.")
+def inspect_cmd(paths: tuple[str, ...], fmt: str, verbose: bool, stdin_filename: str | None) -> int:
+    """Show each engine launch found in PATH... and the value and position of every field."""
+    results: list[ReadResult] = []
+    for p in iter_files(paths):
+        text = sys.stdin.read() if p == "-" else None
+        results.append(read_path(p, text, stdin_filename=stdin_filename))
+    errors = [e for r in results for e in r.errors]
+    for e in errors:
+        click.echo(str(e), err=True)
+    deployments = [d for r in results for d in r.deployments]
+    if fmt == "json":
+        click.echo(json.dumps({
+            "deployments": [deployment_json(d) for d in deployments],
+            "errors": [e.to_json() for e in errors],
+        }, indent=2))
+    else:
+        for r in results:
+            if not r.deployments:
+                if verbose and not r.errors:
+                    click.echo(f"{r.path}: no engine launch")
+                continue
+            for d in r.deployments:
+                tp = d.spans.get("tensor_parallel_size")
+                where = f"{d.path}:{d.span.line}"
+                click.echo(
+                    f"{where}: {d.engine} model={_cell(d.model)} tp={_cell(d.tensor_parallel_size)}"
+                    f" pp={_cell(d.pipeline_parallel_size)} dp={_cell(d.data_parallel_size)}"
+                    f" max_num_seqs={_cell(d.max_num_seqs)} max_model_len={_cell(d.max_model_len)}"
+                    f" gpus={_cell(d.gpus_requested)} gpu={_cell(d.gpu_product)}"
+                    + (f" (tp at {tp.line}:{tp.column})" if tp else "")
+                )
+                for name, expr in sorted(d.unresolved.items()):
+                    click.echo(f"    {name}: unresolved {expr}")
+                for note in d.notes:
+                    click.echo(f"    note: {note}")
+    if errors and not deployments and all(r.errors for r in results):
+        return 2
+    return 0

@@ -1,0 +1,248 @@
+"""The lint run: files → deployments → model shapes → rules → suppressed findings.
+
+One run shares one Resolver (one lookup per distinct model) and one shape per config, so a
+thousand manifests naming the same model parse its config.json once. A file that cannot be read,
+or a rule that fails on odd input, becomes a one-line error; the other files are still checked.
+"""
+
+from __future__ import annotations
+
+import fnmatch
+import os
+import re
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from types import ModuleType
+
+from tpcheck.checks import selected
+from tpcheck.checks.base import Finding, Severity
+from tpcheck.checks.context import CheckContext
+from tpcheck.hardware.gpus import GPU, find_gpu
+from tpcheck.models.shape import ModelShape
+from tpcheck.settings import Settings
+from tpcheck.sources import iter_files, read_path
+from tpcheck.sources.base import Deployment, ReadResult, SourceError
+
+IGNORE_RE = re.compile(r"#\s*tpcheck:\s*ignore(?:\[([A-Za-z0-9_,\s]*)\])?", re.IGNORECASE)
+
+
+@dataclass
+class LintResult:
+    findings: list[Finding] = field(default_factory=list)
+    errors: list[SourceError] = field(default_factory=list)
+    files: int = 0
+    deployments: int = 0
+    suppressed: int = 0
+    unused_ignores: list[tuple[str, int, str]] = field(default_factory=list)  # path, line, text
+
+
+@dataclass(frozen=True)
+class Suppression:
+    line: int
+    codes: frozenset[str] | None  # None: every code
+
+
+def inline_suppressions(text: str | None) -> list[Suppression]:
+    """``# tpcheck: ignore[TP201, TP203]`` or a bare ``# tpcheck: ignore`` comment per line."""
+    if not text or "tpcheck" not in text:
+        return []
+    out: list[Suppression] = []
+    for i, line in enumerate(text.splitlines(), start=1):
+        m = IGNORE_RE.search(line)
+        if m:
+            codes = None if m.group(1) is None else frozenset(
+                c.strip().upper() for c in m.group(1).split(",") if c.strip())
+            out.append(Suppression(i, codes))
+    return out
+
+
+class Linter:
+    """One run's shared state: rules, resolver, shape cache, GPU and topology."""
+
+    def __init__(self, settings: Settings, *, gpu_flag: str | None = None,
+                 report_unused_ignores: bool = False) -> None:
+        from tpcheck.models.resolve import Resolver
+
+        self.settings = settings
+        self.rules: list[ModuleType] = selected(settings.select, settings.ignore)
+        self.resolver = Resolver(model_config=settings.model_config, mappings=settings.models,
+                                 offline=settings.offline or None, timeout=settings.hub_timeout,
+                                 base_dir=settings.root)
+        self.shapes: dict[tuple[str, str], ModelShape | str] = {}
+        self.gpu_flag: GPU | None = None
+        self.gpu_setting: GPU | None = None
+        if gpu_flag:
+            self.gpu_flag = _gpu_or_error(gpu_flag, "--gpu")
+        elif settings.gpu:
+            self.gpu_setting = _gpu_or_error(settings.gpu, "[tool.tpcheck] gpu")
+        self.topology: object | None = None
+        self.topology_error: SourceError | None = None
+        if settings.topology:
+            self._load_topology(settings.topology)
+        self.report_unused = report_unused_ignores
+
+    def _load_topology(self, path: str) -> None:
+        from tpcheck.hardware.topology import TopologyError, parse_topology
+
+        try:
+            text = Path(path).read_text(encoding="utf-8")
+        except (OSError, UnicodeDecodeError) as e:
+            self.topology_error = SourceError(path, 1, 1, f"cannot read topology: {e}")
+            return
+        try:
+            self.topology = parse_topology(text, path)
+        except TopologyError as e:
+            self.topology_error = SourceError(path, 1, 1, str(e))
+
+    # ---- model and GPU for one deployment ---------------------------------------------------
+    def shape_for(self, d: Deployment) -> tuple[ModelShape | None, str | None, str | None]:
+        """(shape, problem, source) — problem is TP000's text when the config was not found."""
+        from tpcheck.models.config import ConfigError, parse_config
+        from tpcheck.models.resolve import ResolveError
+
+        model = d.model if d.model is not None else d.unresolved.get("model")
+        if not model:
+            return None, "the deployment names no model", None
+        base = str(Path(d.path).parent) if d.path not in ("-", "") else None
+        try:
+            r = self.resolver.resolve(model, revision=d.revision, base_dir=base)
+        except ResolveError as e:
+            return None, str(e), None
+        key = (r.location, model)
+        cached = self.shapes.get(key)
+        if cached is None:
+            try:
+                cached = parse_config(r.config, name=model, path=r.location,
+                                      quant_cfg=r.quant_config)
+            except ConfigError as e:
+                cached = str(e)
+            self.shapes[key] = cached
+        if isinstance(cached, str):
+            return None, cached, None
+        return cached, None, f"{r.source}: {r.location}"
+
+    def gpu_for(self, d: Deployment) -> tuple[GPU | None, str]:
+        if self.gpu_flag is not None:
+            return self.gpu_flag, "--gpu"
+        if d.gpu_product:
+            g = find_gpu(d.gpu_product)
+            if g is None:
+                from tpcheck.hardware.machines import find_machine, machine_gpu
+
+                m = find_machine(d.gpu_product)
+                g = machine_gpu(m) if m is not None else None
+            if g is not None:
+                return g, f"manifest ({d.gpu_product})"
+        if self.gpu_setting is not None:
+            return self.gpu_setting, "[tool.tpcheck] gpu"
+        return None, ""
+
+    # ---- one file ---------------------------------------------------------------------------
+    def lint_read(self, rr: ReadResult, out: LintResult) -> None:
+        out.files += 1
+        out.errors.extend(rr.errors)
+        sups = inline_suppressions(rr.text)
+        used: set[int] = set()
+        file_ignores = self._file_ignores(rr.path)
+        for d in rr.deployments:
+            out.deployments += 1
+            for f in self.lint_deployment(d, out):
+                if f.code in file_ignores:
+                    out.suppressed += 1
+                    continue
+                if any(f.code in codes for codes in d.ignores.values()):
+                    out.suppressed += 1
+                    continue
+                hit = _suppressed_by(f, sups)
+                if hit is not None:
+                    used.add(hit.line)
+                    out.suppressed += 1
+                    continue
+                out.findings.append(f)
+        if self.report_unused:
+            lines = (rr.text or "").splitlines()
+            for s in sups:
+                if s.line not in used:
+                    out.unused_ignores.append((rr.path, s.line, lines[s.line - 1].strip()))
+
+    def lint_deployment(self, d: Deployment, out: LintResult) -> list[Finding]:
+        shape, problem, source = self.shape_for(d)
+        gpu, origin = self.gpu_for(d)
+        ctx = CheckContext(d, shape=shape, settings=self.settings, gpu=gpu, gpu_origin=origin,
+                           model_problem=problem, model_source=source, topology=self.topology)
+        found: list[Finding] = []
+        for rule in self.rules:
+            if rule.NEEDS_SHAPE and shape is None:
+                continue
+            try:
+                found.extend(rule.check(ctx))
+            except Exception as e:
+                out.errors.append(SourceError(
+                    d.path, d.span.line, d.span.column,
+                    f"internal error in {rule.CODE}: {type(e).__name__}: {e} "
+                    "(rerun with --debug)"))
+                if os.environ.get("TPCHECK_DEBUG"):
+                    raise
+        return found
+
+    def _file_ignores(self, path: str) -> set[str]:
+        pfi: Mapping[str, tuple[str, ...]] = self.settings.per_file_ignores
+        if not pfi:
+            return set()
+        rel = path
+        if self.settings.root:
+            try:
+                rel = os.path.relpath(path, self.settings.root)
+            except ValueError:
+                rel = path
+        codes: set[str] = set()
+        for pat, cs in pfi.items():
+            if fnmatch.fnmatch(rel, pat) or fnmatch.fnmatch(path, pat):
+                codes.update(cs)
+        return codes
+
+    def run(self, paths: Iterable[str], *, stdin_text: str | None = None,
+            stdin_filename: str | None = None) -> LintResult:
+        out = LintResult()
+        if self.topology_error is not None:
+            out.errors.append(self.topology_error)
+        for p in iter_files(paths):
+            if p == "-":
+                rr = read_path("-", stdin_text or "", stdin_filename=stdin_filename or "stdin",
+                               max_bytes=self.settings.max_file_size)
+            else:
+                rr = read_path(p, max_bytes=self.settings.max_file_size)
+            self.lint_read(rr, out)
+        out.findings.sort(key=lambda f: (f.span.path, f.span.line, f.span.column, f.code))
+        return out
+
+
+def _suppressed_by(f: Finding, sups: list[Suppression]) -> Suppression | None:
+    for s in sups:
+        if s.line in (f.span.line, f.span.line - 1) and (s.codes is None or f.code in s.codes):
+            return s
+    return None
+
+
+class UsageError(ValueError):
+    pass
+
+
+def _gpu_or_error(name: str, where: str) -> GPU:
+    g = find_gpu(name)
+    if g is None:
+        from tpcheck.hardware.gpus import gpu_names
+
+        raise UsageError(f"{where}: unknown GPU {name!r}; known: {', '.join(gpu_names())}")
+    return g
+
+
+def exit_code(result: LintResult, fail_on: str) -> int:
+    if result.errors:
+        return 2
+    level = Severity(fail_on).rank
+    return 1 if any(f.severity.rank >= level for f in result.findings) else 0
+
+
+__all__ = ["LintResult", "Linter", "exit_code", "inline_suppressions"]

@@ -1,0 +1,614 @@
+"""Read a Hugging Face ``config.json`` into a :class:`~tpcheck.models.shape.ModelShape`.
+
+API:
+
+- ``load_config(path) -> dict`` reads the JSON (never executes anything, never follows
+  ``auto_map``); bad JSON or a non-object raises ``ConfigError`` naming the file.
+- ``parse_config(cfg, *, name="", path="", quant_cfg=None) -> ModelShape``; ``quant_cfg`` is the
+  optional ``hf_quant_config.json`` (ModelOpt) found beside config.json.
+- ``load_shape(path) -> ModelShape`` does both, picking up ``hf_quant_config.json`` beside it.
+
+Every failure is a ``ConfigError`` (a ``ValueError``) whose one-line message names the field and
+the file. The rules follow what vLLM's ``hf_text_config`` sees:
+
+- Multimodal wrappers: the language model is read from ``text_config`` / ``language_config`` /
+  ``llm_config``; ``torch_dtype``/``dtype`` is taken from the outer config first, then the text
+  config (vLLM ``_get_and_verify_dtype``). A config with no dtype records ``float32``, which is what
+  vLLM sees before it downcasts float32 to the platform dtype (bf16 on Ampere+); that downcast is
+  physics, not parsing.
+- KV heads, first key present wins: ``n_head_kv``, ``num_kv_heads``, ``num_key_value_heads``,
+  ``multi_query_group_num``, ``num_attention_groups``; else ``num_attention_heads`` (MHA).
+  Falcon (``falcon``/``RefinedWeb``/``RefinedWebModel``): not ``new_decoder_architecture`` and
+  ``multi_query`` (default true) means one KV head; vLLM's RWConfig forces the new architecture
+  when ``hidden_size == 8192`` (falcon-40b) and defaults ``n_head_kv`` to 1.
+- ``head_dim`` is the config's when positive, else ``hidden_size // num_attention_heads``. For MLA
+  models it is ``qk_nope_head_dim + qk_rope_head_dim`` (the q/k head) and ``v_head_dim`` is set.
+- ``ffn`` is the dense MLP width (``intermediate_size``; Llama 4 ``intermediate_size_mlp``), 0 when
+  every layer is MoE. Falcon without ``ffn_hidden_size`` uses 4·d.
+- Sliding-window layers: ``layer_types`` when present; gemma2 alternates (even layers slide);
+  gemma3 ``sliding_window_pattern`` (default 6: every 6th layer is global); qwen2-style configs
+  only when ``use_sliding_window`` (layers from ``max_window_layers`` on); other families with an
+  integer ``sliding_window`` use it on every layer (Mistral v0.1, Phi-3).
+- ``tie_word_embeddings`` absent: true for gemma*, starcoder2 and falcon (their config classes'
+  defaults), false otherwise (an unknown family is assumed untied: the larger weight estimate).
+- MTP / next-token-prediction layers (``num_nextn_predict_layers``) are not part of the shape:
+  vLLM loads them only for speculative decoding.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+from tpcheck.models.shape import MLA, LinearAttention, ModelShape, MoE, Quant
+
+__all__ = ["ConfigError", "load_config", "load_shape", "parse_config"]
+
+
+class ConfigError(ValueError):
+    """A config.json that cannot describe a model; the message is one line."""
+
+
+_FALCON_TYPES = frozenset({"falcon", "RefinedWeb", "RefinedWebModel"})
+_KV_HEAD_KEYS = (
+    "n_head_kv",
+    "num_kv_heads",
+    "num_key_value_heads",
+    "multi_query_group_num",
+    "num_attention_groups",
+)
+_TEXT_KEYS = ("text_config", "language_config", "llm_config")
+_TIED_BY_DEFAULT = ("gemma", "starcoder2", "falcon", "RefinedWeb")
+_NON_GATED = frozenset(
+    {"falcon", "RefinedWeb", "RefinedWebModel", "starcoder2", "gpt2", "gpt_bigcode", "gpt_neox",
+     "phi", "opt", "bloom"}
+)
+_DTYPES = {
+    "bfloat16": "bfloat16",
+    "bf16": "bfloat16",
+    "float16": "float16",
+    "fp16": "float16",
+    "half": "float16",
+    "float32": "float32",
+    "fp32": "float32",
+    "float": "float32",
+}
+
+
+def _where(path: str, name: str) -> str:
+    return path or name or "<config>"
+
+
+def load_config(path: str | Path) -> dict[str, Any]:
+    """Parse ``path`` as a JSON object; any failure is a one-line ``ConfigError``."""
+    p = Path(path)
+    try:
+        text = p.read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as exc:
+        raise ConfigError(f"{p}: cannot read: {exc.__class__.__name__}: {exc}") from None
+    try:
+        data = json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise ConfigError(
+            f"{p}:{exc.lineno}:{exc.colno}: invalid JSON: {exc.msg}"
+        ) from None
+    except RecursionError:
+        raise ConfigError(f"{p}: invalid JSON: nested too deeply") from None
+    if not isinstance(data, dict):
+        raise ConfigError(f"{p}: expected a JSON object, got {type(data).__name__}")
+    return data
+
+
+def load_shape(path: str | Path, *, name: str = "") -> ModelShape:
+    """Read config.json (and a ModelOpt ``hf_quant_config.json`` beside it) into a shape."""
+    p = Path(path)
+    cfg = load_config(p)
+    qpath = p.with_name("hf_quant_config.json")
+    quant_cfg = load_config(qpath) if qpath.is_file() else None
+    return parse_config(cfg, name=name, path=str(p), quant_cfg=quant_cfg)
+
+
+class _Reader:
+    """Typed field access on one config dict, with errors naming field and file."""
+
+    def __init__(self, cfg: Mapping[str, Any], where: str, prefix: str = "") -> None:
+        self.cfg = cfg
+        self.where = where
+        self.prefix = prefix
+
+    def has(self, key: str) -> bool:
+        return self.cfg.get(key) is not None
+
+    def _bad(self, key: str, value: Any, want: str) -> ConfigError:
+        shown = repr(value)
+        if len(shown) > 40:
+            shown = shown[:37] + "..."
+        return ConfigError(f"{self.where}: field {self.prefix}{key} must be {want}, got {shown}")
+
+    def int_or_none(self, key: str, *, minimum: int = 1) -> int | None:
+        value = self.cfg.get(key)
+        if value is None:
+            return None
+        if isinstance(value, bool):
+            raise self._bad(key, value, _want(minimum))
+        if isinstance(value, float):
+            if not math.isfinite(value) or not value.is_integer():
+                raise self._bad(key, value, _want(minimum))
+            value = int(value)
+        if not isinstance(value, int):
+            raise self._bad(key, value, _want(minimum))
+        if value < minimum:
+            raise self._bad(key, value, _want(minimum))
+        return value
+
+    def first_int(self, *keys: str, minimum: int = 1) -> int | None:
+        for key in keys:
+            if self.has(key):
+                return self.int_or_none(key, minimum=minimum)
+        return None
+
+    def need(self, *keys: str, minimum: int = 1) -> int:
+        value = self.first_int(*keys, minimum=minimum)
+        if value is None:
+            alts = f" (or {', '.join(keys[1:])})" if len(keys) > 1 else ""
+            raise ConfigError(f"{self.where}: missing field {self.prefix}{keys[0]}{alts}")
+        return value
+
+    def int_default(self, key: str, default: int, *, minimum: int = 1) -> int:
+        value = self.int_or_none(key, minimum=minimum)
+        return default if value is None else value
+
+    def flag(self, key: str, default: bool = False) -> bool:
+        value = self.cfg.get(key)
+        if value is None:
+            return default
+        if not isinstance(value, bool):
+            raise self._bad(key, value, "true or false")
+        return value
+
+    def int_list(self, key: str) -> list[int]:
+        value = self.cfg.get(key)
+        if value is None:
+            return []
+        if not isinstance(value, list) or not all(
+            isinstance(v, int) and not isinstance(v, bool) for v in value
+        ):
+            raise self._bad(key, value, "a list of integers")
+        return list(value)
+
+    def str_list(self, key: str) -> list[str] | None:
+        value = self.cfg.get(key)
+        if value is None:
+            return None
+        if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
+            raise self._bad(key, value, "a list of strings")
+        return list(value)
+
+
+def _want(minimum: int) -> str:
+    return "a positive integer" if minimum == 1 else f"an integer >= {minimum}"
+
+
+def parse_config(
+    cfg: Mapping[str, Any],
+    *,
+    name: str = "",
+    path: str = "",
+    quant_cfg: Mapping[str, Any] | None = None,
+) -> ModelShape:
+    """The text model's shape as vLLM sees it (see the module docstring for every rule)."""
+    where = _where(path, name)
+    if not isinstance(cfg, Mapping):
+        raise ConfigError(f"{where}: expected a JSON object, got {type(cfg).__name__}")
+    text: Mapping[str, Any] = cfg
+    prefix = ""
+    for key in _TEXT_KEYS:
+        sub = cfg.get(key)
+        if sub is None:
+            continue
+        if not isinstance(sub, Mapping):
+            raise ConfigError(f"{where}: field {key} must be an object")
+        text, prefix = sub, f"{key}."
+        break
+    r = _Reader(text, where, prefix)
+    outer_type = _str(cfg.get("model_type"))
+    model_type = _str(text.get("model_type")) or outer_type
+    family = model_type or outer_type
+
+    layers = r.need("num_hidden_layers", "n_layer", "num_layers", "n_layers")
+    hidden = r.need("hidden_size", "n_embd", "n_embed", "d_model")
+    heads = r.need("num_attention_heads", "n_head", "n_heads", "num_heads")
+    vocab = r.need("vocab_size", "padded_vocab_size")
+    kv_heads = _kv_heads(r, family, hidden, heads)
+
+    mla = _mla(r)
+    v_head_dim: int | None = None
+    if mla is not None:
+        head_dim = mla.qk_nope_head_dim + mla.qk_rope_head_dim
+        v_head_dim = mla.v_head_dim
+    else:
+        head_dim = r.first_int("head_dim") or hidden // heads
+        if head_dim == 0:
+            raise ConfigError(f"{where}: field {prefix}hidden_size {hidden} < heads {heads}")
+
+    moe, ffn = _moe_and_ffn(r, family, layers, hidden)
+
+    qkv_bias, o_bias, mlp_bias = _biases(r, family)
+    sliding_window = None if _is_list(text, "sliding_window") else r.int_or_none("sliding_window")
+    sliding_layers = _sliding_layers(r, family, layers, sliding_window)
+    if sliding_layers == 0:
+        sliding_window = None
+
+    tied_default = family.startswith(_TIED_BY_DEFAULT)
+    tied = r.flag("tie_word_embeddings", tied_default)
+    if prefix and "tie_word_embeddings" in cfg and "tie_word_embeddings" not in text:
+        tied = _Reader(cfg, where).flag("tie_word_embeddings", tied)
+
+    linear_attn = _linear_attention(r, family, layers)
+    layer_norms, norm_bias = _norms(r, family)
+    quant = parse_quant(cfg, quant_cfg, where)
+    arch = cfg.get("architectures")
+    architectures = tuple(a for a in arch if isinstance(a, str)) if isinstance(arch, list) else ()
+
+    return ModelShape(
+        model_type=family,
+        layers=layers,
+        hidden=hidden,
+        heads=heads,
+        kv_heads=kv_heads,
+        head_dim=head_dim,
+        ffn=ffn,
+        vocab=vocab,
+        tied_embeddings=tied,
+        dtype=_dtype(cfg, text, where),
+        max_position_embeddings=r.first_int("max_position_embeddings", "n_positions", "seq_length"),
+        v_head_dim=v_head_dim,
+        qkv_bias=qkv_bias,
+        o_bias=o_bias,
+        mlp_bias=mlp_bias,
+        gated_mlp=family not in _NON_GATED,
+        sliding_window=sliding_window,
+        sliding_layers=sliding_layers,
+        moe=moe,
+        mla=mla,
+        quant=quant,
+        architectures=architectures,
+        name=name,
+        layer_norms=layer_norms,
+        norm_bias=norm_bias,
+        qk_norm=_qk_norm(r, family),
+        attn_output_gate=family == "qwen3_next",
+        attention_sinks=family == "gpt_oss",
+        linear_attn=linear_attn,
+    )
+
+
+def _str(value: Any) -> str:
+    return value if isinstance(value, str) else ""
+
+
+def _is_list(cfg: Mapping[str, Any], key: str) -> bool:
+    return isinstance(cfg.get(key), list)
+
+
+def _kv_heads(r: _Reader, family: str, hidden: int, heads: int) -> int:
+    if family in _FALCON_TYPES:
+        new_arch = r.flag("new_decoder_architecture", False)
+        if family != "falcon" and hidden == 8192:
+            new_arch = True  # vLLM RWConfig: "Hack for falcon-40b"
+        if not new_arch and r.flag("multi_query", True):
+            return 1
+        if family != "falcon" and not r.has("n_head_kv") and not r.has("num_kv_heads"):
+            return 1  # RWConfig: n_head_kv defaults to 1
+    value = r.first_int(*_KV_HEAD_KEYS)
+    return heads if value is None else value
+
+
+def _mla(r: _Reader) -> MLA | None:
+    if not r.has("kv_lora_rank"):
+        return None
+    return MLA(
+        kv_lora_rank=r.need("kv_lora_rank"),
+        qk_rope_head_dim=r.need("qk_rope_head_dim"),
+        qk_nope_head_dim=r.need("qk_nope_head_dim"),
+        v_head_dim=r.need("v_head_dim"),
+        q_lora_rank=r.int_or_none("q_lora_rank"),
+        indexer_heads=r.int_default("index_n_heads", 0, minimum=0),
+        indexer_head_dim=r.int_default("index_head_dim", 0, minimum=0),
+    )
+
+
+def _moe_and_ffn(r: _Reader, family: str, layers: int, hidden: int) -> tuple[MoE | None, int]:
+    """MoE widths and the dense FFN width; ``ffn`` is 0 when no layer is dense."""
+    experts = r.first_int("n_routed_experts", "num_local_experts", "num_experts", "moe_num_experts")
+    if not experts:
+        if family in _FALCON_TYPES:
+            return None, r.first_int("ffn_hidden_size") or 4 * hidden
+        return None, r.need("intermediate_size", "ffn_hidden_size", "n_inner", "ffn_dim")
+    top_k = r.need("num_experts_per_tok", "experts_per_token", "moe_topk")
+    expert_ffn = r.need("moe_intermediate_size" if r.has("moe_intermediate_size")
+                        else "intermediate_size")
+    is_moe = _moe_layer_pattern(r, family, layers)
+    moe_layers = sum(is_moe)
+    dense_layers = layers - moe_layers
+    ffn = 0
+    if dense_layers:
+        key = "intermediate_size_mlp" if r.has("intermediate_size_mlp") else "intermediate_size"
+        ffn = r.need(key)
+
+    shared_n = 0
+    shared_w = 0
+    if r.has("n_shared_experts"):  # deepseek, kimi, glm4_moe: n × moe_intermediate_size
+        shared_n = r.int_default("n_shared_experts", 0, minimum=0)
+        shared_w = expert_ffn if shared_n else 0
+    elif r.has("num_shared_experts"):  # bailing (Ling)
+        shared_n = r.int_default("num_shared_experts", 0, minimum=0)
+        shared_w = r.int_default("moe_shared_expert_intermediate_size", expert_ffn, minimum=0)
+    elif r.has("shared_expert_intermediate_size"):  # qwen2_moe, qwen3_next
+        shared_w = r.int_default("shared_expert_intermediate_size", 0, minimum=0)
+        shared_n = 1 if shared_w else 0
+    elif family.startswith("llama4"):  # one shared expert of the expert width
+        shared_n, shared_w = 1, expert_ffn
+    if not shared_n or not shared_w:
+        shared_n = shared_w = 0
+
+    router_bias = (
+        family == "gpt_oss"
+        or r.cfg.get("topk_method") == "noaux_tc"
+        or r.flag("moe_router_enable_expert_bias", False)
+        or family == "glm4_moe"  # noaux_tc routing: e_score_correction_bias
+    )
+    moe = MoE(
+        num_experts=experts,
+        experts_per_token=top_k,
+        expert_ffn=expert_ffn,
+        moe_layers=moe_layers,
+        num_shared_experts=shared_n,
+        shared_expert_ffn=shared_w,
+        router_bias=router_bias,
+        expert_bias=family == "gpt_oss",
+        shared_expert_gate=bool(shared_n) and family in ("qwen2_moe", "qwen3_next"),
+    )
+    return moe, ffn
+
+
+def _moe_layer_pattern(r: _Reader, family: str, layers: int) -> list[bool]:
+    """Which layers route to experts, per family (the modeling files' own conditions)."""
+    if r.has("mlp_only_layers") or r.has("decoder_sparse_step"):  # qwen2_moe/qwen3_moe/next
+        dense = set(r.int_list("mlp_only_layers"))
+        step = r.int_default("decoder_sparse_step", 1)
+        return [i not in dense and (i + 1) % step == 0 for i in range(layers)]
+    if r.has("first_k_dense_replace") or r.has("moe_layer_freq"):  # deepseek, glm4_moe, bailing
+        k = r.int_default("first_k_dense_replace", 0, minimum=0)
+        freq = r.int_default("moe_layer_freq", 1)
+        return [i >= k and i % freq == 0 for i in range(layers)]
+    if r.has("moe_layers"):  # llama4 explicit list
+        chosen = set(r.int_list("moe_layers"))
+        return [i in chosen for i in range(layers)]
+    if r.has("interleave_moe_layer_step"):  # llama4: layers step-1, 2·step-1, ...
+        step = r.int_default("interleave_moe_layer_step", 1)
+        return [(i + 1) % step == 0 for i in range(layers)]
+    return [True] * layers  # mixtral, gpt-oss, unknown: every layer
+
+
+def _biases(r: _Reader, family: str) -> tuple[bool, bool, bool]:
+    """(qkv_bias, o_bias, mlp_bias) — each family names them differently."""
+    if family in ("qwen2", "qwen2_moe", "qwen2_vl", "qwen2_5_vl"):
+        return True, False, False  # Qwen2 attention always has q/k/v biases
+    if family == "starcoder2":
+        b = r.flag("use_bias", True)
+        return b, b, b
+    if family in _FALCON_TYPES:
+        b = r.flag("bias", False)
+        return b, b, b
+    if family.startswith("bailing"):
+        return r.flag("use_qkv_bias", False), r.flag("use_bias", False), False
+    if family in ("glm4_moe", "glm4", "glm"):
+        return r.flag("attention_bias", family != "glm4_moe"), False, False
+    attn = r.flag("attention_bias", False) or r.flag("qkv_bias", False)
+    return attn, r.flag("attention_bias", False), r.flag("mlp_bias", False)
+
+
+def _sliding_layers(r: _Reader, family: str, layers: int, window: int | None) -> int:
+    types = r.str_list("layer_types")
+    if types is not None:
+        return sum(1 for t in types[:layers] if t in ("sliding_attention", "chunked_attention"))
+    if window is None:
+        return 0
+    if family == "gemma2":
+        return (layers + 1) // 2  # layers 0, 2, 4, ... slide
+    if family.startswith("gemma3"):
+        pattern = r.int_default("sliding_window_pattern", 6)
+        return sum(1 for i in range(layers) if (i + 1) % pattern != 0)
+    if r.has("use_sliding_window"):  # qwen2-style: off unless asked
+        if not r.flag("use_sliding_window"):
+            return 0
+        start = r.int_default("max_window_layers", layers, minimum=0)
+        return max(0, layers - start)
+    return layers
+
+
+def _linear_attention(r: _Reader, family: str, layers: int) -> LinearAttention | None:
+    if not r.has("linear_num_value_heads"):
+        return None
+    types = r.str_list("layer_types")
+    if types is not None:
+        count = sum(1 for t in types[:layers] if t == "linear_attention")
+    else:  # qwen3_next: every full_attention_interval-th layer is full attention
+        interval = r.int_default("full_attention_interval", 4)
+        count = sum(1 for i in range(layers) if (i + 1) % interval != 0)
+    return LinearAttention(
+        layers=count,
+        num_key_heads=r.need("linear_num_key_heads"),
+        num_value_heads=r.need("linear_num_value_heads"),
+        key_head_dim=r.need("linear_key_head_dim"),
+        value_head_dim=r.need("linear_value_head_dim"),
+        conv_kernel=r.int_default("linear_conv_kernel_dim", 4),
+    )
+
+
+def _norms(r: _Reader, family: str) -> tuple[int, bool]:
+    """(d-wide norm vectors per layer, LayerNorm-with-bias)."""
+    if family == "gemma2" or family.startswith("gemma3"):
+        return 4, False  # input, post_attention, pre_feedforward, post_feedforward
+    if family in _FALCON_TYPES:
+        new_arch = r.flag("new_decoder_architecture", False) or (
+            family != "falcon" and r.cfg.get("hidden_size") == 8192
+        )
+        if new_arch:
+            return r.int_default("num_ln_in_parallel_attn", 2), True
+        return (1 if r.flag("parallel_attn", True) else 2), True
+    if family == "starcoder2":
+        return 2, True
+    return 2, False
+
+
+def _qk_norm(r: _Reader, family: str) -> bool:
+    if family in ("qwen3", "qwen3_moe", "qwen3_next") or family.startswith("gemma3"):
+        return True
+    if family.startswith("llama4"):
+        return False  # use_qk_norm is a weightless L2 norm
+    return r.flag("use_qk_norm", False)
+
+
+def _dtype(cfg: Mapping[str, Any], text: Mapping[str, Any], where: str) -> str:
+    for src in (cfg, text):
+        for key in ("torch_dtype", "dtype"):
+            value = src.get(key)
+            if value is None:
+                continue
+            if not isinstance(value, str):
+                raise ConfigError(f"{where}: field {key} must be a dtype name, got {value!r}")
+            norm = _DTYPES.get(value.removeprefix("torch.").lower())
+            if norm is None:
+                raise ConfigError(f"{where}: field {key} has unknown dtype {value!r}")
+            return norm
+    return "float32"
+
+
+# --- quantization_config -------------------------------------------------------------------
+
+
+def parse_quant(
+    cfg: Mapping[str, Any], quant_cfg: Mapping[str, Any] | None = None, where: str = ""
+) -> Quant | None:
+    """``quantization_config`` (or a ModelOpt ``hf_quant_config.json``) as a ``Quant``."""
+    qc = cfg.get("quantization_config")
+    if qc is None:
+        for key in _TEXT_KEYS:
+            sub = cfg.get(key)
+            if isinstance(sub, Mapping) and sub.get("quantization_config") is not None:
+                qc = sub["quantization_config"]
+                break
+    if qc is None and quant_cfg is not None:
+        return _modelopt(quant_cfg, where)
+    if qc is None:
+        return None
+    if not isinstance(qc, Mapping):
+        raise ConfigError(f"{where}: field quantization_config must be an object")
+    method = _str(qc.get("quant_method")).lower()
+    if not method:
+        if "quantization" in qc:  # ModelOpt layout inlined
+            return _modelopt(qc, where)
+        raise ConfigError(f"{where}: missing field quantization_config.quant_method")
+    r = _Reader(qc, where, "quantization_config.")
+    excluded = tuple(
+        (r.str_list("modules_to_not_convert") or [])
+        + (r.str_list("ignore") or [])
+        + (r.str_list("exclude_modules") or [])
+    )
+    if method == "fp8":
+        block = r.int_list("weight_block_size")
+        if block and len(block) != 2:
+            raise ConfigError(f"{where}: field quantization_config.weight_block_size needs 2 ints")
+        return Quant(
+            "fp8",
+            8,
+            block=(block[0], block[1]) if block else None,
+            strategy="block" if block else "tensor",
+            excluded=excluded,
+        )
+    if method in ("awq", "gptq", "awq_marlin", "gptq_marlin"):
+        bits = r.int_default("bits", r.int_default("w_bit", 4))
+        group = r.int_or_none("group_size", minimum=-1)
+        if group is None:
+            group = r.int_or_none("q_group_size", minimum=-1)
+        zero = method.startswith("awq") and r.flag("zero_point", True)
+        if method.startswith("gptq"):
+            zero = True  # GPTQ checkpoints store qzeros even when symmetric
+        return Quant(
+            method.split("_")[0],
+            bits,
+            group_size=group if group and group > 0 else None,
+            strategy="group" if group and group > 0 else "channel",
+            zero_point=zero,
+            excluded=excluded,
+        )
+    if method == "mxfp4":
+        return Quant("mxfp4", 4, group_size=32, experts_only=True, excluded=excluded)
+    if method == "bitsandbytes":
+        if r.flag("load_in_4bit"):
+            return Quant("bitsandbytes", 4, group_size=64, excluded=excluded)
+        return Quant("bitsandbytes", 8, strategy="channel", excluded=excluded)
+    if method == "compressed-tensors":
+        return _compressed_tensors(qc, where, excluded)
+    if method in ("modelopt", "modelopt_fp4"):
+        return _modelopt(qc, where)
+    bits = r.int_default("bits", 16)
+    return Quant(method, bits, group_size=r.int_or_none("group_size"), excluded=excluded)
+
+
+def _compressed_tensors(qc: Mapping[str, Any], where: str, excluded: tuple[str, ...]) -> Quant:
+    groups = qc.get("config_groups")
+    if not isinstance(groups, Mapping) or not groups:
+        raise ConfigError(f"{where}: missing field quantization_config.config_groups")
+    first = next(iter(groups.values()))
+    weights = first.get("weights") if isinstance(first, Mapping) else None
+    if not isinstance(weights, Mapping):
+        raise ConfigError(f"{where}: missing field quantization_config.config_groups.*.weights")
+    r = _Reader(weights, where, "quantization_config.config_groups.*.weights.")
+    bits = r.need("num_bits")
+    strategy = _str(weights.get("strategy")).lower() or "tensor"
+    group = r.int_or_none("group_size") if strategy == "group" else None
+    block_list = r.int_list("block_structure") if strategy == "block" else []
+    fmt = _str(qc.get("format"))
+    method = "compressed-tensors"
+    if bits == 8 and _str(weights.get("type")) == "float":
+        method = "compressed-tensors-fp8"
+    elif "nvfp4" in fmt:
+        method = "compressed-tensors-nvfp4"
+    return Quant(
+        method,
+        bits,
+        group_size=group,
+        block=(block_list[0], block_list[1]) if len(block_list) == 2 else None,
+        strategy=strategy,
+        zero_point=weights.get("symmetric") is False,
+        excluded=excluded,
+    )
+
+
+def _modelopt(qc: Mapping[str, Any], where: str) -> Quant | None:
+    inner = qc.get("quantization", qc)
+    if not isinstance(inner, Mapping):
+        raise ConfigError(f"{where}: field quantization must be an object")
+    algo = _str(inner.get("quant_algo")).upper()
+    ex = inner.get("exclude_modules") or []
+    excluded = tuple(x for x in ex if isinstance(x, str)) if isinstance(ex, list) else ()
+    if not algo:
+        return None
+    if algo == "FP8":
+        return Quant("modelopt-fp8", 8, strategy="tensor", excluded=excluded)
+    if algo == "NVFP4":
+        group = inner.get("group_size")
+        return Quant(
+            "modelopt-nvfp4",
+            4,
+            group_size=group if isinstance(group, int) and group > 0 else 16,
+            strategy="group",
+            excluded=excluded,
+        )
+    raise ConfigError(f"{where}: unsupported ModelOpt quant_algo {algo!r}")

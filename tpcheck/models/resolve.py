@@ -1,0 +1,482 @@
+"""Find a model's config.json from where users keep it, without ever freezing the caller.
+
+A manifest names ``meta-llama/Llama-3.1-70B-Instruct``, ``/models/llama-70b`` or ``$(MODEL_ID)``;
+every rule needs that model's config.json. ``Resolver.resolve(model, revision=..., base_dir=...)``
+returns a :class:`Resolution` or raises :class:`ResolveError`. Places are tried in this order:
+
+1. ``model_config`` (``--model-config PATH``, a config.json or a folder holding one) wins for every
+   model; then ``mappings`` (``[tool.tpcheck.models]``): the reference as written maps to a path
+   (config.json or folder; source ``mapping``) or to a hub id, which is resolved by steps 2-5.
+   Relative paths here are taken from the constructor's ``base_dir`` (the settings file's folder),
+   else ``cwd``.
+2. A local folder named by the reference that exists, relative to ``resolve(base_dir=...)`` (the
+   manifest's folder) and then ``cwd``, with a config.json in it (source ``local``).
+3. The Hugging Face cache through huggingface_hub's own ``try_to_load_from_cache`` (``HF_HOME``,
+   ``HF_HUB_CACHE`` and ``revision`` honoured as the library reads them; source ``hf-cache``).
+4. The bundled catalog, exact id or a listed alias, case-insensitive (source ``catalog``); it
+   holds one revision per model, so a pinned ``revision`` not in the cache falls back to it.
+5. The hub via ``hf_hub_download`` (``HF_ENDPOINT``, ``HF_TOKEN`` honoured) unless offline:
+   ``offline=True`` or ``HF_HUB_OFFLINE``/``TRANSFORMERS_OFFLINE`` set. The download runs in a
+   daemon thread joined with ``timeout`` seconds, because huggingface_hub retries a timed-out
+   request with a much longer timeout; the file lands in the normal cache, so the next run finds
+   it in step 3 (source ``hub`` this time, ``hf-cache`` after).
+
+``hf_quant_config.json`` beside the config (same folder, snapshot or repo) fills ``quant_config``.
+References that are still template expressions (``$(MODEL_ID)``, ``${MODEL}``, ``{{ .Values.m }}``,
+empty) fail fast with kind ``unresolved`` unless a mapping names them. Each ``ResolveError`` has a
+``kind`` (unresolved, gated, not-found, timeout, bad-json, network), a one-line ``message`` that
+never contains the token, and ``tried``: every place looked at, for TP000.
+
+One Resolver is one run: results and failures are memoised per (model, revision) so a thousand
+manifests naming one model cost one lookup. It is not thread-safe; share it within one thread.
+huggingface_hub is imported only when step 3 runs.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import threading
+import time
+from collections.abc import Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Literal
+
+from tpcheck.models import catalog
+
+Source = Literal["path", "mapping", "local", "hf-cache", "catalog", "hub"]
+Kind = Literal["unresolved", "gated", "not-found", "timeout", "bad-json", "network"]
+
+CONFIG_NAME = "config.json"
+QUANT_NAME = "hf_quant_config.json"
+
+_TRUE = {"1", "ON", "YES", "TRUE"}
+# $(VAR) (k8s), ${VAR} / $VAR (shell, compose), {{ ... }} / {% ... %} (helm, jinja)
+_EXPRESSION = re.compile(r"\$\(|\$\{|\$[A-Za-z_]|\{\{|\{%")
+# Hub ids: "name" or "org/name"; letters, digits, "-", "_", "."; no "--" or ".." (the hub's rule).
+_REPO_ID = re.compile(r"[A-Za-z0-9][\w.\-]*(/[A-Za-z0-9][\w.\-]*)?")
+
+
+@dataclass(frozen=True)
+class Resolution:
+    model: str  # the reference as given
+    config: Mapping[str, Any]  # parsed config.json
+    quant_config: Mapping[str, Any] | None  # hf_quant_config.json beside it, when present
+    source: Source
+    location: str  # the file it was read from (a cache snapshot path for hf-cache and hub)
+    tried: tuple[str, ...]
+
+
+class ResolveError(Exception):
+    """Why no config.json was found; ``message`` is one line, ``tried`` lists each place."""
+
+    def __init__(self, kind: Kind, message: str, tried: tuple[str, ...] = ()) -> None:
+        super().__init__(message)
+        self.kind: Kind = kind
+        self.message = message
+        self.tried = tried
+
+    def with_tried(self, tried: tuple[str, ...]) -> ResolveError:
+        return ResolveError(self.kind, self.message, tried)
+
+
+def is_offline_env(environ: Mapping[str, str] | None = None) -> bool:
+    """The same switch huggingface_hub reads, read now rather than at its import."""
+    env = os.environ if environ is None else environ
+    value = env.get("HF_HUB_OFFLINE") or env.get("TRANSFORMERS_OFFLINE") or ""
+    return value.strip().upper() in _TRUE
+
+
+def is_expression(model: str) -> bool:
+    """True for references a template engine or shell was meant to fill in."""
+    return not model.strip() or _EXPRESSION.search(model) is not None
+
+
+def is_repo_id(model: str) -> bool:
+    return (
+        len(model) <= 96
+        and _REPO_ID.fullmatch(model) is not None
+        and "--" not in model
+        and ".." not in model
+    )
+
+
+def _looks_like_path(ref: str) -> bool:
+    return ref.startswith(("/", ".", "~", "\\")) or ref.endswith(".json") or not is_repo_id(ref)
+
+
+def load_json(path: Path) -> dict[str, Any]:
+    """Parse a JSON object; malformed input becomes one line naming file, line and column."""
+    try:
+        text = path.read_bytes().decode("utf-8-sig")
+    except UnicodeDecodeError as e:
+        raise ResolveError("bad-json", f"{path}: not UTF-8 text (byte {e.start})") from None
+    except OSError as e:
+        raise ResolveError("not-found", f"{path}: cannot read ({e.strerror or e})") from None
+    try:
+        data = json.loads(text)
+    except json.JSONDecodeError as e:
+        raise ResolveError(
+            "bad-json", f"{path}:{e.lineno}:{e.colno}: malformed JSON: {e.msg}"
+        ) from None
+    if not isinstance(data, dict):
+        raise ResolveError("bad-json", f"{path}: expected a JSON object, got {type(data).__name__}")
+    return data
+
+
+def _quant_beside(config_path: Path) -> dict[str, Any] | None:
+    quant = config_path.with_name(QUANT_NAME)
+    return load_json(quant) if quant.is_file() else None
+
+
+def _config_in(path: Path) -> Path | None:
+    """The config.json that ``path`` names: the file itself or one inside the folder."""
+    if path.is_dir():
+        inner = path / CONFIG_NAME
+        return inner if inner.is_file() else None
+    return path if path.is_file() else None
+
+
+def _scrub(text: str) -> str:
+    """Drop the token from text that might echo a request (it never should; belt and braces)."""
+    for name in ("HF_TOKEN", "HUGGING_FACE_HUB_TOKEN"):
+        token = os.environ.get(name)
+        if token and len(token) >= 4:
+            text = text.replace(token, "***")
+    return " ".join(text.split())
+
+
+def _import_hub() -> Any:
+    """Import huggingface_hub lazily. Before its first import, default telemetry (an extra request
+    to the endpoint for agent detection) and progress bars off: a linter makes only the requests it
+    needs and writes only its own output. Explicit user settings are kept."""
+    os.environ.setdefault("HF_HUB_DISABLE_TELEMETRY", "1")
+    os.environ.setdefault("HF_HUB_DISABLE_PROGRESS_BARS", "1")
+    import huggingface_hub
+    import huggingface_hub.constants
+
+    return huggingface_hub
+
+
+def _redact_url(url: str) -> str:
+    return re.sub(r"//[^/@]*@", "//", url)
+
+
+def _classify(error: BaseException, repo: str, endpoint: str) -> ResolveError:
+    """Map huggingface_hub's exception (and its causes) to a kind and a one-line message.
+
+    Matched on class names along the MRO so the same code reads 0.x and 1.x/2.x errors, whose
+    modules and HTTP client differ."""
+    chain: list[BaseException] = []
+    seen: set[int] = set()
+    e: BaseException | None = error
+    while e is not None and id(e) not in seen:
+        seen.add(id(e))
+        chain.append(e)
+        e = e.__cause__ or e.__context__
+    for exc in chain:
+        names = {c.__name__ for c in type(exc).__mro__}
+        response = getattr(exc, "response", None)
+        status = getattr(response, "status_code", None)
+        if "GatedRepoError" in names:
+            return ResolveError(
+                "gated",
+                f"{repo} is gated on {endpoint} (HTTP {status}): accept its licence on the hub and "
+                "set HF_TOKEN, or pass --model-config PATH",
+            )
+        if "RevisionNotFoundError" in names:
+            return ResolveError("not-found", f"{repo}: revision not found on {endpoint}")
+        if names & {"RemoteEntryNotFoundError", "EntryNotFoundError"}:
+            return ResolveError("not-found", f"{repo} on {endpoint} has no {CONFIG_NAME}")
+        if "RepositoryNotFoundError" in names:
+            return ResolveError(
+                "not-found",
+                f"{repo} not found on {endpoint} (HTTP {status}); if it is private or gated, "
+                "set HF_TOKEN",
+            )
+        if status in (401, 403):
+            return ResolveError(
+                "gated",
+                f"{repo}: access denied by {endpoint} (HTTP {status}); set HF_TOKEN to a token "
+                "with access, or pass --model-config PATH",
+            )
+        if status == 404:
+            return ResolveError("not-found", f"{repo} not found on {endpoint} (HTTP 404)")
+        if any("Timeout" in n for n in names):
+            return ResolveError("timeout", f"{repo}: {endpoint} did not answer in time")
+    last = chain[-1]
+    detail = _scrub(str(last)).split(". ")[0][:160]
+    return ResolveError(
+        "network", f"{repo}: cannot reach {endpoint} ({type(last).__name__}: {detail})"
+    )
+
+
+class _Download:
+    """config.json (one probing HEAD, then hf_hub_download), then best-effort
+    hf_quant_config.json, in a daemon thread.
+
+    A thread rather than only huggingface_hub's own timeouts: after a timed-out HEAD it retries with
+    a 60 s timeout and backoff, and the GET has its own (10 s) timeout, so only a join bounds us.
+    An abandoned thread finishes or dies with the process; it can only ever fill the cache."""
+
+    def __init__(self, hub: Any, repo: str, revision: str | None, timeout: float) -> None:
+        self.config_path: str | None = None
+        self.quant_path: str | None = None
+        self.error: BaseException | None = None
+        self.config_done = threading.Event()
+        self.all_done = threading.Event()
+        self._args = (hub, repo, revision, timeout)
+        threading.Thread(target=self._run, name=f"tpcheck-hub-{repo}", daemon=True).start()
+
+    def _run(self) -> None:
+        hub, repo, revision, timeout = self._args
+        try:
+            try:
+                # One HEAD without retries first: hf_hub_download retries refused connections and
+                # 5xx with backoff, which would turn "unreachable" into a timeout.
+                url = hub.hf_hub_url(repo, CONFIG_NAME, revision=revision)
+                hub.get_hf_file_metadata(url, timeout=timeout)
+                self.config_path = hub.hf_hub_download(
+                    repo, CONFIG_NAME, revision=revision, etag_timeout=timeout
+                )
+            except BaseException as e:  # handed to the caller's thread, never raised here
+                self.error = e
+                return
+            finally:
+                self.config_done.set()
+            try:
+                self.quant_path = hub.hf_hub_download(
+                    repo, QUANT_NAME, revision=revision, etag_timeout=timeout
+                )
+            except Exception:
+                self.quant_path = None  # most repos have none; a 404 is the normal answer
+        finally:
+            self.all_done.set()
+
+
+class Resolver:
+    """Resolves model references to config.json for one run (see the module docstring)."""
+
+    def __init__(
+        self,
+        *,
+        model_config: str | None = None,
+        mappings: Mapping[str, str] | None = None,
+        offline: bool | None = None,
+        timeout: float = 5.0,
+        base_dir: str | None = None,
+        cwd: str | None = None,
+    ) -> None:
+        self.cwd = Path(cwd) if cwd is not None else Path.cwd()
+        self.base_dir = Path(base_dir) if base_dir is not None else self.cwd
+        self.model_config = model_config
+        self.mappings = dict(mappings or {})
+        self.offline = offline
+        self.timeout = timeout
+        self._remote: dict[tuple[str, str | None], Resolution | ResolveError] = {}
+        self._files: dict[Path, Resolution | ResolveError] = {}
+        self._hub_down: ResolveError | None = None
+
+    # -- public ---------------------------------------------------------------------------
+
+    def resolve(
+        self, model: str, *, revision: str | None = None, base_dir: str | None = None
+    ) -> Resolution:
+        """The config for ``model``, or ResolveError naming every place tried."""
+        if self.model_config is not None:
+            path = self._anchor(self.model_config)
+            return self._from_file(model, path, "path", (f"--model-config {path}",))
+        target = self.mappings.get(model)
+        if target is None and model.strip() != model:
+            target = self.mappings.get(model.strip())
+        tried: tuple[str, ...] = ()
+        ref = model.strip()
+        if target is not None:
+            if _looks_like_path(target) or self._anchor(target).exists():
+                path = self._anchor(target)
+                return self._from_file(model, path, "mapping", (f"mapping {model!r} -> {path}",))
+            tried = (f"mapping {model!r} -> {target!r}",)
+            ref = target.strip()
+        if is_expression(ref):
+            what = f"{model!r}, an expression tpcheck cannot evaluate" if ref else "empty"
+            raise ResolveError(
+                "unresolved",
+                f"model is {what}; pass --model-config PATH or map it in [tool.tpcheck.models]",
+                (*tried, "expression: not evaluated"),
+            )
+        local = self._local(model, ref, base_dir, tried)
+        if isinstance(local, Resolution):
+            return local
+        tried = local
+        if _looks_like_path(ref):
+            raise ResolveError(
+                "not-found",
+                f"{ref}: no such local folder with {CONFIG_NAME} and not a hub id; "
+                "pass --model-config PATH or map it in [tool.tpcheck.models]",
+                tried,
+            )
+        result = self._remote_cached(ref, revision)
+        if isinstance(result, ResolveError):
+            raise result.with_tried(tried + result.tried)
+        return Resolution(
+            model,
+            result.config,
+            result.quant_config,
+            result.source,
+            result.location,
+            tried + result.tried,
+        )
+
+    # -- steps ----------------------------------------------------------------------------
+
+    def _anchor(self, ref: str) -> Path:
+        path = Path(ref).expanduser()
+        return path if path.is_absolute() else self.base_dir / path
+
+    def _from_file(
+        self, model: str, path: Path, source: Source, tried: tuple[str, ...]
+    ) -> Resolution:
+        key = path
+        hit = self._files.get(key)
+        if hit is None:
+            config_path = _config_in(path)
+            if config_path is None:
+                what = f"no {CONFIG_NAME} in this folder" if path.is_dir() else "no such file"
+                origin = {"path": "--model-config", "mapping": "[tool.tpcheck.models] mapping"}
+                hit = ResolveError(
+                    "not-found", f"{path}: {what} (from {origin.get(source, source)})"
+                )
+            else:
+                try:
+                    hit = Resolution(
+                        model,
+                        load_json(config_path),
+                        _quant_beside(config_path),
+                        source,
+                        str(config_path),
+                        (),
+                    )
+                except ResolveError as e:
+                    hit = e
+            self._files[key] = hit
+        if isinstance(hit, ResolveError):
+            raise hit.with_tried(tried)
+        return Resolution(model, hit.config, hit.quant_config, source, hit.location, tried)
+
+    def _local(
+        self, model: str, ref: str, base_dir: str | None, tried: tuple[str, ...]
+    ) -> Resolution | tuple[str, ...]:
+        candidates: list[Path] = []
+        expanded = Path(ref).expanduser()
+        if expanded.is_absolute():
+            candidates.append(expanded)
+        else:
+            for anchor in (Path(base_dir) if base_dir is not None else None, self.cwd):
+                if anchor is not None and anchor / expanded not in candidates:
+                    candidates.append(anchor / expanded)
+        for folder in candidates:
+            if not folder.exists():
+                tried += (f"local folder {folder}: missing",)
+                continue
+            if _config_in(folder) is None:
+                tried += (f"local folder {folder}: no {CONFIG_NAME}",)
+                continue
+            return self._from_file(model, folder, "local", (*tried, f"local folder {folder}"))
+        return tried
+
+    def _remote_cached(self, repo: str, revision: str | None) -> Resolution | ResolveError:
+        key = (repo, revision)
+        hit = self._remote.get(key)
+        if hit is None:
+            try:
+                hit = self._remote_lookup(repo, revision)
+            except ResolveError as e:
+                hit = e
+            self._remote[key] = hit
+        return hit
+
+    def _remote_lookup(self, repo: str, revision: str | None) -> Resolution:
+        tried: list[str] = []
+        hub = _import_hub()
+        cache_dir = hub.constants.HF_HUB_CACHE
+        rev = revision or "main"
+        try:
+            cached = hub.try_to_load_from_cache(repo, CONFIG_NAME, revision=revision)
+        except Exception as e:  # an id the library rejects: say so, and go on to the catalog
+            cached = None
+            tried.append(f"HF cache {cache_dir}: {type(e).__name__}")
+        else:
+            if isinstance(cached, str):
+                quant = hub.try_to_load_from_cache(repo, QUANT_NAME, revision=revision)
+                return self._read_snapshot(
+                    repo, cached, quant, "hf-cache", (*tried, f"HF cache {cached}")
+                )
+            state = "known to have no config.json" if cached is not None else "not cached"
+            tried.append(f"HF cache {cache_dir} ({repo}@{rev}): {state}")
+
+        entry = catalog.find(repo)
+        if entry is not None:
+            config = load_json(entry.config_path)
+            tried.append(f"bundled catalog {entry.folder.name}")
+            return Resolution(
+                repo,
+                config,
+                _quant_beside(entry.config_path),
+                "catalog",
+                str(entry.config_path),
+                tuple(tried),
+            )
+        tried.append(f"bundled catalog: no entry for {repo}")
+
+        if self.offline or is_offline_env():
+            why = "--offline" if self.offline else "HF_HUB_OFFLINE"
+            tried.append(f"hub: skipped ({why})")
+            raise ResolveError(
+                "not-found",
+                f"no {CONFIG_NAME} for {repo} offline (tried local folders, HF cache, bundled "
+                "catalog); pass --model-config PATH, map it in [tool.tpcheck.models], or run once "
+                "online to fill the HF cache",
+                tuple(tried),
+            )
+        endpoint = _redact_url(str(hub.constants.ENDPOINT))
+        if self._hub_down is not None:
+            tried.append(f"hub {endpoint}: skipped ({self._hub_down.kind} earlier in this run)")
+            raise ResolveError(
+                self._hub_down.kind,
+                f"{repo}: not looked up; {endpoint} "
+                + ("timed out" if self._hub_down.kind == "timeout" else "was unreachable")
+                + " earlier in this run (go offline to use the cache and catalog only)",
+                tuple(tried),
+            )
+        tried.append(f"hub {endpoint} ({repo}@{rev})")
+        started = time.monotonic()
+        job = _Download(hub, repo, revision, self.timeout)
+        if not job.config_done.wait(self.timeout):
+            error = ResolveError(
+                "timeout",
+                f"{repo}: {endpoint} did not answer within {self.timeout:g} s "
+                "(raise the timeout, or go offline to use the cache and catalog only)",
+                tuple(tried),
+            )
+        elif job.error is not None or job.config_path is None:
+            err = job.error if job.error is not None else RuntimeError("no path returned")
+            error = _classify(err, repo, endpoint).with_tried(tuple(tried))
+        else:
+            job.all_done.wait(max(0.0, self.timeout - (time.monotonic() - started)))
+            return self._read_snapshot(repo, job.config_path, job.quant_path, "hub", tuple(tried))
+        if error.kind in ("timeout", "network"):
+            self._hub_down = error  # one stall per run, not one per model
+        raise error
+
+    @staticmethod
+    def _read_snapshot(
+        repo: str, config_path: str, quant_path: object, source: Source, tried: tuple[str, ...]
+    ) -> Resolution:
+        try:
+            config = load_json(Path(config_path))
+            quant = load_json(Path(quant_path)) if isinstance(quant_path, str) else None
+        except ResolveError as e:
+            raise e.with_tried(tried) from None
+        return Resolution(repo, config, quant, source, config_path, tried)

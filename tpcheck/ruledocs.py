@@ -1,0 +1,42 @@
+"""The rule documents (rules/CODE.md): shipped in the wheel as tpcheck/_rules, read from the
+repository's rules/ folder in an editable install."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+_PKG = Path(__file__).parent
+DOC_URL = "https://github.com/tpcheck/tpcheck/blob/main/rules/{code}.md"
+
+
+def rules_dir() -> Path | None:
+    for d in (_PKG / "_rules", _PKG.parent / "rules"):
+        if d.is_dir():
+            return d
+    return None
+
+
+def doc(code: str) -> str | None:
+    d = rules_dir()
+    if d is None:
+        return None
+    p = d / f"{code.upper()}.md"
+    return p.read_text(encoding="utf-8") if p.is_file() else None
+
+
+def doc_codes() -> list[str]:
+    d = rules_dir()
+    return sorted(p.stem for p in d.glob("TP*.md")) if d else []
+
+
+def section(text: str, title: str) -> str:
+    """The body of a ``## title`` section (case-insensitive prefix match)."""
+    out: list[str] = []
+    on = False
+    for line in text.splitlines():
+        if line.startswith("## "):
+            on = line[3:].strip().lower().startswith(title.lower())
+            continue
+        if on:
+            out.append(line)
+    return "\n".join(out).strip()

@@ -1,0 +1,143 @@
+"""Settings from ``[tool.tpcheck]`` (nearest pyproject.toml) or ``.tpcheck.toml``; flags win.
+
+Unknown keys are an error naming the key, as ruff and yamllint do: a typo in a linter's config
+must not silently turn a rule off.
+"""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import Mapping
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+from typing import Any
+
+if sys.version_info >= (3, 11):
+    import tomllib
+else:  # pragma: no cover
+    import tomli as tomllib
+
+SEVERITIES = ("info", "warning", "error")
+
+
+class SettingsError(ValueError):
+    """A bad settings file or value: one line naming the file and the key."""
+
+
+@dataclass(frozen=True)
+class Settings:
+    select: tuple[str, ...] = ()
+    ignore: tuple[str, ...] = ()
+    gpu: str | None = None
+    context: int | None = None
+    fail_on: str = "warning"
+    models: Mapping[str, str] = field(default_factory=dict)
+    per_file_ignores: Mapping[str, tuple[str, ...]] = field(default_factory=dict)
+    offline: bool = False
+    topology: str | None = None
+    engine_version: str | None = None
+    model_config: str | None = None
+    hub_timeout: float = 5.0
+    max_file_size: int = 5 * 1024 * 1024
+    source: str | None = None  # the file they were read from
+    root: str | None = None  # its folder; per-file-ignores and model paths are relative to it
+
+    def with_flags(self, **flags: Any) -> Settings:
+        """Command-line values override the file; None means 'not given'."""
+        given = {k: v for k, v in flags.items() if v is not None and v != ()}
+        return replace(self, **given)
+
+
+_KEYS: dict[str, type | tuple[type, ...]] = {
+    "select": list, "ignore": list, "gpu": str, "context": int, "fail-on": str, "models": dict,
+    "per-file-ignores": dict, "offline": bool, "topology": str, "engine-version": str,
+    "model-config": str, "hub-timeout": (int, float), "max-file-size": int,
+}
+
+
+def find_settings_file(start: Path) -> Path | None:
+    """The nearest ``.tpcheck.toml``, or ``pyproject.toml`` with a [tool.tpcheck] table."""
+    d = start if start.is_dir() else start.parent
+    for folder in (d, *d.parents):
+        dot = folder / ".tpcheck.toml"
+        if dot.is_file():
+            return dot
+        py = folder / "pyproject.toml"
+        if py.is_file():
+            try:
+                if "tool" in (data := _load(py)) and "tpcheck" in data["tool"]:
+                    return py
+            except SettingsError:
+                return py
+    return None
+
+
+def _load(path: Path) -> dict[str, Any]:
+    try:
+        return tomllib.loads(path.read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError) as e:
+        raise SettingsError(f"{path}: cannot read: {e}") from None
+    except tomllib.TOMLDecodeError as e:
+        raise SettingsError(f"{path}: invalid TOML: {e}") from None
+
+
+def load_settings(path: Path | None) -> Settings:
+    if path is None:
+        return Settings()
+    data = _load(path)
+    table = data.get("tool", {}).get("tpcheck", {}) if path.name == "pyproject.toml" else data
+    if "tool" in table and path.name != "pyproject.toml":
+        table = table.get("tool", {}).get("tpcheck", table)
+    if not isinstance(table, dict):
+        raise SettingsError(f"{path}: [tool.tpcheck] must be a table")
+    return settings_from_table(table, str(path))
+
+
+def settings_from_table(table: Mapping[str, Any], where: str) -> Settings:
+    kw: dict[str, Any] = {"source": where, "root": str(Path(where).parent)}
+    for raw_key, value in table.items():
+        key = raw_key.replace("_", "-")
+        if key not in _KEYS:
+            raise SettingsError(f"{where}: unknown key {raw_key!r} in [tool.tpcheck] "
+                                f"(known: {', '.join(sorted(_KEYS))})")
+        want = _KEYS[key]
+        if isinstance(value, bool) and want is not bool:
+            raise SettingsError(f"{where}: {raw_key} must be {_tname(want)}, got a boolean")
+        if not isinstance(value, want):
+            raise SettingsError(f"{where}: {raw_key} must be {_tname(want)}, "
+                                f"got {type(value).__name__}")
+        attr = key.replace("-", "_")
+        if key in ("select", "ignore"):
+            kw[attr] = tuple(_codes(value, where, raw_key))
+        elif key == "fail-on":
+            if value not in SEVERITIES:
+                raise SettingsError(f"{where}: fail-on must be one of {', '.join(SEVERITIES)}")
+            kw[attr] = value
+        elif key == "models":
+            if not all(isinstance(v, str) for v in value.values()):
+                raise SettingsError(f"{where}: [tool.tpcheck.models] values must be strings")
+            kw[attr] = dict(value)
+        elif key == "per-file-ignores":
+            kw[attr] = {str(k): tuple(_codes(v, where, f"per-file-ignores.{k}"))
+                        for k, v in value.items()}
+        elif key == "context" and value < 1:
+            raise SettingsError(f"{where}: context must be a positive number of tokens")
+        else:
+            kw[attr] = float(value) if key == "hub-timeout" else value
+    return Settings(**kw)
+
+
+def _codes(value: Any, where: str, key: str) -> list[str]:
+    if isinstance(value, str):
+        value = [value]
+    if not isinstance(value, list) or not all(isinstance(x, str) for x in value):
+        raise SettingsError(f"{where}: {key} must be a list of rule codes")
+    return [x.strip().upper() for x in value]
+
+
+def _tname(t: type | tuple[type, ...]) -> str:
+    names = {list: "a list", dict: "a table", str: "a string", int: "an integer",
+             bool: "true or false", float: "a number"}
+    if isinstance(t, tuple):
+        return "a number"
+    return names.get(t, t.__name__)

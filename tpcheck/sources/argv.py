@@ -1,0 +1,305 @@
+"""Engine command lines: which engine a command launches, and its flags read as argparse would.
+
+The flag table and the prefix rule live in ``tpcheck.engines.flags``; this module walks the
+words of one command (from a shell line, a manifest's ``command``+``args``, a Python list) and
+fills a Deployment with each value and the span of the token that set it.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from tpcheck.engines.flags import ENGINE_ONLY_FLAGS, Flag, Kind, resolve
+from tpcheck.sources.base import Deployment, Engine, Span
+from tpcheck.sources.shell import Word
+
+# python -m MODULE → engine. dynamo.vllm / dynamo.sglang pass the engine's own flags through.
+VLLM_MODULES = frozenset(
+    {"vllm.entrypoints.openai.api_server", "vllm.entrypoints.api_server", "dynamo.vllm"}
+)
+SGLANG_MODULES = frozenset(
+    {"sglang.launch_server", "sglang_router.launch_server", "dynamo.sglang"}
+)
+
+
+@dataclass(frozen=True)
+class Launch:
+    engine: Engine
+    index: int  # index of the launcher's first word
+    args_start: int  # first word that is an argument
+    positional_model: bool  # `vllm serve MODEL` / `sglang serve MODEL`
+    inferred: bool = False  # no launcher: engine told by its flags or the image
+
+
+def find_launch(values: Sequence[str]) -> Launch | None:
+    """The first engine launch among a command's words, if any."""
+    for i, w in enumerate(values):
+        base = w.rsplit("/", 1)[-1]
+        nxt = values[i + 1] if i + 1 < len(values) else ""
+        if base == "vllm" and nxt == "serve":
+            return Launch("vllm", i, i + 2, True)
+        if base == "sglang" and nxt == "serve":
+            return Launch("sglang", i, i + 2, True)
+        if w == "-m" and nxt:
+            if nxt in VLLM_MODULES:
+                return Launch("vllm", i, i + 2, False)
+            if nxt in SGLANG_MODULES:
+                return Launch("sglang", i, i + 2, False)
+            if nxt == "vllm.entrypoints.cli.main" and i + 2 < len(values) and (
+                values[i + 2] == "serve"
+            ):
+                return Launch("vllm", i, i + 3, True)
+    return None
+
+
+def infer_engine(values: Sequence[str], image: str | None) -> Engine | None:
+    """Engine of bare ``args`` (the image's entrypoint runs the engine)."""
+    img = (image or "").lower()
+    if "sglang" in img:
+        return "sglang"
+    if "vllm" in img:
+        return "vllm"
+    score = {"vllm": 0, "sglang": 0}
+    for v in values:
+        opt = v.split("=", 1)[0]
+        for eng in ("vllm", "sglang"):
+            if opt in ENGINE_ONLY_FLAGS[eng]:
+                score[eng] += 1
+    if score["sglang"] > score["vllm"]:
+        return "sglang"
+    if score["vllm"] > 0:
+        return "vllm"
+    if score["sglang"] == 0 and any(
+        v.split("=", 1)[0] in ("--tensor-parallel-size", "--pipeline-parallel-size") for v in values
+    ):
+        return "vllm"  # both engines accept these; vLLM's spelling is the common one
+    return None
+
+
+_HUMAN = re.compile(r"^(\d+(?:\.\d+)?)([kKmMgGtT])$")
+
+
+def parse_value(kind: Kind, value: str) -> Any:
+    """A flag value as the engine's type function reads it; ValueError when it would refuse."""
+    v = value.strip()
+    if kind in ("int", "human_int"):
+        m = _HUMAN.match(v) if kind == "human_int" else None
+        if m:
+            num, suf = m.groups()
+            if suf.islower():
+                return int(float(num) * {"k": 10**3, "m": 10**6, "g": 10**9, "t": 10**12}[suf])
+            return int(num) * {"K": 2**10, "M": 2**20, "G": 2**30, "T": 2**40}[suf]
+        return int(v)
+    if kind == "float":
+        return float(v)
+    if kind == "bool":
+        low = v.lower()
+        if low in ("true", "1", "yes", "on"):
+            return True
+        if low in ("false", "0", "no", "off"):
+            return False
+        raise ValueError(v)
+    return v
+
+
+@dataclass
+class Fields:
+    """Values read so far, with spans; argparse's last-one-wins applies."""
+
+    values: dict[str, Any] = field(default_factory=dict)
+    spans: dict[str, Span] = field(default_factory=dict)
+    unresolved: dict[str, str] = field(default_factory=dict)
+    notes: list[str] = field(default_factory=list)
+
+    def set(self, name: str, value: Any, span: Span) -> None:
+        self.values[name] = value
+        self.spans[name] = span
+        self.unresolved.pop(name, None)
+
+    def unresolved_value(self, name: str, expr: str, span: Span) -> None:
+        self.values.pop(name, None)
+        self.unresolved[name] = expr
+        self.spans[name] = span
+
+    def merge(self, other: Fields) -> None:
+        for k, v in other.values.items():
+            self.set(k, v, other.spans[k])
+        for k, e in other.unresolved.items():
+            self.unresolved_value(k, e, other.spans[k])
+        self.notes.extend(other.notes)
+
+
+def set_typed(fields: Fields, name: str, kind: Kind, word: Word, start: int = 0) -> None:
+    """Parse ``word.value[start:]`` as ``kind`` into ``fields`` (unresolved when it cannot)."""
+    span = word.value_span(start) if start else word.value_span()
+    raw = word.value[start:]
+    if word.unresolved is not None:
+        expr = word.unresolved
+        if start and "=" in expr:
+            expr = expr.split("=", 1)[1]
+        fields.unresolved_value(name, expr, span)
+        return
+    if kind == "model":
+        fields.set("model", raw, span)
+        return
+    try:
+        fields.set(name, parse_value(kind, raw), span)
+    except (ValueError, KeyError):
+        fields.unresolved_value(name, raw, span)
+        fields.notes.append(f"{name}: {raw!r} is not a valid {kind}")
+
+
+def parse_args(engine: Engine, words: Sequence[Word], positional_model: bool) -> Fields:
+    """Read an engine's arguments (words after the launcher)."""
+    f = Fields()
+    i = 0
+    n = len(words)
+    if positional_model and n and not words[0].value.startswith("-"):
+        set_typed(f, "model", "model", words[0])
+        i = 1
+    while i < n:
+        w = words[i]
+        v = w.value
+        if not v.startswith("-") or v in ("-", "--") or _is_number(v):
+            i += 1
+            continue
+        opt, eq, _ = v.partition("=")
+        r = resolve(engine, opt)
+        if r.error is not None:
+            f.notes.append(f"{engine} refuses {opt}: {r.error}")
+        flag = r.flag
+        takes_value = flag is None or flag.kind != "bool"
+        if flag is None:
+            # Not read by tpcheck: skip the option's value when one follows it.
+            if not eq and i + 1 < n and _looks_like_value(words[i + 1].value):
+                i += 1
+            i += 1
+            continue
+        if not takes_value:
+            if eq:
+                set_typed(f, flag.field, "bool", w, len(opt) + 1)
+            else:
+                f.set(flag.field, flag.value, w.raw_span)
+            i += 1
+            continue
+        if eq:
+            _store(f, flag, w, len(opt) + 1)
+            i += 1
+            continue
+        if i + 1 < n and _looks_like_value(words[i + 1].value):
+            _store(f, flag, words[i + 1], 0)
+            i += 2
+            continue
+        f.notes.append(f"{opt} has no value")
+        i += 1
+    _post(engine, f)
+    return f
+
+
+def _store(f: Fields, flag: Flag, w: Word, start: int) -> None:
+    if flag.field == "config":
+        f.notes.append(f"--config {w.value[start:]} (read that file too)")
+        return
+    set_typed(f, flag.field, flag.kind, w, start)
+
+
+def _post(engine: Engine, f: Fields) -> None:
+    ep = f.values.pop("ep_size", None)
+    ep_span = f.spans.pop("ep_size", None)
+    f.unresolved.pop("ep_size", None)
+    if isinstance(ep, int) and ep_span is not None:
+        f.set("enable_expert_parallel", ep > 1, ep_span)
+    if f.values.pop("enable_dp_attention", None) and "enable_dp_attention" in f.spans:
+        f.values["enable_dp_attention"] = True
+    if engine == "sglang" and f.values.get("enable_dp_attention") and (
+        "attn_dp_size" not in f.values and isinstance(f.values.get("data_parallel_size"), int)
+    ):
+        # SGLang rewrites `--dp N --enable-dp-attention` to `--attn-dp-size N`
+        # (arg_groups/parallel_hook.py:39-61); the written dp is kept as written.
+        f.values["attn_dp_size"] = f.values["data_parallel_size"]
+        f.spans["attn_dp_size"] = f.spans["data_parallel_size"]
+    if engine == "sglang" and isinstance(f.values.get("attn_dp_size"), int):
+        f.values.setdefault("enable_dp_attention", f.values["attn_dp_size"] > 1)
+    if engine == "vllm":
+        dp = f.values.get("data_parallel_size")
+        if isinstance(dp, int) and dp > 1 and f.values.get("enable_expert_parallel"):
+            f.values["enable_dp_attention"] = True
+            f.spans.setdefault("enable_dp_attention", f.spans["data_parallel_size"])
+
+
+def _is_number(v: str) -> bool:
+    try:
+        float(v)
+    except ValueError:
+        return False
+    return True
+
+
+def _looks_like_value(v: str) -> bool:
+    return not v.startswith("-") or _is_number(v) or v == "-"
+
+
+_DEPLOYMENT_FIELDS = frozenset(Deployment.__dataclass_fields__)
+
+
+def deployment_from_fields(
+    path: str,
+    engine: Engine,
+    span: Span,
+    f: Fields,
+    *,
+    env: Mapping[str, str] | None = None,
+    extra: Mapping[str, Any] | None = None,
+    extra_spans: Mapping[str, Span] | None = None,
+    notes: Sequence[str] = (),
+) -> Deployment:
+    """Build the record; fields the reader did not set stay None."""
+    kw: dict[str, Any] = {}
+    spans: dict[str, Span] = {}
+    for k, v in (extra or {}).items():
+        if k in _DEPLOYMENT_FIELDS and v is not None:
+            kw[k] = v
+    spans.update(extra_spans or {})
+    for k, v in f.values.items():
+        if k in _DEPLOYMENT_FIELDS:
+            kw[k] = v
+    for k, s in f.spans.items():
+        spans[k] = s
+    unresolved = {k: e for k, e in f.unresolved.items() if k in _DEPLOYMENT_FIELDS}
+    all_notes = tuple(dict.fromkeys([*notes, *f.notes]))
+    return Deployment(
+        path=path,
+        engine=engine,
+        span=span,
+        env=dict(env or {}),
+        spans=spans,
+        unresolved=unresolved,
+        notes=all_notes,
+        **kw,
+    )
+
+
+def deployment_from_words(
+    path: str,
+    words: Sequence[Word],
+    launch: Launch,
+    *,
+    env: Mapping[str, str] | None = None,
+    extra: Mapping[str, Any] | None = None,
+    extra_spans: Mapping[str, Span] | None = None,
+    notes: Sequence[str] = (),
+) -> Deployment:
+    """A Deployment from one command's words and the launch found in them."""
+    args = words[launch.args_start :]
+    f = parse_args(launch.engine, args, launch.positional_model)
+    first = words[launch.index].raw_span if launch.index < len(words) else words[0].raw_span
+    last = words[-1].raw_span
+    span = Span(first.path, first.line, first.column, last.end_line, last.end_column)
+    kw: dict[str, Any] = {"entrypoint": "serve"}
+    kw.update(extra or {})
+    return deployment_from_fields(
+        path, launch.engine, span, f, env=env, extra=kw, extra_spans=extra_spans, notes=notes
+    )

@@ -1,0 +1,119 @@
+"""vLLM production-stack Helm values: ``servingEngineSpec.modelSpec[]``.
+
+The chart renders ``vllmConfig`` keys into flags (``tensorParallelSize`` → ``--tensor-parallel-size``)
+and ``extraArgs`` verbatim; ``requestGPU`` is the pod's GPU request.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+import yaml
+
+from tpcheck.sources.argv import Fields, deployment_from_fields, parse_args, set_typed
+from tpcheck.sources.base import Deployment, Span
+from tpcheck.sources.shell import Word
+
+if TYPE_CHECKING:
+    from tpcheck.sources.kube import Walker
+    from tpcheck.sources.yamlctx import Ctx
+
+# vllmConfig key → (Deployment field, kind)
+VLLM_CONFIG_KEYS: dict[str, tuple[str, Any]] = {
+    "tensorParallelSize": ("tensor_parallel_size", "int"),
+    "pipelineParallelSize": ("pipeline_parallel_size", "int"),
+    "dataParallelSize": ("data_parallel_size", "int"),
+    "maxModelLen": ("max_model_len", "int"),
+    "maxNumSeqs": ("max_num_seqs", "int"),
+    "maxNumBatchedTokens": ("max_num_batched_tokens", "int"),
+    "gpuMemoryUtilization": ("gpu_memory_utilization", "float"),
+    "dtype": ("dtype", "str"),
+    "kvCacheDtype": ("kv_cache_dtype", "str"),
+    "quantization": ("quantization", "str"),
+    "enforceEager": ("enforce_eager", "bool"),
+}
+
+
+def read_model_specs(seq: Any, ctx: Ctx, walker: Walker) -> list[Deployment]:
+    from tpcheck.sources.kube import engine_version, k8s_word, mget
+
+    out: list[Deployment] = []
+    for spec in (seq.value if isinstance(seq, yaml.SequenceNode) else [seq]):
+        if not isinstance(spec, yaml.MappingNode):
+            continue
+        walker.seen.add(id(spec))
+        keys = {k.value: v for k, v in spec.value if isinstance(k, yaml.ScalarNode)}
+        f = Fields()
+        extra: dict[str, Any] = {"entrypoint": "serve"}
+        spans: dict[str, Span] = {}
+        url = keys.get("modelURL") or mget(keys.get("model"), "modelURL")
+        if isinstance(url, yaml.ScalarNode):
+            f.set("model", url.value, ctx.span(url))
+        gpu = keys.get("requestGPU")
+        if isinstance(gpu, yaml.ScalarNode):
+            try:
+                extra["gpus_requested"] = int(gpu.value)
+                spans["gpus_requested"] = ctx.span(gpu)
+            except ValueError:
+                pass
+        cfg = keys.get("vllmConfig")
+        if isinstance(cfg, yaml.MappingNode):
+            walker.seen.add(id(cfg))
+            extra_args = mget(cfg, "extraArgs")
+            if isinstance(extra_args, yaml.SequenceNode):
+                words = [
+                    k8s_word(ctx.locate(a), {})
+                    for a in extra_args.value
+                    if isinstance(a, yaml.ScalarNode)
+                ]
+                f.merge(parse_args("vllm", words, False))
+            for k, v in cfg.value:
+                row = VLLM_CONFIG_KEYS.get(getattr(k, "value", ""))
+                if row is not None and isinstance(v, yaml.ScalarNode):
+                    set_typed(f, row[0], row[1], Word(ctx.locate(v), ctx.span(v)))
+        for k, v in spec.value:  # VLLMRuntime puts the same keys on the spec itself
+            row = VLLM_CONFIG_KEYS.get(getattr(k, "value", ""))
+            if row is not None and isinstance(v, yaml.ScalarNode) and row[0] not in f.values:
+                set_typed(f, row[0], row[1], Word(ctx.locate(v), ctx.span(v)))
+        repo, tag = keys.get("repository"), keys.get("tag")
+        if isinstance(repo, yaml.ScalarNode):
+            image = repo.value + (f":{tag.value}" if isinstance(tag, yaml.ScalarNode) else "")
+            extra["image"] = image
+            extra["engine_version"] = engine_version(image, "vllm")
+        sel = keys.get("nodeSelectorTerms")
+        if sel is not None:
+            from tpcheck.sources.kube import PRODUCT_LABELS
+
+            for node in _scalars(sel):
+                if node.value in PRODUCT_LABELS:
+                    continue
+            for term in sel.value if isinstance(sel, yaml.SequenceNode) else []:
+                for ex in getattr(mget(term, "matchExpressions"), "value", []):
+                    key, values = mget(ex, "key"), mget(ex, "values")
+                    if (
+                        isinstance(key, yaml.ScalarNode)
+                        and key.value in PRODUCT_LABELS
+                        and isinstance(values, yaml.SequenceNode)
+                        and values.value
+                    ):
+                        extra["gpu_product"] = values.value[0].value
+                        spans["gpu_product"] = ctx.span(values.value[0])
+        out.append(
+            deployment_from_fields(ctx.path, "vllm", ctx.span(spec), f, extra=extra,
+                                   extra_spans=spans)
+        )
+    return out
+
+
+def _scalars(node: Any) -> list[Any]:
+    out: list[Any] = []
+    stack = [node]
+    while stack:
+        n = stack.pop()
+        if isinstance(n, yaml.ScalarNode):
+            out.append(n)
+        elif isinstance(n, yaml.SequenceNode):
+            stack.extend(n.value)
+        elif isinstance(n, yaml.MappingNode):
+            stack.extend(v for _, v in n.value)
+    return out

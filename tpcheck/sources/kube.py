@@ -1,0 +1,494 @@
+"""Kubernetes-shaped YAML: containers anywhere in the tree and the CRDs that carry engine facts.
+
+Any mapping with ``command``/``args`` is a container candidate (Pods, Deployments, StatefulSets,
+Jobs, LeaderWorkerSets, KServe, Dynamo ``mainContainer``, aibrix StormServices, ...). Around it
+the walk keeps its ancestors, so the GPU count, node selector, LWS group size, KServe
+``parallelism`` and Dynamo ``resources.limits.gpu`` that apply to it are found where they are.
+The walk visits each node once (an alias is the same node object), so alias bombs stay linear.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterator
+from typing import Any
+
+import yaml
+
+from tpcheck.engines.flags import SGLANG_KWARGS, VLLM_KWARGS
+from tpcheck.sources.argv import (
+    Fields,
+    Launch,
+    deployment_from_fields,
+    deployment_from_words,
+    find_launch,
+    infer_engine,
+    set_typed,
+)
+from tpcheck.sources.base import Deployment, Engine, Span
+from tpcheck.sources.positions import Located
+from tpcheck.sources.shell import Vars, Word, _shell_c, read_commands, read_shell_text
+from tpcheck.sources.yamlctx import Ctx, scalar
+
+GPU_KEYS = ("nvidia.com/gpu", "amd.com/gpu")
+PRODUCT_LABELS = (
+    "nvidia.com/gpu.product",
+    "cloud.google.com/gke-accelerator",
+    "karpenter.k8s.aws/instance-gpu-name",
+    "node.kubernetes.io/instance-type",
+    "beta.kubernetes.io/instance-type",
+)
+LAUNCH_HINT = re.compile(
+    r"vllm\s+serve|sglang\s+serve|vllm\.entrypoints|sglang\.launch_server|dynamo\.(?:vllm|sglang)"
+)
+_IMAGE_VERSION = re.compile(r":v?(\d+\.\d+(?:\.\d+)?(?:[.\-+][0-9A-Za-z.]+)?)$")
+
+
+def mget(node: Any, key: str) -> Any:
+    if isinstance(node, yaml.MappingNode):
+        for k, v in node.value:
+            if isinstance(k, yaml.ScalarNode) and k.value == key:
+                return v
+    return None
+
+
+def mpath(node: Any, *keys: str) -> Any:
+    for k in keys:
+        node = mget(node, k)
+        if node is None:
+            return None
+    return node
+
+
+def engine_version(image: str | None, engine: Engine) -> str | None:
+    """``vllm/vllm-openai:v0.6.4`` → ``0.6.4``; only for an image of that engine."""
+    if not image or engine not in image.lower():
+        return None
+    m = _IMAGE_VERSION.search(image.split("@", 1)[0])
+    return m.group(1) if m else None
+
+
+def k8s_word(loc: Located, env: dict[str, Located]) -> Word:
+    """One argv element; ``$(VAR)`` is replaced from the container env as the kubelet does."""
+    value = loc.value
+    if "$(" not in value:
+        return Word(loc, loc.fallback)
+    chars: list[str] = []
+    pos: list[tuple[int, int]] = []
+    i = 0
+    unresolved = False
+    single_var: Span | None = None
+    m_all = re.fullmatch(r"\$\(([A-Za-z_][A-Za-z0-9_]*)\)", value)
+    while i < len(value):
+        m = re.compile(r"\$\(([A-Za-z_][A-Za-z0-9_]*)\)").match(value, i)
+        if m and m.group(1) in env:
+            rep = env[m.group(1)]
+            for k, ch in enumerate(rep.value):
+                chars.append(ch)
+                pos.append(rep.positions[k] if rep.positions else _p(loc, i))
+            if m_all:
+                single_var = rep.span()
+            i = m.end()
+            continue
+        if m:
+            unresolved = True
+        chars.append(value[i])
+        pos.append(_p(loc, i))
+        i += 1
+    text = Located("".join(chars), pos if loc.positions else (), loc.fallback, loc.path)
+    return Word(text, loc.fallback, value if unresolved else None, single_var)
+
+
+def _p(loc: Located, i: int) -> tuple[int, int]:
+    if loc.positions:
+        return loc.positions[i]
+    return (loc.fallback.line, loc.fallback.column)
+
+
+class Walker:
+    """One document's walk; ``found`` collects Deployments."""
+
+    def __init__(self, ctx: Ctx) -> None:
+        self.ctx = ctx
+        self.found: list[Deployment] = []
+        self.seen: set[int] = set()
+        self.consumed: set[int] = set()
+        self.top_vars = Vars()
+
+    def run(self, root: Any) -> list[Deployment]:
+        envs = mget(root, "envs")  # SkyPilot task
+        if isinstance(envs, yaml.MappingNode):
+            for k, v in envs.value:
+                if isinstance(k, yaml.ScalarNode) and isinstance(v, yaml.ScalarNode):
+                    self.top_vars.shell[k.value] = self.ctx.locate(v)
+        stack: list[tuple[Any, tuple[Any, ...]]] = [(root, ())]
+        while stack:
+            node, anc = stack.pop()
+            if id(node) in self.seen:
+                continue
+            self.seen.add(id(node))
+            if isinstance(node, yaml.MappingNode):
+                self.visit_mapping(node, anc)
+                sub = (*anc, node)
+                for _, v in reversed(node.value):
+                    stack.append((v, sub))
+            elif isinstance(node, yaml.SequenceNode):
+                sub = (*anc, node)
+                for v in reversed(node.value):
+                    stack.append((v, sub))
+            elif isinstance(node, yaml.ScalarNode) and id(node) not in self.consumed:
+                self.visit_scalar(node, anc)
+        return self.found
+
+    # -- mappings ---------------------------------------------------------------------------
+    def visit_mapping(self, m: Any, anc: tuple[Any, ...]) -> None:
+        keys = {k.value: v for k, v in m.value if isinstance(k, yaml.ScalarNode)}
+        if "modelSpec" in keys and isinstance(keys["modelSpec"], yaml.SequenceNode):
+            from tpcheck.sources.helm_values import read_model_specs
+
+            self.found.extend(read_model_specs(keys["modelSpec"], self.ctx, self))
+            return
+        if (
+            "vllmConfig" in keys and isinstance(keys["vllmConfig"], yaml.MappingNode)
+        ) or isinstance(keys.get("tensorParallelSize"), yaml.ScalarNode):
+            from tpcheck.sources.helm_values import read_model_specs
+
+            self.found.extend(read_model_specs(m, self.ctx, self))
+            return
+        if "engine_kwargs" in keys and isinstance(keys["engine_kwargs"], yaml.MappingNode):
+            self.ray_llm_config(m, keys)
+            return
+        if "resourceProfile" in keys and ("url" in keys or "args" in keys):
+            self.kubeai_model(m, keys, anc)
+            return
+        if ("command" in keys or "args" in keys or "entrypoint" in keys or "extraArgs" in keys) and "containers" not in keys:
+            self.container(m, keys, anc)
+
+    def container(self, m: Any, keys: dict[str, Any], anc: tuple[Any, ...]) -> None:
+        ctx = self.ctx
+        env_nodes = keys.get("env") or keys.get("environment")
+        k8s_env: dict[str, Located] = {}
+        plain_env: dict[str, str] = {}
+        if isinstance(env_nodes, yaml.SequenceNode):
+            for item in env_nodes.value:
+                name, value = mget(item, "name"), mget(item, "value")
+                if isinstance(name, yaml.ScalarNode) and isinstance(value, yaml.ScalarNode):
+                    k8s_env[name.value] = ctx.locate(value)
+                    plain_env[name.value] = value.value
+                elif isinstance(item, yaml.ScalarNode) and "=" in item.value:
+                    loc = ctx.locate(item)
+                    nm = item.value.split("=", 1)[0]
+                    k8s_env[nm] = loc.sub(len(nm) + 1, len(loc.value))
+                    plain_env[nm] = k8s_env[nm].value
+        elif isinstance(env_nodes, yaml.MappingNode):
+            for k, v in env_nodes.value:
+                if isinstance(k, yaml.ScalarNode) and isinstance(v, yaml.ScalarNode):
+                    k8s_env[k.value] = ctx.locate(v)
+                    plain_env[k.value] = v.value
+        words: list[Word] = []
+        compose = "entrypoint" in keys or ("image" in keys and "environment" in keys)
+        for key in ("entrypoint", "command", "args", "extraArgs"):
+            node = keys.get(key)
+            if isinstance(node, yaml.SequenceNode):
+                for item in node.value:
+                    if isinstance(item, yaml.ScalarNode):
+                        self.consumed.add(id(item))
+                        words.append(k8s_word(ctx.locate(item), k8s_env))
+            elif isinstance(node, yaml.ScalarNode) and node.value:
+                self.consumed.add(id(node))
+                loc = ctx.locate(node)
+                if compose or key not in ("args", "extraArgs") or not loc.value.lstrip().startswith("-"):
+                    vars_ = Vars(shell=dict(self._shell_env(k8s_env, compose)), k8s=k8s_env)
+                    for cmd in _split_words(loc, vars_):
+                        words.extend(cmd)
+                else:
+                    words.extend(_split_words_flat(loc, Vars(k8s=k8s_env)))
+        if not words:
+            return
+        image_node = keys.get("image")
+        image = image_node.value if isinstance(image_node, yaml.ScalarNode) else None
+        if image is None and isinstance(image_node, yaml.MappingNode):
+            repo, tag = mget(image_node, "repository"), mget(image_node, "tag")
+            if isinstance(repo, yaml.ScalarNode):
+                image = repo.value + (f":{tag.value}" if isinstance(tag, yaml.ScalarNode) else "")
+        extra, extra_spans, notes = self.context(m, keys, anc)
+        launches: list[tuple[list[Word], dict[str, str], Launch]] = []
+        inner = _shell_c(words)
+        if inner is not None:
+            vars_ = Vars(shell=dict(self._shell_env(k8s_env, False)), k8s=k8s_env)
+            for cmd, env in read_commands(inner.text, vars_, dict(plain_env)):
+                la = find_launch([w.value for w in cmd])
+                if la is not None:
+                    launches.append((cmd, env, la))
+        else:
+            la = find_launch([w.value for w in words])
+            if la is not None:
+                launches.append((words, plain_env, la))
+            elif (
+                "command" not in keys or words[0].value.startswith("-")
+                or _is_python_or_shell(words)
+            ):
+                eng = infer_engine([w.value for w in words], image)
+                flagged = any(w.value.startswith("--") for w in words)
+                if eng is not None and flagged:
+                    launches.append((words, plain_env, Launch(eng, 0, 0, False, inferred=True)))
+        for cmd, env, la in launches:
+            kw = dict(extra)
+            if image:
+                kw["image"] = image
+                kw["engine_version"] = engine_version(image, la.engine)
+            dnotes = list(notes)
+            if la.inferred:
+                dnotes.append(f"engine {la.engine} inferred from the image or flags")
+            d = deployment_from_words(
+                ctx.path, cmd, la, env=env, extra=kw, extra_spans=extra_spans, notes=dnotes
+            )
+            self.found.append(self.apply_parallelism(d, anc))
+
+    def _shell_env(self, k8s_env: dict[str, Located], compose: bool) -> dict[str, Located]:
+        out = dict(self.top_vars.shell)
+        if not compose:
+            out.update(k8s_env)  # the container env is the shell's environment too
+        return out
+
+    def context(
+        self, m: Any, keys: dict[str, Any], anc: tuple[Any, ...]
+    ) -> tuple[dict[str, Any], dict[str, Span], list[str]]:
+        """GPU count, product and group size that apply to a container."""
+        ctx = self.ctx
+        extra: dict[str, Any] = {}
+        spans: dict[str, Span] = {}
+        notes: list[str] = []
+        res = keys.get("resources")
+        for where in ("limits", "requests"):
+            sect = mget(res, where)
+            for gk in GPU_KEYS:
+                v = mget(sect, gk)
+                if isinstance(v, yaml.ScalarNode) and "gpus_requested" not in extra:
+                    n = _int(v.value)
+                    if n is not None:
+                        extra["gpus_requested"] = n
+                        spans["gpus_requested"] = ctx.span(v)
+        devices = mpath(res, "reservations", "devices") or mpath(
+            mget(keys.get("deploy"), "resources"), "reservations", "devices"
+        )
+        if isinstance(devices, yaml.SequenceNode) and "gpus_requested" not in extra:
+            for dev in devices.value:
+                cnt, ids = mget(dev, "count"), mget(dev, "device_ids")
+                if isinstance(cnt, yaml.ScalarNode) and _int(cnt.value) is not None:
+                    extra["gpus_requested"] = _int(cnt.value)
+                    spans["gpus_requested"] = ctx.span(cnt)
+                elif isinstance(ids, yaml.SequenceNode):
+                    extra["gpus_requested"] = len(ids.value)
+                    spans["gpus_requested"] = ctx.span(ids)
+        for a in reversed(anc):
+            if "gpus_requested" not in extra:  # Dynamo: resources.limits.gpu on the service
+                g = mpath(a, "resources", "limits", "gpu") or mpath(a, "resources", "requests", "gpu")
+                if isinstance(g, yaml.ScalarNode) and _int(g.value) is not None:
+                    extra["gpus_requested"] = _int(g.value)
+                    spans["gpus_requested"] = ctx.span(g)
+            if "gpu_product" not in extra:
+                prod = _product(a)
+                if prod is not None:
+                    extra["gpu_product"] = prod.value
+                    spans["gpu_product"] = ctx.span(prod)
+            if "group_size" not in extra:
+                size = mpath(a, "leaderWorkerTemplate", "size")
+                if size is None:
+                    size = mpath(a, "multinode", "nodeCount")
+                if size is None:
+                    size = mget(a, "podGroupSize")
+                if isinstance(size, yaml.ScalarNode) and _int(size.value) is not None:
+                    extra["group_size"] = _int(size.value)
+                    spans["group_size"] = ctx.span(size)
+        return extra, spans, notes
+
+    def apply_parallelism(self, d: Deployment, anc: tuple[Any, ...]) -> Deployment:
+        """KServe ``parallelism: {tensor, pipeline, data, expert}`` for fields flags left unset."""
+        par = None
+        for a in reversed(anc):
+            par = mget(a, "parallelism")
+            if isinstance(par, yaml.MappingNode):
+                break
+            par = None
+        if par is None:
+            return d
+        from dataclasses import replace
+
+        fields = {"tensor": "tensor_parallel_size", "pipeline": "pipeline_parallel_size",
+                  "data": "data_parallel_size"}
+        kw: dict[str, Any] = {}
+        spans = dict(d.spans)
+        for key, name in fields.items():
+            v = mget(par, key)
+            if isinstance(v, yaml.ScalarNode) and getattr(d, name) is None and (
+                name not in d.unresolved
+            ):
+                n = _int(v.value)
+                if n is not None:
+                    kw[name] = n
+                    spans[name] = self.ctx.span(v)
+        ex = mget(par, "expert")
+        if isinstance(ex, yaml.ScalarNode) and d.enable_expert_parallel is None:
+            kw["enable_expert_parallel"] = ex.value.lower() in ("true", "1", "yes")
+            spans["enable_expert_parallel"] = self.ctx.span(ex)
+        return replace(d, spans=spans, **kw) if kw else d
+
+    # -- CRDs ------------------------------------------------------------------------------
+    def kubeai_model(self, m: Any, keys: dict[str, Any], anc: tuple[Any, ...]) -> None:
+        ctx = self.ctx
+        eng_node = keys.get("engine")
+        engine: Engine = (
+            "sglang"
+            if isinstance(eng_node, yaml.ScalarNode) and "sglang" in eng_node.value.lower()
+            else "vllm"
+        )
+        words: list[Word] = []
+        args = keys.get("args")
+        if isinstance(args, yaml.SequenceNode):
+            for item in args.value:
+                if isinstance(item, yaml.ScalarNode):
+                    self.consumed.add(id(item))
+                    words.append(k8s_word(ctx.locate(item), {}))
+        from tpcheck.sources.argv import parse_args
+
+        f = parse_args(engine, words, False)
+        url = keys.get("url")
+        if isinstance(url, yaml.ScalarNode) and "model" not in f.values:
+            loc = ctx.locate(url)
+            skip = len(url.value.split("://", 1)[0]) + 3 if "://" in url.value else 0
+            f.set("model", url.value[skip:], loc.span(skip))
+        extra: dict[str, Any] = {"entrypoint": "serve"}
+        spans: dict[str, Span] = {}
+        prof = keys["resourceProfile"]
+        if isinstance(prof, yaml.ScalarNode):
+            name, _, count = prof.value.partition(":")
+            loc = ctx.locate(prof)
+            if _int(count) is not None:
+                extra["gpus_requested"] = _int(count)
+                spans["gpus_requested"] = loc.span(len(name) + 1)
+            extra["gpu_product"] = name
+            spans["gpu_product"] = loc.span(0, len(name))
+        env = {}
+        env_node = keys.get("env")
+        if isinstance(env_node, yaml.MappingNode):
+            env = {k.value: v.value for k, v in env_node.value if isinstance(v, yaml.ScalarNode)}
+        self.found.append(
+            deployment_from_fields(
+                ctx.path, engine, ctx.span(m), f, env=env, extra=extra, extra_spans=spans
+            )
+        )
+
+    def ray_llm_config(self, m: Any, keys: dict[str, Any]) -> None:
+        """Ray Serve LLM: ``engine_kwargs`` are vLLM's EngineArgs."""
+        ctx = self.ctx
+        f = kwargs_fields(keys["engine_kwargs"], ctx, VLLM_KWARGS, self.consumed)
+        src = mpath(m, "model_loading_config", "model_source")
+        if isinstance(src, yaml.ScalarNode) and "model" not in f.values:
+            f.set("model", src.value, ctx.span(src))
+        extra: dict[str, Any] = {"entrypoint": "llm"}
+        spans: dict[str, Span] = {}
+        acc = mget(m, "accelerator_type")
+        if isinstance(acc, yaml.ScalarNode):
+            extra["gpu_product"] = acc.value
+            spans["gpu_product"] = ctx.span(acc)
+        self.found.append(
+            deployment_from_fields(ctx.path, "vllm", ctx.span(m), f, extra=extra, extra_spans=spans)
+        )
+
+    # -- scalars ---------------------------------------------------------------------------
+    def visit_scalar(self, node: Any, anc: tuple[Any, ...]) -> None:
+        value = node.value
+        if not isinstance(value, str) or len(value) < 10:
+            return
+        if "applications:" in value and "engine_kwargs" in value:
+            self.embedded_yaml(node)
+            return
+        if not LAUNCH_HINT.search(value):
+            return
+        loc = self.ctx.locate(node)
+        vars_ = Vars(shell=dict(self.top_vars.shell))
+        self.found.extend(read_shell_text(loc, self.ctx.path, vars_))
+
+    def embedded_yaml(self, node: Any) -> None:
+        """Ray ``serveConfigV2: |`` holds a YAML document; read it with positions mapped back."""
+        loc = self.ctx.locate(node)
+        sub = self.ctx.inner(loc)
+        try:
+            docs = list(yaml.compose_all(loc.value, Loader=sub.loader))
+        except yaml.YAMLError:
+            return
+        for doc in docs:
+            if doc is not None:
+                self.found.extend(Walker(sub).run(doc))
+
+
+def kwargs_fields(
+    mapping: Any, ctx: Ctx, table: dict[str, tuple[str, Any]], consumed: set[int]
+) -> Fields:
+    f = Fields()
+    for k, v in mapping.value:
+        if not isinstance(k, yaml.ScalarNode) or not isinstance(v, yaml.ScalarNode):
+            continue
+        row = table.get(k.value.replace("-", "_"))
+        if row is None:
+            continue
+        consumed.add(id(v))
+        set_typed(f, row[0], row[1], Word(ctx.locate(v), ctx.span(v)))
+    return f
+
+
+def _split_words(loc: Located, vars_: Vars) -> Iterator[list[Word]]:
+    from tpcheck.sources.shell import tokenize
+
+    yield from tokenize(loc, vars_)
+
+
+def _split_words_flat(loc: Located, vars_: Vars) -> list[Word]:
+    out: list[Word] = []
+    for cmd in _split_words(loc, vars_):
+        out.extend(cmd)
+    return out
+
+
+def _is_python_or_shell(words: list[Word]) -> bool:
+    return bool(words) and words[0].value.rsplit("/", 1)[-1].startswith(("python", "vllm", "sglang"))
+
+
+def _product(node: Any) -> Any:
+    sel = mget(node, "nodeSelector")
+    if isinstance(sel, yaml.MappingNode):
+        for label in PRODUCT_LABELS:
+            v = mget(sel, label)
+            if isinstance(v, yaml.ScalarNode):
+                return v
+    terms = mpath(
+        node, "affinity", "nodeAffinity", "requiredDuringSchedulingIgnoredDuringExecution",
+        "nodeSelectorTerms",
+    )
+    if isinstance(terms, yaml.SequenceNode):
+        for term in terms.value:
+            exprs = mget(term, "matchExpressions")
+            if not isinstance(exprs, yaml.SequenceNode):
+                continue
+            for ex in exprs.value:
+                key, values = mget(ex, "key"), mget(ex, "values")
+                if (
+                    isinstance(key, yaml.ScalarNode)
+                    and key.value in PRODUCT_LABELS
+                    and isinstance(values, yaml.SequenceNode)
+                    and values.value
+                    and isinstance(values.value[0], yaml.ScalarNode)
+                ):
+                    return values.value[0]
+    return None
+
+
+def _int(v: str) -> int | None:
+    try:
+        return int(str(v).strip().strip('"'))
+    except ValueError:
+        return None
+
+
+__all__ = ["SGLANG_KWARGS", "Walker", "engine_version", "scalar"]

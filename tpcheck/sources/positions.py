@@ -1,0 +1,96 @@
+"""Text that remembers where each character came from.
+
+A command read out of a YAML scalar, a Python string or a shell file is tokenized as a plain
+string, but every character keeps its 1-based (line, column) in the original file, so a value
+found anywhere inside (an ``sh -c`` string folded over three lines, say) is underlined at its
+true place.
+"""
+
+from __future__ import annotations
+
+from bisect import bisect_right
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from tpcheck.sources.base import Span
+
+Pos = tuple[int, int]
+
+
+class LineIndex:
+    """Offset → (line, column) for one file, both 1-based."""
+
+    def __init__(self, text: str) -> None:
+        self.text = text
+        starts = [0]
+        find = text.find
+        i = find("\n")
+        while i != -1:
+            starts.append(i + 1)
+            i = find("\n", i + 1)
+        self.starts = starts
+
+    def pos(self, offset: int) -> Pos:
+        line = bisect_right(self.starts, offset)
+        return line, offset - self.starts[line - 1] + 1
+
+    def offset(self, line: int, column: int) -> int:
+        """Inverse of ``pos`` (line and column 1-based)."""
+        return self.starts[line - 1] + column - 1
+
+
+@dataclass(frozen=True)
+class Located:
+    """A string and the source position of each of its characters.
+
+    ``positions`` is either one Pos per character, or empty when the mapping is unknown; then
+    every character is placed on ``fallback`` (the whole token's span).
+    """
+
+    value: str
+    positions: Sequence[Pos]
+    fallback: Span
+    path: str
+
+    def span(self, start: int = 0, end: int | None = None) -> Span:
+        """Span of ``value[start:end]`` (end exclusive)."""
+        end = len(self.value) if end is None else end
+        if not self.positions or end <= start or end > len(self.positions):
+            return self.fallback
+        a = self.positions[start]
+        b = self.positions[end - 1]
+        return Span(self.path, a[0], a[1], b[0], b[1] + 1)
+
+    def sub(self, start: int, end: int) -> Located:
+        if not self.positions:
+            return Located(self.value[start:end], (), self.fallback, self.path)
+        return Located(
+            self.value[start:end], self.positions[start:end], self.span(start, end), self.path
+        )
+
+
+def from_file(index: LineIndex, path: str, start: int = 0, end: int | None = None) -> Located:
+    """The file's own text between two offsets, each character at its place."""
+    end = len(index.text) if end is None else end
+    value = index.text[start:end]
+    positions = _positions_for_range(index, start, end)
+    fb = (
+        Span(path, *positions[0], positions[-1][0], positions[-1][1] + 1)
+        if positions
+        else Span(path, *index.pos(start), *index.pos(start))
+    )
+    return Located(value, positions, fb, path)
+
+
+def _positions_for_range(index: LineIndex, start: int, end: int) -> list[Pos]:
+    out: list[Pos] = []
+    line, col = index.pos(start)
+    text = index.text
+    for i in range(start, end):
+        out.append((line, col))
+        if text[i] == "\n":
+            line += 1
+            col = 1
+        else:
+            col += 1
+    return out

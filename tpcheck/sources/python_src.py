@@ -1,0 +1,138 @@
+"""Python launch code, read with libcst (never imported or run).
+
+``LLM(...)``, ``EngineArgs(...)``, ``AsyncEngineArgs(...)`` (vLLM) and ``sgl.Engine(...)``
+(SGLang) keyword arguments, and ``subprocess`` argument lists that start an engine. A name bound
+at module level to a plain literal is resolved; anything else is kept in ``unresolved``.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from tpcheck.engines.flags import SGLANG_KWARGS, VLLM_KWARGS
+from tpcheck.sources.argv import (
+    Fields,
+    deployment_from_fields,
+    deployment_from_words,
+    find_launch,
+    set_typed,
+)
+from tpcheck.sources.base import Deployment, ReadResult, SourceError, Span
+from tpcheck.sources.positions import Located
+from tpcheck.sources.shell import Word
+
+VLLM_CALLS = frozenset({"LLM", "EngineArgs", "AsyncEngineArgs", "AsyncLLMEngine", "LLMEngine"})
+SUBPROCESS = frozenset({"run", "Popen", "call", "check_call", "check_output", "execvp", "execv"})
+
+
+def read_python(path: str, text: str) -> ReadResult:
+    import libcst as cst
+    from libcst.metadata import MetadataWrapper, PositionProvider
+
+    try:
+        module = cst.parse_module(text)
+    except cst.ParserSyntaxError as e:
+        msg = str(e.message).splitlines()[0] if e.message else "syntax error"
+        return ReadResult(path, (), (SourceError(path, e.raw_line, e.raw_column + 1,
+                                                 f"Python does not parse: {msg}"),), text)
+    wrapper = MetadataWrapper(module)
+    positions = wrapper.resolve(PositionProvider)
+
+    def span(node: Any) -> Span:
+        r = positions[node]
+        return Span(path, r.start.line, r.start.column + 1, r.end.line, r.end.column + 1)
+
+    consts: dict[str, Any] = {}
+    for stmt in wrapper.module.body:
+        if isinstance(stmt, cst.SimpleStatementLine):
+            for small in stmt.body:
+                if (
+                    isinstance(small, cst.Assign)
+                    and len(small.targets) == 1
+                    and isinstance(small.targets[0].target, cst.Name)
+                    and _literal(small.value) is not None
+                ):
+                    consts[small.targets[0].target.value] = small.value
+
+    def word(node: Any) -> Word | None:
+        """A literal (or a constant naming one) as a Word with per-character positions."""
+        target = node
+        if isinstance(node, cst.Name) and node.value in consts:
+            target = consts[node.value]
+        lit = _literal(target)
+        if lit is None:
+            src = wrapper.module.code_for_node(node)
+            fb = span(node)
+            return Word(Located(src, (), fb, path), fb, unresolved=src)
+        fb = span(target)
+        if isinstance(target, cst.SimpleString) and target.evaluated_value == target.value[
+            len(target.prefix) + len(target.quote) : -len(target.quote)
+        ] and fb.line == fb.end_line:
+            off = fb.column + len(target.prefix) + len(target.quote)
+            pos = [(fb.line, off + k) for k in range(len(str(lit)))]
+            return Word(Located(str(lit), pos, fb, path), fb)
+        return Word(Located(str(lit), (), fb, path), fb)
+
+    found: list[Deployment] = []
+
+    class V(cst.CSTVisitor):
+        def visit_Call(self, node: cst.Call) -> None:
+            fn = node.func
+            name = fn.value if isinstance(fn, cst.Name) else (
+                fn.attr.value if isinstance(fn, cst.Attribute) else ""
+            )
+            owner = fn.value.value if isinstance(fn, cst.Attribute) and isinstance(
+                fn.value, cst.Name) else ""
+            if name in VLLM_CALLS:
+                found.append(self.kwargs_call(node, "vllm", VLLM_KWARGS))
+            elif name == "Engine" and owner in ("sgl", "sglang", ""):
+                found.append(self.kwargs_call(node, "sglang", SGLANG_KWARGS))
+            elif name in SUBPROCESS and node.args:
+                arg0 = node.args[0].value
+                if isinstance(arg0, (cst.List, cst.Tuple)):
+                    words = [word(el.value) for el in arg0.elements
+                             if isinstance(el, cst.Element)]
+                    ws = [w for w in words if w is not None]
+                    la = find_launch([w.value for w in ws])
+                    if la is not None:
+                        found.append(deployment_from_words(path, ws, la))
+
+        def kwargs_call(self, node: cst.Call, engine: Any, table: dict[str, Any]) -> Deployment:
+            f = Fields()
+            for k, arg in enumerate(node.args):
+                if arg.keyword is None:
+                    if k == 0 and arg.star == "":
+                        w = word(arg.value)
+                        if w is not None:
+                            set_typed(f, "model", "model", w)
+                    elif arg.star == "**":
+                        f.notes.append("**kwargs not read")
+                    continue
+                row = table.get(arg.keyword.value)
+                if row is None:
+                    continue
+                w = word(arg.value)
+                if w is not None:
+                    set_typed(f, row[0], row[1], w)
+            return deployment_from_fields(path, engine, span(node), f,
+                                          extra={"entrypoint": "llm"})
+
+    wrapper.visit(V())
+    return ReadResult(path, tuple(found), (), text)
+
+
+def _literal(node: Any) -> Any:
+    import libcst as cst
+
+    if isinstance(node, cst.SimpleString):
+        return node.evaluated_value
+    if isinstance(node, cst.Integer):
+        return int(node.value.replace("_", ""), 0)
+    if isinstance(node, cst.Float):
+        return float(node.value)
+    if isinstance(node, cst.Name) and node.value in ("True", "False"):
+        return node.value
+    if isinstance(node, cst.UnaryOperation) and isinstance(node.operator, cst.Minus):
+        inner = _literal(node.expression)
+        return -inner if isinstance(inner, (int, float)) else None
+    return None

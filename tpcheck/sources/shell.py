@@ -1,0 +1,419 @@
+"""Shell commands without a shell: words with positions, variables, continuations, ``sh -c``.
+
+Scripts, ``sh -c`` strings in manifests and compose ``command:`` strings are split the way a
+POSIX shell would split them (quotes, ``\\`` continuations, ``&&``/``;``/``|`` chains, comments,
+heredoc bodies skipped) and ``$VAR``/``${VAR:-default}`` expanded from assignments seen earlier.
+Nothing is ever executed: a command substitution is kept as written and marked unresolved.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterator, MutableMapping
+from dataclasses import dataclass, field
+
+from tpcheck.sources.base import Deployment, Span
+from tpcheck.sources.positions import LineIndex, Located, Pos, from_file
+
+_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
+_ASSIGN = re.compile(r"^([A-Za-z_][A-Za-z0-9_]*)=(.*)$", re.S)
+_WRAPPERS = frozenset({"exec", "nohup", "time", "env", "sudo", "command", "stdbuf", "setsid"})
+SHELLS = frozenset({"sh", "bash", "dash", "zsh", "ash", "ksh"})
+
+
+@dataclass(frozen=True)
+class Word:
+    """One shell word after quote removal and expansion; ``text`` keeps per-char positions."""
+
+    text: Located
+    raw_span: Span
+    unresolved: str | None = None  # the word as written, when an expansion could not be done
+    var_span: Span | None = None  # where the value was assigned, when the word is one $VAR
+
+    @property
+    def value(self) -> str:
+        return self.text.value
+
+    def value_span(self, start: int = 0, end: int | None = None) -> Span:
+        if self.var_span is not None and start == 0 and end is None:
+            return self.var_span
+        return self.text.span(start, end)
+
+
+@dataclass
+class Vars:
+    """Variables known while reading: name → value with positions (k8s ``$(VAR)`` separate)."""
+
+    shell: MutableMapping[str, Located] = field(default_factory=dict)
+    k8s: MutableMapping[str, Located] = field(default_factory=dict)
+
+
+class _Builder:
+    def __init__(self, fallback: Span, path: str) -> None:
+        self.chars: list[str] = []
+        self.pos: list[Pos] = []
+        self.fallback = fallback
+        self.path = path
+        self.unresolved = False
+        self.started = False
+        self.start: Pos | None = None
+        self.end: Pos | None = None
+        self.pieces = 0
+        self.var_span: Span | None = None
+
+    def add(self, ch: str, p: Pos) -> None:
+        self.chars.append(ch)
+        self.pos.append(p)
+
+    def mark(self, p: Pos, end: Pos) -> None:
+        if self.start is None:
+            self.start = p
+        self.end = end
+        self.started = True
+
+
+def tokenize(loc: Located, variables: Vars) -> Iterator[list[Word]]:
+    """Yield commands (lists of words); expansion reads ``variables`` as it is when reached,
+    so assignments made by the consumer between commands are seen by later commands."""
+    s = loc.value
+    n = len(s)
+    has_pos = bool(loc.positions)
+    fb = loc.fallback
+
+    def P(i: int) -> Pos:
+        if has_pos and i < n:
+            return loc.positions[i]
+        if has_pos and n:
+            last = loc.positions[n - 1]
+            return (last[0], last[1] + 1)
+        return (fb.line, fb.column)
+
+    words: list[Word] = []
+    heredocs: list[tuple[str, bool]] = []
+    b = _Builder(fb, loc.path)
+    i = 0
+    skip_next = False
+
+    def finish() -> None:
+        nonlocal b, skip_next
+        if b.started:
+            if skip_next:
+                skip_next = False
+            else:
+                value = "".join(b.chars)
+                positions = b.pos if has_pos and len(b.pos) == len(value) else []
+                assert b.start is not None and b.end is not None
+                raw = Span(loc.path, b.start[0], b.start[1], b.end[0], b.end[1])
+                text = Located(value, positions, raw, loc.path)
+                unres = None
+                if b.unresolved:
+                    unres = _raw_text(loc, b.start, b.end) or value
+                var_span = b.var_span if b.pieces == 1 else None
+                words.append(Word(text, raw, unres, var_span))
+        b = _Builder(fb, loc.path)
+
+    def end_command() -> list[Word] | None:
+        nonlocal words
+        finish()
+        if words:
+            out = words
+            words = []
+            return out
+        return None
+
+    def expand(name: str, default: str | None, start: int, end: int, op: str = ":-") -> None:
+        val = variables.shell.get(name)
+        b.mark(P(start), _after(P(end - 1)))
+        b.pieces += 1
+        if val is not None and not (op.startswith(":") and val.value == "" and default is not None):
+            for k, ch in enumerate(val.value):
+                b.add(ch, val.positions[k] if val.positions else P(start))
+            b.var_span = val.span()
+            return
+        if default is not None and op in (":-", "-", ":=", "="):
+            # the default's own characters, at their own place
+            dstart = end - 1 - len(default)
+            for k, ch in enumerate(default):
+                b.add(ch, P(dstart + k))
+            b.var_span = None
+            if op in (":=", "="):
+                variables.shell[name] = loc.sub(dstart, dstart + len(default))
+            return
+        b.unresolved = True
+        for k in range(start, end):
+            b.add(s[k], P(k))
+
+    def dollar(i: int) -> int:
+        """Expand at s[i] == '$'; return the index after the expansion."""
+        if i + 1 >= n:
+            b.mark(P(i), _after(P(i)))
+            b.add("$", P(i))
+            return i + 1
+        c = s[i + 1]
+        if c == "{":
+            j = s.find("}", i + 2)
+            if j == -1:
+                j = n - 1
+            inner = s[i + 2 : j]
+            m = re.match(r"([A-Za-z_][A-Za-z0-9_]*)(?:(:-|-|:=|=)(.*))?$", inner, re.S)
+            if m and (m.group(2) is None or "$" not in (m.group(3) or "")):
+                expand(m.group(1), m.group(3), i, j + 1, m.group(2) or ":-")
+            else:
+                b.mark(P(i), _after(P(j)))
+                b.unresolved = True
+                for k in range(i, j + 1):
+                    b.add(s[k], P(k))
+            return j + 1
+        if c == "(":
+            depth = 0
+            j = i + 1
+            while j < n:
+                if s[j] == "(":
+                    depth += 1
+                elif s[j] == ")":
+                    depth -= 1
+                    if depth == 0:
+                        break
+                j += 1
+            inner = s[i + 2 : j]
+            kv = variables.k8s.get(inner) if _NAME.fullmatch(inner) else None
+            b.mark(P(i), _after(P(min(j, n - 1))))
+            b.pieces += 1
+            if kv is not None:
+                for k, ch in enumerate(kv.value):
+                    b.add(ch, kv.positions[k] if kv.positions else P(i))
+                b.var_span = kv.span()
+            else:
+                b.unresolved = True
+                for k in range(i, min(j + 1, n)):
+                    b.add(s[k], P(k))
+            return j + 1
+        m = _NAME.match(s, i + 1)
+        if m:
+            expand(m.group(0), None, i, m.end())
+            return m.end()
+        if c in "@*#?$!0123456789-":
+            b.mark(P(i), _after(P(i + 1)))
+            b.unresolved = True
+            b.add("$", P(i))
+            b.add(c, P(i + 1))
+            return i + 2
+        b.mark(P(i), _after(P(i)))
+        b.add("$", P(i))
+        return i + 1
+
+    while i < n:
+        c = s[i]
+        if c == "\\" and i + 1 < n and s[i + 1] == "\n":
+            i += 2
+            continue
+        if c == "\\" and i + 2 < n and s[i + 1] == "\r" and s[i + 2] == "\n":
+            i += 3
+            continue
+        if c in " \t\r":
+            finish()
+            i += 1
+            continue
+        if c == "\n":
+            cmd = end_command()
+            if cmd:
+                yield cmd
+            i += 1
+            for delim, strip in heredocs:
+                while i < n:
+                    e = s.find("\n", i)
+                    e = n if e == -1 else e
+                    line = s[i:e]
+                    i = e + 1
+                    if (line.lstrip("\t") if strip else line).rstrip("\r") == delim:
+                        break
+            heredocs = []
+            continue
+        if c == "#" and not b.started:
+            e = s.find("\n", i)
+            i = n if e == -1 else e
+            continue
+        if c in ";&|()":
+            cmd = end_command()
+            if cmd:
+                yield cmd
+            i += 2 if s[i : i + 2] in ("&&", "||", ";;") else 1
+            continue
+        if c in "<>":
+            finish()
+            if s.startswith("<<", i) and not s.startswith("<<<", i):
+                j = i + 2
+                strip = j < n and s[j] == "-"
+                j += 1 if strip else 0
+                while j < n and s[j] in " \t":
+                    j += 1
+                m = re.match(r"""['"]?([A-Za-z0-9_.-]+)['"]?""", s[j:])
+                if m:
+                    heredocs.append((m.group(1), strip))
+                    i = j + m.end()
+                    continue
+            while i < n and s[i] in "<>&":
+                i += 1
+            if i < n and s[i].isdigit():
+                continue
+            skip_next = True
+            continue
+        if c == "'":
+            j = s.find("'", i + 1)
+            j = n if j == -1 else j
+            b.mark(P(i), _after(P(min(j, n - 1))))
+            b.pieces += 2 if j > i + 1 else 0
+            for k in range(i + 1, j):
+                b.add(s[k], P(k))
+            i = j + 1
+            continue
+        if c == '"':
+            b.mark(P(i), P(i))
+            j = i + 1
+            while j < n and s[j] != '"':
+                if s[j] == "\\" and j + 1 < n and s[j + 1] in '"\\$`\n':
+                    if s[j + 1] != "\n":
+                        b.pieces += 2
+                        b.add(s[j + 1], P(j + 1))
+                    j += 2
+                    continue
+                if s[j] == "$":
+                    j = dollar(j)
+                    continue
+                if s[j] == "`":
+                    b.unresolved = True
+                b.pieces += 2
+                b.add(s[j], P(j))
+                j += 1
+            b.mark(P(i), _after(P(min(j, n - 1))))
+            i = j + 1
+            continue
+        if c == "\\" and i + 1 < n:
+            b.mark(P(i), _after(P(i + 1)))
+            b.pieces += 2
+            b.add(s[i + 1], P(i + 1))
+            i += 2
+            continue
+        if c == "$":
+            i = dollar(i)
+            continue
+        if c == "`":
+            j = s.find("`", i + 1)
+            j = n - 1 if j == -1 else j
+            b.mark(P(i), _after(P(j)))
+            b.unresolved = True
+            for k in range(i, j + 1):
+                b.add(s[k], P(k))
+            i = j + 1
+            continue
+        b.mark(P(i), _after(P(i)))
+        b.pieces += 2
+        b.add(c, P(i))
+        i += 1
+    cmd = end_command()
+    if cmd:
+        yield cmd
+
+
+def _after(p: Pos) -> Pos:
+    return (p[0], p[1] + 1)
+
+
+def _raw_text(loc: Located, a: Pos, b: Pos) -> str:
+    if not loc.positions:
+        return ""
+    try:
+        i = loc.positions.index(a)
+    except ValueError:
+        return ""
+    j = i
+    while j < len(loc.positions) and loc.positions[j] < b:
+        j += 1
+    return loc.value[i:j]
+
+
+def read_commands(
+    loc: Located, variables: Vars, env: MutableMapping[str, str], depth: int = 0
+) -> Iterator[tuple[list[Word], dict[str, str]]]:
+    """Commands in ``loc`` with their own environment; ``sh -c STRING`` is read inside.
+
+    Assignments update ``variables`` (so later commands see them); words before the command
+    name are its environment; wrappers such as ``exec`` and ``nohup`` are dropped.
+    """
+    for words in tokenize(loc, variables):
+        k = 0
+        cmd_env = dict(env)
+        while k < len(words):
+            w = words[k]
+            if w.value in ("export", "local", "declare", "readonly", "typeset") and k + 1 < len(
+                words
+            ):
+                k += 1
+                continue
+            m = _ASSIGN.match(w.value)
+            if not m or (w.unresolved and "=" not in _prefix_before_expansion(w)):
+                break
+            name = m.group(1)
+            start = len(name) + 1
+            variables.shell[name] = w.text.sub(start, len(w.value))
+            cmd_env[name] = m.group(2)
+            k += 1
+        rest = words[k:]
+        while rest and rest[0].value in _WRAPPERS:
+            rest = rest[1:]
+            while rest and rest[0].value.startswith("-"):
+                rest = rest[1:]
+            while rest and _ASSIGN.match(rest[0].value):
+                m2 = _ASSIGN.match(rest[0].value)
+                assert m2 is not None
+                cmd_env[m2.group(1)] = m2.group(2)
+                rest = rest[1:]
+        if not rest:
+            env.update(cmd_env)
+            continue
+        if depth < 4:
+            inner = _shell_c(rest)
+            if inner is not None:
+                yield from read_commands(inner.text, variables, cmd_env, depth + 1)
+                continue
+        yield rest, cmd_env
+
+
+def _prefix_before_expansion(w: Word) -> str:
+    return w.value.split("$", 1)[0]
+
+
+def _shell_c(words: list[Word]) -> Word | None:
+    name = words[0].value.rsplit("/", 1)[-1]
+    if name not in SHELLS:
+        return None
+    for k in range(1, len(words)):
+        v = words[k].value
+        if v.startswith("-") and "c" in v[1:] and not v.startswith("--"):
+            j = k + 1
+            if j < len(words) and words[j].value == "--":
+                j += 1
+            return words[j] if j < len(words) else None
+        if not v.startswith("-"):
+            return None
+    return None
+
+
+def read_shell_text(loc: Located, path: str, variables: Vars | None = None,
+                    base_env: dict[str, str] | None = None) -> list[Deployment]:
+    """Every engine launch in a shell script or command string."""
+    from tpcheck.sources.argv import deployment_from_words, find_launch
+
+    variables = variables if variables is not None else Vars()
+    out: list[Deployment] = []
+    for words, env in read_commands(loc, variables, dict(base_env or {})):
+        launch = find_launch([w.value for w in words])
+        if launch is None:
+            continue
+        out.append(deployment_from_words(path, words, launch, env=env))
+    return out
+
+
+def read_shell(path: str, text: str) -> list[Deployment]:
+    index = LineIndex(text)
+    return read_shell_text(from_file(index, path), path)

@@ -1,0 +1,192 @@
+"""Map each character of a YAML scalar's value back to the file.
+
+PyYAML gives a node's start and end marks, not where each character of its value came from.
+Flow scalars fold line breaks into spaces, quoted ones decode escapes, block scalars strip
+indentation and fold lines; this module redoes that folding with offsets attached, then checks
+its result equals PyYAML's value. When it does not (an exotic scalar), every character falls
+back to the node's own span, which is coarser but never wrong.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from tpcheck.sources.base import Span
+from tpcheck.sources.positions import LineIndex, Located, Pos
+
+_ESCAPES = {
+    "0": "\0", "a": "\a", "b": "\b", "t": "\t", "\t": "\t", "n": "\n", "v": "\v", "f": "\f",
+    "r": "\r", "e": "\x1b", " ": " ", '"': '"', "/": "/", "\\": "\\", "N": "\x85",
+    "_": "\xa0", "L": "\u2028", "P": "\u2029",
+}
+_HEX = {"x": 2, "u": 4, "U": 8}
+
+
+def node_span(node: Any, index: LineIndex, path: str) -> Span:
+    """The node's own span (1-based, end exclusive)."""
+    sm, em = node.start_mark, node.end_mark
+    return Span(path, sm.line + 1, sm.column + 1, em.line + 1, em.column + 1)
+
+
+def node_offset(mark: Any, index: LineIndex) -> int:
+    # libyaml's ``index`` may count bytes; line and column count characters.
+    line = mark.line
+    if line >= len(index.starts):
+        return len(index.text)
+    return min(index.starts[line] + mark.column, len(index.text))
+
+
+def locate(node: Any, index: LineIndex, path: str) -> Located:
+    """The scalar's value with one source position per character (see module doc)."""
+    value: str = node.value
+    fb = node_span(node, index, path)
+    s = node_offset(node.start_mark, index)
+    e = node_offset(node.end_mark, index)
+    style = node.style
+    chars: list[str] = []
+    pos: list[Pos] = []
+    try:
+        if style in ("|", ">"):
+            _block(index, s, e, style, chars, pos)
+        elif style in ("'", '"'):
+            _flow(index, s + 1, e - 1, style, chars, pos)
+        else:
+            _flow(index, s, e, None, chars, pos)
+    except (IndexError, ValueError):
+        return Located(value, (), fb, path)
+    if "".join(chars) != value:
+        return Located(value, (), fb, path)
+    return Located(value, pos, fb, path)
+
+
+def _flow(
+    index: LineIndex, s: int, e: int, style: str | None, chars: list[str], pos: list[Pos]
+) -> None:
+    text = index.text
+    p = index.pos
+    pending: list[tuple[str, int]] = []
+    i = s
+    while i < e:
+        c = text[i]
+        if c in "\r\n":
+            breaks = 0
+            first = i
+            j = i
+            while j < e and text[j] in " \t\r\n":
+                if text[j] == "\n":
+                    breaks += 1
+                j += 1
+            pending = []
+            if breaks <= 1:
+                chars.append(" ")
+                pos.append(p(first))
+            else:
+                for _ in range(breaks - 1):
+                    chars.append("\n")
+                    pos.append(p(first))
+            i = j
+            continue
+        if c in " \t":
+            pending.append((c, i))
+            i += 1
+            continue
+        for pc, pi in pending:
+            chars.append(pc)
+            pos.append(p(pi))
+        pending = []
+        if style == "'" and c == "'" and i + 1 < e and text[i + 1] == "'":
+            chars.append("'")
+            pos.append(p(i))
+            i += 2
+            continue
+        if style == '"' and c == "\\":
+            n = text[i + 1]
+            if n in "\r\n":
+                j = i + 1
+                if text[j] == "\r" and j + 1 < e and text[j + 1] == "\n":
+                    j += 1
+                j += 1
+                while j < e and text[j] in " \t":
+                    j += 1
+                i = j
+                continue
+            if n in _HEX:
+                width = _HEX[n]
+                chars.append(chr(int(text[i + 2 : i + 2 + width], 16)))
+                pos.append(p(i))
+                i += 2 + width
+                continue
+            chars.append(_ESCAPES[n])
+            pos.append(p(i))
+            i += 2
+            continue
+        chars.append(c)
+        pos.append(p(i))
+        i += 1
+    for pc, pi in pending:
+        chars.append(pc)
+        pos.append(p(pi))
+
+
+def _block(
+    index: LineIndex, s: int, e: int, style: str, chars: list[str], pos: list[Pos]
+) -> None:
+    text = index.text
+    p = index.pos
+    nl = text.find("\n", s)
+    if nl == -1 or nl >= e:
+        return
+    header = text[s + 1 : nl].split("#", 1)[0].strip()
+    chomp = "+" if "+" in header else "-" if "-" in header else ""
+    # Lines of the body: (offset of line start, line text without the break).
+    lines: list[tuple[int, str]] = []
+    start = nl + 1
+    while start < e:
+        end = text.find("\n", start)
+        if end == -1 or end > e:
+            end = e
+        lines.append((start, text[start:end].rstrip("\r")))
+        start = end + 1
+    indent = None
+    for _, ln in lines:
+        if ln.strip():
+            indent = len(ln) - len(ln.lstrip(" "))
+            break
+    if indent is None:
+        return
+    body: list[tuple[str, Pos]] = []
+    prev_kind: str | None = None  # "normal" | "more" for the last content line
+    empties: list[int] = []  # offsets of the break ending each empty line seen since
+    last_break = -1
+    for off, ln in lines:
+        if not ln[indent:] and not ln.strip():
+            empties.append(off + len(ln))
+            continue
+        kind = "more" if ln[indent:indent + 1] in (" ", "\t") else "normal"
+        if prev_kind is not None:
+            if style == ">" and prev_kind == "normal" and kind == "normal":
+                if empties:
+                    body.extend(("\n", p(x)) for x in empties)
+                else:
+                    body.append((" ", p(last_break)))
+            else:
+                body.append(("\n", p(last_break)))
+                body.extend(("\n", p(x)) for x in empties)
+        elif empties:
+            body.extend(("\n", p(x)) for x in empties)
+        empties = []
+        content_off = off + indent
+        for k, ch in enumerate(ln[indent:]):
+            body.append((ch, p(content_off + k)))
+        last_break = off + len(ln)
+        prev_kind = kind
+    if prev_kind is None:
+        return
+    trailing = [("\n", p(last_break))] + [("\n", p(x)) for x in empties]
+    if chomp == "+":
+        body.extend(trailing)
+    elif chomp == "":
+        body.append(trailing[0])
+    for ch, q in body:
+        chars.append(ch)
+        pos.append(q)

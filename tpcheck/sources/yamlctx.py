@@ -1,0 +1,63 @@
+"""Where a YAML node sits in the file, also for YAML nested inside a YAML string."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import yaml
+
+from tpcheck.sources.base import Span
+from tpcheck.sources.positions import LineIndex, Located
+from tpcheck.sources.yaml_scalar import locate, node_span
+
+LOADER: Any = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+
+
+class Ctx:
+    """Positions for nodes composed from ``index.text``; ``outer`` maps them further out."""
+
+    def __init__(self, path: str, index: LineIndex, outer: Located | None = None) -> None:
+        self.path = path
+        self.index = index
+        self.outer = outer
+        self.loader = LOADER
+
+    def locate(self, node: Any) -> Located:
+        loc = locate(node, self.index, self.path)
+        if self.outer is None:
+            return loc
+        return self._map(loc)
+
+    def span(self, node: Any) -> Span:
+        if isinstance(node, yaml.ScalarNode) and node.value:
+            return self.locate(node).span()
+        s = node_span(node, self.index, self.path)
+        if self.outer is None:
+            return s
+        a = self._pos(s.line, s.column)
+        b = self._pos(s.end_line, max(1, s.end_column - 1))
+        return Span(self.path, a[0], a[1], b[0], b[1] + 1)
+
+    def inner(self, loc: Located) -> Ctx:
+        return Ctx(self.path, LineIndex(loc.value), loc)
+
+    def _pos(self, line: int, col: int) -> tuple[int, int]:
+        assert self.outer is not None
+        off = self.index.offset(line, col)
+        if self.outer.positions and 0 <= off < len(self.outer.positions):
+            return self.outer.positions[off]
+        fb = self.outer.fallback
+        return (fb.line, fb.column)
+
+    def _map(self, loc: Located) -> Located:
+        assert self.outer is not None
+        if not loc.positions or not self.outer.positions:
+            fb = self.outer.fallback
+            return Located(loc.value, (), fb, self.path)
+        pos = [self._pos(line, col) for line, col in loc.positions]
+        a, b = pos[0], pos[-1]
+        return Located(loc.value, pos, Span(self.path, a[0], a[1], b[0], b[1] + 1), self.path)
+
+
+def scalar(node: Any) -> str | None:
+    return node.value if isinstance(node, yaml.ScalarNode) else None
