@@ -15,7 +15,7 @@ from typing import Any
 if sys.version_info >= (3, 11):
     import tomllib
 else:  # pragma: no cover
-    import tomli as tomllib
+    import tomli as tomllib  # type: ignore[import-not-found,unused-ignore]
 
 SEVERITIES = ("info", "warning", "error")
 
@@ -74,7 +74,8 @@ def find_settings_file(start: Path) -> Path | None:
 
 def _load(path: Path) -> dict[str, Any]:
     try:
-        return tomllib.loads(path.read_text(encoding="utf-8"))
+        data: dict[str, Any] = tomllib.loads(path.read_text(encoding="utf-8"))
+        return data
     except (OSError, UnicodeDecodeError) as e:
         raise SettingsError(f"{path}: cannot read: {e}") from None
     except tomllib.TOMLDecodeError as e:
@@ -95,6 +96,7 @@ def load_settings(path: Path | None) -> Settings:
 
 def settings_from_table(table: Mapping[str, Any], where: str) -> Settings:
     kw: dict[str, Any] = {"source": where, "root": str(Path(where).parent)}
+    value: Any
     for raw_key, value in table.items():
         key = raw_key.replace("_", "-")
         if key not in _KEYS:
@@ -107,6 +109,7 @@ def settings_from_table(table: Mapping[str, Any], where: str) -> Settings:
             raise SettingsError(f"{where}: {raw_key} must be {_tname(want)}, "
                                 f"got {type(value).__name__}")
         attr = key.replace("-", "_")
+        value = table[raw_key]  # re-read untyped: isinstance(value, want) narrows it to object
         if key in ("select", "ignore"):
             kw[attr] = tuple(_codes(value, where, raw_key))
         elif key == "fail-on":

@@ -6,6 +6,8 @@ from typing import Any
 
 import click
 
+from tpcheck.models.shape import ModelShape
+
 
 def apply_overrides(cfg: dict[str, Any], overrides: dict[str, Any]) -> dict[str, Any]:
     """``--set key=value``: top-level fields, and the text model's when the config nests one."""
@@ -25,7 +27,7 @@ def apply_overrides(cfg: dict[str, Any], overrides: dict[str, Any]) -> dict[str,
 
 
 def load_shape(model: str, *, overrides: dict[str, Any] | None = None, offline: bool = False,
-               model_config: str | None = None):  # type: ignore[no-untyped-def]
+               model_config: str | None = None) -> tuple[ModelShape, str]:
     """(ModelShape, "source: location") or a click error naming what was tried."""
     from tpcheck.models.config import ConfigError, parse_config
     from tpcheck.models.resolve import ResolveError, Resolver

@@ -91,5 +91,6 @@ def inspect_cmd(paths: tuple[str, ...], fmt: str, verbose: bool, stdin_filename:
                 for note in d.notes:
                     click.echo(f"    note: {note}")
     if errors and not deployments and all(r.errors for r in results):
-        return 2
+        # exit 2: input error and nothing read (click returns it from main, standalone or not)
+        raise click.exceptions.Exit(2)
     return 0

@@ -56,8 +56,8 @@ def lint_cmd(paths: tuple[str, ...], fmt: str, select: str | None, ignore: str |
     )
     try:
         linter = Linter(settings, gpu_flag=gpu, report_unused_ignores=report_unused_ignores)
-    except (UsageError, UnknownRule) as e:
-        raise click.UsageError(str(e).strip("'\"")) from None
+    except (UsageError, UnknownRule) as err:
+        raise click.UsageError(str(err).strip("'\"")) from None
     stdin_text = sys.stdin.read() if "-" in paths else None
     result = linter.run(paths, stdin_text=stdin_text, stdin_filename=stdin_filename)
     if color is None:
@@ -66,8 +66,8 @@ def lint_cmd(paths: tuple[str, ...], fmt: str, select: str | None, ignore: str |
     if text:
         click.echo(text, nl=False)
     if fmt in ("text", "github"):
-        for e in result.errors:
-            click.echo(f"tpcheck: {e}", err=True)
+        for problem in result.errors:
+            click.echo(f"tpcheck: {problem}", err=True)
     return exit_code(result, settings.fail_on)
 
 

@@ -7,6 +7,7 @@ from functools import lru_cache
 from tpcheck.models.params import ParamCounts, param_counts
 from tpcheck.models.quant import weight_bytes
 from tpcheck.models.shape import ModelShape
+from tpcheck.physics.kv import activation_dtype
 from tpcheck.physics.weights import WeightSplit
 
 # Components by placement (see tpcheck.models.params for what each holds).
@@ -25,7 +26,8 @@ def counts(shape: ModelShape) -> ParamCounts:
 @lru_cache(maxsize=1024)
 def weight_split(shape: ModelShape, *, dtype: str | None = None,
                  quantization: str | None = None) -> WeightSplit:
-    wb = weight_bytes(shape, counts(shape), dtype_override=dtype,
+    # The engine runs float32 checkpoints in bf16 (vLLM _resolve_auto_dtype); price them so.
+    wb = weight_bytes(shape, counts(shape), dtype_override=activation_dtype(shape.dtype, dtype),
                       quantization_override=quantization)
     return WeightSplit(
         sharded=sum(wb.component(c) for c in SHARDED),

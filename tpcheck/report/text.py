@@ -29,8 +29,8 @@ def render_text(result: LintResult, *, color: bool = False, statistics: bool = F
             out.append(f"{DIM}{line}{RESET}" if color else line)
         if f.fix:
             out.append(f"    fix: {f.fix}")
-    for path, line, text in result.unused_ignores:
-        out.append(f"{path}:{line}:1: unused suppression: {text}")
+    for upath, uline, utext in result.unused_ignores:
+        out.append(f"{upath}:{uline}:1: unused suppression: {utext}")
     if statistics and result.findings:
         counts = Counter((f.code, f.name) for f in result.findings)
         out.append("")

@@ -56,7 +56,8 @@ def read_path(path: str, text: str | None = None, *, stdin_filename: str | None 
         try:
             size = os.path.getsize(path)
             if size > max_bytes:
-                return _err(shown, f"file is {size} bytes, over the {max_bytes}-byte limit; skipped")
+                msg = f"file is {size} bytes, over the {max_bytes}-byte limit; skipped"
+                return _err(shown, msg)
             with open(path, "rb") as fh:
                 raw = fh.read(max_bytes + 1)
         except OSError as e:

@@ -25,6 +25,9 @@ SGLANG_MODULES = frozenset(
 )
 
 
+_NOT_LAUNCHERS = frozenset({"echo", "printf", "cat", "grep", "#", "test", "[", "curl", "wget"})
+
+
 @dataclass(frozen=True)
 class Launch:
     engine: Engine
@@ -36,6 +39,8 @@ class Launch:
 
 def find_launch(values: Sequence[str]) -> Launch | None:
     """The first engine launch among a command's words, if any."""
+    if values and values[0] in _NOT_LAUNCHERS:
+        return None
     for i, w in enumerate(values):
         base = w.rsplit("/", 1)[-1]
         nxt = values[i + 1] if i + 1 < len(values) else ""

@@ -166,6 +166,8 @@ class Walker:
 
     def container(self, m: Any, keys: dict[str, Any], anc: tuple[Any, ...]) -> None:
         ctx = self.ctx
+        if not self._may_launch(keys):
+            return
         env_nodes = keys.get("env") or keys.get("environment")
         k8s_env: dict[str, Located] = {}
         plain_env: dict[str, str] = {}
@@ -244,6 +246,25 @@ class Walker:
                 ctx.path, cmd, la, env=env, extra=kw, extra_spans=extra_spans, notes=dnotes
             )
             self.found.append(self.apply_parallelism(d, anc))
+
+    @staticmethod
+    def _may_launch(keys: dict[str, Any]) -> bool:
+        """Cheap test before positions are computed: a launcher, or engine flags, is written."""
+        raw: list[str] = []
+        for key in ("entrypoint", "command", "args", "extraArgs"):
+            node = keys.get(key)
+            if isinstance(node, yaml.ScalarNode):
+                raw.append(str(node.value))
+            elif isinstance(node, yaml.SequenceNode):
+                raw.extend(str(i.value) for i in node.value if isinstance(i, yaml.ScalarNode))
+        joined = " ".join(raw)
+        if LAUNCH_HINT.search(joined):
+            return True
+        if "-" not in joined:
+            return False
+        image = keys.get("image")
+        img = image.value if isinstance(image, yaml.ScalarNode) else None
+        return infer_engine(joined.split(), img) is not None
 
     def _shell_env(self, k8s_env: dict[str, Located], compose: bool) -> dict[str, Located]:
         out = dict(self.top_vars.shell)

@@ -9,8 +9,9 @@ true place.
 from __future__ import annotations
 
 from bisect import bisect_right
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
+from typing import Any
 
 from tpcheck.sources.base import Span
 
@@ -37,6 +38,41 @@ class LineIndex:
     def offset(self, line: int, column: int) -> int:
         """Inverse of ``pos`` (line and column 1-based)."""
         return self.starts[line - 1] + column - 1
+
+
+class Linear(Sequence[Pos]):
+    """Positions of characters laid out on one line, without building a list."""
+
+    __slots__ = ("col", "line", "n")
+
+    def __init__(self, line: int, col: int, n: int) -> None:
+        self.line, self.col, self.n = line, col, n
+
+    def __len__(self) -> int:
+        return self.n
+
+    def __iter__(self) -> Iterator[Pos]:
+        line = self.line
+        return ((line, c) for c in range(self.col, self.col + self.n))
+
+    def __getitem__(self, i: Any) -> Any:
+        if isinstance(i, slice):
+            start, stop, step = i.indices(self.n)
+            if step != 1:
+                return [self[k] for k in range(start, stop, step)]
+            return Linear(self.line, self.col + start, max(0, stop - start))
+        if i < 0:
+            i += self.n
+        if not 0 <= i < self.n:
+            raise IndexError(i)
+        return (self.line, self.col + i)
+
+    def index(self, value: Any, start: int = 0, stop: int | None = None) -> int:
+        line, col = value
+        k = col - self.col
+        if line != self.line or not 0 <= k < self.n:
+            raise ValueError(value)
+        return k
 
 
 @dataclass(frozen=True)

@@ -12,7 +12,7 @@ from __future__ import annotations
 from typing import Any
 
 from tpcheck.sources.base import Span
-from tpcheck.sources.positions import LineIndex, Located, Pos
+from tpcheck.sources.positions import Linear, LineIndex, Located, Pos
 
 _ESCAPES = {
     "0": "\0", "a": "\a", "b": "\b", "t": "\t", "\t": "\t", "n": "\n", "v": "\v", "f": "\f",
@@ -43,6 +43,10 @@ def locate(node: Any, index: LineIndex, path: str) -> Located:
     s = node_offset(node.start_mark, index)
     e = node_offset(node.end_mark, index)
     style = node.style
+    if node.start_mark.line == node.end_mark.line and style in (None, "", "'", '"'):
+        q = 1 if style in ("'", '"') else 0
+        if index.text[s + q : e - q] == value:  # one line, nothing to decode
+            return Located(value, Linear(fb.line, fb.column + q, len(value)), fb, path)
     chars: list[str] = []
     pos: list[Pos] = []
     try:
@@ -63,7 +67,16 @@ def _flow(
     index: LineIndex, s: int, e: int, style: str | None, chars: list[str], pos: list[Pos]
 ) -> None:
     text = index.text
-    p = index.pos
+    line0, col0 = index.pos(s)
+    state = [line0, s - col0 + 1, text.find("\n", s)]  # line, its start offset, next break
+
+    def p(i: int) -> Pos:
+        while state[2] != -1 and state[2] < i:
+            state[0] += 1
+            state[1] = state[2] + 1
+            state[2] = text.find("\n", state[1])
+        return (state[0], i - state[1] + 1)
+
     pending: list[tuple[str, int]] = []
     i = s
     while i < e:
@@ -138,14 +151,16 @@ def _block(
         return
     header = text[s + 1 : nl].split("#", 1)[0].strip()
     chomp = "+" if "+" in header else "-" if "-" in header else ""
-    # Lines of the body: (offset of line start, line text without the break).
+    # Lines of the body: (line number, line text without the break).
     lines: list[tuple[int, str]] = []
     start = nl + 1
+    ln_no = index.pos(start)[0] if start < len(text) else 0
     while start < e:
         end = text.find("\n", start)
         if end == -1 or end > e:
             end = e
-        lines.append((start, text[start:end].rstrip("\r")))
+        lines.append((ln_no, text[start:end].rstrip("\r")))
+        ln_no += 1
         start = end + 1
     indent = None
     for _, ln in lines:
@@ -154,39 +169,44 @@ def _block(
             break
     if indent is None:
         return
-    body: list[tuple[str, Pos]] = []
+    body_c: list[str] = []
+    body_p: list[Pos] = []
     prev_kind: str | None = None  # "normal" | "more" for the last content line
-    empties: list[int] = []  # offsets of the break ending each empty line seen since
-    last_break = -1
-    for off, ln in lines:
+    empties: list[Pos] = []  # where the break ending each empty line sits
+    last_break: Pos = (0, 0)
+
+    def breaks(ps: list[Pos]) -> None:
+        for q in ps:
+            body_c.append("\n")
+            body_p.append(q)
+
+    for no, ln in lines:
         if not ln[indent:] and not ln.strip():
-            empties.append(off + len(ln))
+            empties.append((no, len(ln) + 1))
             continue
-        kind = "more" if ln[indent:indent + 1] in (" ", "\t") else "normal"
+        kind = "more" if ln[indent : indent + 1] in (" ", "\t") else "normal"
         if prev_kind is not None:
             if style == ">" and prev_kind == "normal" and kind == "normal":
                 if empties:
-                    body.extend(("\n", p(x)) for x in empties)
+                    breaks(empties)
                 else:
-                    body.append((" ", p(last_break)))
+                    body_c.append(" ")
+                    body_p.append(last_break)
             else:
-                body.append(("\n", p(last_break)))
-                body.extend(("\n", p(x)) for x in empties)
+                breaks([last_break, *empties])
         elif empties:
-            body.extend(("\n", p(x)) for x in empties)
+            breaks(empties)
         empties = []
-        content_off = off + indent
-        for k, ch in enumerate(ln[indent:]):
-            body.append((ch, p(content_off + k)))
-        last_break = off + len(ln)
+        content = ln[indent:]
+        body_c.extend(content)
+        body_p.extend(Linear(no, indent + 1, len(content)))
+        last_break = (no, len(ln) + 1)
         prev_kind = kind
     if prev_kind is None:
         return
-    trailing = [("\n", p(last_break))] + [("\n", p(x)) for x in empties]
     if chomp == "+":
-        body.extend(trailing)
+        breaks([last_break, *empties])
     elif chomp == "":
-        body.append(trailing[0])
-    for ch, q in body:
-        chars.append(ch)
-        pos.append(q)
+        breaks([last_break])
+    chars.extend(body_c)
+    pos.extend(body_p)

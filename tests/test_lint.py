@@ -1,0 +1,135 @@
+"""The lint command's contract: exit codes, suppressions, settings, formats, bad input."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+TP6 = "vllm serve meta-llama/Llama-3.1-70B-Instruct --tensor-parallel-size 6\n"
+TP8 = "vllm serve meta-llama/Llama-3.1-70B-Instruct --tensor-parallel-size 8\n"
+
+
+def run(*args: str, cwd: Path, stdin: str | None = None) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([sys.executable, "-m", "tpcheck.cli", *args], capture_output=True,
+                          text=True, cwd=cwd, input=stdin, timeout=60)
+
+
+def codes(p: subprocess.CompletedProcess[str]) -> list[str]:
+    return [f["code"] for f in json.loads(p.stdout)["findings"]]
+
+
+def test_exit_codes_0_1_2(tmp_path: Path) -> None:
+    (tmp_path / "bad.sh").write_text(TP6)
+    (tmp_path / "good.sh").write_text(TP8)
+    assert run("--offline", "good.sh", cwd=tmp_path).returncode == 0
+    p = run("--offline", "bad.sh", cwd=tmp_path)
+    assert p.returncode == 1 and "bad.sh:1:69: TP101 [error]" in p.stdout
+    p = run("--offline", "--no-such-flag", "bad.sh", cwd=tmp_path)
+    assert p.returncode == 2 and "Traceback" not in p.stderr
+
+
+def test_broken_file_is_one_line_and_others_still_checked(tmp_path: Path) -> None:
+    (tmp_path / "broken.yaml").write_text("kind: Pod\nspec: [unclosed\n  containers:\n")
+    (tmp_path / "bad.sh").write_text(TP6)
+    p = run("--offline", ".", cwd=tmp_path)
+    assert p.returncode == 2
+    err = [ln for ln in p.stderr.splitlines() if ln.strip()]
+    assert len(err) == 1
+    assert err[0].startswith("tpcheck: ") and "broken.yaml:3:13: YAML does not parse" in err[0]
+    assert "Traceback" not in p.stderr
+    assert "TP101" in p.stdout  # the good file was still linted
+
+
+@pytest.mark.parametrize(
+    ("name", "text"),
+    [
+        ("a.sh", "# tpcheck: ignore[TP101, TP102, TP103]\n" + TP6),
+        ("b.sh", TP6.rstrip("\n") + "  # tpcheck: ignore\n"),
+        ("c.py", "from vllm import LLM\n# tpcheck: ignore[TP101,TP102,TP103]\n"
+                 "llm = LLM('meta-llama/Llama-3.1-70B-Instruct', tensor_parallel_size=6)\n"),
+    ],
+)
+def test_inline_suppression(tmp_path: Path, name: str, text: str) -> None:
+    (tmp_path / name).write_text(text)
+    p = run("--offline", "--format", "json", name, cwd=tmp_path)
+    assert codes(p) == [] and p.returncode == 0
+
+
+def test_suppression_names_codes_not_prefixes(tmp_path: Path) -> None:
+    # `ignore[TP1]` is not a code: nothing is suppressed (prefixes are for --select only)
+    (tmp_path / "c.sh").write_text("# tpcheck: ignore[TP1]\n" + TP6)
+    p = run("--offline", "--format", "json", "c.sh", cwd=tmp_path)
+    assert set(codes(p)) == {"TP101", "TP102", "TP103"}
+
+
+def test_report_unused_ignores(tmp_path: Path) -> None:
+    (tmp_path / "a.sh").write_text("# tpcheck: ignore[TP201]\n" + TP8)
+    p = run("--offline", "--report-unused-ignores", "a.sh", cwd=tmp_path)
+    assert "a.sh:1:1: unused suppression: # tpcheck: ignore[TP201]" in p.stdout
+
+
+def test_select_ignore_and_fail_on(tmp_path: Path) -> None:
+    (tmp_path / "bad.sh").write_text(TP6)
+    p = run("--offline", "--format", "json", "--select", "TP101", "bad.sh", cwd=tmp_path)
+    assert codes(p) == ["TP101"]
+    p = run("--offline", "--format", "json", "--ignore", "TP1", "bad.sh", cwd=tmp_path)
+    assert codes(p) == [] and p.returncode == 0
+    p = run("--offline", "--select", "TP999", "bad.sh", cwd=tmp_path)
+    assert p.returncode == 2 and "unknown rule code" in p.stderr
+
+
+def test_fail_on_error_passes_warnings(tmp_path: Path) -> None:
+    (tmp_path / "w.sh").write_text("vllm serve Qwen/Qwen3-32B --tensor-parallel-size 16 "
+                                   "--max-model-len 32768\n")
+    p = run("--offline", "--gpu", "h100-sxm", "w.sh", cwd=tmp_path)
+    assert p.returncode == 1 and "TP201 [warning]" in p.stdout
+    p = run("--offline", "--gpu", "h100-sxm", "--fail-on", "error", "w.sh", cwd=tmp_path)
+    assert p.returncode == 0
+
+
+def test_settings_file(tmp_path: Path) -> None:
+    (tmp_path / "w.sh").write_text("vllm serve Qwen/Qwen3-32B --tensor-parallel-size 16 "
+                                   "--max-model-len 32768\n")
+    (tmp_path / "pyproject.toml").write_text(
+        '[tool.tpcheck]\ngpu = "h100-sxm"\nignore = ["TP203"]\nfail-on = "error"\n')
+    p = run("--offline", "--format", "json", "w.sh", cwd=tmp_path)
+    assert codes(p) == ["TP201"] and p.returncode == 0
+    (tmp_path / "pyproject.toml").write_text('[tool.tpcheck]\ngpus = "h100"\n')
+    p = run("--offline", "w.sh", cwd=tmp_path)
+    assert p.returncode == 2 and "unknown key 'gpus'" in p.stderr
+
+
+def test_model_mapping_and_unresolved(tmp_path: Path) -> None:
+    (tmp_path / "m.sh").write_text("vllm serve /models/llama-70b --tensor-parallel-size 6\n")
+    p = run("--offline", "--format", "json", "m.sh", cwd=tmp_path)
+    assert codes(p) == ["TP000"]
+    (tmp_path / ".tpcheck.toml").write_text(
+        '[models]\n"/models/llama-70b" = "meta-llama/Llama-3.1-70B-Instruct"\n')
+    p = run("--offline", "--format", "json", "m.sh", cwd=tmp_path)
+    assert set(codes(p)) == {"TP101", "TP102", "TP103"}
+
+
+def test_stdin_with_filename(tmp_path: Path) -> None:
+    p = run("--offline", "--format", "json", "--stdin-filename", "deploy.sh", "-", cwd=tmp_path,
+            stdin=TP6)
+    doc = json.loads(p.stdout)
+    assert {f["path"] for f in doc["findings"]} == {"deploy.sh"}
+
+
+def test_github_annotations(tmp_path: Path) -> None:
+    (tmp_path / "bad.sh").write_text(TP6)
+    p = run("--offline", "--format", "github", "--select", "TP101", "bad.sh", cwd=tmp_path)
+    [line] = p.stdout.splitlines()
+    assert line.startswith("::error file=bad.sh,line=1,col=69,endLine=1,endColumn=70,"
+                           "title=TP101 heads-not-divisible::")
+
+
+def test_statistics(tmp_path: Path) -> None:
+    (tmp_path / "bad.sh").write_text(TP6 + TP6)
+    p = run("--offline", "--statistics", "bad.sh", cwd=tmp_path)
+    assert "    2  TP101  heads-not-divisible" in p.stdout
