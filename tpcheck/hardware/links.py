@@ -98,3 +98,63 @@ def find_link(name: str) -> Link | None:
 
 def link_names() -> tuple[str, ...]:
     return tuple(lk.key for lk in LINKS)
+
+
+# ---- what a topology path class runs at -------------------------------------------------
+
+# Host interface of NVLink parts (the PCIe a pair falls back to when NVLink is not on the
+# path): H100/H200/B200 SXM connect to the host over PCIe Gen5, A100 SXM over Gen4 and V100
+# SXM2 over Gen3 (NVIDIA datasheets' "PCIe Gen5 128 GB/s" / "Gen4 64 GB/s" lines).
+_HOST_PCIE = {"nvlink5": "pcie5", "nvlink4": "pcie5", "nvlink3": "pcie4", "nvlink2": "pcie3"}
+
+# Cross-socket (SYS) traffic: NCCL does not use PCIe peer-to-peer across the CPU interconnect
+# and stages through host memory (its SHM transport), so the GPU's PCIe x16 rate is an upper
+# bound, not an estimate; α takes the seed's "without NVLink" 30 µs (ASSUMPTION).
+SYS_NOTE = ("upper bound: across sockets NCCL stages through host memory over QPI/UPI, "
+            "so the achieved rate is lower")
+
+
+def host_pcie(gpu_link: str | None) -> Link:
+    """The PCIe class a GPU talks to its host over, from its catalog link (pcie4 by default)."""
+    key = gpu_link if gpu_link and gpu_link.startswith("pcie") else _HOST_PCIE.get(
+        gpu_link or "", "pcie4")
+    lk = find_link(key)
+    assert lk is not None
+    return lk
+
+
+def _nvlink_for(count: int, gpu_link: str | None) -> Link:
+    """NV# between two GPUs: the GPU's NVLink generation when known, else guess from #.
+
+    NV18 is Hopper's 18 links (nvlink4), NV12 Ampere's 12 (nvlink3); other counts (NVLink
+    bridges: NV4 on RTX 3090 pairs, NV6 on V100) scale nvlink3's 25 GB/s per link one way.
+    """
+    if gpu_link and gpu_link.startswith("nvlink"):
+        lk = find_link(gpu_link)
+        assert lk is not None
+        return lk
+    by_count = {18: "nvlink4", 12: "nvlink3"}
+    if count in by_count:
+        lk = find_link(by_count[count])
+        assert lk is not None
+        return lk
+    return Link(f"nv{count}", f"NVLink x{count} (bridge)", count * 25 * GB, _A_NVLINK, False,
+                "assumption: 25 GB/s one way per NVLink (NVLink 3 rate) times the link count")
+
+
+def path_link(cls: str, gpu_link: str | None = None) -> Link:
+    """The link class an ``nvidia-smi topo -m`` path runs at, for a GPU with ``gpu_link``.
+
+    NV# → that NVLink; PIX/PXB/PHB/NODE → the GPU's host PCIe; SYS → the host PCIe rate as an
+    upper bound with the network-class α (see SYS_NOTE).
+    """
+    m = re.fullmatch(r"NV(\d+)", cls)
+    if m:
+        return _nvlink_for(int(m.group(1)), gpu_link)
+    pcie = host_pcie(gpu_link)
+    if cls == "SYS":
+        return Link(f"{pcie.key}-sys", f"{pcie.name} across CPU sockets (SYS)", pcie.bandwidth,
+                    _A_NET, False, f"{pcie.source}; {SYS_NOTE}")
+    if cls in ("PIX", "PXB", "PHB", "NODE"):
+        return pcie
+    raise ValueError(f"unknown link class {cls!r}")

@@ -148,6 +148,21 @@ def _scrub(text: str) -> str:
     return " ".join(text.split())
 
 
+def _cache_folder(repo: str) -> Path:
+    """Where huggingface_hub keeps ``repo``: HF_HUB_CACHE, else HF_HOME/hub, else the XDG default
+    (the library's documented layout ``models--{org}--{name}``)."""
+    env = os.environ
+    hub_cache = env.get("HF_HUB_CACHE") or env.get("HUGGINGFACE_HUB_CACHE")
+    if hub_cache:
+        base = Path(hub_cache).expanduser()
+    else:
+        home = env.get("HF_HOME") or os.path.join(
+            env.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache"),
+            "huggingface")
+        base = Path(home).expanduser() / "hub"
+    return base / ("models--" + repo.replace("/", "--"))
+
+
 def _import_hub() -> Any:
     """Import huggingface_hub lazily. Before its first import, default telemetry (an extra request
     to the endpoint for agent detection) and progress bars off: a linter makes only the requests it
@@ -399,9 +414,15 @@ class Resolver:
 
     def _remote_lookup(self, repo: str, revision: str | None) -> Resolution:
         tried: list[str] = []
+        rev = revision or "main"
+        folder = _cache_folder(repo)
+        if not folder.is_dir():
+            # Nothing cached for this repo: skip importing huggingface_hub for the cache lookup
+            # (~100 ms of start-up); the catalog may answer without it.
+            tried.append(f"HF cache {folder.parent} ({repo}@{rev}): not cached")
+            return self._after_cache(repo, revision, tried)
         hub = _import_hub()
         cache_dir = hub.constants.HF_HUB_CACHE
-        rev = revision or "main"
         try:
             cached = hub.try_to_load_from_cache(repo, CONFIG_NAME, revision=revision)
         except Exception as e:  # an id the library rejects: say so, and go on to the catalog
@@ -415,7 +436,10 @@ class Resolver:
                 )
             state = "known to have no config.json" if cached is not None else "not cached"
             tried.append(f"HF cache {cache_dir} ({repo}@{rev}): {state}")
+        return self._after_cache(repo, revision, tried)
 
+    def _after_cache(self, repo: str, revision: str | None, tried: list[str]) -> Resolution:
+        rev = revision or "main"
         entry = catalog.find(repo)
         if entry is not None:
             config = load_json(entry.config_path)
@@ -440,6 +464,7 @@ class Resolver:
                 "online to fill the HF cache",
                 tuple(tried),
             )
+        hub = _import_hub()
         endpoint = _redact_url(str(hub.constants.ENDPOINT))
         if self._hub_down is not None:
             tried.append(f"hub {endpoint}: skipped ({self._hub_down.kind} earlier in this run)")

@@ -1,7 +1,8 @@
 """vLLM production-stack Helm values: ``servingEngineSpec.modelSpec[]``.
 
 The chart renders ``vllmConfig`` keys into flags
-(``tensorParallelSize`` → ``--tensor-parallel-size``) and ``extraArgs`` verbatim; ``requestGPU`` is the pod's GPU request.
+(``tensorParallelSize`` → ``--tensor-parallel-size``) and ``extraArgs`` verbatim;
+``requestGPU`` is the pod's GPU request.
 """
 
 from __future__ import annotations

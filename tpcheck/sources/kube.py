@@ -161,7 +161,8 @@ class Walker:
         if "resourceProfile" in keys and ("url" in keys or "args" in keys):
             self.kubeai_model(m, keys, anc)
             return
-        if ("command" in keys or "args" in keys or "entrypoint" in keys or "extraArgs" in keys) and "containers" not in keys:
+        runs = ("command", "args", "entrypoint", "extraArgs")
+        if any(k in keys for k in runs) and "containers" not in keys:
             self.container(m, keys, anc)
 
     def container(self, m: Any, keys: dict[str, Any], anc: tuple[Any, ...]) -> None:
@@ -199,7 +200,8 @@ class Walker:
             elif isinstance(node, yaml.ScalarNode) and node.value:
                 self.consumed.add(id(node))
                 loc = ctx.locate(node)
-                if compose or key not in ("args", "extraArgs") or not loc.value.lstrip().startswith("-"):
+                flags_only = key in ("args", "extraArgs") and loc.value.lstrip().startswith("-")
+                if compose or not flags_only:
                     vars_ = Vars(shell=dict(self._shell_env(k8s_env, compose)), k8s=k8s_env)
                     for cmd in _split_words(loc, vars_):
                         words.extend(cmd)
@@ -304,7 +306,9 @@ class Walker:
                     spans["gpus_requested"] = ctx.span(ids)
         for a in reversed(anc):
             if "gpus_requested" not in extra:  # Dynamo: resources.limits.gpu on the service
-                g = mpath(a, "resources", "limits", "gpu") or mpath(a, "resources", "requests", "gpu")
+                g = mpath(a, "resources", "limits", "gpu") or mpath(
+                    a, "resources", "requests", "gpu"
+                )
                 if isinstance(g, yaml.ScalarNode) and _int(g.value) is not None:
                     extra["gpus_requested"] = _int(g.value)
                     spans["gpus_requested"] = ctx.span(g)
@@ -473,7 +477,8 @@ def _split_words_flat(loc: Located, vars_: Vars) -> list[Word]:
 
 
 def _is_python_or_shell(words: list[Word]) -> bool:
-    return bool(words) and words[0].value.rsplit("/", 1)[-1].startswith(("python", "vllm", "sglang"))
+    first = words[0].value.rsplit("/", 1)[-1] if words else ""
+    return first.startswith(("python", "vllm", "sglang"))
 
 
 def _product(node: Any) -> Any:

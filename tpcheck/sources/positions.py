@@ -37,7 +37,8 @@ class LineIndex:
 
     def offset(self, line: int, column: int) -> int:
         """Inverse of ``pos`` (line and column 1-based)."""
-        return self.starts[line - 1] + column - 1
+        start: int = self.starts[line - 1]
+        return start + column - 1
 
 
 class Linear(Sequence[Pos]):
@@ -72,7 +73,7 @@ class Linear(Sequence[Pos]):
         k = col - self.col
         if line != self.line or not 0 <= k < self.n:
             raise ValueError(value)
-        return k
+        return int(k)
 
 
 @dataclass(frozen=True)

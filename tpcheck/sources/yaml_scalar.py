@@ -30,10 +30,11 @@ def node_span(node: Any, index: LineIndex, path: str) -> Span:
 
 def node_offset(mark: Any, index: LineIndex) -> int:
     # libyaml's ``index`` may count bytes; line and column count characters.
-    line = mark.line
+    line: int = mark.line
     if line >= len(index.starts):
         return len(index.text)
-    return min(index.starts[line] + mark.column, len(index.text))
+    col: int = mark.column
+    return min(index.starts[line] + col, len(index.text))
 
 
 def locate(node: Any, index: LineIndex, path: str) -> Located:
@@ -145,7 +146,6 @@ def _block(
     index: LineIndex, s: int, e: int, style: str, chars: list[str], pos: list[Pos]
 ) -> None:
     text = index.text
-    p = index.pos
     nl = text.find("\n", s)
     if nl == -1 or nl >= e:
         return
