@@ -89,7 +89,8 @@ def main(argv: list[str] | None = None) -> int:
         if debug:
             raise
         click.echo(
-            f"tpcheck: internal error: {type(e).__name__}: {e} (rerun with --debug for a traceback)",
+            f"tpcheck: internal error: {type(e).__name__}: {e} "
+            "(rerun with --debug for a traceback)",
             err=True,
         )
         return 2

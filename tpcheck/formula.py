@@ -10,8 +10,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Union
 
-Number = Union[int, float]
-Scalar = Union[int, float, str, bool, None]
+Number = Union[int, float]  # noqa: UP007 - a runtime alias, evaluated on Python 3.10 too
+Scalar = Union[int, float, str, bool, None]  # noqa: UP007
 
 
 @dataclass(frozen=True)

@@ -64,6 +64,9 @@ def selected(select: tuple[str, ...], ignore: tuple[str, ...]) -> list[ModuleTyp
     for p in (*select, *ignore):
         if not any(c.startswith(p.upper()) for c in BY_CODE) and p.upper() not in ("ALL",):
             raise UnknownRule(f"unknown rule code {p!r}; known: {', '.join(BY_CODE)}")
-    out = [m for m in RULES if not select or "ALL" in (s.upper() for s in select)
-           or match(m.CODE, select)]
+    out = [
+        m
+        for m in RULES
+        if not select or "ALL" in (s.upper() for s in select) or match(m.CODE, select)
+    ]
     return [m for m in out if not match(m.CODE, ignore)]

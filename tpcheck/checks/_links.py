@@ -1,43 +1,252 @@
-"""Shared by TP301/TP302: what the TP group's all-reduces cost on a given link."""
+"""Shared by TP301/TP302 (and ``tpcheck plan --link``): what the TP group's all-reduces cost.
+
+Three figures, each a Formula a person can redo by hand:
+
+- decode: all-reduce time over the decode step's weight-read floor (the seeds' "comm
+  fraction", T_comm / T_weights, which passes 100% when the collectives outlast the weight
+  read), at batch 1 and at the batch the scheduler admits (max-num-seqs, engine default when
+  unset);
+- prefill: the share of one prefill chunk's time spent in all-reduces,
+  T_comm / (T_compute + T_comm), for a chunk of max_num_batched_tokens (SGLang
+  --chunked-prefill-size; engine default when unset);
+- break-even t on this link (where interconnect intensity meets FLOP/s ÷ link bandwidth).
+
+The link's bandwidth and α arrive as Formulas too, so an assumed figure says it is assumed.
+"""
 
 from __future__ import annotations
 
-from dataclasses import replace
+from dataclasses import dataclass
 
 from tpcheck.checks.context import CheckContext
-from tpcheck.formula import Formula
+from tpcheck.engines.defaults import defaults_for, sglang_chunked_prefill
+from tpcheck.formula import MIB, Formula
+from tpcheck.hardware.gpus import GPU
+from tpcheck.hardware.links import Link
+from tpcheck.models.shape import ModelShape
 from tpcheck.physics import comm
 from tpcheck.physics.kv import activation_dtype, dtype_bytes
 from tpcheck.physics.split import model_params
 
+ALPHA_NOTE = (
+    "ASSUMPTION (hardware/links.py): α per link class is not measured; "
+    "10 µs NVLink, 20 µs PCIe, 30 µs network/cross-socket"
+)
 
-def link_costs(ctx: CheckContext, link_bw: float, alpha: float) -> tuple[Formula, ...]:
-    """Decode comm share, prefill comm share and break-even t for this model on this link."""
-    s = ctx.shape
-    assert s is not None
+
+@dataclass(frozen=True)
+class LinkUse:
+    """The link a TP group's all-reduces run over, and why tpcheck believes so."""
+
+    link: Link
+    bandwidth: Formula  # B, bytes/s one way per GPU
+    alpha: Formula  # α, seconds
+    assumed: bool  # the bandwidth is a default, not read from the deployment or topology
+
+    @property
+    def label(self) -> str:
+        gbps = self.bandwidth.result * 8 / 1e9
+        extra = f" = {gbps:,.0f} Gb/s" if self.link.inter_node else ""
+        return f"{self.link.name}, B ≈ {self.bandwidth.result / 1e9:,.1f} GB/s per GPU{extra}"
+
+
+def link_use(
+    link: Link,
+    *,
+    bandwidth: Formula | None = None,
+    assumed: bool = False,
+    why: str = "",
+    alpha: float | None = None,
+) -> LinkUse:
+    """Wrap a catalog link (or a measured bandwidth) with its α, the override winning."""
+    bw = bandwidth or Formula(
+        "B",
+        "B (link class)",
+        {"link": link.key},
+        link.bandwidth,
+        "B/s",
+        (("ASSUMPTION: " + why + "; ") if assumed else "") + link.source,
+    )
+    if alpha is None:
+        af = Formula("α", "α (per link class)", {"link": link.key}, link.alpha, "s", ALPHA_NOTE)
+    else:
+        af = Formula("α", "α (given)", {"α": alpha}, alpha, "s", "alpha override")
+    return LinkUse(link, bw, af, assumed)
+
+
+def alpha_override(ctx: CheckContext) -> float | None:
+    """An α set in the settings (``alpha = 2e-5``) when the settings carry one."""
+    v = getattr(ctx.settings, "alpha", None)
+    return float(v) if isinstance(v, (int, float)) and not isinstance(v, bool) else None
+
+
+def prefill_tokens(
+    engine: str,
+    version: str | None,
+    entrypoint: str,
+    gpu: GPU | None,
+    memory: int | None,
+    given: int | None,
+) -> tuple[int, str]:
+    """Tokens in one prefill chunk: the flag when set, else the engine's default rule."""
+    if given:
+        flag = "--chunked-prefill-size" if engine == "sglang" else "--max-num-batched-tokens"
+        return given, flag
+    mem = memory if memory is not None else (gpu.usable_bytes if gpu else None)
+    if mem is None:
+        return 8192, "assumed 8192 (no GPU memory to apply the engine default rule to)"
+    if engine == "sglang":
+        return (
+            sglang_chunked_prefill(mem / MIB),
+            "default chunked_prefill_size (sglang 0.5.23 memory_hook.py, by GPU memory)",
+        )
+    d = defaults_for("vllm", version)
+    _, toks = d.batch_defaults(
+        mem, gpu.name if gpu else "", "llm" if entrypoint == "llm" else "serve"
+    )
+    return int(toks.value), f"default max_num_batched_tokens ({toks.source})"
+
+
+def _b(shape: ModelShape, dtype: str | None) -> int:
+    return dtype_bytes(activation_dtype(shape.dtype, dtype))
+
+
+def prefill_share(
+    shape: ModelShape,
+    t: int,
+    gpu: GPU,
+    use: LinkUse,
+    tokens: int,
+    tokens_source: str,
+    dtype: str | None = None,
+) -> Formula:
+    f = comm.prefill_chunk(
+        params_active=model_params(shape, active=True),
+        tokens=tokens,
+        t=t,
+        flops=gpu.bf16_flops,
+        layers=shape.layers,
+        hidden=shape.hidden,
+        b=_b(shape, dtype),
+        link_bw=use.bandwidth.result,
+        alpha=use.alpha.result,
+    )
+    vals = dict(f.values)
+    vals["n_source"] = tokens_source
+    return Formula(f.name, f.expression, vals, f.result, f.unit, f.source, f.terms)
+
+
+def breakeven(shape: ModelShape, gpu: GPU, use: LinkUse, dtype: str | None = None) -> Formula:
+    return comm.breakeven_tp(
+        model_params(shape, active=True),
+        shape.layers,
+        shape.hidden,
+        _b(shape, dtype),
+        gpu.bf16_flops,
+        use.bandwidth.result,
+    )
+
+
+def decode_share(ctx: CheckContext, use: LinkUse, batch: int, batch_source: str) -> Formula | None:
+    """T_comm / T_weights of one decode step of ``batch`` sequences on this link."""
+    ev = ctx.evaluate_at(
+        ctx.tp, link_bandwidth=use.bandwidth.result, alpha=use.alpha.result, batch=batch
+    )
+    if ev.step is None or ev.comm_share is None:
+        return None
+    sv = ev.step.values
+    return Formula(
+        "decode_comm_share",
+        "n_AR·(α + 2(t−1)/t·batch·d·b/B) / (W_gpu/β)",
+        {
+            "n_AR": sv["n_AR"],
+            "α": sv["α"],
+            "t": sv["t"],
+            "batch": batch,
+            "d": sv["d"],
+            "b": sv["b"],
+            "B": sv["B"],
+            "W_gpu": sv["W_gpu"],
+            "β": sv["β"],
+            "batch_source": batch_source,
+        },
+        ev.comm_share.result,
+        "",
+        comm.SEED_COMM,
+        (ev.step, ev.comm_share),
+    )
+
+
+def link_costs(ctx: CheckContext, use: LinkUse) -> tuple[Formula, ...]:
+    """Decode shares (batch 1 and the admitted batch), prefill chunk share, break-even t."""
+    s, gpu, d = ctx.shape, ctx.gpu, ctx.deployment
+    if s is None or gpu is None:
+        return ()
     out: list[Formula] = []
-    b = dtype_bytes(activation_dtype(s.dtype, ctx.deployment.dtype))
-    p_active = model_params(s, active=True)
-    gpu = ctx.gpu
-    ev = ctx.evaluate_at(ctx.tp, link_bandwidth=link_bw, alpha=alpha)
-    if ev.comm_share is not None:
-        out.append(replace(ev.comm_share, name="decode_comm_share"))
-    if gpu is not None:
-        n = ctx.deployment.max_num_batched_tokens or 8192
-        out.append(comm.prefill_chunk(params_active=p_active, tokens=n, t=ctx.tp,
-                                      flops=gpu.bf16_flops, layers=s.layers, hidden=s.hidden,
-                                      b=b, link_bw=link_bw, alpha=alpha))
-        out.append(comm.breakeven_tp(p_active, s.layers, s.hidden, b, gpu.bf16_flops, link_bw))
+    one = decode_share(ctx, use, 1, "batch 1")
+    if one is not None:
+        out.append(one)
+    ev = ctx.evaluation
+    if ev.max_num_seqs is not None:
+        seqs = int(ev.max_num_seqs.result)
+        flag = "--max-running-requests" if d.engine == "sglang" else "--max-num-seqs"
+        src = flag if d.max_num_seqs else f"default {flag.lstrip('-')} ({ev.max_num_seqs.source})"
+        if seqs > 1:
+            full = decode_share(ctx, use, seqs, src)
+            if full is not None:
+                out.append(full)
+    n, nsrc = prefill_tokens(
+        d.engine,
+        d.engine_version or ctx.settings.engine_version,
+        d.entrypoint or "serve",
+        gpu,
+        None,
+        d.max_num_batched_tokens,
+    )
+    out.append(prefill_share(s, ctx.tp, gpu, use, n, nsrc, d.dtype))
+    out.append(breakeven(s, gpu, use, d.dtype))
     return tuple(out)
 
 
+def _pct(x: float) -> str:
+    return f"{x:.0%}" if x < 10 else f"{x:,.0f}×"
+
+
 def describe(costs: tuple[Formula, ...]) -> str:
-    parts = []
+    """The cost figures as one clause each, in the order link_costs gives them."""
+    parts: list[str] = []
+    dec = [f for f in costs if f.name == "decode_comm_share"]
+    if dec:
+        bits = [f"{_pct(f.result)} at batch {f.values['batch']:,}" for f in dec]
+        parts.append(
+            "all-reduces add " + ", ".join(bits) + " to the decode step's weight-read time"
+        )
     for f in costs:
-        if f.name == "decode_comm_share":
-            parts.append(f"all-reduces take {f.result:.0%} of the decode step's weight-read time")
-        elif f.name == "prefill_comm_share":
-            parts.append(f"{f.result:.0%} of a {f.values['n']:,}-token prefill chunk")
+        if f.name == "prefill_comm_share":
+            parts.append(f"they take {f.result:.0%} of a {f.values['n']:,}-token prefill chunk")
         elif f.name == "breakeven_tp":
-            parts.append(f"TP stops paying past t ≈ {f.result:.2f} on this link")
+            be = f.result
+            parts.append(
+                f"TP stops paying past t ≈ {be:.2f} on this link"
+                + (" (below 2: any TP > 1 costs more than it saves here)" if be < 2 else "")
+            )
     return "; ".join(parts)
+
+
+def ceil_div(a: int, b: int) -> int:
+    return -(-a // b) if b else 0
+
+
+__all__ = [
+    "LinkUse",
+    "alpha_override",
+    "breakeven",
+    "ceil_div",
+    "decode_share",
+    "describe",
+    "link_costs",
+    "link_use",
+    "math",
+    "prefill_share",
+    "prefill_tokens",
+]

@@ -12,8 +12,12 @@ from tpcheck.physics.legality import legal_sizes, nearest_legal
 
 def legal_note(ctx: CheckContext) -> tuple[str, int | None, int | None]:
     assert ctx.shape is not None
-    kw = {"engine": ctx.deployment.engine, "dp": ctx.dp,
-          "expert_parallel": bool(ctx.deployment.enable_expert_parallel), "attn_dp": ctx.attn_dp}
+    kw = {
+        "engine": ctx.deployment.engine,
+        "dp": ctx.dp,
+        "expert_parallel": bool(ctx.deployment.enable_expert_parallel),
+        "attn_dp": ctx.attn_dp,
+    }
     upto = max(64, ctx.tp)
     sizes = legal_sizes(ctx.shape, upto, **kw)
     below, above = nearest_legal(ctx.shape, ctx.tp, upto, **kw)
@@ -21,8 +25,11 @@ def legal_note(ctx: CheckContext) -> tuple[str, int | None, int | None]:
 
 
 def refusal_findings(ctx: CheckContext, rule: ModuleType) -> Iterator[Finding]:
-    refs = [r for r in ctx.evaluation.refusals if r.code == rule.CODE
-            and ctx.deployment.engine in r.engines]
+    refs = [
+        r
+        for r in ctx.evaluation.refusals
+        if r.code == rule.CODE and ctx.deployment.engine in r.engines
+    ]
     if not refs:
         return
     sizes, below, above = legal_note(ctx)
@@ -30,16 +37,23 @@ def refusal_findings(ctx: CheckContext, rule: ModuleType) -> Iterator[Finding]:
     engine = ctx.deployment.engine
     edits = tuple(
         Edit(ctx.tp_span, str(x), f"Set tensor parallel size to {x}")
-        for x in (below, above) if x is not None and "tensor_parallel_size" in ctx.deployment.spans
+        for x in (below, above)
+        if x is not None and "tensor_parallel_size" in ctx.deployment.spans
     )
     for r in refs:
-        msg = (f"{engine} refuses tensor parallel size {ctx.tp} for {ctx.deployment.model}: "
-               f"{r.formula.expression} = {r.formula.result} ({r.formula.substituted()}). "
-               f"The engine says: \"{r.engine_message.rstrip('.')}\". Legal sizes for this model: "
-               f"{sizes}")
+        msg = (
+            f"{engine} refuses tensor parallel size {ctx.tp} for {ctx.deployment.model}: "
+            f"{r.formula.expression} = {r.formula.result} ({r.formula.substituted()}). "
+            f'The engine says: "{r.engine_message.rstrip(".")}". Legal sizes for this model: '
+            f"{sizes}"
+        )
         yield ctx.finding(
-            rule, msg, formulas=(r.formula,),
-            fix=f"use tensor parallel size {near}" if near else "no tensor parallel size up to "
-            "64 starts this model with these flags",
-            edits=edits, related=ctx.model_related(),
+            rule,
+            msg,
+            formulas=(r.formula,),
+            fix=f"use tensor parallel size {near}"
+            if near
+            else "no tensor parallel size up to 64 starts this model with these flags",
+            edits=edits,
+            related=ctx.model_related(),
         )

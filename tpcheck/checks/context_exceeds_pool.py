@@ -29,30 +29,43 @@ def check(ctx: CheckContext) -> Iterator[Finding]:
     if tokens >= need_tokens:
         return
     d = ctx.deployment
-    need = Formula("kv_needed_bytes", "ceil(c/block)·block·kv_B",
-                   {"c": c, "block": ev.block, "kv_B": ev.kv_bytes_per_token.result},
-                   need_tokens * ev.kv_bytes_per_token.result, "B",
-                   "vllm 0.33.0 v1/core/kv_cache_planning.py _check_enough_kv_cache_memory")
+    need = Formula(
+        "kv_needed_bytes",
+        "ceil(c/block)·block·kv_B",
+        {"c": c, "block": ev.block, "kv_B": ev.kv_bytes_per_token.result},
+        need_tokens * ev.kv_bytes_per_token.result,
+        "B",
+        "vllm 0.33.0 v1/core/kv_cache_planning.py _check_enough_kv_cache_memory",
+    )
     pool = max(ev.pool.result, 0)
     if ev.pool.result <= 0:
         engine_msg = "No available memory for the cache blocks."
     else:
-        engine_msg = (f"To serve at least one request with the model's max seq len ({c}), "
-                      f"({fmt_bytes(need.result)} KV cache is needed, which is larger than the "
-                      f"available KV cache memory ({fmt_bytes(pool)}).")
+        engine_msg = (
+            f"To serve at least one request with the model's max seq len ({c}), "
+            f"({fmt_bytes(need.result)} KV cache is needed, which is larger than the "
+            f"available KV cache memory ({fmt_bytes(pool)})."
+        )
     flag = "--context-length" if d.engine == "sglang" else "--max-model-len"
     sev = Severity.WARNING if d.engine == "sglang" else Severity.ERROR
-    what = ("SGLang starts but warns that one full-length request cannot fit"
-            if d.engine == "sglang" else "vLLM refuses to start")
+    what = (
+        "SGLang starts but warns that one full-length request cannot fit"
+        if d.engine == "sglang"
+        else "vLLM refuses to start"
+    )
     largest = tokens
     yield ctx.finding(
         rule,
         f"{c:,} tokens ({c_from}) need {fmt_bytes(need.result)} of KV cache per GPU but the "
-        f"predicted pool is {fmt_bytes(pool)} ({tokens:,} tokens): {what} — \"{engine_msg}\". "
+        f'predicted pool is {fmt_bytes(pool)} ({tokens:,} tokens): {what} — "{engine_msg}". '
         f"The largest {flag} that fits is {largest:,}",
-        span=d.span_of("max_model_len", "tensor_parallel_size", "model"), severity=sev,
+        span=d.span_of("max_model_len", "tensor_parallel_size", "model"),
+        severity=sev,
         formulas=(need, ev.pool, ev.tokens),
-        fix=(f"set {flag} {largest} or less, use a larger TP (up to h_kv), an fp8 KV cache, or "
-             "raise gpu-memory-utilization") if largest > 0 else
-            "the pool is empty: use a larger TP or a GPU with more memory",
+        fix=(
+            f"set {flag} {largest} or less, use a larger TP (up to h_kv), an fp8 KV cache, or "
+            "raise gpu-memory-utilization"
+        )
+        if largest > 0
+        else "the pool is empty: use a larger TP or a GPU with more memory",
     )

@@ -1,4 +1,4 @@
-"""TP103 ffn-not-divisible: The FFN, expert or quantization-group width per rank does not divide: the parallel linear layer refuses."""
+"""TP103 ffn-not-divisible: see SUMMARY and rules/TP103.md."""
 
 from __future__ import annotations
 
@@ -13,7 +13,10 @@ CODE = "TP103"
 NAME = "ffn-not-divisible"
 SEVERITY = Severity.ERROR
 NEEDS_SHAPE = True
-SUMMARY = "The FFN, expert or quantization-group width per rank does not divide: the parallel linear layer refuses."
+SUMMARY = (
+    "The FFN, expert or quantization-group width per rank "
+    "does not divide: the parallel linear layer refuses."
+)
 
 
 def check(ctx: CheckContext) -> Iterator[Finding]:

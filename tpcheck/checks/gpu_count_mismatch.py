@@ -24,10 +24,22 @@ def check(ctx: CheckContext) -> Iterator[Finding]:
     pods = d.group_size or d.nnodes or 1
     have = d.gpus_requested * pods
     ranks = ctx.tp * ctx.pp * ctx.dp_replicas
-    f = Formula("ranks", "t·p·dp", {"t": ctx.tp, "p": ctx.pp, "dp": ctx.dp_replicas}, ranks,
-                "GPUs", "vllm 0.33.0 config/parallel.py world_size l.964; sglang dp replicas")
-    g = Formula("gpus", "gpus_per_pod·pods", {"gpus_per_pod": d.gpus_requested, "pods": pods},
-                have, "GPUs", "manifest resources.limits")
+    f = Formula(
+        "ranks",
+        "t·p·dp",
+        {"t": ctx.tp, "p": ctx.pp, "dp": ctx.dp_replicas},
+        ranks,
+        "GPUs",
+        "vllm 0.33.0 config/parallel.py world_size l.964; sglang dp replicas",
+    )
+    g = Formula(
+        "gpus",
+        "gpus_per_pod·pods",
+        {"gpus_per_pod": d.gpus_requested, "pods": pods},
+        have,
+        "GPUs",
+        "manifest resources.limits",
+    )
     span = d.span_of("gpus_requested", "tensor_parallel_size")
     where = f"{d.gpus_requested} per pod × {pods} pods" if pods > 1 else f"{d.gpus_requested}"
     related = ((ctx.tp_span, f"tensor parallel size {ctx.tp}"),) if span != ctx.tp_span else ()
@@ -35,9 +47,11 @@ def check(ctx: CheckContext) -> Iterator[Finding]:
         yield ctx.finding(
             rule,
             f"the engine starts t·p·dp = {ranks} ranks but the manifest requests {where} GPUs: "
-            f"\"World size ({ranks}) is larger than the number of available GPUs ({have})\" — "
+            f'"World size ({ranks}) is larger than the number of available GPUs ({have})" — '
             "it cannot start",
-            span=span, formulas=(f, g), related=related,
+            span=span,
+            formulas=(f, g),
+            related=related,
             fix=f"request {ranks} GPUs, or lower the parallel sizes to fit {have}",
         )
     elif ranks < have:
@@ -45,7 +59,10 @@ def check(ctx: CheckContext) -> Iterator[Finding]:
             rule,
             f"the engine starts t·p·dp = {ranks} ranks but the manifest requests {where} GPUs: "
             f"{have - ranks} GPUs sit idle",
-            span=span, formulas=(f, g), severity=Severity.WARNING, related=related,
+            span=span,
+            formulas=(f, g),
+            severity=Severity.WARNING,
+            related=related,
             fix=f"request {ranks} GPUs, or use them: --tensor-parallel-size / "
             "--data-parallel-size so that t·p·dp equals the GPUs",
         )

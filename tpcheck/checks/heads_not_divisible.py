@@ -1,4 +1,4 @@
-"""TP101 heads-not-divisible: The query heads are not divisible by the tensor-parallel size (h mod t ≠ 0): the engine refuses to start."""
+"""TP101 heads-not-divisible: see SUMMARY and rules/TP101.md."""
 
 from __future__ import annotations
 
@@ -13,7 +13,10 @@ CODE = "TP101"
 NAME = "heads-not-divisible"
 SEVERITY = Severity.ERROR
 NEEDS_SHAPE = True
-SUMMARY = "The query heads are not divisible by the tensor-parallel size (h mod t ≠ 0): the engine refuses to start."
+SUMMARY = (
+    "The query heads are not divisible by the tensor-parallel size "
+    "(h mod t ≠ 0): the engine refuses to start."
+)
 
 
 def check(ctx: CheckContext) -> Iterator[Finding]:

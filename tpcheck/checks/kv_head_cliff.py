@@ -31,17 +31,29 @@ def check(ctx: CheckContext) -> Iterator[Finding]:
     now = ctx.evaluation
     rep = now.kv_replicas
     kvb = now.kv_bytes_per_token
-    edits = ((Edit(ctx.tp_span, str(hkv), f"Set tensor parallel size to h_kv = {hkv}"),)
-             if "tensor_parallel_size" in ctx.deployment.spans else ())
-    head = (f"t={t} > h_kv={hkv}: each GPU keeps max(1, floor({hkv}/{t})) = 1 KV head and the "
-            f"cache is replicated {rep.result}× — KV bytes per token per GPU stay "
-            f"{int(kvb.result):,} B, the same as at t={hkv}")
-    fix = (f"use --tensor-parallel-size {hkv} and run {t // hkv} replicas (data parallel), or "
-           "keep one replica of TP {hkv} with an fp8 KV cache").replace("{hkv}", str(hkv))
+    edits = (
+        (Edit(ctx.tp_span, str(hkv), f"Set tensor parallel size to h_kv = {hkv}"),)
+        if "tensor_parallel_size" in ctx.deployment.spans
+        else ()
+    )
+    head = (
+        f"t={t} > h_kv={hkv}: each GPU keeps max(1, floor({hkv}/{t})) = 1 KV head and the "
+        f"cache is replicated {rep.result}× — KV bytes per token per GPU stay "
+        f"{int(kvb.result):,} B, the same as at t={hkv}"
+    )
+    fix = (
+        f"use --tensor-parallel-size {hkv} and run {t // hkv} replicas (data parallel), or "
+        "keep one replica of TP {hkv} with an fp8 KV cache"
+    ).replace("{hkv}", str(hkv))
     if now.seats is None:
-        yield ctx.finding(rule, head + " (no GPU known: pass --gpu for seats)",
-                          formulas=(rep, kvb), fix=fix, edits=edits,
-                          related=ctx.model_related())
+        yield ctx.finding(
+            rule,
+            head + " (no GPU known: pass --gpu for seats)",
+            formulas=(rep, kvb),
+            fix=fix,
+            edits=edits,
+            related=ctx.model_related(),
+        )
         return
     c, c_from = ctx.context
     at = ctx.evaluate_at(hkv)
@@ -51,19 +63,31 @@ def check(ctx: CheckContext) -> Iterator[Finding]:
     replicas = t // hkv
     dp_seats = replicas * seats_h
     fp8_seats = replicas * int(fp8.seats.result)
-    gain = Formula("capacity_gain", "seats(t) / seats(h_kv)",
-                   {"seats(t)": seats_t, "seats(h_kv)": seats_h, "t": t, "h_kv": hkv},
-                   seats_t / seats_h if seats_h else float("inf"), "x",
-                   "seeds/tp-engines-chapter.txt (the TP=8→16 capacity cliff)")
+    gain = Formula(
+        "capacity_gain",
+        "seats(t) / seats(h_kv)",
+        {"seats(t)": seats_t, "seats(h_kv)": seats_h, "t": t, "h_kv": hkv},
+        seats_t / seats_h if seats_h else float("inf"),
+        "x",
+        "seeds/tp-engines-chapter.txt (the TP=8→16 capacity cliff)",
+    )
     gpu = ctx.gpu.key if ctx.gpu else "the given memory"
 
     def x(n: int) -> str:
         return f"{n / seats_t:.2f}×" if seats_t else "∞×"
 
     ratio = f"{gain.result:.2f}×" if seats_h else "n/a (0 seats at h_kv)"
-    msg = (f"{head}. On {gpu} at c={c:,} tokens ({c_from}): {seats_t} seats at t={t} vs "
-           f"{seats_h} at t={hkv} — {ratio} the sequences for {t / hkv:g}× the GPUs. The same "
-           f"{t} GPUs as {replicas} replicas of TP {hkv} seat {dp_seats} ({x(dp_seats)}); with "
-           f"an fp8 KV cache, {fp8_seats} ({x(fp8_seats)})")
-    yield ctx.finding(rule, msg, formulas=(gain, kvb, rep, replace(at.seats, name="seats_at_h_kv")),
-                      fix=fix, edits=edits, related=ctx.model_related())
+    msg = (
+        f"{head}. On {gpu} at c={c:,} tokens ({c_from}): {seats_t} seats at t={t} vs "
+        f"{seats_h} at t={hkv} — {ratio} the sequences for {t / hkv:g}× the GPUs. The same "
+        f"{t} GPUs as {replicas} replicas of TP {hkv} seat {dp_seats} ({x(dp_seats)}); with "
+        f"an fp8 KV cache, {fp8_seats} ({x(fp8_seats)})"
+    )
+    yield ctx.finding(
+        rule,
+        msg,
+        formulas=(gain, kvb, rep, replace(at.seats, name="seats_at_h_kv")),
+        fix=fix,
+        edits=edits,
+        related=ctx.model_related(),
+    )

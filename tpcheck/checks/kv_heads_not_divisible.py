@@ -1,4 +1,4 @@
-"""TP102 kv-heads-not-divisible: KV heads can be neither partitioned nor replicated evenly over t: the attention layer asserts at start-up."""
+"""TP102 kv-heads-not-divisible: see SUMMARY and rules/TP102.md."""
 
 from __future__ import annotations
 
@@ -13,7 +13,10 @@ CODE = "TP102"
 NAME = "kv-heads-not-divisible"
 SEVERITY = Severity.ERROR
 NEEDS_SHAPE = True
-SUMMARY = "KV heads can be neither partitioned nor replicated evenly over t: the attention layer asserts at start-up."
+SUMMARY = (
+    "KV heads can be neither partitioned nor replicated "
+    "evenly over t: the attention layer asserts at start-up."
+)
 
 
 def check(ctx: CheckContext) -> Iterator[Finding]:

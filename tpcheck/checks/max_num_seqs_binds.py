@@ -13,8 +13,10 @@ CODE = "TP203"
 NAME = "max-num-seqs-binds"
 SEVERITY = Severity.INFO
 NEEDS_SHAPE = True
-SUMMARY = ("max-num-seqs is below the seats memory allows (the scheduler binds) or far above "
-           "them (memory binds: preemption).")
+SUMMARY = (
+    "max-num-seqs is below the seats memory allows (the scheduler binds) or far above "
+    "them (memory binds: preemption)."
+)
 
 WASTE_FACTOR = 4  # pool more than 4x what max-num-seqs can use → warning
 
@@ -33,8 +35,14 @@ def check(ctx: CheckContext) -> Iterator[Finding]:
     origin = "set in the deployment" if explicit else f"engine default: {ev.max_num_seqs.source}"
     c, c_from = ctx.context
     span = d.span_of("max_num_seqs", "tensor_parallel_size", "model")
-    cmp = Formula("binding_limit", "min(max_num_seqs, seats)",
-                  {"max_num_seqs": cap, "seats": seats}, min(cap, seats), "sequences", "DESIGN.md")
+    cmp = Formula(
+        "binding_limit",
+        "min(max_num_seqs, seats)",
+        {"max_num_seqs": cap, "seats": seats},
+        min(cap, seats),
+        "sequences",
+        "DESIGN.md",
+    )
     if cap < seats:
         past_cliff = not s.is_mla and ctx.tp > s.kv_heads > 0
         sev = Severity.WARNING if (past_cliff or seats > WASTE_FACTOR * cap) else Severity.INFO
@@ -43,8 +51,14 @@ def check(ctx: CheckContext) -> Iterator[Finding]:
             f"{flag} = {cap} ({origin}) binds before memory: the pool seats {seats} sequences of "
             f"{c:,} tokens ({c_from}), so at most {cap} run and {seats - cap} seats of KV cache "
             "stay empty; more memory or a larger TP changes nothing measurable"
-            + (f" (and t={ctx.tp} is past the KV-head cliff h_kv={s.kv_heads})" if past_cliff else ""),
-            span=span, severity=sev, formulas=(cmp, ev.seats, ev.max_num_seqs),
+            + (
+                f" (and t={ctx.tp} is past the KV-head cliff h_kv={s.kv_heads})"
+                if past_cliff
+                else ""
+            ),
+            span=span,
+            severity=sev,
+            formulas=(cmp, ev.seats, ev.max_num_seqs),
             fix=f"raise {flag} toward {seats}, or serve the same load with fewer GPUs",
         )
     elif explicit and cap > WASTE_FACTOR * max(seats, 1):
@@ -53,6 +67,7 @@ def check(ctx: CheckContext) -> Iterator[Finding]:
             f"{flag} = {cap} admits {cap / max(seats, 1):.0f}× the {seats} sequences of {c:,} "
             f"tokens ({c_from}) the KV pool holds: memory binds and long requests are preempted "
             "once the pool fills",
-            span=span, formulas=(cmp, ev.seats, ev.max_num_seqs),
+            span=span,
+            formulas=(cmp, ev.seats, ev.max_num_seqs),
             fix=f"lower {flag} to about {max(seats, 1)} or shorten the context",
         )

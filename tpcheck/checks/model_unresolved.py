@@ -21,8 +21,7 @@ def check(ctx: CheckContext) -> Iterator[Finding]:
     d = ctx.deployment
     yield ctx.finding(
         sys.modules[__name__],
-        f"{ctx.model_problem}; rules that need the model's shape were skipped for this "
-        "deployment",
+        f"{ctx.model_problem}; rules that need the model's shape were skipped for this deployment",
         span=d.span_of("model"),
         fix="pass --model-config PATH, map the name in [tool.tpcheck.models], or populate the "
         "Hugging Face cache (huggingface-cli download MODEL config.json)",

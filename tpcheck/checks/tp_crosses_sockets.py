@@ -39,8 +39,7 @@ def check(ctx: CheckContext) -> Iterator[Finding]:
         rule,
         f"GPUs {a} and {b} of the TP group {list(group)} are connected by {cls} in "
         f"{topo.path or 'the topology'} ({'across CPU sockets' if crosses_socket(cls) else 'no NVLink'}"
-        f", about {link.bandwidth / 1e9:.0f} GB/s, rank {link_rank(cls)}); "
-        + describe(costs),
+        f", about {link.bandwidth / 1e9:.0f} GB/s, rank {link_rank(cls)}); " + describe(costs),
         formulas=costs,
         fix="pick GPUs under one socket or NVLink island (CUDA_VISIBLE_DEVICES), or a smaller TP",
     )

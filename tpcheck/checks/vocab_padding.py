@@ -1,4 +1,4 @@
-"""TP104 vocab-padding: vLLM refuses a padded vocabulary t does not divide; padding rows cost memory."""
+"""TP104 vocab-padding: vLLM refuses a padded vocabulary t does not divide; padding costs memory."""
 
 from __future__ import annotations
 
@@ -16,8 +16,10 @@ CODE = "TP104"
 NAME = "vocab-padding"
 SEVERITY = Severity.ERROR
 NEEDS_SHAPE = True
-SUMMARY = ("The vocabulary padded to a multiple of 64 is not divisible by t (vLLM refuses), or "
-           "the padding rows hold memory (info).")
+SUMMARY = (
+    "The vocabulary padded to a multiple of 64 is not divisible by t (vLLM refuses), or "
+    "the padding rows hold memory (info)."
+)
 
 
 def check(ctx: CheckContext) -> Iterator[Finding]:
@@ -33,13 +35,19 @@ def check(ctx: CheckContext) -> Iterator[Finding]:
         return
     b = dtype_bytes(activation_dtype(s.dtype, ctx.deployment.dtype))
     copies = 1 if s.tied_embeddings else 2
-    waste = Formula("padding_bytes", "(V_pad − V)·d·b·copies",
-                    {"V_pad": int(vp.result), "V": s.vocab, "d": s.hidden, "b": b,
-                     "copies": copies}, rows * s.hidden * b * copies, "B", vp.source)
+    waste = Formula(
+        "padding_bytes",
+        "(V_pad − V)·d·b·copies",
+        {"V_pad": int(vp.result), "V": s.vocab, "d": s.hidden, "b": b, "copies": copies},
+        rows * s.hidden * b * copies,
+        "B",
+        vp.source,
+    )
     yield ctx.finding(
         rule,
         f"the vocabulary of {s.vocab:,} rows is padded to {int(vp.result):,} for t={ctx.tp}: "
         f"{rows:,} padding rows hold {fmt_bytes(waste.result)} across the group "
         "(embedding and lm_head); harmless, reported for completeness",
-        severity=Severity.INFO, formulas=(vp, waste),
+        severity=Severity.INFO,
+        formulas=(vp, waste),
     )

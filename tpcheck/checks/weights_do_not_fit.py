@@ -1,4 +1,4 @@
-"""TP205 weights-do-not-fit: one GPU's share of the weights exceeds the memory the engine may use."""
+"""TP205 weights-do-not-fit: one GPU's share of the weights exceeds what the engine may use."""
 
 from __future__ import annotations
 
@@ -27,9 +27,16 @@ def check(ctx: CheckContext) -> Iterator[Finding]:
     rule = sys.modules[__name__]
     s = ctx.shape
     assert s is not None
-    need_t = next((t for t in (2, 4, 8, 16, 32, 64) if t > ctx.tp
-                   and ctx.evaluate_at(t).weights.result <= budget.result
-                   and not ctx.evaluate_at(t).refusals), None)
+    need_t = next(
+        (
+            t
+            for t in (2, 4, 8, 16, 32, 64)
+            if t > ctx.tp
+            and ctx.evaluate_at(t).weights.result <= budget.result
+            and not ctx.evaluate_at(t).refusals
+        ),
+        None,
+    )
     gpu = ctx.gpu.key if ctx.gpu else "the given memory"
     yield ctx.finding(
         rule,
@@ -37,7 +44,10 @@ def check(ctx: CheckContext) -> Iterator[Finding]:
         f"the engine {fmt_bytes(budget.result)} (M·u = {fmt_bytes(m)}·{u:g}): loading fails with "
         "CUDA out of memory before any KV cache exists",
         formulas=(ev.weights, budget),
-        fix=(f"use --tensor-parallel-size {need_t}" if need_t else
-             "add pipeline stages or a quantized checkpoint"),
+        fix=(
+            f"use --tensor-parallel-size {need_t}"
+            if need_t
+            else "add pipeline stages or a quantized checkpoint"
+        ),
         related=ctx.model_related(),
     )

@@ -56,13 +56,18 @@ class EngineDefaults:
             # The 0.9 -> 0.92 change happened before 0.33; releases before it used 0.9
             # (v0.6.4 docs say 0.9). The exact release that changed it was not determined.
             return Default(
-                0.9, "vLLM <= 0.32 docs (gpu_memory_utilization default 0.9)", self.version,
+                0.9,
+                "vLLM <= 0.32 docs (gpu_memory_utilization default 0.9)",
+                self.version,
                 assumed=pv > (0, 10),
             )
-        raise ValueError("SGLang's mem_fraction_static depends on GPU memory: use sglang_mem_fraction")
+        raise ValueError(
+            "SGLang's mem_fraction_static depends on GPU memory: use sglang_mem_fraction"
+        )
 
-    def batch_defaults(self, total_mem_bytes: int, gpu_name: str,
-                       entrypoint: Entrypoint = "serve") -> tuple[Default, Default]:
+    def batch_defaults(
+        self, total_mem_bytes: int, gpu_name: str, entrypoint: Entrypoint = "serve"
+    ) -> tuple[Default, Default]:
         """vLLM's (max_num_seqs, max_num_batched_tokens) by GPU memory and entry point.
 
         ``engine/arg_utils.py`` ``EngineArgs.get_batch_defaults`` l.2940-3039 (vLLM 0.33).
@@ -78,14 +83,19 @@ class EngineDefaults:
             seqs, toks = 256, (8192 if llm else 2048)
         pv = parse_version(self.version) or (0, 33)
         assumed = pv < (0, 33)
-        return (Default(seqs, src, self.version, assumed), Default(toks, src, self.version, assumed))
+        return (
+            Default(seqs, src, self.version, assumed),
+            Default(toks, src, self.version, assumed),
+        )
 
     def block_size(self) -> Default:
         if self.engine == "vllm":
-            return Default(16, f"{VLLM_SRC} config/cache.py CacheConfig.DEFAULT_BLOCK_SIZE l.185",
-                           self.version)
-        return Default(1, f"{SGLANG_SRC} arg_groups/overrides.py l.1362 (page_size 1 on CUDA)",
-                       self.version)
+            return Default(
+                16, f"{VLLM_SRC} config/cache.py CacheConfig.DEFAULT_BLOCK_SIZE l.185", self.version
+            )
+        return Default(
+            1, f"{SGLANG_SRC} arg_groups/overrides.py l.1362 (page_size 1 on CUDA)", self.version
+        )
 
 
 def defaults_for(engine: EngineName, version: str | None = None) -> EngineDefaults:
@@ -143,6 +153,8 @@ def sglang_max_running_requests(pool_tokens: int, context_len: int) -> Default:
     """SGLang 0.5.23 kv_cache_configurator.py resolve_max_num_reqs l.3119-3172 (per DP worker)."""
     est = int(pool_tokens / max(context_len, 1) * 512)
     est = min(max(est, 2048), 4096)
-    return Default(min(est, pool_tokens // 2),
-                   f"{SGLANG_SRC} mem_cache/kv_cache_configurator.py resolve_max_num_reqs",
-                   NEWEST["sglang"])
+    return Default(
+        min(est, pool_tokens // 2),
+        f"{SGLANG_SRC} mem_cache/kv_cache_configurator.py resolve_max_num_reqs",
+        NEWEST["sglang"],
+    )

@@ -17,10 +17,21 @@ MLA_SRC = "vllm 0.33.0 layers/attention/mla_attention.py get_kv_cache_spec l.137
 SGL_CELL_SRC = "sglang 0.5.23 model_executor/pool_configurator.py _compute_cell_size l.340-497"
 
 DTYPE_BYTES: dict[str, float] = {
-    "float32": 4, "fp32": 4, "float": 4,
-    "bfloat16": 2, "bf16": 2, "float16": 2, "fp16": 2, "half": 2,
-    "fp8": 1, "fp8_e4m3": 1, "fp8_e5m2": 1, "fp8_inc": 1, "mxfp8": 1.03125,
-    "nvfp4": 0.5625, "fp4_mx_block16": 0.5625,
+    "float32": 4,
+    "fp32": 4,
+    "float": 4,
+    "bfloat16": 2,
+    "bf16": 2,
+    "float16": 2,
+    "fp16": 2,
+    "half": 2,
+    "fp8": 1,
+    "fp8_e4m3": 1,
+    "fp8_e5m2": 1,
+    "fp8_inc": 1,
+    "mxfp8": 1.03125,
+    "nvfp4": 0.5625,
+    "fp4_mx_block16": 0.5625,
 }
 
 
@@ -49,17 +60,28 @@ def kv_dtype_bytes(kv_cache_dtype: str | None, model_dtype: str) -> tuple[str, f
 def kv_heads_per_gpu(shape: ModelShape, t: int) -> Formula:
     if shape.is_mla:
         return Formula("kv_heads_per_gpu", "1 (MLA: one latent, every rank)", {}, 1, "", MLA_SRC)
-    return Formula("kv_heads_per_gpu", "max(1, floor(h_kv / t))", {"h_kv": shape.kv_heads, "t": t},
-                   max(1, shape.kv_heads // t), "", KV_HEADS_SRC)
+    return Formula(
+        "kv_heads_per_gpu",
+        "max(1, floor(h_kv / t))",
+        {"h_kv": shape.kv_heads, "t": t},
+        max(1, shape.kv_heads // t),
+        "",
+        KV_HEADS_SRC,
+    )
 
 
 def kv_replicas(shape: ModelShape, t: int) -> Formula:
     """How many ranks hold each KV head (MLA: all t ranks hold the one latent)."""
     if shape.is_mla:
         return Formula("kv_replicas", "t (MLA latent on every rank)", {"t": t}, t, "", MLA_SRC)
-    return Formula("kv_replicas", "max(1, t / h_kv)", {"t": t, "h_kv": shape.kv_heads},
-                   max(1, t // shape.kv_heads) if shape.kv_heads else 1, "",
-                   "vllm 0.33.0 layers/linear.py QKVParallelLinear num_kv_head_replicas")
+    return Formula(
+        "kv_replicas",
+        "max(1, t / h_kv)",
+        {"t": t, "h_kv": shape.kv_heads},
+        max(1, t // shape.kv_heads) if shape.kv_heads else 1,
+        "",
+        "vllm 0.33.0 layers/linear.py QKVParallelLinear num_kv_head_replicas",
+    )
 
 
 def attention_layers(shape: ModelShape) -> int:
@@ -68,7 +90,7 @@ def attention_layers(shape: ModelShape) -> int:
 
 
 def stage_layers(layers: int, pp: int) -> int:
-    """Layers on the largest pipeline stage (vLLM ``get_pp_indices``: remainder spread, one each)."""
+    """Layers on the largest pipeline stage (vLLM ``get_pp_indices`` spreads the remainder)."""
     return layers // pp + (1 if layers % pp else 0)
 
 
@@ -94,9 +116,14 @@ def kv_bytes_per_token_per_gpu(
         r = shape.mla.kv_lora_rank
         rope = shape.mla.qk_rope_head_dim
         res = L * (r + rope) * b
-        return Formula("kv_bytes_per_token_per_gpu", "L·(r_kv + d_rope)·b_kv",
-                       {"L": L, "r_kv": r, "d_rope": rope, "b_kv": bkv, "kv_cache_dtype": kvname},
-                       int(res) if float(res).is_integer() else res, "B", MLA_SRC)
+        return Formula(
+            "kv_bytes_per_token_per_gpu",
+            "L·(r_kv + d_rope)·b_kv",
+            {"L": L, "r_kv": r, "d_rope": rope, "b_kv": bkv, "kv_cache_dtype": kvname},
+            int(res) if float(res).is_integer() else res,
+            "B",
+            MLA_SRC,
+        )
     ta = t // attn_dp if attn_dp > 1 and t % attn_dp == 0 else t
     heads = max(1, shape.kv_heads // ta)
     dk, dv = shape.head_dim, shape.head_dim_v
@@ -114,10 +141,17 @@ def kv_bytes_per_token_per_gpu(
         frac = min(context, w) / context
         res = per_layer * ((L - sw) + sw * frac)
         expr = expr.replace("2·L·", "2·(L_full + L_sw·min(c, w)/c)·").replace(
-            "L·max", "(L_full + L_sw·min(c, w)/c)·max")
+            "L·max", "(L_full + L_sw·min(c, w)/c)·max"
+        )
         values.update({"L_full": L - sw, "L_sw": sw, "w": w, "c": context})
         del values["L"]
         return Formula("kv_bytes_per_token_per_gpu", expr, values, res, "B", PAGE_SRC)
     res = L * per_layer
-    return Formula("kv_bytes_per_token_per_gpu", expr, values,
-                   int(res) if float(res).is_integer() else res, "B", PAGE_SRC)
+    return Formula(
+        "kv_bytes_per_token_per_gpu",
+        expr,
+        values,
+        int(res) if float(res).is_integer() else res,
+        "B",
+        PAGE_SRC,
+    )

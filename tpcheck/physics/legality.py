@@ -39,8 +39,9 @@ MARLIN_SRC = "vLLM gptq_marlin / awq_marlin kernels: min_thread_k = 128 on the r
 # Methods whose kernels check the per-rank input against the quant group (vLLM
 # verify_group_size_divides_partition callers: marlin, compressed-tensors wNa16, w4a8). MXFP4 pads
 # its expert width instead, so it is not refused here.
-GROUPED_METHODS = frozenset({"awq", "gptq", "awq_marlin", "gptq_marlin", "compressed-tensors",
-                             "marlin", "moe_wna16"})
+GROUPED_METHODS = frozenset(
+    {"awq", "gptq", "awq_marlin", "gptq_marlin", "compressed-tensors", "marlin", "moe_wna16"}
+)
 BLOCK_SRC = f"{VLLM} quantization/utils/fp8_utils.py validate_fp8_block_shape l.1296-1344"
 
 
@@ -69,8 +70,14 @@ def vocab_padding(shape: ModelShape, t: int, engine: str = "vllm") -> Formula:
     vp = padded_vocab(shape.vocab)
     if engine == "sglang" and vp % t:
         vp = padded_vocab(shape.vocab, VOCAB_PAD * t)
-        return Formula("V_pad", "ceil(V / (64·t))·64·t", {"V": shape.vocab, "t": t}, vp, "rows",
-                       f"{SGL} layers/vocab_parallel_embedding.py l.273")
+        return Formula(
+            "V_pad",
+            "ceil(V / (64·t))·64·t",
+            {"V": shape.vocab, "t": t},
+            vp,
+            "rows",
+            f"{SGL} layers/vocab_parallel_embedding.py l.273",
+        )
     return Formula("V_pad", "ceil(V / 64)·64", {"V": shape.vocab}, vp, "rows", VOCAB_SRC)
 
 
@@ -85,45 +92,63 @@ def refusals(
 ) -> list[Refusal]:
     """Every refusal for ``t``; empty when the engine starts."""
     if t < 1:
-        return [Refusal("TP101", "tp", f"tensor parallel size must be positive, got {t}",
-                        Formula("t", "t", {"t": t}, t, "", HEADS_SRC))]
+        return [
+            Refusal(
+                "TP101",
+                "tp",
+                f"tensor parallel size must be positive, got {t}",
+                Formula("t", "t", {"t": t}, t, "", HEADS_SRC),
+            )
+        ]
     out: list[Refusal] = []
     # SGLang with attention DP splits heads over attn_tp = t / attn_dp.
     ta = t // attn_dp if engine == "sglang" and attn_dp > 1 and t % attn_dp == 0 else t
     h, hkv = shape.heads, shape.kv_heads
     if h % ta:
-        out.append(Refusal(
-            "TP101", "heads",
-            f"Total number of attention heads ({h}) must be divisible by tensor parallel size "
-            f"({ta}).",
-            _mod("h mod t", "h", h, "t", ta, HEADS_SRC),
-        ))
+        out.append(
+            Refusal(
+                "TP101",
+                "heads",
+                f"Total number of attention heads ({h}) must be divisible by tensor parallel size "
+                f"({ta}).",
+                _mod("h mod t", "h", h, "t", ta, HEADS_SRC),
+            )
+        )
     if not shape.is_mla and hkv > 0:
         if hkv >= ta and hkv % ta:
-            out.append(Refusal(
-                "TP102", "kv_heads",
-                f"AssertionError: total_num_kv_heads % tp_size == 0 ({hkv} is not divisible by "
-                f"{ta}): KV heads are partitioned when h_kv >= t",
-                _mod("h_kv mod t", "h_kv", hkv, "t", ta, KV_SRC),
-            ))
+            out.append(
+                Refusal(
+                    "TP102",
+                    "kv_heads",
+                    f"AssertionError: total_num_kv_heads % tp_size == 0 ({hkv} is not divisible by "
+                    f"{ta}): KV heads are partitioned when h_kv >= t",
+                    _mod("h_kv mod t", "h_kv", hkv, "t", ta, KV_SRC),
+                )
+            )
         elif hkv < ta and ta % hkv:
-            out.append(Refusal(
-                "TP102", "kv_heads",
-                f"AssertionError: tp_size % total_num_kv_heads == 0 ({ta} is not divisible by "
-                f"{hkv}): KV heads are replicated when h_kv < t",
-                _mod("t mod h_kv", "t", ta, "h_kv", hkv, KV_SRC),
-            ))
+            out.append(
+                Refusal(
+                    "TP102",
+                    "kv_heads",
+                    f"AssertionError: tp_size % total_num_kv_heads == 0 ({ta} is not divisible by "
+                    f"{hkv}): KV heads are replicated when h_kv < t",
+                    _mod("t mod h_kv", "t", ta, "h_kv", hkv, KV_SRC),
+                )
+            )
     out.extend(_width_refusals(shape, t, engine=engine, dp=dp, expert_parallel=expert_parallel))
     if engine == "vllm":
         vp = padded_vocab(shape.vocab)
         if vp % t:
-            out.append(Refusal(
-                "TP104", "vocab",
-                f"AssertionError: {vp} is not divisible by {t} (padded vocabulary "
-                f"ceil({shape.vocab}/64)·64 = {vp} split over t)",
-                _mod("V_pad mod t", "V_pad", vp, "t", t, VOCAB_SRC),
-                engines=("vllm",),
-            ))
+            out.append(
+                Refusal(
+                    "TP104",
+                    "vocab",
+                    f"AssertionError: {vp} is not divisible by {t} (padded vocabulary "
+                    f"ceil({shape.vocab}/64)·64 = {vp} split over t)",
+                    _mod("V_pad mod t", "V_pad", vp, "t", t, VOCAB_SRC),
+                    engines=("vllm",),
+                )
+            )
     return out
 
 
@@ -132,31 +157,41 @@ def _width_refusals(
 ) -> list[Refusal]:
     out: list[Refusal] = []
     if shape.ffn and shape.dense_layers > 0 and shape.ffn % t:
-        out.append(Refusal(
-            "TP103", "ffn",
-            f"AssertionError: {shape.ffn} is not divisible by {t}",
-            _mod("f mod t", "f", shape.ffn, "t", t, FFN_SRC),
-        ))
+        out.append(
+            Refusal(
+                "TP103",
+                "ffn",
+                f"AssertionError: {shape.ffn} is not divisible by {t}",
+                _mod("f mod t", "f", shape.ffn, "t", t, FFN_SRC),
+            )
+        )
     moe = shape.moe
     if moe and moe.shared_expert_ffn and moe.num_shared_experts:
         width = moe.shared_expert_ffn * moe.num_shared_experts
         if width % t:
-            out.append(Refusal(
-                "TP103", "shared_expert_ffn",
-                f"AssertionError: {width} is not divisible by {t}",
-                _mod("f_shared mod t", "f_shared", width, "t", t, FFN_SRC),
-            ))
+            out.append(
+                Refusal(
+                    "TP103",
+                    "shared_expert_ffn",
+                    f"AssertionError: {width} is not divisible by {t}",
+                    _mod("f_shared mod t", "f_shared", width, "t", t, FFN_SRC),
+                )
+            )
     if moe and not expert_parallel:
         # vLLM flattens the MoE TP over TP x DP; SGLang's moe_tp_size is tp (no EP).
         tm = t * dp if engine == "vllm" else t
         if moe.expert_ffn % tm:
             sym = "t·dp" if engine == "vllm" and dp > 1 else "t"
-            out.append(Refusal(
-                "TP103", "expert_ffn",
-                f"AssertionError: intermediate_size % tp_size == 0 ({moe.expert_ffn} % {tm} != 0); "
-                "use --enable-expert-parallel or a TP that divides the expert width",
-                _mod("f_expert mod " + sym, "f_expert", moe.expert_ffn, sym, tm, MOE_SRC),
-            ))
+            out.append(
+                Refusal(
+                    "TP103",
+                    "expert_ffn",
+                    "AssertionError: intermediate_size % tp_size == 0 "
+                    f"({moe.expert_ffn} % {tm} != 0); "
+                    "use --enable-expert-parallel or a TP that divides the expert width",
+                    _mod("f_expert mod " + sym, "f_expert", moe.expert_ffn, sym, tm, MOE_SRC),
+                )
+            )
     q = shape.quant
     if q is None:
         return out
@@ -173,43 +208,79 @@ def _width_refusals(
             continue
         grouped = q.method in GROUPED_METHODS
         if grouped and q.group_size and q.group_size > 0 and per % q.group_size:
-            out.append(Refusal(
-                "TP103", "quant_group",
-                f"Weight input_size_per_partition={per} is not divisible by group_size="
-                f"{q.group_size}. This happens when tensor_parallel_size splits the layer input "
-                "into shards that are not a whole number of quant groups.",
-                Formula(f"({sym}/t) mod g", f"({sym} / t) mod g",
-                        {sym: width, "t": div, "g": q.group_size}, per % q.group_size, "",
-                        GROUP_SRC),
-                engines=("vllm",),
-            ))
+            out.append(
+                Refusal(
+                    "TP103",
+                    "quant_group",
+                    f"Weight input_size_per_partition={per} is not divisible by group_size="
+                    f"{q.group_size}. This happens when tensor_parallel_size splits the layer "
+                    "input "
+                    "into shards that are not a whole number of quant groups.",
+                    Formula(
+                        f"({sym}/t) mod g",
+                        f"({sym} / t) mod g",
+                        {sym: width, "t": div, "g": q.group_size},
+                        per % q.group_size,
+                        "",
+                        GROUP_SRC,
+                    ),
+                    engines=("vllm",),
+                )
+            )
         elif q.method in ("awq", "gptq") and q.weight_bits == 4 and per % 128:
-            out.append(Refusal(
-                "TP103", "marlin_tile",
-                f"input_size_per_partition = {per} is not divisible by min_thread_k = 128",
-                Formula(f"({sym}/t) mod 128", f"({sym} / t) mod min_thread_k",
-                        {sym: width, "t": div, "min_thread_k": 128}, per % 128, "", MARLIN_SRC),
-                engines=("vllm",),
-            ))
+            out.append(
+                Refusal(
+                    "TP103",
+                    "marlin_tile",
+                    f"input_size_per_partition = {per} is not divisible by min_thread_k = 128",
+                    Formula(
+                        f"({sym}/t) mod 128",
+                        f"({sym} / t) mod min_thread_k",
+                        {sym: width, "t": div, "min_thread_k": 128},
+                        per % 128,
+                        "",
+                        MARLIN_SRC,
+                    ),
+                    engines=("vllm",),
+                )
+            )
         if q.block:
             bn, bk = q.block
             if per % bk:
-                out.append(Refusal(
-                    "TP103", "fp8_block",
-                    f"Weight input_size_per_partition = {per} is not divisible by weight "
-                    f"quantization block_k = {bk}.",
-                    Formula(f"({sym}/t) mod block_k", f"({sym} / t) mod block_k",
-                            {sym: width, "t": div, "block_k": bk}, per % bk, "", BLOCK_SRC),
-                    engines=("vllm",),
-                ))
+                out.append(
+                    Refusal(
+                        "TP103",
+                        "fp8_block",
+                        f"Weight input_size_per_partition = {per} is not divisible by weight "
+                        f"quantization block_k = {bk}.",
+                        Formula(
+                            f"({sym}/t) mod block_k",
+                            f"({sym} / t) mod block_k",
+                            {sym: width, "t": div, "block_k": bk},
+                            per % bk,
+                            "",
+                            BLOCK_SRC,
+                        ),
+                        engines=("vllm",),
+                    )
+                )
             elif per % bn:
-                out.append(Refusal(
-                    "TP103", "fp8_block",
-                    f"{per} is not divisible by weight quantization block_n = {bn}.",
-                    Formula(f"({sym}/t) mod block_n", f"({sym} / t) mod block_n",
-                            {sym: width, "t": div, "block_n": bn}, per % bn, "", BLOCK_SRC),
-                    engines=("vllm",),
-                ))
+                out.append(
+                    Refusal(
+                        "TP103",
+                        "fp8_block",
+                        f"{per} is not divisible by weight quantization block_n = {bn}.",
+                        Formula(
+                            f"({sym}/t) mod block_n",
+                            f"({sym} / t) mod block_n",
+                            {sym: width, "t": div, "block_n": bn},
+                            per % bn,
+                            "",
+                            BLOCK_SRC,
+                        ),
+                        engines=("vllm",),
+                    )
+                )
     return out
 
 
@@ -218,7 +289,9 @@ def legal_sizes(shape: ModelShape, upto: int = 64, **kw: object) -> list[int]:
     return [t for t in range(1, upto + 1) if not refusals(shape, t, **kw)]  # type: ignore[arg-type]
 
 
-def nearest_legal(shape: ModelShape, t: int, upto: int = 64, **kw: object) -> tuple[int | None, int | None]:
+def nearest_legal(
+    shape: ModelShape, t: int, upto: int = 64, **kw: object
+) -> tuple[int | None, int | None]:
     """The legal sizes just below and just above ``t``."""
     legal = legal_sizes(shape, max(upto, t), **kw)
     below = max((x for x in legal if x < t), default=None)

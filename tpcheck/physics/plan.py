@@ -94,7 +94,8 @@ class Evaluation:
             "tp": self.tp,
             "legal": self.legal,
             "refusals": [
-                {"code": x.code, "check": x.check, "message": x.engine_message} for x in self.refusals
+                {"code": x.code, "check": x.check, "message": x.engine_message}
+                for x in self.refusals
             ],
             "kv_heads_per_gpu": r(self.kv_heads_per_gpu),
             "kv_replicas": r(self.kv_replicas),
@@ -107,9 +108,9 @@ class Evaluation:
             "allreduce_bytes_per_token_per_gpu": r(self.allreduce),
             "decode_step_seconds": r(self.step),
             "comm_share": r(self.comm_share),
-            "reserve": None if self.reserve is None else {
-                t.name: t.result for t in (self.reserve.terms or (self.reserve,))
-            },
+            "reserve": None
+            if self.reserve is None
+            else {t.name: t.result for t in (self.reserve.terms or (self.reserve,))},
         }
 
 
@@ -118,8 +119,14 @@ def default_context(shape: ModelShape, opts: Options) -> Formula:
         return Formula("c", "c (given)", {"c": opts.context}, opts.context, "tokens", "--context")
     mpe = shape.max_position_embeddings or 2048
     c = min(mpe, CONTEXT_CAP)
-    return Formula("c", "min(max_position_embeddings, 32768)",
-                   {"max_position_embeddings": mpe}, c, "tokens", "config.json (capped by tpcheck)")
+    return Formula(
+        "c",
+        "min(max_position_embeddings, 32768)",
+        {"max_position_embeddings": mpe},
+        c,
+        "tokens",
+        "config.json (capped by tpcheck)",
+    )
 
 
 def evaluate(shape: ModelShape, t: int, opts: Options) -> Evaluation:
@@ -128,30 +135,55 @@ def evaluate(shape: ModelShape, t: int, opts: Options) -> Evaluation:
     ctx = default_context(shape, opts)
     c = int(ctx.result)
     attn_dp = opts.attn_dp if eng == "sglang" else 1
-    refs = tuple(refusals(shape, t, engine=eng, dp=opts.dp, expert_parallel=opts.expert_parallel,
-                          attn_dp=attn_dp))
+    refs = tuple(
+        refusals(
+            shape, t, engine=eng, dp=opts.dp, expert_parallel=opts.expert_parallel, attn_dp=attn_dp
+        )
+    )
     split = weight_split(shape, dtype=opts.dtype, quantization=opts.quantization)
     moe_group = t * opts.dp if eng == "vllm" else t
     attn_tp = t // attn_dp if attn_dp > 1 and t % attn_dp == 0 else t
-    w = weights_per_gpu(split, t, kv_heads=shape.kv_heads, pp=pp, moe_group=moe_group,
-                        is_mla=shape.is_mla, attn_tp=attn_tp)
-    kvb = kv.kv_bytes_per_token_per_gpu(shape, t, kv_cache_dtype=opts.kv_cache_dtype, pp=pp,
-                                        context=c, attn_dp=attn_dp)
+    w = weights_per_gpu(
+        split,
+        t,
+        kv_heads=shape.kv_heads,
+        pp=pp,
+        moe_group=moe_group,
+        is_mla=shape.is_mla,
+        attn_tp=attn_tp,
+    )
+    kvb = kv.kv_bytes_per_token_per_gpu(
+        shape, t, kv_cache_dtype=opts.kv_cache_dtype, pp=pp, context=c, attn_dp=attn_dp
+    )
     act = kv.activation_dtype(shape.dtype, opts.dtype)
     b = kv.dtype_bytes(act)
     ar = comm.allreduce_bytes_per_token(kv.stage_layers(shape.layers, pp), shape.hidden, b, t)
     defaults: dict[str, str] = {}
-    ev = Evaluation(tp=t, refusals=refs, context=ctx, kv_heads_per_gpu=kv.kv_heads_per_gpu(shape, t),
-                    kv_replicas=kv.kv_replicas(shape, t), weights=w, kv_bytes_per_token=kvb,
-                    allreduce=ar, defaults=defaults)
+    ev = Evaluation(
+        tp=t,
+        refusals=refs,
+        context=ctx,
+        kv_heads_per_gpu=kv.kv_heads_per_gpu(shape, t),
+        kv_replicas=kv.kv_replicas(shape, t),
+        weights=w,
+        kv_bytes_per_token=kvb,
+        allreduce=ar,
+        defaults=defaults,
+    )
     mem = opts.memory if opts.memory is not None else (opts.gpu.usable_bytes if opts.gpu else None)
     if mem is None:
         return ev
     gpu_name = opts.gpu.name if opts.gpu else ""
     d = defaults_for("vllm" if eng == "vllm" else "sglang", opts.engine_version)
     block = int(d.block_size().value)
-    memf = Formula("M", "M", {"M": mem}, mem, "B",
-                   "--hbm" if opts.memory is not None else (opts.gpu.source if opts.gpu else ""))
+    memf = Formula(
+        "M",
+        "M",
+        {"M": mem},
+        mem,
+        "B",
+        "--hbm" if opts.memory is not None else (opts.gpu.source if opts.gpu else ""),
+    )
     seqs_d, toks_d = d.batch_defaults(mem, gpu_name, "llm" if opts.entrypoint == "llm" else "serve")
     if opts.max_num_seqs is not None:
         seqs = opts.max_num_seqs
@@ -172,8 +204,9 @@ def evaluate(shape: ModelShape, t: int, opts: Options) -> Evaluation:
     elif eng == "sglang":
         dm = sglang_mem_fraction(mem, t, pp, attn_dp)
         u = float(dm.value)
-        uf = Formula("mem_fraction_static", "round((M − reserved)/M, 3)", {"M": mem}, u, "",
-                     dm.source)
+        uf = Formula(
+            "mem_fraction_static", "round((M − reserved)/M, 3)", {"M": mem}, u, "", dm.source
+        )
         defaults["mem_fraction_static"] = f"{u} ({dm.source})"
     else:
         du = d.gpu_memory_utilization()
@@ -186,11 +219,19 @@ def evaluate(shape: ModelShape, t: int, opts: Options) -> Evaluation:
         res = memory.fixed_reserve(0)
     else:
         ffn = shape.ffn or (shape.moe.expert_ffn if shape.moe else 0)
-        res = memory.reserve(hidden=shape.hidden, ffn_per_rank=max(ffn // t, 1), vocab=shape.vocab,
-                             b=b, t=t, max_num_batched_tokens=ntok, max_num_seqs=seqs,
-                             enforce_eager=opts.enforce_eager)
-    pool = memory.pool_per_gpu(memory=mem, utilization=u, weights=w.result,
-                               reserve_bytes=res.result, engine=eng)
+        res = memory.reserve(
+            hidden=shape.hidden,
+            ffn_per_rank=max(ffn // t, 1),
+            vocab=shape.vocab,
+            b=b,
+            t=t,
+            max_num_batched_tokens=ntok,
+            max_num_seqs=seqs,
+            enforce_eager=opts.enforce_eager,
+        )
+    pool = memory.pool_per_gpu(
+        memory=mem, utilization=u, weights=w.result, reserve_bytes=res.result, engine=eng
+    )
     tokens = memory.kv_pool_tokens(pool.result, kvb.result, block)
     conc = memory.max_concurrency(int(tokens.result), c, block)
     seatsf = memory.seats(conc.result)
@@ -201,24 +242,53 @@ def evaluate(shape: ModelShape, t: int, opts: Options) -> Evaluation:
         seqs = int(md.value)
         defaults["max_running_requests"] = f"{seqs} ({md.source})"
         defaults.pop("max_num_seqs", None)
-    seqf = Formula("max_num_seqs", "max_num_seqs", {"max_num_seqs": seqs}, seqs, "sequences",
-                   defaults.get("max_num_seqs", defaults.get("max_running_requests", "flag")))
+    seqf = Formula(
+        "max_num_seqs",
+        "max_num_seqs",
+        {"max_num_seqs": seqs},
+        seqs,
+        "sequences",
+        defaults.get("max_num_seqs", defaults.get("max_running_requests", "flag")),
+    )
     step = share = None
     gpu = opts.gpu
     hbm_bw = opts.hbm_bandwidth or (gpu.hbm_bandwidth if gpu else None)
     link = opts.link_bandwidth or (gpu.link_bandwidth if gpu else None)
     if hbm_bw and link:
         step = comm.decode_step(
-            weights_per_gpu=w.result, hbm_bw=hbm_bw, batch=opts.batch, context=c,
-            kv_bytes_per_token_per_gpu=kvb.result, layers=kv.stage_layers(shape.layers, pp),
-            hidden=shape.hidden, b=b, t=t, link_bw=link,
-            alpha=DEFAULT_ALPHA if opts.alpha is None else opts.alpha)
+            weights_per_gpu=w.result,
+            hbm_bw=hbm_bw,
+            batch=opts.batch,
+            context=c,
+            kv_bytes_per_token_per_gpu=kvb.result,
+            layers=kv.stage_layers(shape.layers, pp),
+            hidden=shape.hidden,
+            b=b,
+            t=t,
+            link_bw=link,
+            alpha=DEFAULT_ALPHA if opts.alpha is None else opts.alpha,
+        )
         share = comm.comm_share(step)
     return Evaluation(
-        tp=t, refusals=refs, context=ctx, kv_heads_per_gpu=ev.kv_heads_per_gpu,
-        kv_replicas=ev.kv_replicas, weights=w, kv_bytes_per_token=kvb, allreduce=ar,
-        defaults=defaults, utilization=uf, memory=memf, reserve=res, pool=pool, tokens=tokens,
-        concurrency=conc, seats=seatsf, max_num_seqs=seqf, step=step, comm_share=share,
+        tp=t,
+        refusals=refs,
+        context=ctx,
+        kv_heads_per_gpu=ev.kv_heads_per_gpu,
+        kv_replicas=ev.kv_replicas,
+        weights=w,
+        kv_bytes_per_token=kvb,
+        allreduce=ar,
+        defaults=defaults,
+        utilization=uf,
+        memory=memf,
+        reserve=res,
+        pool=pool,
+        tokens=tokens,
+        concurrency=conc,
+        seats=seatsf,
+        max_num_seqs=seqf,
+        step=step,
+        comm_share=share,
         block=block,
     )
 
@@ -231,9 +301,14 @@ def sweep(shape: ModelShape, opts: Options, tps: Sequence[int] | None = None) ->
     """Powers of two up to 64 plus every legal non-power up to 64, unless ``tps`` is given."""
     if tps is None:
         pw = set(default_tps())
-        extra = {t for t in range(1, 65)
-                 if t not in pw and not refusals(shape, t, engine=opts.engine, dp=opts.dp,
-                                                 expert_parallel=opts.expert_parallel)}
+        extra = {
+            t
+            for t in range(1, 65)
+            if t not in pw
+            and not refusals(
+                shape, t, engine=opts.engine, dp=opts.dp, expert_parallel=opts.expert_parallel
+            )
+        }
         tps = sorted(pw | extra)
     return [evaluate(shape, t, opts) for t in tps]
 
@@ -245,5 +320,7 @@ def intensity(shape: ModelShape, t: int, opts: Options) -> tuple[Formula, Formul
     it = comm.interconnect_intensity(p, shape.layers, shape.hidden, b, t)
     flops = opts.flops or (opts.gpu.bf16_flops if opts.gpu else None)
     link = opts.link_bandwidth or (opts.gpu.link_bandwidth if opts.gpu else None)
-    be = comm.breakeven_tp(p, shape.layers, shape.hidden, b, flops, link) if flops and link else None
+    be = (
+        comm.breakeven_tp(p, shape.layers, shape.hidden, b, flops, link) if flops and link else None
+    )
     return it, be

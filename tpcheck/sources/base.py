@@ -93,7 +93,8 @@ class SourceError:
         return f"{self.path}:{self.line}:{self.column}: {self.message}"
 
     def to_json(self) -> dict[str, object]:
-        return {"path": self.path, "line": self.line, "column": self.column, "message": self.message}
+        return {"path": self.path, "line": self.line, "column": self.column,
+                "message": self.message}
 
 
 @dataclass(frozen=True)

@@ -1,0 +1,161 @@
+"""Lint one open document from its in-memory text, with the editor's settings on top.
+
+The server calls ``DocumentLinter.lint`` on a worker thread for every open, save and (debounced)
+change. It keeps one ``Linter`` per settings combination, so the resolver's lookups and the parsed
+model shapes stay warm between keystrokes; a re-lint then costs one read and the rules.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from tpcheck.checks.base import Finding
+from tpcheck.lint import LintResult, Linter
+from tpcheck.settings import Settings
+from tpcheck.sources.base import SourceError
+
+# LSP language ids → the extension that makes read_path pick the same reader.
+LANGUAGE_EXT: Mapping[str, str] = {
+    "yaml": ".yaml", "dockercompose": ".yaml", "helm": ".yaml",
+    "shellscript": ".sh", "sh": ".sh", "bash": ".sh",
+    "python": ".py",
+}
+KNOWN_EXT = (".yaml", ".yml", ".sh", ".bash", ".py")
+
+
+@dataclass(frozen=True)
+class EditorConfig:
+    """The ``tpcheck.*`` workspace settings. ``offline`` None means the editor default: offline."""
+
+    gpu: str | None = None
+    context: int | None = None
+    offline: bool | None = None
+
+    @property
+    def effective_offline(self) -> bool:
+        return self.offline is not False
+
+
+def editor_config(raw: object) -> tuple[EditorConfig, list[str]]:
+    """Read ``{"gpu", "context", "offline"}`` (or ``{"tpcheck": {...}}``); problems as text."""
+    if not isinstance(raw, Mapping):
+        return EditorConfig(), []
+    table: Any = raw.get("tpcheck", raw)
+    if not isinstance(table, Mapping):
+        return EditorConfig(), ["tpcheck settings must be an object"]
+    problems: list[str] = []
+    gpu = table.get("gpu")
+    if gpu is not None and not isinstance(gpu, str):
+        problems.append("tpcheck.gpu must be a string")
+        gpu = None
+    context = table.get("context")
+    if context is not None and (isinstance(context, bool) or not isinstance(context, int)
+                                or context < 1):
+        problems.append("tpcheck.context must be a positive number of tokens")
+        context = None
+    offline = table.get("offline")
+    if offline is not None and not isinstance(offline, bool):
+        problems.append("tpcheck.offline must be true or false")
+        offline = None
+    return EditorConfig(gpu=gpu or None, context=context, offline=offline), problems
+
+
+@dataclass(frozen=True)
+class DocResult:
+    """What one lint of one document produced; ``name`` is the path the reader saw."""
+
+    name: str
+    findings: tuple[Finding, ...] = ()
+    errors: tuple[SourceError, ...] = ()
+
+
+def reader_name(path: str, language_id: str | None) -> str:
+    """The file name to read ``path`` as: its own, or with the extension its language implies."""
+    if path.lower().endswith(KNOWN_EXT):
+        return path
+    ext = LANGUAGE_EXT.get(language_id or "")
+    return path + ext if ext else path
+
+
+def wants(path: str, language_id: str | None) -> bool:
+    """Whether the server lints this document at all (YAML, shell and Python only)."""
+    return path.lower().endswith(KNOWN_EXT) or (language_id or "") in LANGUAGE_EXT
+
+
+class DocumentLinter:
+    """Settings discovery and a warm ``Linter`` per settings; call from one thread at a time."""
+
+    def __init__(self) -> None:
+        self._settings: dict[tuple[str, int], Settings] = {}
+        self._linters: dict[tuple[str, int, EditorConfig], Linter] = {}
+
+    def settings_for(self, path: str, config: EditorConfig) -> tuple[tuple[str, int], Settings]:
+        """[tool.tpcheck] nearest the document (re-read when the file changes), editor on top.
+
+        Returns the settings and a key naming them (file and modification time).
+        """
+        from tpcheck.settings import find_settings_file, load_settings
+
+        folder = Path(path).parent if path else Path.cwd()
+        sfile = find_settings_file(folder)
+        key = ("", 0) if sfile is None else (str(sfile), _mtime(sfile))
+        base = self._settings.get(key)
+        if base is None:
+            base = load_settings(sfile)
+            self._settings = {k: v for k, v in self._settings.items() if k[0] != key[0]}
+            self._settings[key] = base
+        return key, base.with_flags(context=config.context,
+                                    offline=base.offline or config.effective_offline)
+
+    def linter_for(self, key: tuple[str, int], settings: Settings,
+                   config: EditorConfig) -> Linter:
+        lkey = (*key, config)
+        linter = self._linters.get(lkey)
+        if linter is None:
+            if len(self._linters) > 16:  # settings churn (an edited pyproject): start afresh
+                self._linters.clear()
+            linter = Linter(settings, gpu_flag=config.gpu)
+            self._linters[lkey] = linter
+        return linter
+
+    def lint(self, path: str, text: str, *, language_id: str | None = None,
+             config: EditorConfig = EditorConfig()) -> DocResult:
+        """Findings and read errors for ``text`` standing for ``path``; never raises."""
+        from tpcheck.checks import UnknownRule
+        from tpcheck.lint import UsageError
+        from tpcheck.settings import SettingsError
+        from tpcheck.sources import read_path
+
+        name = reader_name(path, language_id)
+        try:
+            key, settings = self.settings_for(path, config)
+            linter = self.linter_for(key, settings, config)
+        except SettingsError as e:
+            return DocResult(name, (), (SourceError(name, 1, 1, str(e)),))
+        except (UsageError, UnknownRule) as e:
+            return DocResult(name, (), (SourceError(name, 1, 1, str(e).strip("'\"")),))
+        out = LintResult()
+        try:
+            rr = read_path(name, text, max_bytes=settings.max_file_size)
+            linter.lint_read(rr, out)
+        except Exception as e:  # a reader bug must not take the editor session down
+            if os.environ.get("TPCHECK_DEBUG"):
+                raise
+            return DocResult(name, (), (SourceError(
+                name, 1, 1, f"internal error: {type(e).__name__}: {e}"),))
+        findings = sorted(out.findings, key=lambda f: (f.span.line, f.span.column, f.code))
+        return DocResult(name, tuple(findings), tuple(out.errors))
+
+
+def _mtime(p: Path) -> int:
+    try:
+        return p.stat().st_mtime_ns
+    except OSError:
+        return 0
+
+
+__all__ = ["DocResult", "DocumentLinter", "EditorConfig", "editor_config", "reader_name", "wants"]
