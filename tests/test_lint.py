@@ -133,3 +133,28 @@ def test_statistics(tmp_path: Path) -> None:
     (tmp_path / "bad.sh").write_text(TP6 + TP6)
     p = run("--offline", "--statistics", "bad.sh", cwd=tmp_path)
     assert "    2  TP101  heads-not-divisible" in p.stdout
+
+
+def test_kubernetes_annotation_suppresses(tmp_path: Path) -> None:
+    manifest = """apiVersion: apps/v1
+kind: Deployment
+metadata:
+  name: q
+  annotations:
+    tpcheck.dev/ignore: "TP201,TP203: two nodes on purpose"
+spec:
+  template:
+    spec:
+      containers:
+        - name: vllm
+          image: vllm/vllm-openai:v0.33.0
+          args: [vllm, serve, Qwen/Qwen3-32B, --tensor-parallel-size, "16",
+                 --max-model-len, "32768"]
+          resources: {limits: {nvidia.com/gpu: 16}}
+"""
+    (tmp_path / "a.yaml").write_text(manifest)
+    p = run("--offline", "--gpu", "h100-sxm", "--format", "json", "a.yaml", cwd=tmp_path)
+    assert codes(p) == [] and p.returncode == 0
+    (tmp_path / "b.yaml").write_text(manifest.replace("TP201,TP203", "TP203"))
+    p = run("--offline", "--gpu", "h100-sxm", "--format", "json", "b.yaml", cwd=tmp_path)
+    assert codes(p) == ["TP201"]

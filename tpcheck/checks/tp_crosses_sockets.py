@@ -1,45 +1,147 @@
-"""TP302 tp-crosses-sockets: a pair in the TP group talks over SYS (or PCIe where NVLink was expected)."""
+"""TP302 tp-crosses-sockets: a pair in the TP group talks over SYS (or PCIe where NVLink was expected).
+
+What it does: places the TP group on the machine's ``nvidia-smi topo -m`` matrix (``--topology
+FILE`` or ``[tool.tpcheck] topology``) — the first t GPUs of ``CUDA_VISIBLE_DEVICES`` from the
+deployment's environment when set, else GPUs 0..t−1 — and takes the weakest path among all
+pairs, since a ring all-reduce runs at the speed of its slowest hop. It fires when that path
+is SYS (across the CPU sockets' interconnect), or is any PCIe path (PIX/PXB/PHB/NODE) on a
+machine that has NVLink: the group silently fell off the NVLink island.
+
+It says the pair and the path, the bandwidth class the all-reduces then run at, the same cost
+figures as TP301, and a GPU set that avoids the weak path when the machine has one.
+
+FAIL: TP 4 with ``CUDA_VISIBLE_DEVICES=2,3,4,5`` on a 2-socket 8×L40S box (GPUs 3 and 4: SYS).
+PASS: TP 4 with ``CUDA_VISIBLE_DEVICES=4,5,6,7`` on the same box (NODE, one socket).
+"""
 
 from __future__ import annotations
 
 import sys
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
+from itertools import combinations
 
-from tpcheck.checks._links import describe, link_costs
+from tpcheck.checks._links import LinkUse, alpha_override, describe, link_costs, link_use
 from tpcheck.checks.base import Finding, Severity
 from tpcheck.checks.context import CheckContext
-from tpcheck.hardware.links import find_link
-from tpcheck.hardware.topology import Topology, crosses_socket, is_nvlink, link_rank, tp_group
+from tpcheck.formula import Formula
+from tpcheck.hardware.links import path_link
+from tpcheck.hardware.topology import (
+    Topology,
+    crosses_socket,
+    is_nvlink,
+    link_rank,
+    nvlink_count,
+    tp_group,
+)
 
 CODE = "TP302"
 NAME = "tp-crosses-sockets"
 SEVERITY = Severity.WARNING
-NEEDS_SHAPE = True
+NEEDS_SHAPE = False  # the path is a fact without the model; the cost figures need it
 SUMMARY = "The TP group's weakest link is SYS (or PCIe where NVLink was expected)."
+
+SRC_TOPO = "nvidia-smi topo -m legend; ring all-reduce runs at its slowest hop"
+MAX_SEARCH = 16  # GPUs on a matrix for which a better group is searched exhaustively
+
+
+def gpu_link_of(ctx: CheckContext, topo: Topology) -> str | None:
+    """The GPU's catalog link, else the NVLink generation the matrix's NV# count implies."""
+    if ctx.gpu is not None:
+        return ctx.gpu.link
+    most = max((nvlink_count(c) for row in topo.matrix for c in row), default=0)
+    return {18: "nvlink4", 12: "nvlink3"}.get(most)
+
+
+def best_group(topo: Topology, t: int) -> tuple[tuple[int, ...], str] | None:
+    """The t GPUs whose weakest path is strongest (lowest indices on ties)."""
+    n = topo.gpu_count
+    if t > n or n > MAX_SEARCH:
+        return None
+    best: tuple[tuple[int, ...], str] | None = None
+    for ids in combinations(range(n), t):
+        cls, _ = topo.weakest_link(ids)
+        if best is None or link_rank(cls) > link_rank(best[1]):
+            best = (ids, cls)
+    return best
+
+
+def _ok(cls: str, nvlink_expected: bool) -> bool:
+    return not crosses_socket(cls) and (is_nvlink(cls) or not nvlink_expected)
+
+
+def largest_clean_t(topo: Topology, t: int, nvlink_expected: bool,
+                    legal: Sequence[int]) -> tuple[int, tuple[int, ...]] | None:
+    for cand in sorted((x for x in legal if 1 < x < t), reverse=True):
+        bg = best_group(topo, cand)
+        if bg is not None and _ok(bg[1], nvlink_expected):
+            return cand, bg[0]
+    return None
+
+
+def _ids(ids: Sequence[int]) -> str:
+    return ",".join(str(i) for i in ids)
 
 
 def check(ctx: CheckContext) -> Iterator[Finding]:
     topo = ctx.topology
-    if not isinstance(topo, Topology) or ctx.tp <= 1 or ctx.evaluation.refusals:
+    t = ctx.tp
+    if not isinstance(topo, Topology) or t <= 1 or t > topo.gpu_count:
         return
+    if ctx.shape is not None and ctx.evaluation.refusals:
+        return
+    cvd = ctx.deployment.env.get("CUDA_VISIBLE_DEVICES")
     try:
-        group = tp_group(ctx.tp, ctx.deployment.env.get("CUDA_VISIBLE_DEVICES"))
+        group = tp_group(t, cvd)
         cls, (a, b) = topo.weakest_link(group)
     except ValueError:
-        return
-    has_nvlink = any(is_nvlink(c) for row in topo.matrix for c in row)
-    if not (crosses_socket(cls) or (has_nvlink and not is_nvlink(cls))):
+        return  # UUIDs, MIG ids or indices this matrix does not have: nothing to place
+    nvlink_expected = any(is_nvlink(c) for row in topo.matrix for c in row) or bool(
+        ctx.gpu is not None and ctx.gpu.link.startswith("nvlink") and ctx.gpu.nvlink_domain > 1)
+    if _ok(cls, nvlink_expected):
         return
     rule = sys.modules[__name__]
-    link = find_link("pcie4" if crosses_socket(cls) else "pcie5")
-    assert link is not None
-    # Across sockets the path is PCIe through the CPU interconnect: take PCIe Gen4 as its class.
-    costs = link_costs(ctx, link.bandwidth, link.alpha)
+    glink = gpu_link_of(ctx, topo)
+    lk = path_link(cls, glink)
+    use: LinkUse = link_use(lk, alpha=alpha_override(ctx))
+    costs = link_costs(ctx, use)
+    where = topo.path or "the topology"
+    what = ("across the CPU sockets (SYS: PCIe plus QPI/UPI)" if crosses_socket(cls)
+            else f"over PCIe ({cls}), not NVLink")
+    chosen = f"CUDA_VISIBLE_DEVICES={cvd}" if cvd else f"GPUs 0–{t - 1} (no CUDA_VISIBLE_DEVICES)"
+    path_f = Formula("weakest_path", "min over pairs of the TP group", {
+        "group": _ids(group), "pair": f"GPU{a}-GPU{b}", "path": cls}, link_rank(cls), "rank",
+        f"{where}; {SRC_TOPO}")
+    best_nv = max((c for row in topo.matrix for c in row if is_nvlink(c)), key=link_rank,
+                  default=None)
+    instead = ""
+    if best_nv is not None:
+        nv = path_link(best_nv, glink)
+        instead = f" instead of {nv.name} at {nv.bandwidth / 1e9:,.0f} GB/s"
+    if costs:
+        tail = "; " + describe(costs)
+    elif ctx.shape is None:
+        tail = "; the model's config.json was not found, so no cost figures"
+    else:
+        tail = "; give --gpu for the cost figures"
+    legal = [x for x in range(2, t) if ctx.shape is None or not ctx.evaluate_at(x).refusals]
+    bg = best_group(topo, t)
+    if bg is not None and link_rank(bg[1]) > link_rank(cls):
+        fix = (f"set CUDA_VISIBLE_DEVICES={_ids(bg[0])}: those {t} GPUs are joined by "
+               f"{bg[1]} at worst" + (" (one socket)" if not crosses_socket(bg[1]) else ""))
+    else:
+        smaller = largest_clean_t(topo, t, nvlink_expected, legal)
+        if smaller is not None:
+            k, ids = smaller
+            fix = (f"no {t} GPUs of this machine avoid {cls}: use TP {k} on "
+                   f"CUDA_VISIBLE_DEVICES={_ids(ids)} (one socket/NVLink island) with "
+                   f"data-parallel replicas or PP for the rest")
+        else:
+            fix = "pick GPUs under one socket or NVLink island, or a smaller TP"
     yield ctx.finding(
         rule,
-        f"GPUs {a} and {b} of the TP group {list(group)} are connected by {cls} in "
-        f"{topo.path or 'the topology'} ({'across CPU sockets' if crosses_socket(cls) else 'no NVLink'}"
-        f", about {link.bandwidth / 1e9:.0f} GB/s, rank {link_rank(cls)}); " + describe(costs),
-        formulas=costs,
-        fix="pick GPUs under one socket or NVLink island (CUDA_VISIBLE_DEVICES), or a smaller TP",
+        f"the TP group {list(group)} ({chosen}) includes GPU{a}–GPU{b}, joined {what} in "
+        f"{where}: all-reduces run at {use.label}{instead}"
+        + (f" ({lk.source.split('; ', 1)[1]})" if crosses_socket(cls) else "") + tail,
+        formulas=(path_f, use.bandwidth, use.alpha, *costs),
+        fix=fix,
     )

@@ -44,6 +44,11 @@ LAUNCH_HINT = re.compile(
 _IMAGE_VERSION = re.compile(r":v?(\d+\.\d+(?:\.\d+)?(?:[.\-+][0-9A-Za-z.]+)?)$")
 
 
+# Suppression that survives `helm template` and Kustomize (they drop comments):
+# metadata.annotations["tpcheck.dev/ignore"] = "TP201,TP203" (optionally ": reason").
+IGNORE_ANNOTATION = "tpcheck.dev/ignore"
+
+
 def mget(node: Any, key: str) -> Any:
     if isinstance(node, yaml.MappingNode):
         for k, v in node.value:
@@ -317,6 +322,13 @@ class Walker:
                 if prod is not None:
                     extra["gpu_product"] = prod.value
                     spans["gpu_product"] = ctx.span(prod)
+            if "ignores" not in extra:
+                ign = mget(mpath(a, "metadata", "annotations"), IGNORE_ANNOTATION)
+                if isinstance(ign, yaml.ScalarNode):
+                    codes = ign.value.split(":", 1)[0]  # "TP201,TP203: reason"
+                    extra["ignores"] = {ign.start_mark.line + 1: frozenset(
+                        c.strip().upper() for c in codes.split(",") if c.strip())}
+                    spans["ignores"] = ctx.span(ign)
             if "group_size" not in extra:
                 size = mpath(a, "leaderWorkerTemplate", "size")
                 if size is None:
