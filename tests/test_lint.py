@@ -158,3 +158,81 @@ spec:
     (tmp_path / "b.yaml").write_text(manifest.replace("TP201,TP203", "TP203"))
     p = run("--offline", "--gpu", "h100-sxm", "--format", "json", "b.yaml", cwd=tmp_path)
     assert codes(p) == ["TP201"]
+
+
+def _k8s(args: str, *, gpus: int, selector: str = "", extra_spec: str = "") -> str:
+    return f"""apiVersion: apps/v1
+kind: Deployment
+metadata: {{name: x}}
+spec:
+  template:
+    spec:
+{selector}      containers:
+        - name: engine
+          image: vllm/vllm-openai:v0.33.0
+          args: [{args}]
+          resources: {{limits: {{nvidia.com/gpu: {gpus}}}}}
+{extra_spec}"""
+
+
+def test_manifest_gpu_wins_over_the_flag(tmp_path: Path) -> None:
+    # Llama-3.1-70B bf16 at TP 2: 131.4 GiB / 2 ≈ 65.7 GiB of weights per GPU. On an H100
+    # (79.19 GiB · 0.92 = 72.9 GiB) that fits; on an L4 (22 GiB) it does not.
+    args = "vllm, serve, meta-llama/Llama-3.1-70B-Instruct, -tp, '2', --max-model-len, '4096'"
+    sel = "      nodeSelector: {cloud.google.com/gke-accelerator: nvidia-l4}\n"
+    (tmp_path / "l4.yaml").write_text(_k8s(args, gpus=2, selector=sel))
+    p = run("--offline", "--gpu", "h100-sxm", "--format", "json", "l4.yaml", cwd=tmp_path)
+    assert "TP205" in codes(p)
+
+
+def test_tpu_manifest_gets_no_gpu_physics(tmp_path: Path) -> None:
+    args = "vllm, serve, meta-llama/Llama-3.1-70B-Instruct, -tp, '16'"
+    sel = "      nodeSelector: {cloud.google.com/gke-tpu-accelerator: tpu-v6e-slice}\n"
+    (tmp_path / "tpu.yaml").write_text(_k8s(args, gpus=16, selector=sel))
+    p = run("--offline", "--gpu", "h100-sxm", "--format", "json", "tpu.yaml", cwd=tmp_path)
+    assert not [c for c in codes(p) if c.startswith(("TP2", "TP3"))]
+
+
+def test_cpu_offload_counts_against_weights(tmp_path: Path) -> None:
+    # 131.4 GiB of bf16 weights at TP 1 on an 80 GB H100: TP205 — unless 60 GiB stay in CPU
+    # memory (--cpu-offload-gb 60): 131.4 − 60 = 71.4 GiB ≤ 79.19 · 0.98 = 77.6 GiB.
+    base = "vllm, serve, meta-llama/Llama-3.3-70B-Instruct, --max-model-len, '4096', " \
+           "--gpu-memory-utilization, '0.98'"
+    (tmp_path / "a.yaml").write_text(_k8s(base, gpus=1))
+    (tmp_path / "b.yaml").write_text(_k8s(base + ", --cpu-offload-gb, '60'", gpus=1))
+    pa = run("--offline", "--gpu", "h100-sxm", "--format", "json", "a.yaml", cwd=tmp_path)
+    pb = run("--offline", "--gpu", "h100-sxm", "--format", "json", "b.yaml", cwd=tmp_path)
+    assert "TP205" in codes(pa) and "TP205" not in codes(pb)
+
+
+def test_unresolved_tp_is_not_taken_as_one(tmp_path: Path) -> None:
+    (tmp_path / "run.sh").write_text(
+        "vllm serve deepseek-ai/DeepSeek-R1 --tensor-parallel-size $((NODES * 8))\n")
+    p = run("--offline", "--gpu", "h100-sxm", "--format", "json", "run.sh", cwd=tmp_path)
+    assert codes(p) == []
+
+
+def test_ray_cluster_brings_gpus_from_worker_pods(tmp_path: Path) -> None:
+    ray = """apiVersion: ray.io/v1
+kind: RayCluster
+metadata: {name: r}
+spec:
+  headGroupSpec:
+    template:
+      spec:
+        containers:
+          - name: head
+            image: vllm/vllm-openai:v0.33.0
+            command: [sh, -c, "ray start --head && vllm serve Qwen/Qwen3-8B -tp 2 --distributed-executor-backend ray"]
+            resources: {limits: {nvidia.com/gpu: 1}}
+  workerGroupSpecs:
+    - replicas: 1
+      template:
+        spec:
+          containers:
+            - name: worker
+              resources: {limits: {nvidia.com/gpu: 1}}
+"""
+    (tmp_path / "ray.yaml").write_text(ray)
+    p = run("--offline", "--format", "json", "ray.yaml", cwd=tmp_path)
+    assert "TP401" not in codes(p)

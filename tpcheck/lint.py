@@ -123,8 +123,10 @@ class Linter:
         return cached, None, f"{r.source}: {r.location}"
 
     def gpu_for(self, d: Deployment) -> tuple[GPU | None, str]:
-        if self.gpu_flag is not None:
-            return self.gpu_flag, "--gpu"
+        """The manifest's own GPU wins (it is where the pod lands); --gpu, then the settings,
+        stand in for manifests that name none. A TPU manifest has no GPU."""
+        if d.gpu_product and "tpu" in d.gpu_product.lower():
+            return None, f"manifest ({d.gpu_product}: not a GPU)"
         if d.gpu_product:
             g = find_gpu(d.gpu_product)
             if g is None:
@@ -134,6 +136,8 @@ class Linter:
                 g = machine_gpu(m) if m is not None else None
             if g is not None:
                 return g, f"manifest ({d.gpu_product})"
+        if self.gpu_flag is not None:
+            return self.gpu_flag, "--gpu"
         if self.gpu_setting is not None:
             return self.gpu_setting, "[tool.tpcheck] gpu"
         return None, ""
@@ -172,9 +176,15 @@ class Linter:
         ctx = CheckContext(d, shape=shape, settings=self.settings, gpu=gpu, gpu_origin=origin,
                            model_problem=problem, model_source=source, topology=self.topology)
         found: list[Finding] = []
+        tp_unknown = "tensor_parallel_size" in d.unresolved
+        tpu = "not a GPU" in origin  # GPU memory and link physics do not apply to a TPU slice
         for rule in self.rules:
+            if tpu and rule.CODE.startswith(("TP2", "TP3")):
+                continue
             if rule.NEEDS_SHAPE and shape is None:
                 continue
+            if tp_unknown and rule.CODE != "TP000":
+                continue  # t is an expression tpcheck cannot evaluate: nothing to say about it
             try:
                 found.extend(rule.check(ctx))
             except Exception as e:

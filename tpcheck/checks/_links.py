@@ -107,7 +107,7 @@ def prefill_tokens(
     return int(toks.value), f"default max_num_batched_tokens ({toks.source})"
 
 
-def _b(shape: ModelShape, dtype: str | None) -> int:
+def _b(shape: ModelShape, dtype: str | None) -> float:
     return dtype_bytes(activation_dtype(shape.dtype, dtype))
 
 
@@ -209,7 +209,7 @@ def link_costs(ctx: CheckContext, use: LinkUse) -> tuple[Formula, ...]:
 
 
 def _pct(x: float) -> str:
-    return f"{x:.0%}" if x < 10 else f"{x:,.0f}×"
+    return f"{x * 100:,.0f}%"
 
 
 def describe(costs: tuple[Formula, ...]) -> str:
@@ -246,7 +246,6 @@ __all__ = [
     "describe",
     "link_costs",
     "link_use",
-    "math",
     "prefill_share",
     "prefill_tokens",
 ]

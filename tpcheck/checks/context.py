@@ -109,6 +109,7 @@ class CheckContext:
             quantization=d.quantization,
             dtype=d.dtype,
             enforce_eager=bool(d.enforce_eager),
+            cpu_offload=int((d.cpu_offload_gb or 0) * (1 << 30)),
         )
 
     @cached_property

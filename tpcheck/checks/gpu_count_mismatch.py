@@ -20,6 +20,9 @@ def check(ctx: CheckContext) -> Iterator[Finding]:
     d = ctx.deployment
     if d.gpus_requested is None or d.gpus_requested <= 0:
         return
+    if any(k in d.unresolved for k in ("pipeline_parallel_size", "data_parallel_size", "nnodes")):
+        return  # the rank count is not known statically
+    ray = bool(d.ray_cluster)
     rule = sys.modules[__name__]
     pods = d.group_size or d.nnodes or 1
     have = d.gpus_requested * pods
@@ -43,6 +46,8 @@ def check(ctx: CheckContext) -> Iterator[Finding]:
     span = d.span_of("gpus_requested", "tensor_parallel_size")
     where = f"{d.gpus_requested} per pod × {pods} pods" if pods > 1 else f"{d.gpus_requested}"
     related = ((ctx.tp_span, f"tensor parallel size {ctx.tp}"),) if span != ctx.tp_span else ()
+    if ranks > have and ray:
+        return  # a Ray cluster's worker pods bring the other GPUs (TP301 covers the crossing)
     if ranks > have:
         yield ctx.finding(
             rule,

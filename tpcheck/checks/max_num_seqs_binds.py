@@ -61,13 +61,19 @@ def check(ctx: CheckContext) -> Iterator[Finding]:
             formulas=(cmp, ev.seats, ev.max_num_seqs),
             fix=f"raise {flag} toward {seats}, or serve the same load with fewer GPUs",
         )
-    elif explicit and cap > WASTE_FACTOR * max(seats, 1):
+    elif explicit and cap > WASTE_FACTOR * max(seats, 1) and ev.tokens is not None:
+        tokens = int(ev.tokens.result)
+        avg = Formula("avg_tokens_at_cap", "kv_pool_tokens / max_num_seqs",
+                      {"kv_pool_tokens": tokens, "max_num_seqs": cap}, tokens // cap, "tokens",
+                      "DESIGN.md (which limit binds)")
         yield ctx.finding(
             rule,
-            f"{flag} = {cap} admits {cap / max(seats, 1):.0f}× the {seats} sequences of {c:,} "
-            f"tokens ({c_from}) the KV pool holds: memory binds and long requests are preempted "
-            "once the pool fills",
+            f"{flag} = {cap} is {cap / max(seats, 1):.0f}× the {seats} sequences of {c:,} tokens "
+            f"({c_from}) the KV pool holds: with {cap} sequences running, memory binds as soon "
+            f"as they average more than {tokens:,} / {cap} = {tokens // cap:,} tokens, and the "
+            "scheduler then preempts",
             span=span,
-            formulas=(cmp, ev.seats, ev.max_num_seqs),
-            fix=f"lower {flag} to about {max(seats, 1)} or shorten the context",
+            formulas=(avg, cmp, ev.seats, ev.max_num_seqs),
+            fix=f"size {flag} for the expected sequence length (about kv_pool_tokens / typical "
+            "tokens per sequence), or shorten the context",
         )

@@ -1,4 +1,4 @@
-"""TP301 tp-crosses-nodes: the TP group is larger than one node, so every all-reduce crosses the network.
+"""TP301 tp-crosses-nodes: a TP group larger than a node, so its all-reduces cross the network.
 
 What it does: works out how many GPUs one node (pod) holds and where the engine puts each rank
 (TP innermost, then PP, then DP — vLLM's and SGLang's rank order), and fires when some TP group
@@ -199,8 +199,10 @@ def check(ctx: CheckContext) -> Iterator[Finding]:
         tail = "; the model's config.json was not found, so no cost figures"
     else:
         tail = "; give --gpu for the cost figures"
-    grp = "the TP group" if groups == 1 else f"{sum(len(g) > 1 for g in split)} of {groups} TP groups"
-    related = ((size.span, size.label),) if size.span is not None and size.span != ctx.tp_span else ()
+    n_bad = sum(len(g) > 1 for g in split)
+    grp = "the TP group" if groups == 1 else f"{n_bad} of {groups} TP groups"
+    related = (((size.span, size.label),)
+               if size.span is not None and size.span != ctx.tp_span else ())
     yield ctx.finding(
         rule,
         f"t={t} does not fit one node ({size.label}): {grp} spans nodes — {where}. Its "

@@ -1,4 +1,4 @@
-"""TP302 tp-crosses-sockets: a pair in the TP group talks over SYS (or PCIe where NVLink was expected).
+"""TP302 tp-crosses-sockets: a TP pair talks over SYS (or PCIe where NVLink was expected).
 
 What it does: places the TP group on the machine's ``nvidia-smi topo -m`` matrix (``--topology
 FILE`` or ``[tool.tpcheck] topology``) — the first t GPUs of ``CUDA_VISIBLE_DEVICES`` from the
@@ -65,6 +65,22 @@ def best_group(topo: Topology, t: int) -> tuple[tuple[int, ...], str] | None:
     return best
 
 
+def weakest_group(topo: Topology, t: int, groups: int, cvd: str | None
+                  ) -> tuple[tuple[int, ...], str, tuple[int, int]]:
+    """The TP group on this machine with the weakest path: the engine gives group k the
+    visible GPUs k·t..k·t+t−1 (TP innermost), as many groups as fit on the machine."""
+    n_visible = len(cvd.split(",")) if cvd and cvd.strip() else topo.gpu_count
+    visible = tp_group(min(n_visible, max(t, t * groups)), cvd)
+    worst: tuple[tuple[int, ...], str, tuple[int, int]] | None = None
+    for k in range(max(len(visible) // t, 1)):
+        g = visible[k * t:(k + 1) * t]
+        cls, pair = topo.weakest_link(g)
+        if worst is None or link_rank(cls) < link_rank(worst[1]):
+            worst = (g, cls, pair)
+    assert worst is not None
+    return worst
+
+
 def _ok(cls: str, nvlink_expected: bool) -> bool:
     return not crosses_socket(cls) and (is_nvlink(cls) or not nvlink_expected)
 
@@ -91,10 +107,10 @@ def check(ctx: CheckContext) -> Iterator[Finding]:
         return
     cvd = ctx.deployment.env.get("CUDA_VISIBLE_DEVICES")
     try:
-        group = tp_group(t, cvd)
-        cls, (a, b) = topo.weakest_link(group)
+        found = weakest_group(topo, t, ctx.pp * ctx.dp_replicas, cvd)
     except ValueError:
         return  # UUIDs, MIG ids or indices this matrix does not have: nothing to place
+    group, cls, (a, b) = found
     nvlink_expected = any(is_nvlink(c) for row in topo.matrix for c in row) or bool(
         ctx.gpu is not None and ctx.gpu.link.startswith("nvlink") and ctx.gpu.nvlink_domain > 1)
     if _ok(cls, nvlink_expected):
@@ -107,7 +123,7 @@ def check(ctx: CheckContext) -> Iterator[Finding]:
     where = topo.path or "the topology"
     what = ("across the CPU sockets (SYS: PCIe plus QPI/UPI)" if crosses_socket(cls)
             else f"over PCIe ({cls}), not NVLink")
-    chosen = f"CUDA_VISIBLE_DEVICES={cvd}" if cvd else f"GPUs 0–{t - 1} (no CUDA_VISIBLE_DEVICES)"
+    chosen = (f"from CUDA_VISIBLE_DEVICES={cvd}" if cvd else "no CUDA_VISIBLE_DEVICES set")
     path_f = Formula("weakest_path", "min over pairs of the TP group", {
         "group": _ids(group), "pair": f"GPU{a}-GPU{b}", "path": cls}, link_rank(cls), "rank",
         f"{where}; {SRC_TOPO}")

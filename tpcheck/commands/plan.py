@@ -4,11 +4,19 @@ from __future__ import annotations
 
 import json
 import sys
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import click
 
-from tpcheck.formula import GIB, format_scalar
+from tpcheck.formula import GIB, Formula, format_scalar
+
+if TYPE_CHECKING:
+    from collections.abc import Sequence
+
+    from tpcheck.checks._links import LinkUse
+    from tpcheck.hardware.gpus import GPU
+    from tpcheck.models.shape import ModelShape
+    from tpcheck.physics.plan import Evaluation, Options
 
 
 def _parse_set(items: tuple[str, ...]) -> dict[str, Any]:
@@ -54,29 +62,41 @@ def _posint(s: str) -> int:
 @click.command("plan")
 @click.argument("model")
 @click.option("--gpu", "gpu_name", help="GPU: h100-sxm, h200, a100-sxm-80gb, l40s, H100, ...")
-@click.option("--hbm", help="Memory per GPU as the driver reports it (80GB, 79.2GiB); overrides --gpu's.")
-@click.option("--gpu-memory-utilization", "--mem-fraction-static", "util", type=click.FloatRange(0, 1, min_open=True),
+@click.option("--hbm",
+              help="Memory per GPU as the driver reports it (80GB, 79.2GiB); overrides --gpu's.")
+@click.option("--gpu-memory-utilization", "--mem-fraction-static", "util",
+              type=click.FloatRange(0, 1, min_open=True),
               help="Fraction of GPU memory the engine may use (default: the engine version's).")
 @click.option("--engine", type=click.Choice(["vllm", "sglang"]), default="vllm", show_default=True)
-@click.option("--engine-version", help="Engine release whose defaults apply (default: newest known).")
-@click.option("--tp", "tps", help="TP sizes: 1,2,4,8 or 1-16 (default: powers of two to 64 and the legal others).")
+@click.option("--engine-version",
+              help="Engine release whose defaults apply (default: newest known).")
+@click.option("--tp", "tps",
+              help="TP sizes: 1,2,4,8 or 1-16 (default: powers of two to 64 and the legal others).")
 @click.option("--pp", type=click.IntRange(1, 1024), default=1, show_default=True)
 @click.option("--dp", type=click.IntRange(1, 1024), default=1, show_default=True)
 @click.option("--enable-expert-parallel", is_flag=True)
-@click.option("--attn-dp", type=click.IntRange(1, 1024), default=1, help="SGLang attention DP groups.")
+@click.option("--attn-dp", type=click.IntRange(1, 1024), default=1,
+              help="SGLang attention DP groups.")
 @click.option("--max-num-seqs", type=click.IntRange(1))
 @click.option("--max-num-batched-tokens", type=click.IntRange(1))
-@click.option("--reserve", help="Non-KV reserve per GPU (e.g. 4GiB; 0 allowed). Default: estimated.")
-@click.option("--context", type=click.IntRange(1), help="Tokens per sequence for seats (default: model max, capped at 32768).")
+@click.option("--reserve",
+              help="Non-KV reserve per GPU (e.g. 4GiB; 0 allowed). Default: estimated.")
+@click.option("--context", type=click.IntRange(1),
+              help="Tokens per sequence for seats (default: model max, capped at 32768).")
 @click.option("--kv-cache-dtype", help="auto, bfloat16, fp8, fp8_e4m3, fp8_e5m2 ...")
-@click.option("--quantization", help="Override the checkpoint's quantization (fp8, awq, gptq, ...).")
+@click.option("--quantization",
+              help="Override the checkpoint's quantization (fp8, awq, gptq, ...).")
 @click.option("--dtype", help="Override the activation dtype (bfloat16, float16).")
-@click.option("--set", "sets", multiple=True, metavar="KEY=VALUE", help="Override a config.json field (repeatable).")
-@click.option("--batch", type=click.IntRange(1), default=1, show_default=True, help="Decode batch for the step model.")
-@click.option("--alpha", type=click.FloatRange(0), help="Fixed all-reduce cost in seconds (default 10e-6).")
+@click.option("--set", "sets", multiple=True, metavar="KEY=VALUE",
+              help="Override a config.json field (repeatable).")
+@click.option("--batch", type=click.IntRange(1), default=1, show_default=True,
+              help="Decode batch for the step model.")
+@click.option("--alpha", type=click.FloatRange(0),
+              help="Fixed all-reduce cost in seconds (default 10e-6).")
 @click.option("--link", help="Link class for the TP group: nvlink4, pcie5, ib-ndr, ...")
 @click.option("--offline", is_flag=True, help="Never contact the hub.")
-@click.option("--format", "fmt", type=click.Choice(["text", "json"]), default="text", show_default=True)
+@click.option("--format", "fmt", type=click.Choice(["text", "json"]),
+              default="text", show_default=True)
 def plan_cmd(model: str, gpu_name: str | None, hbm: str | None, util: float | None, engine: str,
              engine_version: str | None, tps: str | None, pp: int, dp: int,
              enable_expert_parallel: bool, attn_dp: int, max_num_seqs: int | None,
@@ -130,13 +150,19 @@ def plan_cmd(model: str, gpu_name: str | None, hbm: str | None, util: float | No
         batch=batch, alpha=alpha if alpha is not None else link_alpha, link_bandwidth=link_bw,
     )
     rows = sweep(shape, opts, _parse_tps(tps))
+    use = _link_use(link, gpu, alpha)
+    prefill = _prefill(shape, rows, opts, use)
     if fmt == "json":
         doc = {
             "model": model,
             "source": where,
             "gpu": gpu.key if gpu else None,
             "context": rows[0].context.result if rows else None,
-            "rows": [r.to_row() for r in rows],
+            "link": None if use is None else {
+                "key": use.link.key, "name": use.link.name, "bandwidth": use.bandwidth.result,
+                "alpha": use.alpha.result, "source": use.bandwidth.source},
+            "batch": batch,
+            "rows": [_row(r, p) for r, p in zip(rows, prefill, strict=True)],
         }
         click.echo(json.dumps(doc, indent=2, default=str))
         return 0
@@ -144,8 +170,51 @@ def plan_cmd(model: str, gpu_name: str | None, hbm: str | None, util: float | No
 
     it_be = intensity(shape, 8, opts) if (gpu or link_bw) else None
     click.echo(render_plan(model, where, shape, rows, opts, it_be,
-                           color=sys.stdout.isatty()), nl=False)
+                           color=sys.stdout.isatty(), prefill=prefill,
+                           link_label=None if use is None else use.label), nl=False)
     return 0
+
+
+def _link_use(link: str | None, gpu: GPU | None, alpha: float | None) -> LinkUse | None:
+    """The TP group's link: --link's class, else the GPU's own link (α: --alpha, else 10 µs)."""
+    from tpcheck.checks._links import link_use
+    from tpcheck.formula import Formula
+    from tpcheck.hardware.links import Link, find_link
+    from tpcheck.physics.plan import DEFAULT_ALPHA
+
+    if link:
+        lk = find_link(link)
+        assert lk is not None  # validated above
+        return link_use(lk, alpha=alpha)
+    if gpu is None:
+        return None
+    base = find_link(gpu.link)
+    name = base.name if base is not None else gpu.link
+    lk = Link(gpu.link, name, gpu.link_bandwidth, DEFAULT_ALPHA, False, gpu.source)
+    bw = Formula("B", "B (GPU's link)", {"gpu": gpu.key}, gpu.link_bandwidth, "B/s", gpu.source)
+    return link_use(lk, bandwidth=bw, alpha=DEFAULT_ALPHA if alpha is None else alpha)
+
+
+def _prefill(shape: ModelShape, rows: Sequence[Evaluation], opts: Options,
+             use: LinkUse | None) -> list[Formula | None]:
+    """Share of a prefill chunk spent in all-reduces, per row (None without a GPU's FLOP/s)."""
+    from tpcheck.checks._links import prefill_share, prefill_tokens
+
+    gpu = opts.gpu
+    if gpu is None or use is None:
+        return [None] * len(rows)
+    n, src = prefill_tokens(opts.engine, opts.engine_version, opts.entrypoint, gpu, opts.memory,
+                            opts.max_num_batched_tokens)
+    return [prefill_share(shape, r.tp, gpu, use, n, src, opts.dtype) if r.tp > 1 else None
+            for r in rows]
+
+
+def _row(r: Evaluation, pre: Formula | None) -> dict[str, object]:
+    """DESIGN.md's row keys unchanged, plus the prefill chunk's all-reduce share."""
+    row = r.to_row()
+    row["prefill_comm_share"] = None if pre is None else pre.result
+    row["prefill_tokens"] = None if pre is None else pre.values["n"]
+    return row
 
 
 def _gib(x: float) -> str:

@@ -73,6 +73,13 @@ VLLM_FLAGS: tuple[Flag, ...] = (
         "arg_utils.py l.1389-1391",
     ),
     Flag("kv_cache_dtype", "str", ("--kv-cache-dtype",), "arg_utils.py l.1397"),
+    Flag("cpu_offload_gb", "float", ("--cpu-offload-gb",), "arg_utils.py (OffloadConfig)"),
+    Flag(
+        "distributed_executor_backend",
+        "str",
+        ("--distributed-executor-backend",),
+        "arg_utils.py (ParallelConfig.distributed_executor_backend)",
+    ),
     Flag("quantization", "str", ("--quantization", "-q"), "arg_utils.py l.992"),
     Flag("dtype", "str", ("--dtype",), "arg_utils.py l.977"),
     Flag("revision", "str", ("--revision",), "arg_utils.py (ModelConfig.revision)"),
@@ -141,6 +148,8 @@ VLLM_KWARGS: dict[str, tuple[str, Kind]] = {
     "dtype": ("dtype", "str"),
     "revision": ("revision", "str"),
     "enforce_eager": ("enforce_eager", "bool"),
+    "distributed_executor_backend": ("distributed_executor_backend", "str"),
+    "cpu_offload_gb": ("cpu_offload_gb", "float"),
 }
 SGLANG_KWARGS: dict[str, tuple[str, Kind]] = {
     "model_path": ("model", "model"),

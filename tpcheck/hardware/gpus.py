@@ -463,7 +463,8 @@ GPUS: tuple[GPU, ...] = (
     ),
 )
 
-_PREFIXES = ("nvidia-", "tesla-", "geforce-", "amd-", "instinct-")
+_PREFIXES = ("nvidia-gpu-", "amd-gpu-", "nvidia-", "tesla-", "geforce-", "amd-", "instinct-")
+# (KubeAI resource profiles spell GPUs "nvidia-gpu-h100", "amd-gpu-mi300x")
 _SUFFIXES = ("-shared",)  # gpu-feature-discovery's time-slicing suffix on gpu.product
 
 

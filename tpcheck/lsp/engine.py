@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from tpcheck.checks.base import Finding
-from tpcheck.lint import LintResult, Linter
+from tpcheck.lint import Linter, LintResult
 from tpcheck.settings import Settings
 from tpcheck.sources.base import SourceError
 

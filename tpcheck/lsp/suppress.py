@@ -64,8 +64,8 @@ def ignore_change(text: str, kind: str, line: int, code: str,
     indent = _INDENT.match(body)
     above = TextChange(i, 0, i, 0, f"{indent.group(0) if indent else ''}{comment}{eol}", title)
     trailing = TextChange(i, len(body), i, len(body), f"  {comment}", title)
-    for change in (above, trailing):
-        if _safe(text, apply_change(text, change), kind, change, name):
+    for change, new_line in ((above, True), (trailing, False)):
+        if _safe(text, apply_change(text, change), kind, change.line, new_line, name):
             return change
     return None
 
@@ -77,13 +77,13 @@ def apply_change(text: str, c: TextChange) -> str:
     return text[:start] + c.new_text + text[end:]
 
 
-def _safe(old: str, new: str, kind: str, change: TextChange, name: str) -> bool:
+def _safe(old: str, new: str, kind: str, line0: int, new_line: bool, name: str) -> bool:
     if kind == "yaml":
         ok = _yaml_same(old, new)
     elif kind == "python":
         ok = _python_same(old, new)
     else:
-        ok = _shell_safe(old, change)
+        ok = _shell_safe(old, line0, new_line)
     return ok and _deployments_same(old, new, name)
 
 
@@ -106,15 +106,16 @@ def _python_same(old: str, new: str) -> bool:
         return False
 
 
-def _shell_safe(old: str, change: TextChange) -> bool:
-    """No continuation, open quote or here-document runs into the place the comment goes."""
+def _shell_safe(old: str, line0: int, new_line: bool) -> bool:
+    """No continuation, open quote or here-document runs into the place the comment goes.
+
+    A new line above ``line0`` needs everything before it complete; a trailing comment needs
+    the line itself not to continue onto the next.
+    """
     import shlex
 
     lines = old.split("\n")
-    if change.column == 0:  # a new line above: everything before it must be complete
-        before = lines[:change.line]
-    else:  # a trailing comment: the line itself must not continue onto the next
-        before = lines[:change.line + 1]
+    before = lines[:line0] if new_line else lines[:line0 + 1]
     if before and _continues(before[-1]):
         return False
     if _open_heredoc(before):

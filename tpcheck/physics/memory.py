@@ -8,18 +8,84 @@ from __future__ import annotations
 
 import math
 
-from tpcheck.formula import GIB, Formula
+from tpcheck.engines.defaults import parse_version
+from tpcheck.formula import GIB, MIB, Formula, Scalar
+from tpcheck.models.shape import ModelShape
 
 VLLM_BUDGET = "vllm 0.33.0 v1/worker/utils.py request_memory l.716-772; gpu_worker.py l.753-757"
 VLLM_TOKENS = "vllm 0.33.0 v1/core/kv_cache_utils.py get_kv_cache_capacity l.1119-1126"
 SGL_POOL = "sglang 0.5.23 mem_cache/kv_cache_configurator.py _profile_available_bytes l.2990"
-RESERVE_SRC = "tpcheck estimate (see rules/TP204.md); vllm 0.33.0 gpu_worker.py determine_available_memory"
+RESERVE_SRC = "vllm 0.33.0 v1/worker/gpu_worker.py determine_available_memory l.641-820"
+ACT_SRC = ("vllm 0.33.0 gpu_model_runner.py profile_run l.6072 (_dummy_run of "
+           "max_num_batched_tokens); utils/mem_utils.py memory_profiling (transient peak = "
+           "torch peak - allocated)")
+SAMPLER_SRC = ("vllm 0.33.0 gpu_model_runner.py _dummy_sampler_run l.5866; v1/sample/sampler.py "
+               "forward (fp32 logits); ops/topk_topp_sampler.py (softmax probs, exponential noise; "
+               "older releases sort the logits: fp32 values + int64 indices)")
+GRAPH_SRC = ("vllm 0.33.0 gpu_model_runner.py profile_cudagraph_memory l.6268; config/vllm.py "
+             "_set_cudagraph_sizes l.2398 (1,2,4, 8..248 step 8, 256..min(2*max_num_seqs, 512) "
+             "step 16); envs VLLM_MEMORY_PROFILER_ESTIMATE_CUDAGRAPHS (default since v0.21.0)")
+NON_TORCH_SRC = ("vllm 0.33.0 gpu_worker.py init_device l.449-545 (snapshot after NCCL init "
+                 "and cuBLAS handles); 0.35 GiB from observations rows 0-1 (V0, 3090, t=1)")
 
-# Constants of the reserve estimate: each is a documented assumption, overridable with --reserve.
-SAMPLER_COPIES = 3  # fp32 logits, probabilities and the sort of top-k/top-p during profiling
-CUDA_GRAPH_BYTES = 1 * GIB  # vLLM's CUDA graph estimate, typical for full+piecewise capture
-NON_TORCH_BYTES = GIB // 4  # cuBLAS workspace and allocator slack
-NCCL_BYTES_PER_8_RANKS = GIB // 4  # NCCL / custom all-reduce buffers grow with t
+# Engine eras whose profiling differs (see engine_era).
+ERA_V0 = "v0"  # V0 engine (default before 0.8): N defaults to max(max_model_len, 2048)
+ERA_V1_NO_GRAPHS = "v1<0.21"  # V1 before CUDA-graph memory profiling became the default
+ERA_V1 = "v1"  # 0.21 and later: the CUDA graph estimate is subtracted
+
+# Constants. Each names its ground; those measured from published start-ups say which rows.
+# Non-torch memory the profile counts at t = 1 (cuBLAS/cuBLASLt workspaces, allocator
+# segments outside torch): 21.22 GiB requested − 17.06 GiB torch peak − 3.81 GiB KV = 0.352 GiB
+# in observation row 0, and 21.22 − 17.98 − 2.89 = 0.352 GiB in row 1.
+NON_TORCH_BYTES = round(0.35 * GIB)
+# NCCL channel buffers allocated at the first collective of the profile run grow with the
+# ranks a GPU talks to. Not measured by any observation row (all calibrated rows are t = 1).
+NCCL_BYTES_PER_8_RANKS = GIB // 4
+# Peak activation of the dummy forward, elements per token: the rank's FFN slice as gate+up
+# output (2·f/t) and the activation output (f/t) live together, beside ~3 hidden-width buffers
+# (residual, normed input, layer output). Rows 0-1 (V0, N = 20,000 and 29,000): torch peak rose
+# by 0.92 GiB over 9,000 tokens = 109,760 B/token; 2·(3·14336 + 3·4096) = 110,592 (0.8% off).
+ACT_HIDDEN_BUFFERS = 3
+# Sampler warm-up bytes per logit (one row per dummy request, full vocab on every TP rank):
+# releases with the sort-based top-k/top-p (V0 and V1 before the FlashInfer/Triton samplers):
+# b (logits) + 4 (fp32 copy) + 4 (sorted values) + 8 (int64 indices) + 4 (softmax of the sorted
+# values) + 1 + 1 (top-k and top-p masks) + 4 (probabilities) + 4 (exponential noise) = 30 + b.
+SAMPLER_BYTES_SORT = 30
+# vLLM 0.33 (FlashInfer sampler, then forward_native with the Triton top-k/top-p, in place):
+# b (logits) + 4 (fp32 copy) + 4 (probabilities) + 4 (exponential noise) = 12 + b.
+SAMPLER_BYTES_033 = 12
+# CUDA graph estimate: first capture + per-graph memory × graphs, per mode
+# (FULL_AND_PIECEWISE: one FULL and one PIECEWISE graph per capture size). The per-graph
+# figure is not measured by any observation row (every calibrated row predates v0.21).
+CUDA_GRAPH_BYTES_PER_GRAPH = 4 * MIB
+CUDA_GRAPH_MODES = 2
+
+
+def engine_era(version: str | None) -> str:
+    """Which profiling a vLLM version runs: V0 (< 0.8), V1 before 0.21, or V1 with graphs."""
+    pv = parse_version(version)
+    if pv is None:
+        return ERA_V1
+    if pv < (0, 8):
+        return ERA_V0
+    if pv < (0, 21):
+        return ERA_V1_NO_GRAPHS
+    return ERA_V1
+
+
+def v0_batched_tokens(max_model_len: int) -> int:
+    """V0's default max_num_batched_tokens: max(max_model_len, 2048) without chunked prefill.
+
+    V0 turned chunked prefill on by default past 32K context (then 2048 is assumed here).
+    """
+    return max(max_model_len, 2048) if max_model_len <= 32768 else 2048
+
+
+def cuda_graph_sizes(max_num_seqs: int, max_num_batched_tokens: int) -> int:
+    """Number of capture sizes: 1, 2, 4, 8..248 by 8, 256..min(2·S, 512) by 16, ≤ N."""
+    top = min(2 * max_num_seqs, 512, max_num_batched_tokens)
+    sizes = [x for x in [1, 2, 4, *range(8, 256, 8), *range(256, 513, 16)] if x <= top]
+    return len(sizes)
 
 
 def reserve(
@@ -32,33 +98,76 @@ def reserve(
     max_num_batched_tokens: int,
     max_num_seqs: int,
     enforce_eager: bool = False,
+    version: str | None = None,
+    experts_per_token: int = 0,
+    expert_ffn_per_rank: int = 0,
 ) -> Formula:
-    """R, the non-KV reserve of a vLLM start-up, as four named terms.
+    """R, the non-KV reserve of a vLLM start-up, as named terms.
 
-    Peak activation of the profiling forward over N = max_num_batched_tokens tokens
-    (gate/up and activation of the rank's FFN slice plus a few residual-width buffers),
-    the sampler's fp32 logits for max_num_seqs rows, CUDA graphs and non-torch memory.
+    The profile's transient peak is the larger of the dummy forward over N tokens and the
+    sampler warm-up that follows it (the forward's buffers are freed by then; only its N·d
+    output is held). CUDA graphs are subtracted from 0.21 on; non-torch memory grows with t.
+    ``ffn_per_rank`` is the dense (or shared-expert) FFN width per rank; MoE layers add
+    ``experts_per_token`` slices of ``expert_ffn_per_rank`` per token (fused-MoE caches).
     """
+    era = engine_era(version)
     n = max_num_batched_tokens
-    act = n * b * (3 * ffn_per_rank + 4 * hidden)
-    sampler = min(max_num_seqs, n) * vocab * 4 * SAMPLER_COPIES
-    graphs = 0 if enforce_eager else CUDA_GRAPH_BYTES
+    f = ffn_per_rank
+    k, fe = experts_per_token, expert_ffn_per_rank
+    per_tok = 3 * f + k * (3 * fe + hidden) + ACT_HIDDEN_BUFFERS * hidden
+    act = n * b * per_tok
+    rows = min(max_num_seqs, n)
+    per_logit = b + (SAMPLER_BYTES_033 if era == ERA_V1 else SAMPLER_BYTES_SORT)
+    sampler = rows * vocab * per_logit + n * hidden * b
+    peak = max(act, sampler)
+    if enforce_eager or era != ERA_V1:
+        n_graphs = 0
+    else:
+        n_graphs = cuda_graph_sizes(max_num_seqs, n) * CUDA_GRAPH_MODES
+    graphs = n_graphs * CUDA_GRAPH_BYTES_PER_GRAPH
     nontorch = NON_TORCH_BYTES + (NCCL_BYTES_PER_8_RANKS * t / 8 if t > 1 else 0)
+    act_expr = "N·b·(3·f/t + 3·d)" if not k else "N·b·(3·f/t + k·(3·f_e/t + d) + 3·d)"
+    act_vals: dict[str, Scalar] = {"N": n, "b": b, "f/t": f, "d": hidden}
+    if k:
+        act_vals.update({"k": k, "f_e/t": fe})
+    forward = Formula("R_forward", act_expr, act_vals, act, "B", ACT_SRC)
+    samp = Formula("R_sampler", "min(S, N)·V·(b + s) + N·d·b",
+                   {"S": max_num_seqs, "N": n, "V": vocab, "b": b, "s": per_logit - b,
+                    "d": hidden}, sampler, "B", SAMPLER_SRC)
     terms = (
-        Formula("R_activation", "N·b·(3·f/t + 4·d)",
-                {"N": n, "b": b, "f/t": ffn_per_rank, "d": hidden}, act, "B", RESERVE_SRC),
-        Formula("R_sampler", "min(S, N)·V·4·k",
-                {"S": max_num_seqs, "N": n, "V": vocab, "k": SAMPLER_COPIES}, sampler, "B",
-                RESERVE_SRC),
-        Formula("R_cuda_graphs", "0 if enforce_eager else G",
-                {"enforce_eager": enforce_eager, "G": CUDA_GRAPH_BYTES}, graphs, "B", RESERVE_SRC),
+        Formula("R_activation", "max(R_forward, R_sampler)",
+                {"R_forward": act, "R_sampler": sampler, "era": era}, peak, "B", ACT_SRC,
+                (forward, samp)),
+        Formula("R_cuda_graphs", "0 if enforce_eager or version < 0.21 else n_graphs·g",
+                {"enforce_eager": enforce_eager, "era": era, "n_graphs": n_graphs,
+                 "g": CUDA_GRAPH_BYTES_PER_GRAPH}, graphs, "B", GRAPH_SRC),
         Formula("R_non_torch", "C + c_nccl·t/8 (t > 1)",
                 {"C": NON_TORCH_BYTES, "c_nccl": NCCL_BYTES_PER_8_RANKS, "t": t}, nontorch, "B",
-                RESERVE_SRC),
+                NON_TORCH_SRC),
     )
-    total = sum(x.result for x in terms)
-    return Formula("reserve_bytes_per_gpu", "R_activation + R_sampler + R_cuda_graphs + R_non_torch",
+    total = peak + graphs + nontorch
+    return Formula("reserve_bytes_per_gpu", "R_activation + R_cuda_graphs + R_non_torch",
                    {x.name: x.result for x in terms}, total, "B", RESERVE_SRC, terms)
+
+
+def reserve_for(shape: ModelShape, t: int, *, b: float, max_num_batched_tokens: int,
+                max_num_seqs: int, enforce_eager: bool = False, version: str | None = None,
+                moe_group: int | None = None) -> Formula:
+    """``reserve`` with the FFN widths read from the shape (dense, shared and routed experts).
+
+    Routed experts are split over ``moe_group`` ranks (vLLM: t·dp); shared experts over t.
+    """
+    moe = shape.moe
+    dense = shape.ffn // t if shape.ffn else 0
+    k = fe = 0
+    if moe is not None:
+        g = moe_group or t
+        k, fe = moe.experts_per_token, max(moe.expert_ffn // g, 1)
+        dense += moe.num_shared_experts * moe.shared_expert_ffn // t
+    return reserve(hidden=shape.hidden, ffn_per_rank=dense, vocab=shape.vocab, b=b, t=t,
+                   max_num_batched_tokens=max_num_batched_tokens, max_num_seqs=max_num_seqs,
+                   enforce_eager=enforce_eager, version=version, experts_per_token=k,
+                   expert_ffn_per_rank=fe)
 
 
 def fixed_reserve(value: float) -> Formula:
@@ -80,10 +189,7 @@ def pool_per_gpu(*, memory: float, utilization: float, weights: float, reserve_b
 
 def kv_pool_tokens(pool: float, bytes_per_token: float, block: int) -> Formula:
     """Whole blocks of ``block`` tokens: floor(pool / (kv_B·block))·block (0 when pool ≤ 0)."""
-    if pool <= 0 or bytes_per_token <= 0:
-        n = 0
-    else:
-        n = int(pool // (bytes_per_token * block)) * block
+    n = 0 if pool <= 0 or bytes_per_token <= 0 else int(pool // (bytes_per_token * block)) * block
     return Formula("kv_pool_tokens", "floor(pool / (kv_B·block))·block",
                    {"pool": pool, "kv_B": bytes_per_token, "block": block}, n, "tokens",
                    VLLM_TOKENS)
@@ -95,6 +201,17 @@ def max_concurrency(tokens: int, context: int, block: int) -> Formula:
     res = (tokens / block) / need
     return Formula("max_concurrency", "(tokens/block) / ceil(c/block)",
                    {"tokens": tokens, "block": block, "c": context}, res, "x", VLLM_TOKENS)
+
+
+def printed_tokens(concurrency: float, context: int) -> Formula:
+    """The figure of vLLM's "GPU KV cache size: N tokens" line: int(max_concurrency · c).
+
+    Differs from whole-block tokens when c is not a multiple of the block size (vLLM 0.33
+    get_kv_cache_capacity); V0 printed "# GPU blocks" instead (tokens = blocks · block).
+    """
+    n = int(concurrency * context)
+    return Formula("printed_kv_tokens", "int(max_concurrency·c)",
+                   {"max_concurrency": concurrency, "c": context}, n, "tokens", VLLM_TOKENS)
 
 
 def seats(concurrency: float) -> Formula:

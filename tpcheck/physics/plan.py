@@ -48,6 +48,7 @@ class Options:
     quantization: str | None = None
     dtype: str | None = None
     enforce_eager: bool = False
+    cpu_offload: int = 0  # bytes of weights per GPU vLLM keeps in CPU memory (--cpu-offload-gb)
     batch: int = 1
     alpha: float | None = None
     link_bandwidth: float | None = None  # overrides the GPU's link
@@ -152,6 +153,12 @@ def evaluate(shape: ModelShape, t: int, opts: Options) -> Evaluation:
         is_mla=shape.is_mla,
         attn_tp=attn_tp,
     )
+    if opts.cpu_offload > 0:
+        w = Formula(
+            "weights_bytes_per_gpu", "W_gpu − offload",
+            {"W_gpu": w.result, "offload": opts.cpu_offload}, max(w.result - opts.cpu_offload, 0),
+            "B", "vllm 0.33.0 --cpu-offload-gb (weights streamed from CPU memory)", (w,),
+        )
     kvb = kv.kv_bytes_per_token_per_gpu(
         shape, t, kv_cache_dtype=opts.kv_cache_dtype, pp=pp, context=c, attn_dp=attn_dp
     )

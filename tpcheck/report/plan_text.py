@@ -30,9 +30,18 @@ def _tok(f: Formula | None) -> str:
     return f"{n:.0f}"
 
 
+def _pct(f: Formula | None) -> str:
+    return "-" if f is None else f"{f.result * 100:,.0f}%"
+
+
+def _comm(decode: Formula | None, prefill: Formula | None) -> str:
+    return f"{_pct(decode)}/{_pct(prefill)}"
+
+
 def render_plan(model: str, where: str, shape: ModelShape, rows: Sequence[Evaluation],
                 opts: Options, it_be: tuple[Formula, Formula | None] | None,
-                color: bool = False) -> str:
+                color: bool = False, prefill: Sequence[Formula | None] | None = None,
+                link_label: str | None = None) -> str:
     out: list[str] = []
     kvdesc = (f"MLA latent {shape.mla.latent_dim}" if shape.mla else
               f"h_kv={shape.kv_heads}, d_h={shape.head_dim}")
@@ -50,19 +59,29 @@ def render_plan(model: str, where: str, shape: ModelShape, rows: Sequence[Evalua
         for k, v in first.defaults.items():
             if k != "gpu_memory_utilization":
                 out.append(f"  default {k} = {v}")
+    pre = list(prefill) if prefill is not None else [None] * len(rows)
+    show_comm = (link_label is not None
+                 and any(r.comm_share is not None for r in rows)) or any(
+        p is not None for p in pre)
+    if show_comm:
+        n = next((p.values["n"] for p in pre if p is not None), None)
+        chunk = f"share of a {n:,}-token prefill chunk" if isinstance(n, int) else "prefill -"
+        out.append(f"  comm dec/pre: all-reduce time over the decode weight-read floor at "
+                   f"batch {opts.batch} / {chunk}; link {link_label}")
     out.append("")
     hdr = (f"{'tp':>4} {'ok':>3} {'kvh/gpu':>7} {'W/gpu GiB':>9} {'KV KiB/tok':>10} "
-           f"{'pool GiB':>8} {'KV tokens':>9} {'seats':>6}  capacity")
+           f"{'pool GiB':>8} {'KV tokens':>9} {'seats':>6}"
+           + (f" {'comm dec/pre':>13}" if show_comm else "") + "  capacity")
     out.append(hdr)
     peak = max((float(r.tokens.result) for r in rows if r.tokens is not None and r.legal),
                default=0.0)
     cliff_at = None if shape.is_mla else shape.kv_heads
-    for r in rows:
+    for r, p in zip(rows, pre, strict=True):
         ok = "yes" if r.legal else "NO"
         seats = "-" if r.seats is None else f"{r.seats.result:,}"
         bar = ""
         if r.tokens is not None and peak > 0 and r.legal:
-            n = int(round(BAR * float(r.tokens.result) / peak))
+            n = round(BAR * float(r.tokens.result) / peak)
             bar = "#" * n
         note = ""
         if not r.legal:
@@ -75,7 +94,8 @@ def render_plan(model: str, where: str, shape: ModelShape, rows: Sequence[Evalua
             note = "<- cliff: t = h_kv, last t that divides the cache"
         out.append(f"{r.tp:>4} {ok:>3} {r.kv_heads_per_gpu.result:>7} {_gib(r.weights):>9} "
                    f"{_kib(r.kv_bytes_per_token):>10} {_gib(r.pool):>8} {_tok(r.tokens):>9} "
-                   f"{seats:>6}  {bar:<{BAR}} {note}".rstrip())
+                   f"{seats:>6}" + (f" {_comm(r.comm_share, p):>13}" if show_comm else "")
+                   + f"  {bar:<{BAR}} {note}".rstrip())
     if first is not None and first.reserve is not None:
         out.append("")
         out.append("  non-KV reserve R per GPU (at the first t):")

@@ -65,6 +65,9 @@ class Deployment:
     image: str | None = None
     engine_version: str | None = None  # from the image tag when it pins one
     entrypoint: Literal["serve", "llm"] | None = None  # CLI server or Python LLM(...) class
+    distributed_executor_backend: str | None = None  # vLLM: mp, ray, ...
+    cpu_offload_gb: float | None = None  # vLLM: GiB of weights per GPU kept in CPU memory
+    ray_cluster: bool | None = None  # inside a Ray cluster spec: worker pods add GPUs
     env: Mapping[str, str] = field(default_factory=dict)
     spans: Mapping[str, Span] = field(default_factory=dict)
     unresolved: Mapping[str, str] = field(default_factory=dict)  # field -> expression as written

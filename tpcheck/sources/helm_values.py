@@ -57,6 +57,9 @@ def read_model_specs(seq: Any, ctx: Ctx, walker: Walker) -> list[Deployment]:
                 spans["gpus_requested"] = ctx.span(gpu)
             except ValueError:
                 pass
+        ray = mget(keys.get("raySpec"), "enabled")
+        if isinstance(ray, yaml.ScalarNode) and ray.value.lower() == "true":
+            extra["ray_cluster"] = True  # head and worker pods each bring requestGPU
         cfg = keys.get("vllmConfig")
         if isinstance(cfg, yaml.MappingNode):
             walker.seen.add(id(cfg))

@@ -37,6 +37,7 @@ PRODUCT_LABELS = (
     "karpenter.k8s.aws/instance-gpu-name",
     "node.kubernetes.io/instance-type",
     "beta.kubernetes.io/instance-type",
+    "cloud.google.com/gke-tpu-accelerator",  # a TPU slice: tpcheck then knows it is no GPU
 )
 LAUNCH_HINT = re.compile(
     r"vllm\s+serve|sglang\s+serve|vllm\.entrypoints|sglang\.launch_server|dynamo\.(?:vllm|sglang)"
@@ -322,6 +323,10 @@ class Walker:
                 if prod is not None:
                     extra["gpu_product"] = prod.value
                     spans["gpu_product"] = ctx.span(prod)
+            if "ray_cluster" not in extra and (
+                mget(a, "workerGroupSpecs") is not None or mget(a, "headGroupSpec") is not None
+            ):
+                extra["ray_cluster"] = True
             if "ignores" not in extra:
                 ign = mget(mpath(a, "metadata", "annotations"), IGNORE_ANNOTATION)
                 if isinstance(ign, yaml.ScalarNode):

@@ -9,13 +9,16 @@ Nothing is ever executed: a command substitution is kept as written and marked u
 from __future__ import annotations
 
 import re
-from collections.abc import Iterator, MutableMapping
+from collections.abc import Iterator, MutableMapping, Sequence
 from dataclasses import dataclass, field
 
 from tpcheck.sources.base import Deployment, Span
 from tpcheck.sources.positions import LineIndex, Located, Pos, from_file
 
 _NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
+# Runs the tokenizer can copy whole: no quote, expansion, escape, separator or operator.
+_PLAIN = re.compile(r"[^ \t\r\n;&|()<>'\"$`\\]+")
+_DQ_PLAIN = re.compile(r'[^"\\$`]+')
 _ASSIGN = re.compile(r"^([A-Za-z_][A-Za-z0-9_]*)=(.*)$", re.S)
 _WRAPPERS = frozenset({"exec", "nohup", "time", "env", "sudo", "command", "stdbuf", "setsid"})
 SHELLS = frozenset({"sh", "bash", "dash", "zsh", "ash", "ksh"})
@@ -65,6 +68,12 @@ class _Builder:
         self.chars.append(ch)
         self.pos.append(p)
 
+    def add_run(self, text: str, ps: Sequence[Pos] | None) -> None:
+        """Several characters at once; ``ps`` None when the source has no positions."""
+        self.chars.append(text)
+        if ps is not None:
+            self.pos.extend(ps)
+
     def mark(self, p: Pos, end: Pos) -> None:
         if self.start is None:
             self.start = p
@@ -87,6 +96,12 @@ def tokenize(loc: Located, variables: Vars) -> Iterator[list[Word]]:
             last = loc.positions[n - 1]
             return (last[0], last[1] + 1)
         return (fb.line, fb.column)
+
+    def run(i: int, j: int) -> Sequence[Pos] | None:
+        """Positions of s[i:j] (None when ``loc`` has none: words then keep only spans)."""
+        if not has_pos:
+            return None
+        return loc.positions[i:j]
 
     words: list[Word] = []
     heredocs: list[tuple[str, bool]] = []
@@ -263,8 +278,7 @@ def tokenize(loc: Located, variables: Vars) -> Iterator[list[Word]]:
             j = n if j == -1 else j
             b.mark(P(i), _after(P(min(j, n - 1))))
             b.pieces += 2 if j > i + 1 else 0
-            for k in range(i + 1, j):
-                b.add(s[k], P(k))
+            b.add_run(s[i + 1 : j], run(i + 1, j))
             i = j + 1
             continue
         if c == '"':
@@ -282,9 +296,11 @@ def tokenize(loc: Located, variables: Vars) -> Iterator[list[Word]]:
                     continue
                 if s[j] == "`":
                     b.unresolved = True
+                m = _DQ_PLAIN.match(s, j)
+                k = m.end() if m else j + 1
                 b.pieces += 2
-                b.add(s[j], P(j))
-                j += 1
+                b.add_run(s[j:k], run(j, k))
+                j = k
             b.mark(P(i), _after(P(min(j, n - 1))))
             i = j + 1
             continue
@@ -306,10 +322,12 @@ def tokenize(loc: Located, variables: Vars) -> Iterator[list[Word]]:
                 b.add(s[k], P(k))
             i = j + 1
             continue
-        b.mark(P(i), _after(P(i)))
+        m = _PLAIN.match(s, i)
+        j = m.end() if m else i + 1
+        b.mark(P(i), _after(P(j - 1)))
         b.pieces += 2
-        b.add(c, P(i))
-        i += 1
+        b.add_run(s[i:j], run(i, j))
+        i = j
     cmd = end_command()
     if cmd:
         yield cmd

@@ -1,0 +1,231 @@
+"""TP301 (TP across nodes) and TP302 (across sockets / off NVLink), figures derived here."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from tpcheck.checks import tp_crosses_nodes, tp_crosses_sockets
+from tpcheck.checks.base import Finding
+from tpcheck.checks.context import CheckContext
+from tpcheck.hardware.gpus import find_gpu
+from tpcheck.hardware.topology import parse_topology
+from tpcheck.lint import Linter
+from tpcheck.models import catalog
+from tpcheck.models.config import load_config, parse_config
+from tpcheck.models.shape import ModelShape
+from tpcheck.physics.plan import Options, evaluate
+from tpcheck.physics.split import model_params
+from tpcheck.settings import Settings
+from tpcheck.sources.base import Deployment, Span
+
+ROOT = Path(__file__).resolve().parents[2]
+MAN = ROOT / "fixtures" / "manifests" / "topology"
+TOPO = ROOT / "fixtures" / "topology"
+
+H100 = find_gpu("h100-sxm")
+L40S = find_gpu("l40s")
+assert H100 is not None and L40S is not None
+
+
+def lint(path: Path, code: str, topology: Path | None = None) -> list[Finding]:
+    s = Settings(offline=True, select=(code,), topology=str(topology) if topology else None)
+    res = Linter(s).run([str(path)])
+    assert not res.errors, res.errors
+    return [f for f in res.findings if f.code == code]
+
+
+def shape(model_id: str) -> ModelShape:
+    e = catalog.find(model_id)
+    assert e is not None
+    return parse_config(load_config(e.config_path), name=model_id)
+
+
+def col_of(path: Path, line: int, token: str) -> int:
+    """1-based column of ``token`` on ``line`` (derived from the fixture, not hard-coded)."""
+    return path.read_text().splitlines()[line - 1].index(token) + 1
+
+
+def share_decode(w_gpu: float, hbm: float, t: int, batch: int, d: int, layers: int,
+                 bw: float, alpha: float) -> float:
+    # n_AR·(α + 2(t−1)/t·batch·d·b/B) / (W_gpu/β), b = 2 (bf16), n_AR = 2L + 1
+    return (2 * layers + 1) * (alpha + 2 * (t - 1) / t * batch * d * 2 / bw) / (w_gpu / hbm)
+
+
+def share_prefill(p: float, n: int, t: int, flops: float, d: int, layers: int, bw: float,
+                  alpha: float) -> float:
+    compute = 2 * p * n / (t * flops)
+    comm = (2 * layers + 1) * (alpha + 2 * (t - 1) / t * n * d * 2 / bw)
+    return comm / (compute + comm)
+
+
+# ---------------------------------------------------------------------------- TP301
+def test_tp301_fires_for_tp16_over_two_8_gpu_pods() -> None:
+    path = MAN / "lws-tp16-2x8-h100.yaml"
+    [f] = lint(path, "TP301")
+    # line 22 is `--tensor-parallel-size 16` in the folded args; the finding underlines the 16
+    assert (f.severity.value, f.span.line, f.span.column) == (
+        "warning", 22, col_of(path, 22, "16"))
+    assert "TP ranks 0–7 on node 0; TP ranks 8–15 on node 1" in f.message
+    assert "8 GPUs per pod, 2 pods" in f.message
+    # no instance type: InfiniBand NDR 400 Gb/s per GPU = 400e9/8 = 50 GB/s, stated as assumed
+    assert "B ≈ 50.0 GB/s per GPU = 400 Gb/s (assumed" in f.message
+    s = shape("meta-llama/Llama-3.1-70B-Instruct")
+    assert H100 is not None
+    w = evaluate(s, 16, Options(gpu=H100)).weights.result
+    # decode: 161 all-reduces of α = 30 µs + 2·15/16·batch·8192·2 B / 50 GB/s over W_gpu/3.35 TB/s
+    d1 = share_decode(w, 3.35e12, 16, 1, 8192, 80, 50e9, 30e-6)
+    d256 = share_decode(w, 3.35e12, 16, 256, 8192, 80, 50e9, 30e-6)  # --max-num-seqs 256
+    assert d1 == pytest.approx(1.84, abs=0.01)  # 161·30.6 µs = 4.93 ms vs 8.99 GB/3.35 TB/s
+    assert f"{d1 * 100:,.0f}% at batch 1, {d256 * 100:,.0f}% at batch 256" in f.message
+    # prefill: vLLM 0.33 serve default max_num_batched_tokens on an H100 (≥ 70 GiB) = 8192
+    p = model_params(s, active=True)
+    pre = share_prefill(p, 8192, 16, 989.4e12, 8192, 80, 50e9, 30e-6)
+    assert f"they take {pre:.0%} of a 8,192-token prefill chunk" in f.message
+    # break-even t = 1 + P·B / (2·L·d·b·π) = 1 + 70.55e9·50e9/(2·80·8192·2·989.4e12) ≈ 2.36
+    be = 1 + p * 50e9 / (2 * 80 * 8192 * 2 * 989.4e12)
+    assert be == pytest.approx(2.35, abs=0.02)  # the seed's 2.35 uses P = 70e9
+    assert f"TP stops paying past t ≈ {be:.2f}" in f.message
+    assert f.fix is not None and f.fix.startswith(
+        "use --tensor-parallel-size 8 --pipeline-parallel-size 2 (TP = GPUs per node, PP = nodes)")
+    assert "2 data-parallel replicas of TP 8" in f.fix
+    names = [x.name for x in f.formulas]
+    assert names[:3] == ["nodes", "B", "α"] and "breakeven_tp" in names
+    assert f.formulas[1].source.startswith("ASSUMPTION")
+    # the node size came from the pod's GPU limit: related span on `nvidia.com/gpu: "8"`
+    assert f.related and f.related[0][0].line == 27
+
+
+def test_tp301_quiet_for_tp8_pp2_over_two_8_gpu_pods() -> None:
+    assert lint(MAN / "lws-tp8-pp2-2x8-h100.yaml", "TP301") == []
+
+
+def test_tp301_p5_network_from_the_instance_type() -> None:
+    [f] = lint(MAN / "lws-tp16-2x8-p5.yaml", "TP301")
+    # AWS P5 page: 3,200 Gb/s EFA for 8 H100 → 3200e9/8/8 = 50e9 B/s per GPU, not assumed
+    assert "p5.48xlarge network (3,200 Gb/s for 8 GPUs), B ≈ 50.0 GB/s per GPU" in f.message
+    assert "assumed" not in f.message
+    b = next(x for x in f.formulas if x.name == "B")
+    assert b.result == 3200e9 / 8 / 8 and "P5" in b.source
+
+
+def test_tp301_sglang_nnodes() -> None:
+    path = MAN / "sglang-nnodes.sh"
+    [f] = lint(path, "TP301")
+    # line 5 `    --tp 16`: the 16 is at column 5 + len("--tp ") = 10
+    assert (f.span.line, f.span.column) == (5, col_of(path, 5, "16")) == (5, 10)
+    # t·p·dp / nnodes = 16 / 2 = 8 GPUs per node
+    assert "8 GPUs per node (t·p·dp = 16 over --nnodes 2)" in f.message
+    assert f.fix is not None and f.fix.startswith("use --tp-size 8 --pp-size 2")
+    assert lint(MAN / "sglang-nnodes-pp.sh", "TP301") == []
+
+
+def test_tp301_rack_scale_nvlink_is_the_boundary() -> None:
+    # GB200 NVL72: 2 trays of 4 GPUs, TP 8 — one NVLink domain of 72, so no finding
+    assert lint(MAN / "lws-gb200-tp8.yaml", "TP301") == []
+
+
+def _dep(**kw: object) -> Deployment:
+    span = Span("m.yaml", 3, 5, 3, 7)
+    return Deployment(path="m.yaml", engine="vllm", span=span,
+                      spans={"tensor_parallel_size": span}, **kw)  # type: ignore[arg-type]
+
+
+def _tp301(d: Deployment) -> list[Finding]:
+    return list(tp_crosses_nodes.check(CheckContext(d, shape=None, settings=Settings())))
+
+
+def test_tp301_group_straddling_a_node_boundary() -> None:
+    # TP 4 × PP 3 = 12 ranks on 2 pods of 6 GPUs: ranks 0-3 node 0, 4-7 → 4,5 on node 0 and
+    # 6,7 on node 1, 8-11 node 1: one of three TP groups straddles
+    [f] = _tp301(_dep(tensor_parallel_size=4, pipeline_parallel_size=3, gpus_requested=6,
+                      group_size=2, model="x"))
+    assert "1 of 3 TP groups spans nodes — TP ranks 0–1 on node 0; TP ranks 2–3 on node 1" in (
+        f.message)
+    assert "config.json was not found" in f.message  # no shape: layout only, no cost figures
+    assert tp_crosses_nodes.split_groups(4, 3, 6)[1] == [(0, 0, 1), (1, 2, 3)]
+
+
+def test_tp301_pod_too_small_for_the_group_means_another_pod() -> None:
+    # Ray: TP 16 with an 8-GPU head pod and no group size in the manifest
+    [f] = _tp301(_dep(tensor_parallel_size=16, gpus_requested=8))
+    assert "Ray worker group" in f.message
+    # one pod of 16 GPUs holds the whole group: nothing to say
+    assert _tp301(_dep(tensor_parallel_size=16, gpus_requested=16)) == []
+    # nothing says how many GPUs a node has: nothing to say
+    assert _tp301(_dep(tensor_parallel_size=16)) == []
+
+
+# ---------------------------------------------------------------------------- TP302
+def test_tp302_fires_for_tp4_across_sockets_on_l40s() -> None:
+    path = MAN / "l40s-tp4-across-sockets.yaml"
+    [f] = lint(path, "TP302", TOPO / "l40s-2socket-8.txt")
+    assert (f.severity.value, f.span.line, f.span.column) == (
+        "warning", 15, col_of(path, 15, '"4"') + 1)
+    # GPUs 2,3 on socket 0 and 4,5 on socket 1: the first SYS pair in order is GPU2–GPU4
+    assert "the TP group [2, 3, 4, 5] (from CUDA_VISIBLE_DEVICES=2,3,4,5)" in f.message
+    assert "GPU2–GPU4, joined across the CPU sockets (SYS" in f.message
+    # L40S: PCIe Gen4 x16, 32 GB/s one way, an upper bound across sockets; α = 30 µs (assumed)
+    assert "PCIe Gen4 x16 across CPU sockets (SYS), B ≈ 32.0 GB/s per GPU (upper bound" in (
+        f.message)
+    s = shape("Qwen/Qwen3-32B")
+    assert L40S is not None
+    p = model_params(s, active=True)
+    # vLLM 0.33 serve default chunk on a 44.4 GiB card (< 70 GiB) = 2048 tokens
+    pre = share_prefill(p, 2048, 4, L40S.bf16_flops, s.hidden, s.layers, 32e9, 30e-6)
+    assert f"they take {pre:.0%} of a 2,048-token prefill chunk" in f.message
+    be = 1 + p * 32e9 / (2 * s.layers * s.hidden * 2 * L40S.bf16_flops)
+    assert f"TP stops paying past t ≈ {be:.2f}" in f.message
+    assert f.fix == ("set CUDA_VISIBLE_DEVICES=0,1,2,3: those 4 GPUs are joined by NODE at "
+                     "worst (one socket)")
+
+
+def test_tp302_quiet_inside_one_socket() -> None:
+    topo = TOPO / "l40s-2socket-8.txt"
+    assert lint(MAN / "l40s-tp4-one-socket.yaml", "TP302", topo) == []
+
+
+def _tp302(d: Deployment, topo_file: str, gpu: str | None = None) -> list[Finding]:
+    topo = parse_topology((TOPO / topo_file).read_text(), topo_file)
+    ctx = CheckContext(d, shape=None, settings=Settings(), topology=topo,
+                       gpu=find_gpu(gpu) if gpu else None)
+    return list(tp_crosses_sockets.check(ctx))
+
+
+def test_tp302_default_group_and_pipeline_stages() -> None:
+    # no CUDA_VISIBLE_DEVICES: TP 4 takes GPUs 0-3 (NODE, one socket) — quiet
+    assert _tp302(_dep(tensor_parallel_size=4), "l40s-2socket-8.txt") == []
+    # TP 4 × PP 2: the second stage's group is GPUs 4-7, also one socket — quiet
+    assert _tp302(_dep(tensor_parallel_size=4, pipeline_parallel_size=2),
+                  "l40s-2socket-8.txt") == []
+    # TP 8 needs both sockets; no 8 GPUs avoid SYS, so the fix is a smaller TP on one socket
+    [f] = _tp302(_dep(tensor_parallel_size=8), "l40s-2socket-8.txt")
+    assert f.fix is not None and "use TP 4 on CUDA_VISIBLE_DEVICES=0,1,2,3" in f.fix
+
+
+def test_tp302_nvlink_boxes() -> None:
+    # DGX H100: NV18 between every pair — quiet at TP 8
+    assert _tp302(_dep(tensor_parallel_size=8), "dgx-h100.txt") == []
+    # NV4 pairs on two sockets: TP 2 on a pair is NVLink, TP 4 crosses SYS
+    assert _tp302(_dep(tensor_parallel_size=2), "mixed-nvlink-pairs.txt") == []
+    [f] = _tp302(_dep(tensor_parallel_size=4), "mixed-nvlink-pairs.txt")
+    assert "GPU0–GPU2, joined across the CPU sockets" in f.message
+    # PCIe-only g5.12xlarge: PHB is all the box has, nothing better to pick — quiet
+    assert _tp302(_dep(tensor_parallel_size=4), "g5-12xlarge-a10g.txt") == []
+
+
+def test_tp302_pcie_where_nvlink_was_expected() -> None:
+    text = ("\tGPU0\tGPU1\tGPU2\tGPU3\tCPU Affinity\tNUMA Affinity\n"
+            "GPU0\t X \tNV12\tPIX\tPIX\t0-31\t0\n"
+            "GPU1\tNV12\t X \tPIX\tPIX\t0-31\t0\n"
+            "GPU2\tPIX\tPIX\t X \tNV12\t0-31\t0\n"
+            "GPU3\tPIX\tPIX\tNV12\t X \t0-31\t0\n")
+    topo = parse_topology(text, "pairs.txt")
+    ctx = CheckContext(_dep(tensor_parallel_size=4), shape=None, settings=Settings(),
+                       topology=topo, gpu=find_gpu("a100-sxm-80gb"))
+    [f] = tp_crosses_sockets.check(ctx)
+    # A100 SXM's host interface is PCIe Gen4: 32 GB/s one way instead of NVLink 3's 300 GB/s
+    assert "over PCIe (PIX), not NVLink" in f.message
+    assert "PCIe Gen4 x16, B ≈ 32.0 GB/s per GPU instead of NVLink 3 (Ampere) at 300 GB/s" in (
+        f.message)

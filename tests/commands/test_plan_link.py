@@ -1,0 +1,126 @@
+"""``tpcheck plan --link``: the all-reduce share per t, and the seeds' PCIe Gen5 prefill claim."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from tpcheck.physics import comm
+
+ROOT = Path(__file__).resolve().parents[2]
+# DESIGN.md's plan row keys: all still there (keys may be added, none renamed)
+ROW_KEYS = {"tp", "legal", "refusals", "kv_heads_per_gpu", "kv_replicas", "weights_bytes_per_gpu",
+            "kv_bytes_per_token_per_gpu", "pool_bytes_per_gpu", "kv_pool_tokens",
+            "max_concurrency", "seats", "allreduce_bytes_per_token_per_gpu",
+            "decode_step_seconds", "comm_share"}
+MODEL = "meta-llama/Llama-3.1-70B-Instruct"  # L = 80, d = 8192, bf16, P = 70.55e9 (catalog)
+
+
+def plan(*args: str) -> subprocess.CompletedProcess[str]:
+    env = {**os.environ, "HF_ENDPOINT": "http://127.0.0.1:9", "HF_HUB_OFFLINE": "1"}
+    return subprocess.run([sys.executable, "-m", "tpcheck.cli", "plan", *args],
+                          capture_output=True, text=True, cwd=ROOT, env=env, timeout=60)
+
+
+def plan_json(*args: str) -> dict[str, object]:
+    p = plan(MODEL, "--gpu", "h100-sxm", "--format", "json", *args)
+    assert p.returncode == 0, p.stderr
+    doc: dict[str, object] = json.loads(p.stdout)
+    return doc
+
+
+def test_link_json_keys_and_prefill_share_pcie5() -> None:
+    doc = plan_json("--link", "pcie5", "--tp", "2,4,8", "--batch", "256")
+    link = doc["link"]
+    assert isinstance(link, dict)
+    # PCIe Gen5 x16: 64 GB/s one way, α = 20 µs (links.py assumption)
+    assert (link["key"], link["bandwidth"], link["alpha"]) == ("pcie5", 64e9, 20e-6)
+    rows = doc["rows"]
+    assert isinstance(rows, list)
+    p = 70_553_706_496  # Llama-3.1-70B parameters as tpcheck counts them (physics/split.py)
+    for r in rows:
+        assert set(r) >= ROW_KEYS
+        t = r["tp"]
+        # prefill chunk of 8192 tokens (vLLM 0.33 serve default on an 80 GB H100):
+        # compute 2·P·n/(t·π), comm (2L+1)·(α + 2(t−1)/t·n·d·b/B)
+        compute = 2 * p * 8192 / (t * 989.4e12)
+        comm_t = 161 * (20e-6 + 2 * (t - 1) / t * 8192 * 8192 * 2 / 64e9)
+        assert r["prefill_tokens"] == 8192
+        assert r["prefill_comm_share"] == pytest.approx(comm_t / (compute + comm_t), rel=1e-9)
+    shares = {r["tp"]: r["prefill_comm_share"] for r in rows}
+    # TP2 ≈ 37%, TP4 ≈ 64%, TP8 ≈ 80%: see the next test for the seeds' "about half"
+    assert shares[2] == pytest.approx(0.37, abs=0.01)
+    assert shares[4] == pytest.approx(0.64, abs=0.01)
+    assert shares[8] == pytest.approx(0.80, abs=0.01)
+
+
+def test_seeds_pcie5_prefill_about_half_is_the_break_even_point() -> None:
+    # The issue's reading of the seeds: "on PCIe Gen5 the prefill chunk spends about half its
+    # time adding partial sums". No seed line says this with a t; it follows from the chapter's
+    # intensity argument: prefill comm/compute = (π/B) / I(t), so comm is exactly half the
+    # chunk's time (bandwidth term, α = 0) where I(t) = π/B, i.e. at the break-even t.
+    p, layers, d, b, flops, bw = 70e9, 80, 8192, 2, 989.4e12, 64e9  # the seeds' Llama-3-70B
+    be = comm.breakeven_tp(p, layers, d, b, flops, bw).result
+    # t* = 1 + 70e9·64e9 / (2·80·8192·2·989.4e12) = 1 + 1.727 = 2.73
+    assert be == pytest.approx(2.727, abs=0.005)
+
+    def share(t: float) -> float:
+        # the same chunk at a fractional t, embedding all-reduce left out as in the seed's 4L
+        compute = 2 * p / (t * flops)
+        comm_s = 2 * layers * 2 * (t - 1) / t * d * b / bw
+        return comm_s / (compute + comm_s)
+
+    assert share(be) == pytest.approx(0.5, abs=1e-9)
+    # Through the public function at whole t (α = 0, n = 8192): TP2 below half, TP4 above,
+    # so "about half" holds for TP 2-4 on PCIe Gen5 and is an understatement at TP 8 (80%).
+    f2, f4, f8 = (comm.prefill_chunk(params_active=p, tokens=8192, t=t, flops=flops,
+                                     layers=layers, hidden=d, b=b, link_bw=bw, alpha=0.0).result
+                  for t in (2, 4, 8))
+    assert f2 == pytest.approx(0.367, abs=0.005)
+    assert f4 == pytest.approx(0.635, abs=0.005)
+    assert f8 == pytest.approx(0.802, abs=0.005)
+
+
+def test_link_decode_share_matches_the_step_model() -> None:
+    doc = plan_json("--link", "ib-ndr", "--tp", "16", "--batch", "1")
+    rows = doc["rows"]
+    assert isinstance(rows, list) and len(rows) == 1
+    r: dict[str, float] = rows[0]
+    # T_comm / T_weights with 161 all-reduces of α = 30 µs + 2·15/16·8192·2 B / 50 GB/s
+    t_comm = 161 * (30e-6 + 2 * 15 / 16 * 8192 * 2 / 50e9)
+    t_w = r["weights_bytes_per_gpu"] / 3.35e12
+    assert r["comm_share"] == pytest.approx(t_comm / t_w, rel=1e-9)
+
+
+def test_default_link_is_the_gpus_own() -> None:
+    doc = plan_json("--tp", "8")
+    link = doc["link"]
+    assert isinstance(link, dict)
+    # H100 SXM: NVLink 4, 450 GB/s one way; α the plan's 10 µs default
+    assert (link["key"], link["bandwidth"], link["alpha"]) == ("nvlink4", 450e9, 10e-6)
+
+
+def test_text_table_has_the_comm_column() -> None:
+    p = plan(MODEL, "--gpu", "h100-sxm", "--link", "pcie5", "--tp", "1,8", "--batch", "256")
+    assert p.returncode == 0, p.stderr
+    out = p.stdout
+    assert "comm dec/pre" in out
+    assert "link PCIe Gen5 x16, B ≈ 64.0 GB/s per GPU" in out
+    row8 = next(ln for ln in out.splitlines() if ln.strip().startswith("8 yes"))
+    doc = plan_json("--link", "pcie5", "--tp", "8", "--batch", "256")
+    rows = doc["rows"]
+    assert isinstance(rows, list) and len(rows) == 1
+    r: dict[str, float] = rows[0]
+    cell = f"{r['comm_share'] * 100:,.0f}%/{r['prefill_comm_share'] * 100:,.0f}%"
+    assert cell in row8
+
+
+def test_unknown_link_is_a_usage_error() -> None:
+    p = plan(MODEL, "--gpu", "h100-sxm", "--link", "carrier-pigeon")
+    assert p.returncode == 2
+    assert "unknown link 'carrier-pigeon'" in p.stderr and "Traceback" not in p.stderr

@@ -1,0 +1,267 @@
+"""``tpcheck lsp`` over stdio with pytest-lsp's real client: diagnostics, hover, code actions.
+
+Documents are opened under a temporary folder but never written there: the server must lint
+the text the editor holds, not the disk.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from pathlib import Path
+from typing import Any
+
+import pytest
+from lsprotocol import types as lsp
+from pytest_lsp import LanguageClient
+
+from tests.lsp.conftest import REPO
+
+pytestmark = pytest.mark.asyncio
+
+MANIFEST = (REPO / "fixtures" / "lint" / "qwen3-32b-tp16.yaml").read_text(encoding="utf-8")
+SERVE = "vllm serve Qwen/Qwen3-32B --tensor-parallel-size 16 --max-model-len 32768\n"
+
+# Qwen3-32B config.json (bundled catalog): L = 64 layers, h_kv = 8, head_dim d_h = 128, bf16.
+# At t = 16 > h_kv each GPU keeps max(1, floor(8/16)) = 1 KV head, so
+# KV bytes per token per GPU = 2·L·1·d_h·b_kv = 2·64·1·128·2 = 32,768 B, and the cache is
+# replicated t / h_kv = 16 / 8 = 2 times.
+KV_LINE = "kv_bytes_per_token_per_gpu = 2·L·max(1, floor(h_kv/t))·d_h·b_kv = 32,768 B"
+REPLICAS_LINE = "kv_replicas = max(1, t / h_kv) = 2"
+
+
+def where(text: str, line_text: str, token: str) -> lsp.Range:
+    """The 0-based range of ``token`` on the (only) line equal to ``line_text``."""
+    lines = text.split("\n")
+    row = lines.index(line_text)
+    col = line_text.index(token)
+    return lsp.Range(lsp.Position(row, col), lsp.Position(row, col + len(token)))
+
+
+async def publish(client: LanguageClient, uri: str, version: int) -> list[lsp.Diagnostic]:
+    """Wait for the diagnostics of ``uri`` at ``version`` (earlier ones are skipped)."""
+    async def wait() -> list[lsp.Diagnostic]:
+        while True:
+            p: Any = await client.wait_for_notification(lsp.TEXT_DOCUMENT_PUBLISH_DIAGNOSTICS)
+            if p.uri == uri and p.version == version:
+                return list(p.diagnostics)
+
+    return await asyncio.wait_for(wait(), timeout=30)
+
+
+def open_doc(client: LanguageClient, uri: str, text: str, language: str) -> None:
+    client.text_document_did_open(lsp.DidOpenTextDocumentParams(
+        lsp.TextDocumentItem(uri=uri, language_id=language, version=1, text=text)))
+
+
+def change(client: LanguageClient, uri: str, version: int, rng: lsp.Range | None,
+           text: str) -> None:
+    ev: Any = (lsp.TextDocumentContentChangePartial(range=rng, text=text) if rng is not None
+               else lsp.TextDocumentContentChangeWholeDocument(text=text))
+    client.text_document_did_change(lsp.DidChangeTextDocumentParams(
+        lsp.VersionedTextDocumentIdentifier(uri=uri, version=version), [ev]))
+
+
+def apply(text: str, edits: list[lsp.TextEdit]) -> str:
+    """Apply non-overlapping ASCII edits the way an editor does (from the bottom up)."""
+    lines = text.split("\n")
+    offsets = [0]
+    for ln in lines:
+        offsets.append(offsets[-1] + len(ln) + 1)
+    for e in sorted(edits, key=lambda e: (e.range.start.line, e.range.start.character),
+                    reverse=True):
+        a = offsets[e.range.start.line] + e.range.start.character
+        b = offsets[e.range.end.line] + e.range.end.character
+        text = text[:a] + e.new_text + text[b:]
+    return text
+
+
+async def test_open_manifest_gives_tp201_on_the_tp_token(client: LanguageClient,
+                                                          tmp_path: Path) -> None:
+    uri = (tmp_path / "deploy.yaml").as_uri()  # not on disk
+    open_doc(client, uri, MANIFEST, "yaml")
+    diags = await publish(client, uri, 1)
+    assert [d.code for d in diags] == ["TP201"]
+    d = diags[0]
+    # The `16` inside the quotes of `- "16"`, not the quotes, not the whole line.
+    assert d.range == where(MANIFEST, '            - "16"', "16")
+    assert d.severity == lsp.DiagnosticSeverity.Warning
+    assert d.source == "tpcheck"
+    assert d.code_description is not None
+    assert d.code_description.href.endswith("/rules/TP201.md")
+    assert "t=16 > h_kv=8" in d.message
+    assert d.related_information is not None
+    (rel,) = d.related_information
+    assert rel.location.uri == uri
+    assert rel.location.range == where(MANIFEST, "            - Qwen/Qwen3-32B", "Qwen/Qwen3-32B")
+    assert rel.message == "model Qwen/Qwen3-32B"
+
+
+async def test_hover_shows_the_formulas_with_values(client: LanguageClient,
+                                                    tmp_path: Path) -> None:
+    uri = (tmp_path / "deploy.yaml").as_uri()
+    open_doc(client, uri, MANIFEST, "yaml")
+    diags = await publish(client, uri, 1)
+    rng = diags[0].range
+    hover = await client.text_document_hover_async(lsp.HoverParams(
+        lsp.TextDocumentIdentifier(uri), lsp.Position(rng.start.line, rng.start.character + 1)))
+    assert hover is not None
+    assert isinstance(hover.contents, lsp.MarkupContent)
+    assert hover.contents.kind == lsp.MarkupKind.Markdown
+    text = hover.contents.value
+    assert text.startswith("**TP201** `kv-head-cliff` (warning)")
+    assert KV_LINE in text
+    assert REPLICAS_LINE in text
+    assert "capacity_gain = seats(t) / seats(h_kv)" in text
+    assert hover.range == rng
+    # Off the flagged token there is nothing to say.
+    nothing = await client.text_document_hover_async(lsp.HoverParams(
+        lsp.TextDocumentIdentifier(uri), lsp.Position(0, 0)))
+    assert nothing is None
+
+
+async def test_workspace_gpu_setting_and_edit_clears_the_diagnostic(client: LanguageClient,
+                                                                    tmp_path: Path) -> None:
+    uri = (tmp_path / "serve.sh").as_uri()
+    open_doc(client, uri, SERVE, "shellscript")
+    (d,) = await publish(client, uri, 1)
+    # "vllm serve Qwen/Qwen3-32B --tensor-parallel-size " is 49 characters: `16` is 49..51.
+    assert d.range == lsp.Range(lsp.Position(0, 49), lsp.Position(0, 51))
+    assert d.code == "TP201"
+    assert "On h100-sxm" in d.message  # tpcheck.gpu from the workspace configuration
+    change(client, uri, 2, d.range, "8")
+    assert await publish(client, uri, 2) == []
+
+
+async def test_quick_fix_to_h_kv_removes_the_finding(client: LanguageClient,
+                                                     tmp_path: Path) -> None:
+    uri = (tmp_path / "serve.sh").as_uri()
+    open_doc(client, uri, SERVE, "shellscript")
+    (d,) = await publish(client, uri, 1)
+    actions = await client.text_document_code_action_async(lsp.CodeActionParams(
+        lsp.TextDocumentIdentifier(uri), d.range, lsp.CodeActionContext(diagnostics=[d])))
+    assert actions is not None
+    titles = [a.title for a in actions if isinstance(a, lsp.CodeAction)]
+    assert titles == ["Set tensor parallel size to h_kv = 8", "Add `# tpcheck: ignore[TP201]`"]
+    fix = actions[0]
+    assert isinstance(fix, lsp.CodeAction)
+    assert fix.kind == lsp.CodeActionKind.QuickFix and fix.is_preferred
+    assert list(fix.diagnostics or ()) == [d]
+    assert fix.edit is not None and fix.edit.changes is not None
+    edits = list(fix.edit.changes[uri])
+    assert edits == [lsp.TextEdit(d.range, "8")]
+    fixed = apply(SERVE, edits)
+    assert fixed == SERVE.replace("size 16", "size 8")
+    change(client, uri, 2, None, fixed)
+    assert await publish(client, uri, 2) == []
+
+
+async def test_ignore_action_inserts_an_indented_comment(client: LanguageClient,
+                                                         tmp_path: Path) -> None:
+    uri = (tmp_path / "deploy.yaml").as_uri()
+    open_doc(client, uri, MANIFEST, "yaml")
+    (d,) = await publish(client, uri, 1)
+    actions = await client.text_document_code_action_async(lsp.CodeActionParams(
+        lsp.TextDocumentIdentifier(uri), d.range, lsp.CodeActionContext(diagnostics=[d])))
+    assert actions is not None
+    (ignore,) = [a for a in actions if isinstance(a, lsp.CodeAction) and "ignore" in a.title]
+    assert ignore.edit is not None and ignore.edit.changes is not None
+    edits = list(ignore.edit.changes[uri])
+    row = d.range.start.line
+    # A new line above the flagged one, indented like it (12 spaces before `- "16"`).
+    assert edits == [lsp.TextEdit(lsp.Range(lsp.Position(row, 0), lsp.Position(row, 0)),
+                                  "            # tpcheck: ignore[TP201]\n")]
+    change(client, uri, 2, None, apply(MANIFEST, edits))
+    assert await publish(client, uri, 2) == []
+
+
+async def test_changing_tp_in_the_manifest_trades_tp201_for_tp401(client: LanguageClient,
+                                                                   tmp_path: Path) -> None:
+    uri = (tmp_path / "deploy.yaml").as_uri()
+    open_doc(client, uri, MANIFEST, "yaml")
+    (d,) = await publish(client, uri, 1)
+    change(client, uri, 2, d.range, "8")
+    diags = await publish(client, uri, 2)
+    # TP 8 serves fine, but the pod still asks for 16 GPUs: t·p·dp = 8·1·1 = 8 ≠ 16.
+    assert [x.code for x in diags] == ["TP401"]
+    assert "8 GPUs sit idle" in diags[0].message
+
+
+async def test_malformed_yaml_mid_edit_does_not_crash(client: LanguageClient,
+                                                      tmp_path: Path) -> None:
+    uri = (tmp_path / "deploy.yaml").as_uri()
+    open_doc(client, uri, MANIFEST, "yaml")
+    (d,) = await publish(client, uri, 1)
+    # Half-typed flow sequence: `- [--max-model-len` never closes.
+    broken_line = MANIFEST.split("\n").index("            - --max-model-len")
+    at = lsp.Position(broken_line, len("            - "))
+    change(client, uri, 2, lsp.Range(at, at), "[")
+    diags = await publish(client, uri, 2)
+    assert len(diags) == 1
+    bad = diags[0]
+    assert bad.severity == lsp.DiagnosticSeverity.Error
+    assert bad.message.startswith("YAML does not parse")
+    assert bad.source == "tpcheck"
+    assert bad.range.start.line >= broken_line
+    # The server still answers requests while the YAML is broken ...
+    hover = await client.text_document_hover_async(lsp.HoverParams(
+        lsp.TextDocumentIdentifier(uri), d.range.start))
+    assert hover is None
+    # ... and once the edit is undone the finding and its hover come back.
+    change(client, uri, 3, lsp.Range(at, lsp.Position(at.line, at.character + 1)), "")
+    (again,) = await publish(client, uri, 3)
+    assert again.code == "TP201" and again.range == d.range
+    hover = await client.text_document_hover_async(lsp.HoverParams(
+        lsp.TextDocumentIdentifier(uri), d.range.start))
+    assert hover is not None and isinstance(hover.contents, lsp.MarkupContent)
+    assert KV_LINE in hover.contents.value
+
+
+async def test_debounced_changes_publish_the_last_version(client: LanguageClient,
+                                                          tmp_path: Path) -> None:
+    uri = (tmp_path / "serve.sh").as_uri()
+    open_doc(client, uri, SERVE, "shellscript")
+    (d,) = await publish(client, uri, 1)
+    seen: list[int | None] = []
+
+    def record(ls: LanguageClient, p: lsp.PublishDiagnosticsParams) -> None:
+        ls.diagnostics[p.uri] = p.diagnostics
+        seen.append(p.version)
+
+    client.feature(lsp.TEXT_DOCUMENT_PUBLISH_DIAGNOSTICS)(record)
+    # Typing 16 → 1 → 12 → 8 faster than the 150 ms debounce: one lint, of the last text.
+    for version, text in ((2, "1"), (3, "12"), (4, "8")):
+        change(client, uri, version, None, SERVE.replace("16", text))
+    await asyncio.sleep(1.0)
+    assert seen == [4]
+    assert client.diagnostics[uri] == []
+
+
+async def test_save_and_close(client: LanguageClient, tmp_path: Path) -> None:
+    uri = (tmp_path / "serve.sh").as_uri()
+    open_doc(client, uri, SERVE, "shellscript")
+    await publish(client, uri, 1)
+    client.text_document_did_save(lsp.DidSaveTextDocumentParams(lsp.TextDocumentIdentifier(uri)))
+    (d,) = await publish(client, uri, 1)
+    assert d.code == "TP201"
+    client.text_document_did_close(lsp.DidCloseTextDocumentParams(lsp.TextDocumentIdentifier(uri)))
+    assert await publish(client, uri, None) == []  # closing clears the file's diagnostics
+
+
+async def test_tool_tpcheck_settings_apply(bare_client: LanguageClient, tmp_path: Path) -> None:
+    # [tool.tpcheck] next to the document: TP201 ignored for this project.
+    project = tmp_path / "project"
+    project.mkdir()
+    (project / "pyproject.toml").write_text('[tool.tpcheck]\nignore = ["TP201"]\n')
+    uri = (project / "serve.sh").as_uri()
+    open_doc(bare_client, uri, SERVE, "shellscript")
+    assert await publish(bare_client, uri, 1) == []
+    # A folder without settings, same server: the finding is back, and with no GPU configured
+    # anywhere the message says so instead of counting seats.
+    other = tmp_path / "elsewhere"
+    other.mkdir()
+    (other / "pyproject.toml").write_text('[project]\nname = "x"\n')
+    uri2 = (other / "serve.sh").as_uri()
+    open_doc(bare_client, uri2, SERVE, "shellscript")
+    (d,) = await publish(bare_client, uri2, 1)
+    assert d.code == "TP201"
+    assert "no GPU known" in d.message

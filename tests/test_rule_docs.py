@@ -1,0 +1,179 @@
+"""rules/CODE.md: one doc per rule, the same seven sections, and examples that tell the truth.
+
+Each doc's ``fires`` block is run through the real CLI (a subprocess, cwd = repository root, so
+``tpcheck-args`` may name fixtures by their repository path) and must produce the doc's code; its
+``fixed`` block must not. Other codes may appear in either: a doc speaks only for its own rule.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import shlex
+import subprocess
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+
+from tpcheck.checks import RULES
+
+REPO = Path(__file__).resolve().parents[1]
+RULES_DIR = REPO / "rules"
+SECTIONS = (
+    "What it checks",
+    "Why it matters",
+    "The formula",
+    "Example",
+    "Fix",
+    "Engine code it mirrors",
+)
+EXTENSIONS = {"sh": ".sh", "yaml": ".yaml", "python": ".py"}
+CODES = [m.CODE for m in RULES]
+FENCE_RE = re.compile(r"^```([^\n]*)$", re.MULTILINE)
+ARGS_RE = re.compile(r"^<!--\s*tpcheck-args:(.*?)-->\s*$")
+
+
+@dataclass(frozen=True)
+class Block:
+    language: str
+    marker: str
+    text: str
+    args: tuple[str, ...]
+
+
+def read_doc(code: str) -> str:
+    return (RULES_DIR / f"{code}.md").read_text(encoding="utf-8")
+
+
+def split_sections(text: str) -> tuple[str, list[tuple[str, str]]]:
+    """(the ``# `` title line, [(``## `` heading, body)]) in document order, outside fences."""
+    title = ""
+    sections: list[tuple[str, list[str]]] = []
+    in_fence = False
+    for line in text.splitlines():
+        if line.startswith("```"):
+            in_fence = not in_fence
+        if not in_fence and line.startswith("## "):
+            sections.append((line[3:].strip(), []))
+        elif not in_fence and line.startswith("# ") and not title and not sections:
+            title = line[2:].strip()
+        elif sections:
+            sections[-1][1].append(line)
+    return title, [(h, "\n".join(body)) for h, body in sections]
+
+
+def only_block(body: str, where: str) -> Block:
+    """The one fenced block of an Example or Fix section, with its tpcheck-args comment."""
+    lines = body.splitlines()
+    opens = [i for i, ln in enumerate(lines) if ln.startswith("```") and ln.strip() != "```"]
+    assert len(opens) == 1, f"{where}: expected exactly one fenced block, found {len(opens)}"
+    start = opens[0]
+    info = lines[start][3:].split()
+    assert len(info) == 2, f"{where}: info string must be 'LANGUAGE MARKER', got {info}"
+    end = next(i for i in range(start + 1, len(lines)) if lines[i].strip() == "```")
+    assert not any(ln.startswith("```") for ln in lines[end + 1:]), f"{where}: stray fence"
+    args: tuple[str, ...] = ()
+    if start > 0:
+        m = ARGS_RE.match(lines[start - 1].strip())
+        if m:
+            args = tuple(shlex.split(m.group(1)))
+    return Block(info[0], info[1], "\n".join(lines[start + 1:end]) + "\n", args)
+
+
+def blocks(code: str) -> dict[str, Block]:
+    _, secs = split_sections(read_doc(code))
+    bodies = dict(secs)
+    return {
+        "fires": only_block(bodies["Example"], f"{code} Example"),
+        "fixed": only_block(bodies["Fix"], f"{code} Fix"),
+    }
+
+
+def run_cli(block: Block, tmp_path: Path, name: str) -> dict[str, object]:
+    """Lint ``block`` with the installed tpcheck, offline, against an empty Hugging Face cache."""
+    path = tmp_path / f"{name}{EXTENSIONS[block.language]}"
+    path.write_text(block.text, encoding="utf-8")
+    env = dict(os.environ)
+    env.update({
+        "HF_HOME": str(tmp_path / "hf"),
+        "HF_HUB_CACHE": str(tmp_path / "hf" / "hub"),
+        "HF_HUB_OFFLINE": "1",
+        "NO_COLOR": "1",
+    })
+    env.pop("TPCHECK_DEBUG", None)
+    cmd = [sys.executable, "-m", "tpcheck.cli", "--offline", "--format", "json", *block.args,
+           str(path)]
+    proc = subprocess.run(cmd, cwd=REPO, env=env, capture_output=True, text=True, timeout=120,
+                          check=False)
+    assert proc.returncode in (0, 1), (
+        f"{' '.join(cmd)} exited {proc.returncode}\nstdout: {proc.stdout}\nstderr: {proc.stderr}")
+    assert "Traceback" not in proc.stderr, proc.stderr
+    data = json.loads(proc.stdout)
+    assert isinstance(data, dict) and set(data) >= {"findings", "errors"}, data
+    assert data["errors"] == [], data["errors"]
+    return data
+
+
+def codes_in(data: dict[str, object]) -> list[str]:
+    findings = data["findings"]
+    assert isinstance(findings, list)
+    return [str(f["code"]) for f in findings]
+
+
+# ---- one doc per rule, one rule per doc -------------------------------------------------------
+
+
+def test_every_rule_has_a_doc_and_every_doc_a_rule() -> None:
+    docs = sorted(p.stem for p in RULES_DIR.glob("*.md"))
+    assert sorted(CODES) == docs
+    assert len(CODES) == 13  # DESIGN.md's table: TP000, TP101-104, TP201-205, TP301-302, TP401
+
+
+@pytest.mark.parametrize("code", CODES)
+def test_doc_has_the_seven_sections_in_order(code: str) -> None:
+    rule = next(m for m in RULES if m.CODE == code)
+    title, secs = split_sections(read_doc(code))
+    assert title == f"{code} {rule.NAME}"
+    assert tuple(h for h, _ in secs) == SECTIONS
+    for heading, body in secs:
+        assert body.strip(), f"{code}: section {heading!r} is empty"
+
+
+@pytest.mark.parametrize("code", CODES)
+def test_doc_blocks_are_marked(code: str) -> None:
+    b = blocks(code)
+    assert (b["fires"].marker, b["fixed"].marker) == ("fires", "fixed")
+    for block in b.values():
+        assert block.language in EXTENSIONS, block.language
+        assert block.text.strip()
+    assert b["fires"].text != b["fixed"].text or b["fires"].args != b["fixed"].args
+
+
+def test_sarif_sections_are_found() -> None:
+    """SARIF pulls "What it checks" and "Why" through ruledocs.section; both must be non-empty."""
+    from tpcheck.ruledocs import doc, section
+
+    for code in CODES:
+        text = doc(code)
+        assert text is not None, code
+        assert section(text, "What it checks"), code
+        why = section(text, "Why")
+        assert why and "## " not in why, code
+
+
+# ---- the examples run -------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("code", CODES)
+def test_example_fires(code: str, tmp_path: Path) -> None:
+    data = run_cli(blocks(code)["fires"], tmp_path, f"{code.lower()}-fires")
+    assert code in codes_in(data), json.dumps(data, indent=1)[:3000]
+
+
+@pytest.mark.parametrize("code", CODES)
+def test_fix_does_not_fire(code: str, tmp_path: Path) -> None:
+    data = run_cli(blocks(code)["fixed"], tmp_path, f"{code.lower()}-fixed")
+    assert code not in codes_in(data), json.dumps(data, indent=1)[:3000]

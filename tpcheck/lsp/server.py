@@ -1,0 +1,284 @@
+"""The pygls server behind ``tpcheck lsp``.
+
+Every lint runs on one worker thread: model resolution may touch the disk or (when the user
+enables it) the network, and the event loop must keep answering hovers meanwhile. Results are
+kept per document version; hover and code actions answer only from the result for the text the
+client is looking at, so an edit never lands on a stale position.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+from collections.abc import Sequence
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
+from functools import partial
+from typing import Any
+
+from lsprotocol import types as lsp
+from pygls.lsp.server import LanguageServer
+
+from tpcheck import __version__
+from tpcheck.checks.base import Finding
+from tpcheck.lsp import convert
+from tpcheck.lsp.engine import DocResult, DocumentLinter, EditorConfig, editor_config, wants
+from tpcheck.lsp.suppress import TextChange, ignore_change
+
+log = logging.getLogger("tpcheck.lsp")
+
+DEBOUNCE_SECONDS = 0.15
+CONFIG_WAIT_SECONDS = 2.0
+
+
+@dataclass(frozen=True)
+class Published:
+    """The diagnostics of one document version, with the findings behind them."""
+
+    version: int | None
+    text: str
+    result: DocResult
+    diagnostics: tuple[lsp.Diagnostic, ...]
+
+
+class TpcheckServer(LanguageServer):
+    def __init__(self) -> None:
+        super().__init__("tpcheck", __version__,
+                         text_document_sync_kind=lsp.TextDocumentSyncKind.Incremental)
+        self.linter = DocumentLinter()
+        self.lint_pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="tpcheck-lint")
+        self.action_pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="tpcheck-fix")
+        self.config = EditorConfig()
+        self.config_problems: list[str] = []
+        self.config_ready = False
+        self.published: dict[str, Published] = {}
+        self.timers: dict[str, asyncio.TimerHandle] = {}
+        self.tasks: set[asyncio.Task[None]] = set()
+        self.debounce = DEBOUNCE_SECONDS
+
+    # ---- settings ---------------------------------------------------------------------------
+    def supports_configuration(self) -> bool:
+        caps = self.client_capabilities
+        return bool(caps and caps.workspace and caps.workspace.configuration)
+
+    def set_config(self, raw: object) -> None:
+        self.config, self.config_problems = editor_config(raw)
+        for p in self.config_problems:
+            self.window_log_message(lsp.LogMessageParams(lsp.MessageType.Warning, p))
+
+    async def pull_config(self) -> None:
+        try:
+            got = await asyncio.wait_for(self.workspace_configuration_async(
+                lsp.ConfigurationParams(items=[lsp.ConfigurationItem(section="tpcheck")])),
+                timeout=CONFIG_WAIT_SECONDS)
+            self.set_config(got[0] if got else None)
+        except Exception as e:  # a client that cannot answer leaves the defaults
+            log.warning("workspace/configuration failed: %s", e)
+        finally:
+            self.config_ready = True
+
+    async def wait_config(self) -> None:
+        waited = 0.0
+        while not self.config_ready and waited < CONFIG_WAIT_SECONDS:
+            await asyncio.sleep(0.01)
+            waited += 0.01
+
+    # ---- linting ----------------------------------------------------------------------------
+    def schedule(self, uri: str, delay: float) -> None:
+        old = self.timers.pop(uri, None)
+        if old is not None:
+            old.cancel()
+        loop = asyncio.get_running_loop()
+        self.timers[uri] = loop.call_later(delay, self._start, uri)
+
+    def _start(self, uri: str) -> None:
+        self.timers.pop(uri, None)
+        task = asyncio.get_running_loop().create_task(self.lint_and_publish(uri))
+        self.tasks.add(task)
+        task.add_done_callback(self.tasks.discard)
+
+    async def lint_and_publish(self, uri: str) -> None:
+        try:
+            await self.wait_config()
+            doc = self.workspace.text_documents.get(uri)
+            if doc is None or not wants(doc.path, doc.language_id):
+                return
+            version, text = doc.version, doc.source
+            result = await asyncio.get_running_loop().run_in_executor(
+                self.lint_pool,
+                partial(self.linter.lint, doc.path, text, language_id=doc.language_id,
+                        config=self.config))
+            current = self.workspace.text_documents.get(uri)
+            if current is None or current.version != version:
+                return  # the text moved on; its own lint is queued
+            lines = convert.split_lines(text)
+            enc = self.encoding()
+            diags = [convert.diagnostic(f, lines, uri, result.name, enc) for f in result.findings]
+            diags += [convert.error_diagnostic(e, lines, result.name, enc) for e in result.errors]
+            self.published[uri] = Published(version, text, result, tuple(diags))
+            self.text_document_publish_diagnostics(
+                lsp.PublishDiagnosticsParams(uri=uri, diagnostics=diags, version=version))
+        except Exception as e:
+            log.exception("lint failed for %s", uri)
+            self.window_log_message(lsp.LogMessageParams(
+                lsp.MessageType.Error, f"tpcheck: lint failed for {uri}: {type(e).__name__}: {e}"))
+
+    def relint_all(self) -> None:
+        for uri in list(self.workspace.text_documents):
+            self.schedule(uri, 0)
+
+    def encoding(self) -> str:
+        enc = self.workspace.position_encoding
+        return str(enc.value if isinstance(enc, lsp.PositionEncodingKind) else enc or "utf-16")
+
+    def current(self, uri: str) -> Published | None:
+        """The published result, if it is for the text the client has now."""
+        pub = self.published.get(uri)
+        doc = self.workspace.text_documents.get(uri)
+        if pub is None or doc is None or doc.version != pub.version:
+            return None
+        return pub
+
+    # ---- hover and code actions ---------------------------------------------------------------
+    def hover(self, params: lsp.HoverParams) -> lsp.Hover | None:
+        pub = self.current(params.text_document.uri)
+        if pub is None:
+            return None
+        lines = convert.split_lines(pub.text)
+        line0 = params.position.line
+        if line0 >= len(lines):
+            return None
+        col0 = convert.code_points(lines[line0], params.position.character, self.encoding())
+        hits = [f for f in pub.result.findings if convert.contains(f.span, line0, col0)]
+        if not hits:
+            return None
+        return lsp.Hover(
+            contents=lsp.MarkupContent(kind=lsp.MarkupKind.Markdown,
+                                       value=convert.hover_markdown(hits)),
+            range=convert.span_range(hits[0].span, lines, self.encoding()))
+
+    async def code_actions(self, params: lsp.CodeActionParams) -> list[lsp.CodeAction] | None:
+        uri = params.text_document.uri
+        pub = self.current(uri)
+        if pub is None:
+            return None
+        lines = convert.split_lines(pub.text)
+        enc = self.encoding()
+        r = params.range
+
+        def cp(p: lsp.Position) -> tuple[int, int]:
+            text = lines[p.line] if p.line < len(lines) else ""
+            return p.line, convert.code_points(text, p.character, enc)
+
+        start, end = cp(r.start), cp(r.end)
+        hits = [(f, d) for f, d in zip(pub.result.findings, pub.diagnostics, strict=False)
+                if convert.overlaps(f.span, start, end)]
+        if not hits:
+            return None
+        from tpcheck.sources import reader_kind
+
+        kind = reader_kind(pub.result.name, pub.text)
+        ignores = await asyncio.get_running_loop().run_in_executor(
+            self.action_pool, partial(_ignore_changes, pub.text, kind, pub.result.name,
+                                      [f for f, _ in hits]))
+        if self.current(uri) is not pub:
+            return None
+        actions: list[lsp.CodeAction] = []
+        for f, d in hits:
+            for i, e in enumerate(f.edits):
+                edit = lsp.TextEdit(convert.span_range(e.span, lines, enc), e.new_text)
+                actions.append(lsp.CodeAction(
+                    title=e.title, kind=lsp.CodeActionKind.QuickFix, diagnostics=[d],
+                    is_preferred=i == 0 or None,
+                    edit=lsp.WorkspaceEdit(changes={uri: [edit]})))
+        seen: set[tuple[int, int, str]] = set()
+        for (_, d), change in zip(hits, ignores, strict=True):
+            if change is None or (change.line, change.column, change.new_text) in seen:
+                continue
+            seen.add((change.line, change.column, change.new_text))
+            edit = lsp.TextEdit(convert.change_range(change, lines, enc), change.new_text)
+            actions.append(lsp.CodeAction(
+                title=change.title, kind=lsp.CodeActionKind.QuickFix, diagnostics=[d],
+                edit=lsp.WorkspaceEdit(changes={uri: [edit]})))
+        return actions or None
+
+
+def _ignore_changes(text: str, kind: str, name: str,
+                    findings: Sequence[Finding]) -> list[TextChange | None]:
+    return [ignore_change(text, kind, f.span.line, f.code, name) for f in findings]
+
+
+def make_server() -> TpcheckServer:
+    """A server with every feature registered (separate from ``serve`` so tests can build one)."""
+    server = TpcheckServer()
+
+    @server.feature(lsp.INITIALIZE)
+    def initialize(ls: TpcheckServer, params: lsp.InitializeParams) -> None:
+        if params.initialization_options is not None:
+            ls.set_config(params.initialization_options)
+
+    @server.feature(lsp.INITIALIZED)
+    async def initialized(ls: TpcheckServer, params: lsp.InitializedParams) -> None:
+        if ls.supports_configuration():
+            await ls.pull_config()
+        else:
+            ls.config_ready = True
+
+    @server.feature(lsp.WORKSPACE_DID_CHANGE_CONFIGURATION)
+    async def did_change_configuration(ls: TpcheckServer,
+                                       params: lsp.DidChangeConfigurationParams) -> None:
+        if ls.supports_configuration():
+            await ls.pull_config()
+        elif isinstance(params.settings, dict):
+            ls.set_config(params.settings)
+        ls.relint_all()
+
+    @server.feature(lsp.TEXT_DOCUMENT_DID_OPEN)
+    def did_open(ls: TpcheckServer, params: lsp.DidOpenTextDocumentParams) -> None:
+        ls.schedule(params.text_document.uri, 0)
+
+    @server.feature(lsp.TEXT_DOCUMENT_DID_CHANGE)
+    def did_change(ls: TpcheckServer, params: lsp.DidChangeTextDocumentParams) -> None:
+        ls.schedule(params.text_document.uri, ls.debounce)
+
+    @server.feature(lsp.TEXT_DOCUMENT_DID_SAVE)
+    def did_save(ls: TpcheckServer, params: lsp.DidSaveTextDocumentParams) -> None:
+        ls.schedule(params.text_document.uri, 0)
+
+    @server.feature(lsp.TEXT_DOCUMENT_DID_CLOSE)
+    def did_close(ls: TpcheckServer, params: lsp.DidCloseTextDocumentParams) -> None:
+        uri = params.text_document.uri
+        timer = ls.timers.pop(uri, None)
+        if timer is not None:
+            timer.cancel()
+        ls.published.pop(uri, None)
+        ls.text_document_publish_diagnostics(lsp.PublishDiagnosticsParams(uri=uri, diagnostics=[]))
+
+    @server.feature(lsp.TEXT_DOCUMENT_HOVER)
+    def hover(ls: TpcheckServer, params: lsp.HoverParams) -> lsp.Hover | None:
+        return ls.hover(params)
+
+    @server.feature(lsp.TEXT_DOCUMENT_CODE_ACTION,
+                    lsp.CodeActionOptions(code_action_kinds=[lsp.CodeActionKind.QuickFix]))
+    async def code_action(ls: TpcheckServer,
+                          params: lsp.CodeActionParams) -> list[lsp.CodeAction] | None:
+        return await ls.code_actions(params)
+
+    @server.feature(lsp.SHUTDOWN)
+    def shutdown(ls: TpcheckServer, *args: Any) -> None:
+        for timer in ls.timers.values():
+            timer.cancel()
+        ls.timers.clear()
+        for pool in (ls.lint_pool, ls.action_pool):
+            with contextlib.suppress(Exception):
+                pool.shutdown(wait=False, cancel_futures=True)
+
+    return server
+
+
+def serve() -> None:
+    make_server().start_io()
+
+
+__all__ = ["TpcheckServer", "make_server", "serve"]
