@@ -18,7 +18,7 @@ from pathlib import Path
 
 import pytest
 
-from tpcheck.checks import RULES
+from tpcheck.checks import BY_CODE, RULES
 
 REPO = Path(__file__).resolve().parents[1]
 RULES_DIR = REPO / "rules"
@@ -134,7 +134,7 @@ def test_every_rule_has_a_doc_and_every_doc_a_rule() -> None:
 
 @pytest.mark.parametrize("code", CODES)
 def test_doc_has_the_seven_sections_in_order(code: str) -> None:
-    rule = next(m for m in RULES if m.CODE == code)
+    rule = BY_CODE[code]
     title, secs = split_sections(read_doc(code))
     assert title == f"{code} {rule.NAME}"
     assert tuple(h for h, _ in secs) == SECTIONS

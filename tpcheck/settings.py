@@ -38,6 +38,7 @@ class Settings:
     engine_version: str | None = None
     model_config: str | None = None
     hub_timeout: float = 5.0
+    alpha: float | None = None  # fixed all-reduce cost in seconds, overriding the link class
     max_file_size: int = 5 * 1024 * 1024
     source: str | None = None  # the file they were read from
     root: str | None = None  # its folder; per-file-ignores and model paths are relative to it
@@ -52,6 +53,7 @@ _KEYS: dict[str, type | tuple[type, ...]] = {
     "select": list, "ignore": list, "gpu": str, "context": int, "fail-on": str, "models": dict,
     "per-file-ignores": dict, "offline": bool, "topology": str, "engine-version": str,
     "model-config": str, "hub-timeout": (int, float), "max-file-size": int,
+    "alpha": (int, float),
 }
 
 
@@ -126,7 +128,7 @@ def settings_from_table(table: Mapping[str, Any], where: str) -> Settings:
         elif key == "context" and value < 1:
             raise SettingsError(f"{where}: context must be a positive number of tokens")
         else:
-            kw[attr] = float(value) if key == "hub-timeout" else value
+            kw[attr] = float(value) if key in ("hub-timeout", "alpha") else value
     return Settings(**kw)
 
 

@@ -1,4 +1,4 @@
-"""``tpcheck rules`` and ``tpcheck explain CODE`` through the real entry point (exit codes included)."""
+"""``tpcheck rules`` and ``tpcheck explain CODE`` through the real entry point, exit codes too."""
 
 from __future__ import annotations
 
@@ -27,7 +27,7 @@ def test_rules_lists_every_code_with_name_and_severity() -> None:
     assert r.returncode == 0, r.stderr
     lines = r.stdout.splitlines()
     assert len(lines) == len(RULES) == 13
-    for m, line in zip(RULES, lines):
+    for m, line in zip(RULES, lines, strict=True):
         fields = line.split()
         assert fields[:3] == [m.CODE, m.NAME, m.SEVERITY.value], line
     # Spot-check against DESIGN.md's table, not just the modules' own constants.

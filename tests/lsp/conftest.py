@@ -9,7 +9,9 @@ from pathlib import Path
 
 import pytest_lsp
 from lsprotocol import types as lsp
+from pygls.protocol import default_converter
 from pytest_lsp import ClientServerConfig, LanguageClient, client_capabilities
+from pytest_lsp.client import DEFAULT_CLIENT_FEATURES
 
 REPO = Path(__file__).resolve().parents[2]
 
@@ -23,11 +25,30 @@ def server_command() -> list[str]:
     return [found, "lsp"] if found else [sys.executable, "-m", "tpcheck.cli", "lsp"]
 
 
+def recording_client() -> LanguageClient:
+    """pytest-lsp's client, but every publishDiagnostics is also kept in order (with its version),
+    so a test can tell one publish from two."""
+    client = LanguageClient(converter_factory=default_converter)
+    published: list[lsp.PublishDiagnosticsParams] = []
+    client.published = published  # type: ignore[attr-defined]
+    for method, handler in DEFAULT_CLIENT_FEATURES.items():
+        if method != lsp.TEXT_DOCUMENT_PUBLISH_DIAGNOSTICS:
+            client.feature(method)(handler)
+
+    @client.feature(lsp.TEXT_DOCUMENT_PUBLISH_DIAGNOSTICS)
+    def record(ls: LanguageClient, params: lsp.PublishDiagnosticsParams) -> None:
+        ls.diagnostics[params.uri] = params.diagnostics
+        published.append(params)
+
+    return client
+
+
 # No hub: the editor default is offline anyway; this keeps a misconfigured test from waiting.
 ENV = {**os.environ, "HF_HUB_OFFLINE": "1"}
 
 
-@pytest_lsp.fixture(config=ClientServerConfig(server_command=server_command(), server_env=ENV))
+@pytest_lsp.fixture(config=ClientServerConfig(server_command=server_command(), server_env=ENV,
+                                              client_factory=recording_client))
 async def client(lsp_client: LanguageClient):  # type: ignore[no-untyped-def]
     """A server whose workspace settings say the GPUs are H100 SXM."""
     lsp_client.set_configuration({"gpu": "h100-sxm"}, section="tpcheck")
@@ -37,7 +58,8 @@ async def client(lsp_client: LanguageClient):  # type: ignore[no-untyped-def]
     await lsp_client.shutdown_session()
 
 
-@pytest_lsp.fixture(config=ClientServerConfig(server_command=server_command(), server_env=ENV))
+@pytest_lsp.fixture(config=ClientServerConfig(server_command=server_command(), server_env=ENV,
+                                              client_factory=recording_client))
 async def bare_client(lsp_client: LanguageClient):  # type: ignore[no-untyped-def]
     """A server with no workspace settings: only [tool.tpcheck] and the manifest speak."""
     await lsp_client.initialize_session(lsp.InitializeParams(

@@ -75,9 +75,8 @@ def link_use(
 
 
 def alpha_override(ctx: CheckContext) -> float | None:
-    """An α set in the settings (``alpha = 2e-5``) when the settings carry one."""
-    v = getattr(ctx.settings, "alpha", None)
-    return float(v) if isinstance(v, (int, float)) and not isinstance(v, bool) else None
+    """``alpha = 2e-5`` in [tool.tpcheck] overrides the link class's assumed α."""
+    return ctx.settings.alpha
 
 
 def prefill_tokens(

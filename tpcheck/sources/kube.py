@@ -10,12 +10,13 @@ The walk visits each node once (an alias is the same node object), so alias bomb
 from __future__ import annotations
 
 import re
+from bisect import bisect_left
 from collections.abc import Iterator
 from typing import Any
 
 import yaml
 
-from tpcheck.engines.flags import SGLANG_KWARGS, VLLM_KWARGS
+from tpcheck.engines.flags import ENGINE_ONLY_FLAGS, SGLANG_KWARGS, VLLM_KWARGS
 from tpcheck.sources.argv import (
     Fields,
     Launch,
@@ -122,32 +123,44 @@ class Walker:
         self.top_vars = Vars()
 
     def run(self, root: Any) -> list[Deployment]:
+        hints = self.ctx.hints()
+        if not hints or not _live(root, hints, self.ctx):
+            return self.found  # nothing in this document's text can name an engine launch
         envs = mget(root, "envs")  # SkyPilot task
         if isinstance(envs, yaml.MappingNode):
             for k, v in envs.value:
                 if isinstance(k, yaml.ScalarNode) and isinstance(v, yaml.ScalarNode):
                     self.top_vars.shell[k.value] = self.ctx.locate(v)
-        stack: list[tuple[Any, tuple[Any, ...]]] = [(root, ())]
+        # Ancestors are a linked list (node, parent-link) so a push costs O(1), not O(depth).
+        seen = self.seen
+        stack: list[tuple[Any, Any]] = [(root, None)]
+        mapping, sequence, scalar_node = yaml.MappingNode, yaml.SequenceNode, yaml.ScalarNode
         while stack:
-            node, anc = stack.pop()
-            if id(node) in self.seen:
+            node, link = stack.pop()
+            if id(node) in seen:
                 continue
-            self.seen.add(id(node))
-            if isinstance(node, yaml.MappingNode):
-                self.visit_mapping(node, anc)
-                sub = (*anc, node)
-                for _, v in reversed(node.value):
-                    stack.append((v, sub))
-            elif isinstance(node, yaml.SequenceNode):
-                sub = (*anc, node)
-                for v in reversed(node.value):
-                    stack.append((v, sub))
-            elif isinstance(node, yaml.ScalarNode) and id(node) not in self.consumed:
-                self.visit_scalar(node, anc)
+            seen.add(id(node))
+            cls = type(node)
+            if cls is mapping or cls is sequence:
+                if cls is mapping:
+                    self.visit_mapping(node, link)
+                    children = [v for _, v in node.value]
+                else:
+                    children = node.value
+                sub = (node, link)
+                for v in reversed(children):
+                    if type(v) is scalar_node:
+                        value = v.value
+                        if len(value) >= 10 and id(v) not in self.consumed:
+                            self.visit_scalar(v)
+                    elif id(v) not in seen and _live(v, hints, self.ctx):
+                        stack.append((v, sub))
+            elif isinstance(node, scalar_node) and id(node) not in self.consumed:
+                self.visit_scalar(node)
         return self.found
 
     # -- mappings ---------------------------------------------------------------------------
-    def visit_mapping(self, m: Any, anc: tuple[Any, ...]) -> None:
+    def visit_mapping(self, m: Any, link: Any) -> None:
         keys = {k.value: v for k, v in m.value if isinstance(k, yaml.ScalarNode)}
         if "modelSpec" in keys and isinstance(keys["modelSpec"], yaml.SequenceNode):
             from tpcheck.sources.helm_values import read_model_specs
@@ -165,11 +178,12 @@ class Walker:
             self.ray_llm_config(m, keys)
             return
         if "resourceProfile" in keys and ("url" in keys or "args" in keys):
-            self.kubeai_model(m, keys, anc)
+            self.kubeai_model(m, keys, _ancestors(link))
             return
-        runs = ("command", "args", "entrypoint", "extraArgs")
-        if any(k in keys for k in runs) and "containers" not in keys:
-            self.container(m, keys, anc)
+        if (
+            "command" in keys or "args" in keys or "entrypoint" in keys or "extraArgs" in keys
+        ) and "containers" not in keys:
+            self.container(m, keys, _ancestors(link))
 
     def container(self, m: Any, keys: dict[str, Any], anc: tuple[Any, ...]) -> None:
         ctx = self.ctx
@@ -439,7 +453,7 @@ class Walker:
         )
 
     # -- scalars ---------------------------------------------------------------------------
-    def visit_scalar(self, node: Any, anc: tuple[Any, ...]) -> None:
+    def visit_scalar(self, node: Any) -> None:
         value = node.value
         if not isinstance(value, str) or len(value) < 10:
             return
@@ -463,6 +477,48 @@ class Walker:
         for doc in docs:
             if doc is not None:
                 self.found.extend(Walker(sub).run(doc))
+
+
+def _ancestors(link: Any) -> tuple[Any, ...]:
+    """The linked ancestors as a tuple, root first."""
+    out: list[Any] = []
+    while link is not None:
+        out.append(link[0])
+        link = link[1]
+    out.reverse()
+    return tuple(out)
+
+
+# What a subtree's raw text must contain for the walk to find anything in it: an engine name
+# (launchers, images, LAUNCH_HINT), the keys of the CRDs and values files read above, or an
+# option string that ``infer_engine`` counts. Checked on the source text before walking, so
+# the Services, ConfigMaps and probes around a launch are never visited.
+_HINT = re.compile(
+    r"(?i:vllm|sglang)|modelSpec|vllmConfig|tensorParallelSize|engine_kwargs|resourceProfile"
+    r"|(?<![\w-])(--?[A-Za-z][\w-]*)"
+)
+_HINT_FLAGS = (
+    ENGINE_ONLY_FLAGS["vllm"] | ENGINE_ONLY_FLAGS["sglang"]
+    | {"--tensor-parallel-size", "--pipeline-parallel-size"}
+)
+
+
+def hint_offsets(text: str) -> list[int]:
+    """Sorted offsets in ``text`` where something the walker reacts to is written."""
+    return [
+        m.start() for m in _HINT.finditer(text)
+        if m.group(1) is None or m.group(1) in _HINT_FLAGS
+    ]
+
+
+def _live(node: Any, hints: list[int], ctx: Ctx) -> bool:
+    """Whether the node's source text holds a hint (a superset test: never drops a launch)."""
+    starts = ctx.index.starts
+    sm, em = node.start_mark, node.end_mark
+    a = starts[sm.line] + sm.column if sm.line < len(starts) else len(ctx.index.text)
+    b = starts[em.line] + em.column if em.line < len(starts) else len(ctx.index.text)
+    k = bisect_left(hints, a)
+    return k < len(hints) and hints[k] <= b
 
 
 def kwargs_fields(

@@ -21,6 +21,15 @@ class Ctx:
         self.index = index
         self.outer = outer
         self.loader = LOADER
+        self._hints: list[int] | None = None
+
+    def hints(self) -> list[int]:
+        """Offsets of engine hints in this text (computed once per file, on first use)."""
+        if self._hints is None:
+            from tpcheck.sources.kube import hint_offsets
+
+            self._hints = hint_offsets(self.index.text)
+        return self._hints
 
     def locate(self, node: Any) -> Located:
         loc = locate(node, self.index, self.path)
