@@ -225,16 +225,9 @@ def evaluate(shape: ModelShape, t: int, opts: Options) -> Evaluation:
     elif eng == "sglang":
         res = memory.fixed_reserve(0)
     else:
-        ffn = shape.ffn or (shape.moe.expert_ffn if shape.moe else 0)
-        res = memory.reserve(
-            hidden=shape.hidden,
-            ffn_per_rank=max(ffn // t, 1),
-            vocab=shape.vocab,
-            b=b,
-            t=t,
-            max_num_batched_tokens=ntok,
-            max_num_seqs=seqs,
-            enforce_eager=opts.enforce_eager,
+        res = memory.reserve_for(
+            shape, t, b=b, max_num_batched_tokens=ntok, max_num_seqs=seqs,
+            enforce_eager=opts.enforce_eager, version=d.version, moe_group=moe_group,
         )
     pool = memory.pool_per_gpu(
         memory=mem, utilization=u, weights=w.result, reserve_bytes=res.result, engine=eng

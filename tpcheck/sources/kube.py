@@ -132,7 +132,7 @@ class Walker:
                 if isinstance(k, yaml.ScalarNode) and isinstance(v, yaml.ScalarNode):
                     self.top_vars.shell[k.value] = self.ctx.locate(v)
         # Ancestors are a linked list (node, parent-link) so a push costs O(1), not O(depth).
-        seen = self.seen
+        seen, consumed, ctx = self.seen, self.consumed, self.ctx
         stack: list[tuple[Any, Any]] = [(root, None)]
         mapping, sequence, scalar_node = yaml.MappingNode, yaml.SequenceNode, yaml.ScalarNode
         while stack:
@@ -141,22 +141,25 @@ class Walker:
                 continue
             seen.add(id(node))
             cls = type(node)
-            if cls is mapping or cls is sequence:
-                if cls is mapping:
-                    self.visit_mapping(node, link)
-                    children = [v for _, v in node.value]
-                else:
-                    children = node.value
-                sub = (node, link)
-                for v in reversed(children):
-                    if type(v) is scalar_node:
-                        value = v.value
-                        if len(value) >= 10 and id(v) not in self.consumed:
-                            self.visit_scalar(v)
-                    elif id(v) not in seen and _live(v, hints, self.ctx):
+            if cls is scalar_node:
+                if id(node) not in consumed:
+                    self.visit_scalar(node)
+                continue
+            if cls is mapping:
+                self.visit_mapping(node, link)
+                children = [v for _, v in node.value]
+            elif cls is sequence:
+                children = node.value
+            else:
+                continue
+            sub = (node, link)
+            for v in reversed(children):
+                if type(v) is scalar_node:
+                    # visit_scalar reads only strings of 10+ characters
+                    if len(v.value) >= 10:
                         stack.append((v, sub))
-            elif isinstance(node, scalar_node) and id(node) not in self.consumed:
-                self.visit_scalar(node)
+                elif _live(v, hints, ctx):
+                    stack.append((v, sub))
         return self.found
 
     # -- mappings ---------------------------------------------------------------------------
