@@ -78,8 +78,13 @@ def main(argv: list[str] | None = None) -> int:
     except click.exceptions.Abort:
         click.echo("tpcheck: aborted", err=True)
         return 2
+    except click.UsageError as e:
+        hint = f" (see 'tpcheck {e.ctx.info_name} --help')" if e.ctx and e.ctx.info_name and \
+            e.ctx.info_name != "tpcheck" else " (see 'tpcheck --help')"
+        click.echo(f"tpcheck: error: {e.format_message()}{hint}", err=True)
+        return 2
     except click.ClickException as e:
-        e.show()
+        click.echo(f"tpcheck: error: {e.format_message()}", err=True)
         return 2
     except KeyboardInterrupt:
         return 130

@@ -149,8 +149,10 @@ def test_tp301_group_straddling_a_node_boundary() -> None:
 
 def test_tp301_pod_too_small_for_the_group_means_another_pod() -> None:
     # Ray: TP 16 with an 8-GPU head pod and no group size in the manifest
-    [f] = _tp301(_dep(tensor_parallel_size=16, gpus_requested=8))
-    assert "Ray worker group" in f.message
+    [f] = _tp301(_dep(tensor_parallel_size=16, gpus_requested=8, ray_cluster=True))
+    assert "Ray cluster" in f.message
+    # the same without Ray: the pod cannot start (TP401 says so), it does not span nodes
+    assert _tp301(_dep(tensor_parallel_size=16, gpus_requested=8)) == []
     # one pod of 16 GPUs holds the whole group: nothing to say
     assert _tp301(_dep(tensor_parallel_size=16, gpus_requested=16)) == []
     # nothing says how many GPUs a node has: nothing to say

@@ -66,9 +66,6 @@ def test_explain_unknown_code_exits_2_without_traceback() -> None:
     assert re.search(r"unknown rule code 'TP999'", r.stderr), r.stderr
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    "tpcheck/commands/rules.py raises click.UsageError, whose show() prints the usage line, a "
-    "'Try ... --help' hint and a blank line before the error: 4 lines, not 1"))
 def test_explain_unknown_code_is_one_line_on_stderr() -> None:
     r = tpcheck("explain", "TP999")
     lines = [ln for ln in r.stderr.splitlines() if ln.strip()]

@@ -50,12 +50,6 @@ class Case:
     pool_miss: str = ""  # a known miss of the available-KV figure
 
 
-MXFP4_PADDING = (
-    "MXFP4 experts are padded by the MoE backend (vllm 0.33.0 fused_moe/oracle/mxfp4.py "
-    "mxfp4_round_up_hidden_size_and_intermediate_size: hidden 2880 -> 3072 on CUDA, Marlin also "
-    "intermediate 2880 -> 2944); tpcheck/models/quant.py prices the unpadded 4.25 bits"
-)
-
 CASES: dict[int, Case] = {
     0: Case("meta-llama/Llama-3.1-8B-Instruct", "rtx-3090", "0.6.4",
             why_version="V0 memory-profiling log format, Dec 2024 (row notes)"),
@@ -70,19 +64,17 @@ CASES: dict[int, Case] = {
              why_version="image 'latest': V1 (free-memory line), no CUDA-graph estimate in the "
                          "figures, so before 0.21; gpt-oss rows of the same post need >= 0.10.1"),
     23: Case("openai/gpt-oss-20b", "h100-sxm", "0.10.1", why_version="as row 21",
-             note="hybrid sliding-window model: its pool is still M·u − W − R; tokens not printed",
-             weights_miss=MXFP4_PADDING),
+             note="hybrid sliding-window model: its pool is still M·u − W − R; tokens not printed; "
+                  "MXFP4 experts padded 2880 → 3072 (tpcheck.physics.weights.mxfp4_padding)"),
     24: Case("openai/gpt-oss-120b", "h100-sxm", "0.10.1", why_version="as row 21",
              note="hybrid sliding-window model",
-             weights_miss=MXFP4_PADDING,
              pool_miss="row 23 (same post, engine, GPU, vocab and max_num_seqs) needed 7.51 GiB "
                        "of non-KV memory, this one 79.18·0.9 − 64.38 − 3.33 = 3.55 GiB; no "
                        "sampler or activation term shrinks from the 20b to the 120b model, and "
                        "3.33 GiB of KV is 4 % of the GPU, so 10 % of it is 0.33 GiB"),
     26: Case("openai/gpt-oss-20b", "a100-sxm-80gb", "0.19.0",
              note="A100 size not in the excerpt: 13.72 + 36.56 GiB > 0.65 × 39.39 GiB, so the "
-                  "80 GB part; entry point assumed vllm serve",
-             weights_miss=MXFP4_PADDING),
+                  "80 GB part; entry point assumed vllm serve; Marlin pads 2880 → 2944 too"),
 }
 
 EXCLUDED: dict[int, str] = {

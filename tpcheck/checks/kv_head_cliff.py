@@ -12,7 +12,7 @@ from dataclasses import replace
 
 from tpcheck.checks.base import Edit, Finding, Severity
 from tpcheck.checks.context import CheckContext
-from tpcheck.formula import Formula
+from tpcheck.formula import Formula, fmt_bytes
 
 CODE = "TP201"
 NAME = "kv-head-cliff"
@@ -72,6 +72,24 @@ def check(ctx: CheckContext) -> Iterator[Finding]:
         "seeds/tp-engines-chapter.txt (the TP=8→16 capacity cliff)",
     )
     gpu = ctx.gpu.key if ctx.gpu else "the given memory"
+    if seats_h == 0:
+        # t = h_kv does not hold even one sequence here (often: its weights do not fit), so DP
+        # replicas of TP h_kv are no alternative. Pipeline stages keep the cache divided by h_kv
+        # and split the weights: TP h_kv × PP t/h_kv over the same GPUs.
+        pp_alt = ctx.evaluate_at(hkv, pp=ctx.pp * replicas)
+        pp_seats = int(pp_alt.seats.result) if pp_alt.seats is not None else 0
+        alt_fix = (f"use --tensor-parallel-size {hkv} --pipeline-parallel-size "
+                   f"{ctx.pp * replicas}: the same {t * ctx.pp} GPUs, the cache divided by h_kv")
+        yield ctx.finding(
+            rule,
+            f"{head}. On {gpu} at c={c:,} tokens ({c_from}) t={hkv} alone does not fit "
+            f"({fmt_bytes(at.weights.result)} of weights per GPU, no seat), so here the extra "
+            f"GPUs buy weight room, not KV capacity: {seats_t} seats at t={t}. TP {hkv} × PP "
+            f"{ctx.pp * replicas} over the same GPUs keeps the cache divided: {pp_seats} seats",
+            formulas=(kvb, rep, replace(at.weights, name="weights_at_h_kv")),
+            fix=alt_fix, related=ctx.model_related(),
+        )
+        return
 
     def x(n: int) -> str:
         return f"{n / seats_t:.2f}×" if seats_t else "∞×"

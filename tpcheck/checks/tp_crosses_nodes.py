@@ -74,11 +74,15 @@ def node_size(ctx: CheckContext) -> NodeSize | None:
                     d.gpus_per_node, "GPUs", "manifest")
         return NodeSize(d.gpus_per_node, f, f"{d.gpus_per_node} GPUs per node",
                         d.spans.get("gpus_per_node"))
-    if d.gpus_requested and d.gpus_requested > 0 and (pods > 1 or world > d.gpus_requested):
+    # More ranks than one pod holds spans nodes only when something gathers several pods: a Ray
+    # cluster (or the Ray executor joining one). Otherwise the pod cannot start at all — TP401.
+    ray = bool(d.ray_cluster) or d.distributed_executor_backend == "ray"
+    if d.gpus_requested and d.gpus_requested > 0 and (
+            pods > 1 or (ray and world > d.gpus_requested)):
         g = d.gpus_requested
         how = ("LeaderWorkerSet/group size" if d.group_size and d.group_size > 1 else
                "--nnodes" if d.nnodes and d.nnodes > 1 else
-               f"t·p·dp = {world} ranks need more than one pod, e.g. a Ray worker group")
+               f"t·p·dp = {world} ranks over a Ray cluster's pods")
         f = Formula("gpus_per_node", "GPUs per pod (a pod runs on one node)",
                     {"gpus_per_pod": g, "pods": pods if pods > 1 else None}, g, "GPUs",
                     "manifest resources.limits nvidia.com/gpu; " + how)

@@ -41,8 +41,9 @@ def check(ctx: CheckContext) -> Iterator[Finding]:
     yield ctx.finding(
         rule,
         f"each GPU must hold {fmt_bytes(w)} of weights at t={ctx.tp}, p={ctx.pp}, but {gpu} gives "
-        f"the engine {fmt_bytes(budget.result)} (M·u = {fmt_bytes(m)}·{u:g}): loading fails with "
-        "CUDA out of memory before any KV cache exists",
+        f"the engine {fmt_bytes(budget.result)} (M·u = {fmt_bytes(m)}·{u:g}): "
+        + ("loading fails with CUDA out of memory before any KV cache exists" if w > m else
+           "the weights load, then vLLM refuses: \"No available memory for the cache blocks\""),
         formulas=(ev.weights, budget),
         fix=(
             f"use --tensor-parallel-size {need_t}"

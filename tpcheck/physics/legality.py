@@ -42,6 +42,9 @@ MARLIN_SRC = "vLLM gptq_marlin / awq_marlin kernels: min_thread_k = 128 on the r
 GROUPED_METHODS = frozenset(
     {"awq", "gptq", "awq_marlin", "gptq_marlin", "compressed-tensors", "marlin", "moe_wna16"}
 )
+BLOCK_MOE_SRC = (
+    f"{VLLM} quantization/utils/fp8_utils.py validate_fp8_block_shape_moe l.1347-1373"
+)
 BLOCK_SRC = f"{VLLM} quantization/utils/fp8_utils.py validate_fp8_block_shape l.1296-1344"
 
 
@@ -245,43 +248,39 @@ def _width_refusals(
                 )
             )
         if q.block:
-            bn, bk = q.block
-            if per % bk:
-                out.append(
-                    Refusal(
-                        "TP103",
-                        "fp8_block",
-                        f"Weight input_size_per_partition = {per} is not divisible by weight "
-                        f"quantization block_k = {bk}.",
-                        Formula(
-                            f"({sym}/t) mod block_k",
-                            f"({sym} / t) mod block_k",
-                            {sym: width, "t": div, "block_k": bk},
-                            per % bk,
-                            "",
-                            BLOCK_SRC,
-                        ),
-                        engines=("vllm",),
-                    )
-                )
-            elif per % bn:
-                out.append(
-                    Refusal(
-                        "TP103",
-                        "fp8_block",
-                        f"{per} is not divisible by weight quantization block_n = {bn}.",
-                        Formula(
-                            f"({sym}/t) mod block_n",
-                            f"({sym} / t) mod block_n",
-                            {sym: width, "t": div, "block_n": bn},
-                            per % bn,
-                            "",
-                            BLOCK_SRC,
-                        ),
-                        engines=("vllm",),
-                    )
-                )
+            out.extend(_block_refusals(sym, width, div, per, q.block))
     return out
+
+
+def _block_refusals(sym: str, width: int, div: int, per: int,
+                    block: tuple[int, int]) -> list[Refusal]:
+    """FP8 block quantization: each rank's slice must be whole blocks, in the engine's order.
+
+    Dense layers (``validate_fp8_block_shape``) check the row-parallel input against block_k
+    first; MoE experts (``validate_fp8_block_shape_moe``) check gate/up's output against block_n.
+    """
+    bn, bk = block
+    moe = sym == "f_expert"
+    checks = (("block_n", bn), ("block_k", bk)) if moe else (("block_k", bk), ("block_n", bn))
+    for name, size in checks:
+        if per % size == 0:
+            continue
+        if moe and name == "block_n":
+            text = (f"The output_size of gate's and up's weight = {per} is not divisible by "
+                    f"weight quantization block_n = {bn}.")
+        elif moe:
+            text = (f"The input_size of down's weight = {per} is not divisible by weight "
+                    f"quantization block_k = {bk}.")
+        elif name == "block_k":
+            text = (f"Weight input_size_per_partition = {per} is not divisible by weight "
+                    f"quantization block_k = {bk}.")
+        else:
+            text = f"{per} is not divisible by weight quantization block_n = {bn}."
+        src = BLOCK_MOE_SRC if moe else BLOCK_SRC
+        f = Formula(f"({sym}/t) mod {name}", f"({sym} / t) mod {name}",
+                    {sym: width, "t": div, name: size}, per % size, "", src)
+        return [Refusal("TP103", "fp8_block", text, f, engines=("vllm",))]
+    return []
 
 
 def legal_sizes(shape: ModelShape, upto: int = 64, **kw: object) -> list[int]:

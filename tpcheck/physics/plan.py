@@ -7,7 +7,7 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 from tpcheck.engines.defaults import (
     defaults_for,
@@ -20,7 +20,7 @@ from tpcheck.models.shape import ModelShape
 from tpcheck.physics import comm, kv, memory
 from tpcheck.physics.legality import Refusal, refusals
 from tpcheck.physics.split import model_params, weight_split
-from tpcheck.physics.weights import weights_per_gpu
+from tpcheck.physics.weights import mxfp4_padding, weights_per_gpu
 
 CONTEXT_CAP = 32768
 DEFAULT_ALPHA = 10e-6  # seeds' assumed fixed all-reduce cost (tp-inference-deployer.txt §7)
@@ -142,6 +142,12 @@ def evaluate(shape: ModelShape, t: int, opts: Options) -> Evaluation:
         )
     )
     split = weight_split(shape, dtype=opts.dtype, quantization=opts.quantization)
+    pad = None
+    q = shape.quant
+    if (q is not None and q.method == "mxfp4" and opts.quantization in (None, "mxfp4")
+            and shape.moe is not None):
+        pad = mxfp4_padding(shape.hidden, shape.moe.expert_ffn, opts.gpu.key if opts.gpu else None)
+        split = replace(split, experts=split.experts * pad.result)
     moe_group = t * opts.dp if eng == "vllm" else t
     attn_tp = t // attn_dp if attn_dp > 1 and t % attn_dp == 0 else t
     w = weights_per_gpu(
@@ -153,6 +159,8 @@ def evaluate(shape: ModelShape, t: int, opts: Options) -> Evaluation:
         is_mla=shape.is_mla,
         attn_tp=attn_tp,
     )
+    if pad is not None:
+        w = replace(w, terms=(pad,))
     if opts.cpu_offload > 0:
         w = Formula(
             "weights_bytes_per_gpu", "W_gpu − offload",

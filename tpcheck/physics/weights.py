@@ -63,3 +63,25 @@ def weights_per_gpu(split: WeightSplit, t: int, *, kv_heads: int, pp: int = 1,
         expr += " / p"
         values["p"] = pp
     return Formula("weights_bytes_per_gpu", expr, values, per, "B", SRC)
+
+
+# GPUs with native FP4/FP8 MoE kernels (Hopper and newer) use vLLM's triton/FlashInfer MXFP4
+# path; older ones (Ampere, Ada) fall back to Marlin. Keys from tpcheck.hardware.gpus.
+_SM90_OR_NEWER = ("h100", "h200", "h20", "h800", "gh200", "b200", "gb200", "b300", "gb300")
+MXFP4_SRC = ("vllm 0.33.0 model_executor/layers/fused_moe/oracle/mxfp4.py "
+             "mxfp4_round_up_hidden_size_and_intermediate_size")
+
+
+def mxfp4_padding(hidden: int, expert_ffn: int, gpu_key: str | None) -> Formula:
+    """Expert bytes grow by the padding vLLM applies to MXFP4 experts before loading them.
+
+    Hopper and newer: hidden rounded up to 256. Marlin (older GPUs): the expert width rounded up
+    to 128 as well. gpt-oss: 2880 → 3072 (×16/15); on an A100 also 2880 → 2944 (×1.090 in all).
+    """
+    d_pad = -(-hidden // 256) * 256
+    marlin = gpu_key is not None and not gpu_key.startswith(_SM90_OR_NEWER)
+    f_pad = -(-expert_ffn // 128) * 128 if marlin else expert_ffn
+    factor = (d_pad * f_pad) / (hidden * expert_ffn)
+    return Formula("mxfp4_pad", "(ceil(d/256)·256 / d)·(f_pad / f_e)",
+                   {"d": hidden, "f_e": expert_ffn, "f_pad": f_pad, "marlin": marlin},
+                   factor, "x", MXFP4_SRC)

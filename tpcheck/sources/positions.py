@@ -9,6 +9,7 @@ true place.
 from __future__ import annotations
 
 from bisect import bisect_right
+from itertools import accumulate, repeat
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -23,12 +24,9 @@ class LineIndex:
 
     def __init__(self, text: str) -> None:
         self.text = text
-        starts = [0]
-        find = text.find
-        i = find("\n")
-        while i != -1:
-            starts.append(i + 1)
-            i = find("\n", i + 1)
+        # offset of each line's start: running sum of (line length + 1), all in C
+        starts = list(accumulate(map((1).__add__, map(len, text.split("\n"))), initial=0))
+        starts.pop()
         self.starts = starts
 
     def pos(self, offset: int) -> Pos:
@@ -53,8 +51,7 @@ class Linear(Sequence[Pos]):
         return self.n
 
     def __iter__(self) -> Iterator[Pos]:
-        line = self.line
-        return ((line, c) for c in range(self.col, self.col + self.n))
+        return zip(repeat(self.line, self.n), range(self.col, self.col + self.n))
 
     def __getitem__(self, i: Any) -> Any:
         if isinstance(i, slice):

@@ -8,7 +8,7 @@ import yaml
 
 from tpcheck.sources.base import Deployment, ReadResult, SourceError, Span
 from tpcheck.sources.kube import Walker
-from tpcheck.sources.positions import LineIndex, Located
+from tpcheck.sources.positions import Linear, LineIndex, Located
 from tpcheck.sources.vllm_config import looks_like_config, read_config
 from tpcheck.sources.yamlctx import LOADER, Ctx
 
@@ -60,9 +60,8 @@ def _recover(path: str, index: LineIndex) -> list[Deployment]:
         body = re.sub(r"(^|\s)#[^'\"]*$", "", body).rstrip()
         if body.endswith("\\"):
             body = body[:-1]
-        for k, ch in enumerate(body):
-            chars.append(ch)
-            pos.append((ln_no, start + k + 1))
+        chars.append(body)
+        pos.extend(Linear(ln_no, start + 1, len(body)))
         chars.append(" ")
         pos.append((ln_no, len(line) + 1))
     fb = Span(path, 1, 1, 1, 1)
