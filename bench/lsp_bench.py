@@ -100,7 +100,7 @@ def main() -> None:
         runs = [once(i) for i in range(args.n)]
     ms = sorted(t for t, _ in runs)
     codes = {n for _, n in runs}
-    p90 = ms[min(len(ms) - 1, int(round(0.9 * (len(ms) - 1))))]
+    p90 = ms[min(len(ms) - 1, round(0.9 * (len(ms) - 1)))]
     print(f"re-diagnose {args.lines}-line manifest after an edit (TP 16 <-> 8), warm, "
           f"n={args.n}: median {statistics.median(ms):.2f} ms, p90 {p90:.2f} ms, "
           f"min {ms[0]:.2f} ms, max {ms[-1]:.2f} ms; first (cold) {t_cold:.1f} ms; "

@@ -2,8 +2,9 @@
 
 setup-python is skipped (the current venv stands in for it) and the install step runs with
 ``--dry-run`` added to its ``pip install``: pip resolves and builds the action's folder but leaves
-this venv's editable install alone. The lint steps run for real against fixtures; their annotations must be well-formed
-workflow commands and the SARIF must validate against the SARIF 2.1.0 schema.
+this venv's editable install alone. The lint steps run for real against fixtures; their
+annotations must be well-formed workflow commands and the SARIF must validate against the
+SARIF 2.1.0 schema.
 """
 
 from __future__ import annotations

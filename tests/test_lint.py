@@ -236,3 +236,14 @@ spec:
     (tmp_path / "ray.yaml").write_text(ray)
     p = run("--offline", "--format", "json", "ray.yaml", cwd=tmp_path)
     assert "TP401" not in codes(p)
+
+
+def test_comment_above_a_continued_command_covers_it(tmp_path: Path) -> None:
+    # a `\`-continued command cannot hold a comment on its inner lines: the line above the
+    # launch (line 3 here, comment on line 2) suppresses the findings on the `6` (line 4)
+    (tmp_path / "run.sh").write_text(
+        "#!/bin/sh\n# tpcheck: ignore[TP101,TP102,TP103]\n"
+        "exec vllm serve meta-llama/Llama-3.1-70B-Instruct \\\n"
+        "    --tensor-parallel-size 6 \\\n    --max-model-len 8192\n")
+    p = run("--offline", "--format", "json", "run.sh", cwd=tmp_path)
+    assert codes(p) == []

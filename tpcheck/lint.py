@@ -103,6 +103,8 @@ class Linter:
 
         model = d.model if d.model is not None else d.unresolved.get("model")
         if not model:
+            if any(n.startswith("recovered from text") for n in d.notes):
+                return None, None, None  # the parse error already speaks for this file
             return None, "the deployment names no model", None
         base = str(Path(d.path).parent) if d.path not in ("-", "") else None
         try:
@@ -158,7 +160,7 @@ class Linter:
                 if any(f.code in codes for codes in d.ignores.values()):
                     out.suppressed += 1
                     continue
-                hit = _suppressed_by(f, sups)
+                hit = _suppressed_by(f, sups, d.span.line)
                 if hit is not None:
                     used.add(hit.line)
                     out.suppressed += 1
@@ -228,9 +230,12 @@ class Linter:
         return out
 
 
-def _suppressed_by(f: Finding, sups: list[Suppression]) -> Suppression | None:
+def _suppressed_by(f: Finding, sups: list[Suppression], launch_line: int) -> Suppression | None:
+    """A comment on the finding's line or the line above, or on the line above the launch
+    (a shell command continued with ``\\`` cannot hold a comment on its inner lines)."""
+    lines = (f.span.line, f.span.line - 1, launch_line - 1)
     for s in sups:
-        if s.line in (f.span.line, f.span.line - 1) and (s.codes is None or f.code in s.codes):
+        if s.line in lines and (s.codes is None or f.code in s.codes):
             return s
     return None
 

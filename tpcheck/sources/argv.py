@@ -12,7 +12,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from tpcheck.engines.flags import ENGINE_ONLY_FLAGS, Flag, Kind, resolve
+from tpcheck.engines.flags import ENGINE_ONLY_FLAGS, Flag, Kind, Resolved, resolve
 from tpcheck.sources.base import Deployment, Engine, Span
 from tpcheck.sources.shell import Word
 
@@ -157,6 +157,21 @@ def set_typed(fields: Fields, name: str, kind: Kind, word: Word, start: int = 0)
         fields.notes.append(f"{name}: {raw!r} is not a valid {kind}")
 
 
+_RESOLVED: dict[tuple[str, str], Resolved] = {}
+
+
+def _resolve(engine: Engine, opt: str) -> Resolved:
+    """``resolve`` remembered per option: an unknown option scans every option string the
+    engine has, and the same few hundred options recur across a repository."""
+    key = (engine, opt)
+    r = _RESOLVED.get(key)
+    if r is None:
+        r = resolve(engine, opt)
+        if len(_RESOLVED) < 8192:  # bounded: a hostile file cannot grow it without limit
+            _RESOLVED[key] = r
+    return r
+
+
 def parse_args(engine: Engine, words: Sequence[Word], positional_model: bool) -> Fields:
     """Read an engine's arguments (words after the launcher)."""
     f = Fields()
@@ -172,7 +187,7 @@ def parse_args(engine: Engine, words: Sequence[Word], positional_model: bool) ->
             i += 1
             continue
         opt, eq, _ = v.partition("=")
-        r = resolve(engine, opt)
+        r = _resolve(engine, opt)
         if r.error is not None:
             f.notes.append(f"{engine} refuses {opt}: {r.error}")
         flag = r.flag

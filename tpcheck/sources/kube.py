@@ -59,6 +59,13 @@ def mget(node: Any, key: str) -> Any:
     return None
 
 
+def _first_keys(node: Any) -> dict[str, Any]:
+    """Key → value of a mapping node; the first of duplicate keys wins, as in ``mget``."""
+    return {
+        k.value: v for k, v in reversed(node.value) if isinstance(k, yaml.ScalarNode)
+    }
+
+
 def mpath(node: Any, *keys: str) -> Any:
     for k in keys:
         node = mget(node, k)
@@ -340,30 +347,33 @@ class Walker:
                     extra["gpus_requested"] = len(ids.value)
                     spans["gpus_requested"] = ctx.span(ids)
         for a in reversed(anc):
-            if "gpus_requested" not in extra:  # Dynamo: resources.limits.gpu on the service
-                g = mpath(a, "resources", "limits", "gpu") or mpath(
-                    a, "resources", "requests", "gpu"
-                )
+            if not isinstance(a, yaml.MappingNode):
+                continue
+            ks = _first_keys(a)  # one pass over the ancestor's keys, not one per lookup
+            if "gpus_requested" not in extra and "resources" in ks:
+                # Dynamo: resources.limits.gpu on the service
+                res_a = ks["resources"]
+                g = mpath(res_a, "limits", "gpu") or mpath(res_a, "requests", "gpu")
                 if isinstance(g, yaml.ScalarNode) and _int(g.value) is not None:
                     extra["gpus_requested"] = _int(g.value)
                     spans["gpus_requested"] = ctx.span(g)
-            if "gpu_product" not in extra:
+            if "gpu_product" not in extra and ("nodeSelector" in ks or "affinity" in ks):
                 prod = _product(a)
                 if prod is not None:
                     extra["gpu_product"] = prod.value
                     spans["gpu_product"] = ctx.span(prod)
-            if "ray_cluster" not in extra and (
-                mget(a, "workerGroupSpecs") is not None or mget(a, "headGroupSpec") is not None
-            ):
+            if "ray_cluster" not in extra and ("workerGroupSpecs" in ks or "headGroupSpec" in ks):
                 extra["ray_cluster"] = True
-            if "ignores" not in extra:
-                ign = mget(mpath(a, "metadata", "annotations"), IGNORE_ANNOTATION)
+            if "ignores" not in extra and "metadata" in ks:
+                ign = mget(mget(ks["metadata"], "annotations"), IGNORE_ANNOTATION)
                 if isinstance(ign, yaml.ScalarNode):
                     codes = ign.value.split(":", 1)[0]  # "TP201,TP203: reason"
                     extra["ignores"] = {ign.start_mark.line + 1: frozenset(
                         c.strip().upper() for c in codes.split(",") if c.strip())}
                     spans["ignores"] = ctx.span(ign)
-            if "group_size" not in extra:
+            if "group_size" not in extra and (
+                "leaderWorkerTemplate" in ks or "multinode" in ks or "podGroupSize" in ks
+            ):
                 size = mpath(a, "leaderWorkerTemplate", "size")
                 if size is None:
                     size = mpath(a, "multinode", "nodeCount")
