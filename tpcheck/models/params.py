@@ -73,8 +73,8 @@ class Tensor:
 
 
 @dataclass(frozen=True)
-class ParamCounts:
-    """Parameters per component (see the module docstring for what each one holds)."""
+class ByComponent:
+    """One number per component (parameters here, bytes in ``tpcheck.models.quant``)."""
 
     embedding: int
     lm_head: int
@@ -89,23 +89,29 @@ class ParamCounts:
     router: int
     norms: int
     other: int
-    active_routed_experts: int  # routed-expert parameters one token goes through
-    tensors: tuple[Tensor, ...] = field(default=(), repr=False, compare=False)
 
     @property
     def total(self) -> int:
-        return sum(getattr(self, c) for c in COMPONENTS)
-
-    @property
-    def active(self) -> int:
-        """Parameters one token touches: total with routed experts at top-k of E."""
-        return self.total - self.routed_experts + self.active_routed_experts
+        return sum(self.component(c) for c in COMPONENTS)
 
     def component(self, name: str) -> int:
         if name not in COMPONENTS:
             raise KeyError(name)
         value: int = getattr(self, name)
         return value
+
+
+@dataclass(frozen=True)
+class ParamCounts(ByComponent):
+    """Parameters per component (see the module docstring for what each one holds)."""
+
+    active_routed_experts: int  # routed-expert parameters one token goes through
+    tensors: tuple[Tensor, ...] = field(default=(), repr=False, compare=False)
+
+    @property
+    def active(self) -> int:
+        """Parameters one token touches: total with routed experts at top-k of E."""
+        return self.total - self.routed_experts + self.active_routed_experts
 
     def by_kind(self, component: str | None = None) -> dict[str, int]:
         """Parameters per storage kind (``linear``, ``bias``, ...), optionally of one component."""

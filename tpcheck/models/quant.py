@@ -36,7 +36,7 @@ import math
 import re
 from dataclasses import dataclass
 
-from tpcheck.models.params import COMPONENTS, ParamCounts, Tensor
+from tpcheck.models.params import COMPONENTS, ByComponent, ParamCounts, Tensor
 from tpcheck.models.shape import ModelShape, Quant
 
 __all__ = ["DTYPE_BYTES", "WeightBytes", "resolve_quant", "tensor_bytes", "weight_bytes"]
@@ -61,43 +61,20 @@ _MODULE_PREFIX = {
 
 
 @dataclass(frozen=True)
-class WeightBytes:
+class WeightBytes(ByComponent):
     """Weight bytes per component (same names as ParamCounts), whole model, no TP split.
 
     ``attn_kv`` are the K/V projection bytes that physics replicates past h_kv; ``mla_other``
     is held whole by every TP rank.
     """
 
-    embedding: int
-    lm_head: int
-    attn_q: int
-    attn_kv: int
-    attn_o: int
-    mla_other: int
-    linear_attn: int
-    dense_mlp: int
-    routed_experts: int
-    shared_experts: int
-    router: int
-    norms: int
-    other: int
     dtype: str  # activation dtype used for unquantized tensors
     quant_method: str | None  # None: unquantized
-
-    @property
-    def total(self) -> int:
-        return sum(self.component(c) for c in COMPONENTS)
 
     @property
     def kv_proj(self) -> int:
         """Bytes of the K and V projections (replicated past h_kv by physics)."""
         return self.attn_kv
-
-    def component(self, name: str) -> int:
-        if name not in COMPONENTS:
-            raise KeyError(name)
-        value: int = getattr(self, name)
-        return value
 
 
 def _norm_dtype(value: str) -> str:

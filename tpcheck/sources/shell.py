@@ -52,6 +52,11 @@ class Vars:
 
 
 class _Builder:
+    __slots__ = (
+        "chars", "end", "fallback", "path", "pieces", "pos", "start", "started", "unresolved",
+        "var_span",
+    )
+
     def __init__(self, fallback: Span, path: str) -> None:
         self.chars: list[str] = []
         self.pos: list[Pos] = []

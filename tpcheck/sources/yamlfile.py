@@ -41,9 +41,16 @@ def read_yaml(path: str, text: str) -> ReadResult:
 _KEY = re.compile(r"^\s*(?:-\s+)?(?:[A-Za-z0-9_.\-/\"']+:(?:\s+|$))?(?:[|>][-+0-9]*\s*$)?")
 
 
+_COMMENT_START = re.compile(r"(?:^|(?<=\s))#")
+
+
 def _recover(path: str, index: LineIndex) -> list[Deployment]:
     """After a parse error: read the text's values as one word stream, so an engine launch in
     a broken manifest is still shown (each marked as recovered)."""
+    from tpcheck.sources.kube import hint_offsets
+
+    if not hint_offsets(index.text):
+        return []  # no engine name, CRD key or engine option anywhere: nothing to recover
     from tpcheck.sources.argv import Launch, deployment_from_words, find_launch, infer_engine
     from tpcheck.sources.shell import Vars, tokenize
 
@@ -57,7 +64,14 @@ def _recover(path: str, index: LineIndex) -> list[Deployment]:
         body = line[start:]
         if body.strip().startswith("#"):
             body = ""
-        body = re.sub(r"(^|\s)#[^'\"]*$", "", body).rstrip()
+        if "#" in body:
+            # a comment: '#' at the start or after a blank, with no quote after it (linear:
+            # the search starts past the last quote)
+            q = max(body.rfind("'"), body.rfind('"'))
+            c = _COMMENT_START.search(body, q + 1)
+            if c is not None:
+                body = body[: c.start()]
+        body = body.rstrip()
         if body.endswith("\\"):
             body = body[:-1]
         chars.append(body)
