@@ -223,7 +223,8 @@ spec:
         containers:
           - name: head
             image: vllm/vllm-openai:v0.33.0
-            command: [sh, -c, "ray start --head && vllm serve Qwen/Qwen3-8B -tp 2 --distributed-executor-backend ray"]
+            command: [sh, -c, "ray start --head && vllm serve Qwen/Qwen3-8B -tp 2
+                              --distributed-executor-backend ray"]
             resources: {limits: {nvidia.com/gpu: 1}}
   workerGroupSpecs:
     - replicas: 1

@@ -14,6 +14,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from types import ModuleType
+from typing import Any
 
 from tpcheck.checks import selected
 from tpcheck.checks.base import Finding, Severity
@@ -70,6 +71,7 @@ class Linter:
                                  offline=settings.offline or None, timeout=settings.hub_timeout,
                                  base_dir=settings.root)
         self.shapes: dict[tuple[str, str], ModelShape | str] = {}
+        self._resolved: dict[tuple[str, str | None, str | None], Any] = {}
         self.gpu_flag: GPU | None = None
         self.gpu_setting: GPU | None = None
         if gpu_flag:
@@ -107,10 +109,19 @@ class Linter:
                 return None, None, None  # the parse error already speaks for this file
             return None, "the deployment names no model", None
         base = str(Path(d.path).parent) if d.path not in ("-", "") else None
-        try:
-            r = self.resolver.resolve(model, revision=d.revision, base_dir=base)
-        except ResolveError as e:
-            return None, str(e), None
+        # One lookup per (model, revision, folder) in a run: a repository names the same few
+        # models in hundreds of files, and each lookup probes the file system.
+        rkey = (model, d.revision, base)
+        r_or_e = self._resolved.get(rkey)
+        if r_or_e is None:
+            try:
+                r_or_e = self.resolver.resolve(model, revision=d.revision, base_dir=base)
+            except ResolveError as e:
+                r_or_e = e
+            self._resolved[rkey] = r_or_e
+        if isinstance(r_or_e, ResolveError):
+            return None, str(r_or_e), None
+        r = r_or_e
         key = (r.location, model)
         cached = self.shapes.get(key)
         if cached is None:

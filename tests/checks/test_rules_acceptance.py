@@ -51,7 +51,7 @@ def test_llama_70b_tp6_refusals_at_the_6() -> None:
     tp101 = findings(doc, "TP101")[0]
     # h mod t = 64 mod 6 = 4
     assert tp101["formula"]["result"] == 64 % 6  # type: ignore[index]
-    assert "use tensor parallel size 4 or 8" == tp101["fix"]
+    assert tp101["fix"] == "use tensor parallel size 4 or 8"
 
 
 def test_qwen3_32b_tp16_cliff_on_h100() -> None:
@@ -79,17 +79,17 @@ def test_qwen3_32b_tp16_cliff_on_h100() -> None:
     assert f"{seats16} seats at t=16 vs {seats8} at t=8" in msg
     assert f"{ratio:.2f}× the sequences for 2× the GPUs" in msg
     assert "2 replicas of TP 8" in msg and "fp8 KV cache" in msg
-    rc8, doc8 = lint(str(FIX / "qwen3-32b-tp8.yaml"))
+    _, doc8 = lint(str(FIX / "qwen3-32b-tp8.yaml"))
     assert not findings(doc8, "TP201")
 
 
 def test_deepseek_v3_sglang_mla_replicated_and_dp_attention_fix() -> None:
-    rc, doc = lint(str(FIX / "deepseek-v3-sglang.yaml"))
+    _, doc = lint(str(FIX / "deepseek-v3-sglang.yaml"))
     [f] = findings(doc, "TP202")
     assert f["severity"] == "warning"
     # (kv_lora_rank + qk_rope_head_dim)·L·2 = (512 + 64)·61·2 = 70,272 B per token at any t
     assert "70,272 B per token per GPU" in f["message"]
-    rc, doc = lint(str(FIX / "deepseek-v3-sglang-dp-attention.yaml"))
+    _, doc = lint(str(FIX / "deepseek-v3-sglang-dp-attention.yaml"))
     assert not findings(doc, "TP202")
 
 

@@ -32,7 +32,7 @@ def test_plan_json_shape_and_numbers() -> None:
     assert doc["context"] == 32768
     rows = {r["tp"]: r for r in doc["rows"]}
     for r in rows.values():
-        assert ROW_KEYS <= set(r)
+        assert set(r) >= ROW_KEYS
     # Qwen3-32B: L = 64, h_kv = 8, d_h = 128, bf16: 2·64·max(1, 8//t)·128·2
     assert [rows[t]["kv_bytes_per_token_per_gpu"] for t in (4, 8, 16)] == [65536, 32768, 32768]
     assert [rows[t]["kv_replicas"] for t in (4, 8, 16)] == [1, 1, 2]

@@ -21,7 +21,8 @@ def _expected_codes(s: ModelShape, t: int) -> set[str]:
     codes: set[str] = set()
     if s.heads % t:
         codes.add("TP101")  # config/model.py: heads % tp
-    if not s.is_mla and ((s.kv_heads >= t and s.kv_heads % t) or (s.kv_heads < t and t % s.kv_heads)):
+    kv = s.kv_heads
+    if not s.is_mla and ((kv >= t and kv % t) or (kv < t and t % kv)):
         codes.add("TP102")  # LlamaAttention: partition or replicate
     widths = []
     if s.ffn and s.dense_layers:

@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING, Any
 
 import click
 
-from tpcheck.formula import GIB, Formula, format_scalar
+from tpcheck.formula import Formula
 
 if TYPE_CHECKING:
     from collections.abc import Sequence
@@ -216,9 +216,3 @@ def _row(r: Evaluation, pre: Formula | None) -> dict[str, object]:
     row["prefill_tokens"] = None if pre is None else pre.values["n"]
     return row
 
-
-def _gib(x: float) -> str:
-    return f"{x / GIB:.1f}"
-
-
-__all__ = ["format_scalar", "plan_cmd"]

@@ -9,9 +9,9 @@ true place.
 from __future__ import annotations
 
 from bisect import bisect_right
-from itertools import accumulate, repeat
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
+from itertools import accumulate, repeat
 from typing import Any
 
 from tpcheck.sources.base import Span
@@ -51,7 +51,7 @@ class Linear(Sequence[Pos]):
         return self.n
 
     def __iter__(self) -> Iterator[Pos]:
-        return zip(repeat(self.line, self.n), range(self.col, self.col + self.n))
+        return zip(repeat(self.line, self.n), range(self.col, self.col + self.n), strict=True)
 
     def __getitem__(self, i: Any) -> Any:
         if isinstance(i, slice):

@@ -18,7 +18,7 @@ _TAGS = {
 }
 
 
-class NodeLoader(SAFE_LOADER):  # type: ignore[misc,valid-type]
+class NodeLoader(SAFE_LOADER):  # type: ignore[misc]
     """The safe (C when present) loader, used only to compose nodes, with tag resolution off.
 
     Readers look at node kinds and scalar text, never at resolved tags, and never construct
