@@ -22,7 +22,8 @@ import pytest
 import yaml
 
 REPO = Path(__file__).resolve().parents[1]
-SCHEMA = REPO.parent / "shared" / "schemas" / "sarif-schema-2.1.0.json"
+from tests.shared import SARIF_SCHEMA as SCHEMA  # noqa: E402
+
 BIN = Path(sys.executable).parent
 
 ANNOTATION = re.compile(

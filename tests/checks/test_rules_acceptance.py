@@ -95,7 +95,8 @@ def test_deepseek_v3_sglang_mla_replicated_and_dp_attention_fix() -> None:
 
 def test_sarif_output_is_valid_against_the_schema() -> None:
     jsonschema = pytest.importorskip("jsonschema")
-    schema_path = ROOT.parent / "shared" / "schemas" / "sarif-schema-2.1.0.json"
+    from tests.shared import SARIF_SCHEMA as schema_path
+
     if not schema_path.is_file():
         pytest.skip("../shared/schemas not beside this checkout")
     p = subprocess.run([sys.executable, "-m", "tpcheck.cli", "--format", "sarif", "--offline",

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import re
-from pathlib import Path
 
 import pytest
 
@@ -102,7 +101,8 @@ def test_corpus_labels_static() -> None:
         assert find_gpu(v) is None and find_machine(v) is None
 
 
-CORPUS = Path("/work/shared/corpus/real")
+from tests.shared import CORPUS  # noqa: E402
+
 _LABEL = re.compile(
     r"(nvidia\.com/gpu\.product|cloud\.google\.com/gke-(?:tpu-)?accelerator|"
     r"karpenter\.k8s\.aws/instance-gpu-name|gpu\.nvidia\.com/model|"

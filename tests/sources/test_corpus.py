@@ -3,13 +3,12 @@
 from __future__ import annotations
 
 import csv
-from pathlib import Path
 
 import pytest
 
+from tests.shared import CORPUS
 from tpcheck.sources import iter_files, read_path
 
-CORPUS = Path("/work/shared/corpus/real")
 pytestmark = pytest.mark.skipif(not CORPUS.is_dir(), reason="shared corpus not present")
 
 # Known misses, each with why (see the closing note of issue 3).

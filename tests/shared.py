@@ -1,0 +1,11 @@
+"""Where ../shared is: beside the checkout (CI's layout), else the workplace's copy."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parents[1]
+SHARED = next((p for p in (REPO.parent / "shared", Path("/work/shared")) if p.is_dir()),
+              REPO.parent / "shared")
+CORPUS = SHARED / "corpus" / "real"
+SARIF_SCHEMA = SHARED / "schemas" / "sarif-schema-2.1.0.json"
