@@ -46,6 +46,35 @@ def deployment_json(d: Deployment) -> dict[str, object]:
     return out
 
 
+class _ModelSources:
+    """The lint run's resolver, so inspect says what the rules will see for each model."""
+
+    def __init__(self, offline: bool | None, model_config: str | None) -> None:
+        from pathlib import Path
+
+        from tpcheck.lint import Linter
+        from tpcheck.settings import SettingsError, find_settings_file, load_settings
+
+        try:
+            settings = load_settings(find_settings_file(Path.cwd()))
+        except SettingsError as e:
+            raise click.UsageError(str(e)) from None
+        settings = settings.with_flags(offline=offline, model_config=model_config)
+        self.linter = Linter(settings)
+
+    def resolve(self, d: Deployment) -> tuple[str | None, str | None]:
+        _, problem, source = self.linter.shape_for(d)
+        return source, problem
+
+    def json(self, d: Deployment) -> dict[str, object]:
+        source, problem = self.resolve(d)
+        return {"model_config": source, "model_problem": problem}
+
+    def text(self, d: Deployment) -> str:
+        source, problem = self.resolve(d)
+        return f"source {source}" if source else f"not found: {problem}"
+
+
 def _cell(v: object) -> str:
     return "-" if v is None else str(v)
 
@@ -55,8 +84,13 @@ def _cell(v: object) -> str:
 @click.option("--format", "fmt", type=click.Choice(["text", "json"]), default="text")
 @click.option("--verbose", "-v", is_flag=True, help="Also list files with no engine launch.")
 @click.option("--stdin-filename", default=None, help="Name (and reader) for stdin given as -.")
-def inspect_cmd(paths: tuple[str, ...], fmt: str, verbose: bool, stdin_filename: str | None) -> int:
-    """Show each engine launch found in PATH... and the value and position of every field."""
+@click.option("--offline", is_flag=True, default=None, help="Never contact the hub.")
+@click.option("--model-config", type=click.Path(), help="config.json (or folder) for every model.")
+def inspect_cmd(paths: tuple[str, ...], fmt: str, verbose: bool, stdin_filename: str | None,
+                offline: bool | None, model_config: str | None) -> int:
+    """Show each engine launch found in PATH..., the value and position of every field, and
+    where the model's config.json came from (the same resolver the rules use)."""
+    models = _ModelSources(offline, model_config)
     results: list[ReadResult] = []
     for p in iter_files(paths):
         text = sys.stdin.read() if p == "-" else None
@@ -67,7 +101,7 @@ def inspect_cmd(paths: tuple[str, ...], fmt: str, verbose: bool, stdin_filename:
     deployments = [d for r in results for d in r.deployments]
     if fmt == "json":
         click.echo(json.dumps({
-            "deployments": [deployment_json(d) for d in deployments],
+            "deployments": [{**deployment_json(d), **models.json(d)} for d in deployments],
             "errors": [e.to_json() for e in errors],
         }, indent=2))
     else:
@@ -86,6 +120,7 @@ def inspect_cmd(paths: tuple[str, ...], fmt: str, verbose: bool, stdin_filename:
                     f" gpus={_cell(d.gpus_requested)} gpu={_cell(d.gpu_product)}"
                     + (f" (tp at {tp.line}:{tp.column})" if tp else "")
                 )
+                click.echo(f"    config: {models.text(d)}")
                 for name, expr in sorted(d.unresolved.items()):
                     click.echo(f"    {name}: unresolved {expr}")
                 for note in d.notes:
