@@ -12,8 +12,6 @@ import os
 import sys
 from typing import Any
 
-import click
-
 from tpcheck import __version__
 
 # name -> "module:attribute"; the registry is an explicit list, greppable.
@@ -27,44 +25,68 @@ COMMANDS: dict[str, str] = {
 }
 
 
-class TpcheckGroup(click.Group):
-    """A group whose commands load lazily and whose default command is ``check``."""
+def _build_cli() -> Any:
+    """The click group, built on first use: importing click costs ~50 ms, which
+    ``tpcheck --version`` (answered in ``main`` without it) need not pay."""
+    import click
 
-    def list_commands(self, ctx: click.Context) -> list[str]:
-        return list(COMMANDS)
+    class TpcheckGroup(click.Group):
+        """A group whose commands load lazily and whose default command is ``check``."""
 
-    def get_command(self, ctx: click.Context, cmd_name: str) -> click.Command | None:
-        target = COMMANDS.get(cmd_name)
-        if target is None:
-            return None
-        module, attr = target.split(":")
-        cmd = getattr(importlib.import_module(module), attr)
-        assert isinstance(cmd, click.Command)
-        return cmd
+        def list_commands(self, ctx: click.Context) -> list[str]:
+            return list(COMMANDS)
 
-    def parse_args(self, ctx: click.Context, args: list[str]) -> list[str]:
-        if args and args[0] not in COMMANDS and args[0] not in ("--help", "-h", "--version"):
-            args = ["check", *args]
-        return super().parse_args(ctx, args)
+        def get_command(self, ctx: click.Context, cmd_name: str) -> click.Command | None:
+            target = COMMANDS.get(cmd_name)
+            if target is None:
+                return None
+            module, attr = target.split(":")
+            cmd = getattr(importlib.import_module(module), attr)
+            assert isinstance(cmd, click.Command)
+            return cmd
+
+        def parse_args(self, ctx: click.Context, args: list[str]) -> list[str]:
+            if args and args[0] not in COMMANDS and args[0] not in ("--help", "-h", "--version"):
+                args = ["check", *args]
+            return super().parse_args(ctx, args)
 
 
-@click.group(
-    cls=TpcheckGroup,
-    context_settings={"help_option_names": ["-h", "--help"]},
-    invoke_without_command=False,
-)
-@click.version_option(__version__, "--version", prog_name="tpcheck")
-def cli() -> None:
-    """Check vLLM and SGLang tensor-parallel layouts before anyone books a GPU.
+    @click.group(
+        cls=TpcheckGroup,
+        context_settings={"help_option_names": ["-h", "--help"]},
+        invoke_without_command=False,
+    )
+    @click.version_option(__version__, "--version", prog_name="tpcheck")
+    def cli() -> None:
+        """Check vLLM and SGLang tensor-parallel layouts before anyone books a GPU.
 
-    \b
-    tpcheck PATH...            lint manifests, scripts and Python (same as `tpcheck check`)
-    tpcheck inspect PATH...    show what was read from each file
-    tpcheck plan MODEL --gpu   capacity table across tensor-parallel sizes
-    tpcheck rules / explain    the rule codes and their documentation
+        \b
+        tpcheck PATH...            lint manifests, scripts and Python (same as `tpcheck check`)
+        tpcheck inspect PATH...    show what was read from each file
+        tpcheck plan MODEL --gpu   capacity table across tensor-parallel sizes
+        tpcheck rules / explain    the rule codes and their documentation
 
-    Exit codes: 0 nothing at or above --fail-on, 1 findings, 2 usage or input error.
-    """
+        Exit codes: 0 nothing at or above --fail-on, 1 findings, 2 usage or input error.
+        """
+
+    return cli
+
+
+_CLI: Any = None
+
+
+def _cli() -> Any:
+    global _CLI
+    if _CLI is None:
+        _CLI = _build_cli()
+    return _CLI
+
+
+def __getattr__(name: str) -> Any:
+    """``tpcheck.cli.cli`` (the click group) stays importable, built lazily."""
+    if name == "cli":
+        return _cli()
+    raise AttributeError(name)
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -73,8 +95,13 @@ def main(argv: list[str] | None = None) -> int:
     debug = "--debug" in args or bool(os.environ.get("TPCHECK_DEBUG"))
     if "--debug" in args:
         args.remove("--debug")
+    if args == ["--version"]:
+        sys.stdout.write(f"tpcheck, version {__version__}\n")  # click's wording, without click
+        return 0
+    import click
+
     try:
-        rv: Any = cli.main(args=args, prog_name="tpcheck", standalone_mode=False)
+        rv: Any = _cli().main(args=args, prog_name="tpcheck", standalone_mode=False)
     except click.exceptions.Abort:
         click.echo("tpcheck: aborted", err=True)
         return 2

@@ -8,6 +8,7 @@ or a rule that fails on odd input, becomes a one-line error; the other files are
 from __future__ import annotations
 
 import fnmatch
+import math
 import os
 import re
 from collections.abc import Iterable, Mapping
@@ -72,6 +73,7 @@ class Linter:
                                  base_dir=settings.root)
         self.shapes: dict[tuple[str, str], ModelShape | str] = {}
         self._resolved: dict[tuple[str, str | None, str | None], Any] = {}
+        self._evaluations: dict[tuple[int, int, Any], Any] = {}
         self.gpu_flag: GPU | None = None
         self.gpu_setting: GPU | None = None
         if gpu_flag:
@@ -184,6 +186,10 @@ class Linter:
                     out.unused_ignores.append((rr.path, s.line, lines[s.line - 1].strip()))
 
     def lint_deployment(self, d: Deployment, out: LintResult) -> list[Finding]:
+        absurd = _absurd_size(d)
+        if absurd is not None:
+            out.errors.append(absurd)
+            return []
         shape, problem, source = self.shape_for(d)
         gpu, origin = self.gpu_for(d)
         ctx = CheckContext(d, shape=shape, settings=self.settings, gpu=gpu, gpu_origin=origin,
@@ -191,6 +197,19 @@ class Linter:
         found: list[Finding] = []
         tp_unknown = "tensor_parallel_size" in d.unresolved
         tpu = "not a GPU" in origin  # GPU memory and link physics do not apply to a TPU slice
+        if shape is not None and not tp_unknown and not tpu:
+            # Manifests repeat layouts: one evaluation per (shape, t, options) in a run, handed
+            # to the context's cached property so every rule reuses it.
+            ekey = (id(shape), ctx.tp, ctx.options)
+            known = self._evaluations.get(ekey)
+            if known is not None:
+                ctx.__dict__["evaluation"] = known
+            refused = _refused_value(d, ctx)
+            if refused is None and known is None:
+                self._evaluations[ekey] = ctx.evaluation
+            if refused is not None:
+                out.errors.append(refused)
+                return []
         for rule in self.rules:
             if tpu and rule.CODE.startswith(("TP2", "TP3")):
                 continue
@@ -239,6 +258,59 @@ class Linter:
             self.lint_read(rr, out)
         out.findings.sort(key=lambda f: (f.span.path, f.span.line, f.span.column, f.code))
         return out
+
+
+# Counts past this are input errors, not layouts: no machine has 4,096 GPUs in one TP/PP/DP
+# group (`tpcheck plan --tp` stops at the same bound). Checked before the rules, because some
+# of them scan every size up to t and would run for hours on a 30-digit t.
+MAX_GROUP = 4096
+_SIZE_FIELDS = (
+    ("tensor_parallel_size", "tensor parallel size"),
+    ("pipeline_parallel_size", "pipeline parallel size"),
+    ("data_parallel_size", "data parallel size"),
+    ("attn_dp_size", "attention DP size"),
+    ("nnodes", "node count"),
+    ("gpus_requested", "GPU count"),
+    ("gpus_per_node", "GPUs per node"),
+    ("group_size", "group size"),
+)
+
+
+def _absurd_size(d: Deployment) -> SourceError | None:
+    for name in d.__dataclass_fields__:
+        v = getattr(d, name)
+        if isinstance(v, float) and not math.isfinite(v):  # float("1e309") is inf
+            s = d.span_of(name)
+            return SourceError(d.path, s.line, s.column,
+                               f"{name.replace('_', '-')} is {v}, not a number tpcheck can "
+                               "compute with; the deployment is not checked")
+    for name, label in _SIZE_FIELDS:
+        v = getattr(d, name, None)
+        if isinstance(v, int) and not isinstance(v, bool) and v > MAX_GROUP:
+            s = d.span_of(name)
+            shown = str(v) if v < 10**30 else f"a {len(str(v))}-digit number"
+            return SourceError(d.path, s.line, s.column,
+                               f"{label} {shown} is over {MAX_GROUP}; not a layout any machine "
+                               "runs, so the deployment is not checked")
+    return None
+
+
+def _refused_value(d: Deployment, ctx: CheckContext) -> SourceError | None:
+    """The physics every rule shares, computed once up front: a value it cannot use (an unknown
+    --dtype or --quantization, which the engine's argparse refuses too) is one error at that
+    flag, instead of one "internal error" per rule."""
+    try:
+        ctx.evaluation  # noqa: B018 - cached; the rules reuse it
+    except (ValueError, ArithmeticError) as e:
+        for name in ("quantization", "dtype", "kv_cache_dtype"):
+            v = getattr(d, name, None)
+            if v is not None and repr(v) in str(e):
+                s = d.span_of(name)
+                return SourceError(d.path, s.line, s.column,
+                                   f"{e}; the deployment is not checked")
+        return SourceError(d.path, d.span.line, d.span.column,
+                           f"{e}; the deployment is not checked")
+    return None
 
 
 def _suppressed_by(f: Finding, sups: list[Suppression], launch_line: int) -> Suppression | None:

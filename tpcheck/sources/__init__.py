@@ -83,6 +83,11 @@ def read_path(path: str, text: str | None = None, *, stdin_filename: str | None 
         return ReadResult(shown, tuple(read_shell(shown, text)), (), text)
     except RecursionError:
         return _err(shown, "nesting too deep to read")
+    except (MemoryError, ValueError, ArithmeticError, LookupError, TypeError) as e:
+        # A reader bug on odd input must not stop the other files: one line, and move on.
+        if os.environ.get("TPCHECK_DEBUG"):
+            raise
+        return _err(shown, f"could not be read ({type(e).__name__}: {e}); please report")
 
 
 def _err(path: str, message: str) -> ReadResult:

@@ -25,7 +25,42 @@ VLLM_CALLS = frozenset({"LLM", "EngineArgs", "AsyncEngineArgs", "AsyncLLMEngine"
 SUBPROCESS = frozenset({"run", "Popen", "call", "check_call", "check_output", "execvp", "execv"})
 
 
+# Python nested deeper than this is not handed to libcst, whose time grows faster than linearly
+# with depth (a 2,000-term `1+1+...` chain takes seconds); real launch code nests a few dozen.
+MAX_DEPTH = 200
+
+
+def _too_deep(path: str, text: str) -> SourceError | None:
+    """A quick check with the interpreter's own parser (it runs nothing): None when libcst may
+    read the file. Other syntax errors are left to libcst, which knows newer grammars."""
+    import ast
+
+    try:
+        tree = ast.parse(text)
+    except SyntaxError as e:
+        if "too many nested" not in str(e.msg):
+            return None
+        return SourceError(path, e.lineno or 1, e.offset or 1,
+                           f"Python nests too deep to read: {e.msg}")
+    except (RecursionError, MemoryError, ValueError):
+        return SourceError(path, 1, 1, "Python nests too deep to read")
+    stack: list[tuple[ast.AST, int]] = [(tree, 0)]
+    while stack:
+        node, depth = stack.pop()
+        if depth > MAX_DEPTH:
+            line = getattr(node, "lineno", 1)
+            return SourceError(path, line, getattr(node, "col_offset", 0) + 1,
+                               f"Python nests over {MAX_DEPTH} levels deep; not read")
+        stack.extend((child, depth + 1) for child in ast.iter_child_nodes(node))
+    return None
+
+
 def read_python(path: str, text: str) -> ReadResult:
+    if not any(hint in text for hint in ("LLM", "Engine", "vllm", "sglang")):
+        return ReadResult(path, (), (), text)  # no launcher name: nothing libcst could find
+    deep = _too_deep(path, text)
+    if deep is not None:
+        return ReadResult(path, (), (deep,), text)
     import libcst as cst
     from libcst.metadata import MetadataWrapper, PositionProvider
 
@@ -127,7 +162,10 @@ def _literal(node: Any) -> Any:
     if isinstance(node, cst.SimpleString):
         return node.evaluated_value
     if isinstance(node, cst.Integer):
-        return int(node.value.replace("_", ""), 0)
+        digits = node.value.replace("_", "")
+        if len(digits) > 400:  # int() refuses over 4,300 digits; no size is that long anyway
+            return None
+        return int(digits, 0)
     if isinstance(node, cst.Float):
         return float(node.value)
     if isinstance(node, cst.Name) and node.value in ("True", "False"):

@@ -11,6 +11,7 @@ from __future__ import annotations
 import re
 from collections.abc import Iterator, MutableMapping, Sequence
 from dataclasses import dataclass, field
+from itertools import chain
 
 from tpcheck.sources.base import Deployment, Span
 from tpcheck.sources.positions import LineIndex, Located, Pos, from_file
@@ -19,6 +20,12 @@ _NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 # Runs the tokenizer can copy whole: no quote, expansion, escape, separator or operator.
 _PLAIN = re.compile(r"[^ \t\r\n;&|()<>'\"$`\\]+")
 _DQ_PLAIN = re.compile(r'[^"\\$`]+')
+_CMD_END = re.compile(r"[\n;&|]")
+# Work limits, so a hostile script (a 2-MB line, a million commands) is read in well under a
+# second and bounded memory. A real launch has a few dozen words; past MAX_COMMAND_WORDS the
+# rest of that command is skipped to its end, past MAX_WORDS the rest of the text is not read.
+MAX_COMMAND_WORDS = 4096
+MAX_WORDS = 50_000
 _ASSIGN = re.compile(r"^([A-Za-z_][A-Za-z0-9_]*)=(.*)$", re.S)
 _WRAPPERS = frozenset({"exec", "nohup", "time", "env", "sudo", "command", "stdbuf", "setsid"})
 SHELLS = frozenset({"sh", "bash", "dash", "zsh", "ash", "ksh"})
@@ -53,13 +60,15 @@ class Vars:
 
 class _Builder:
     __slots__ = (
-        "chars", "end", "fallback", "path", "pieces", "pos", "start", "started", "unresolved",
+        "chars", "end", "fallback", "npos", "path", "pieces", "pos", "start", "started",
+        "unresolved",
         "var_span",
     )
 
     def __init__(self, fallback: Span, path: str) -> None:
         self.chars: list[str] = []
-        self.pos: list[Pos] = []
+        self.pos: list[Sequence[Pos]] = []  # segments; joined only for multi-part words
+        self.npos = 0
         self.fallback = fallback
         self.path = path
         self.unresolved = False
@@ -71,13 +80,15 @@ class _Builder:
 
     def add(self, ch: str, p: Pos) -> None:
         self.chars.append(ch)
-        self.pos.append(p)
+        self.pos.append((p,))
+        self.npos += 1
 
     def add_run(self, text: str, ps: Sequence[Pos] | None) -> None:
         """Several characters at once; ``ps`` None when the source has no positions."""
         self.chars.append(text)
         if ps is not None:
-            self.pos.extend(ps)
+            self.pos.append(ps)
+            self.npos += len(ps)
 
     def mark(self, p: Pos, end: Pos) -> None:
         if self.start is None:
@@ -113,15 +124,22 @@ def tokenize(loc: Located, variables: Vars) -> Iterator[list[Word]]:
     b = _Builder(fb, loc.path)
     i = 0
     skip_next = False
+    total = 0  # words made so far (MAX_WORDS)
 
     def finish() -> None:
-        nonlocal b, skip_next
+        nonlocal b, skip_next, total
         if b.started:
             if skip_next:
                 skip_next = False
+            elif len(words) >= MAX_COMMAND_WORDS:
+                pass  # past the per-command limit: the word is dropped
             else:
+                total += 1
                 value = "".join(b.chars)
-                positions = b.pos if has_pos and len(b.pos) == len(value) else []
+                positions: Sequence[Pos] = ()
+                if has_pos and b.npos == len(value):
+                    # one run (most words): its positions as they are, lazily; else joined
+                    positions = b.pos[0] if len(b.pos) == 1 else list(chain.from_iterable(b.pos))
                 assert b.start is not None and b.end is not None
                 raw = Span(loc.path, b.start[0], b.start[1], b.end[0], b.end[1])
                 text = Located(value, positions, raw, loc.path)
@@ -223,6 +241,8 @@ def tokenize(loc: Located, variables: Vars) -> Iterator[list[Word]]:
         return i + 1
 
     while i < n:
+        if total > MAX_WORDS:
+            return
         c = s[i]
         if c == "\\" and i + 1 < n and s[i + 1] == "\n":
             i += 2
@@ -233,6 +253,9 @@ def tokenize(loc: Located, variables: Vars) -> Iterator[list[Word]]:
         if c in " \t\r":
             finish()
             i += 1
+            if len(words) >= MAX_COMMAND_WORDS:
+                m = _CMD_END.search(s, i)  # skip the rest of an absurdly long command
+                i = m.start() if m else n
             continue
         if c == "\n":
             cmd = end_command()
@@ -438,5 +461,7 @@ def read_shell_text(loc: Located, path: str, variables: Vars | None = None,
 
 
 def read_shell(path: str, text: str) -> list[Deployment]:
+    if "vllm" not in text and "sglang" not in text:
+        return []  # every launcher find_launch knows names one of the two engines
     index = LineIndex(text)
     return read_shell_text(from_file(index, path), path)

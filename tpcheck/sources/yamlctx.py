@@ -72,6 +72,10 @@ class Ctx:
             return s
         a = self._pos(s.line, s.column)
         b = self._pos(s.end_line, max(1, s.end_column - 1))
+        if b < a and self.outer is not None and self.outer.positions:
+            # a block node ends at the start of the line after it, past the embedded text:
+            # end it at the embedded text's last character instead of before its start
+            b = max(a, self.outer.positions[-1])
         return Span(self.path, a[0], a[1], b[0], b[1] + 1)
 
     def inner(self, loc: Located) -> Ctx:

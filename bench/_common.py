@@ -1,0 +1,76 @@
+"""Helpers shared by the bench scripts: the replicated corpus, medians, subprocess timing.
+
+Every figure is a median of several runs, and every comparison is a ratio of medians taken in
+the same session (interleaved), so a busy machine slows both sides alike.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Callable, Sequence
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parents[1]
+SHARED_CORPUS = REPO.parent / "shared" / "corpus" / "real"
+SAMPLE_CORPUS = REPO / "fixtures" / "corpus-sample"
+BIN = Path(sys.executable).parent
+
+
+def corpus_source(arg: str | None) -> Path:
+    """The corpus to replicate: --corpus, else ../shared/corpus/real, else the sample."""
+    if arg:
+        return Path(arg)
+    return SHARED_CORPUS if SHARED_CORPUS.is_dir() else SAMPLE_CORPUS
+
+
+def replicate(src: Path, n: int) -> tuple[Path, list[str], int]:
+    """Copy the corpus's YAML files round-robin into a temp dir until there are ``n``."""
+    files = sorted(str(p) for p in src.rglob("*") if p.suffix in (".yaml", ".yml"))
+    if not files:
+        raise SystemExit(f"no YAML files under {src}")
+    tmp = Path(tempfile.mkdtemp(prefix="tpcheck-bench-"))
+    out = []
+    for i in range(n):
+        dst = tmp / f"{i:04d}-{Path(files[i % len(files)]).name}"
+        shutil.copyfile(files[i % len(files)], dst)
+        out.append(str(dst))
+    return tmp, out, len(files)
+
+
+def bench_env() -> dict[str, str]:
+    """Subprocess environment with bytecode caching on (as after `pip install`), kept out of
+    the source tree."""
+    env = dict(os.environ)
+    env.pop("PYTHONDONTWRITEBYTECODE", None)
+    env.setdefault("PYTHONPYCACHEPREFIX", str(Path(tempfile.gettempdir()) / "tpcheck-bench-pyc"))
+    return env
+
+
+def time_cmd(cmd: Sequence[str], env: dict[str, str], cwd: str | None = None) -> float:
+    t0 = time.perf_counter()
+    subprocess.run(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, env=env, cwd=cwd,
+                   check=False)
+    return time.perf_counter() - t0
+
+
+def interleaved(fns: dict[str, Callable[[], float]], runs: int) -> dict[str, list[float]]:
+    """Run each timing function once per round, ``runs`` rounds; one list of times per name."""
+    out: dict[str, list[float]] = {k: [] for k in fns}
+    for _ in range(runs):
+        for k, fn in fns.items():
+            out[k].append(fn())
+    return out
+
+
+def med(xs: Sequence[float]) -> float:
+    return statistics.median(xs)
+
+
+def ms(x: float) -> str:
+    return f"{x * 1000:.1f} ms"

@@ -1,0 +1,111 @@
+"""Linting 1,000 manifests: tpcheck vs the PyYAML C-loader floor vs yamllint.
+
+Issue 8: ``tpcheck --gpu h100-sxm --offline`` over 1,000 manifests (the corpus replicated)
+against (a) composing the same files with PyYAML's CSafeLoader in one process — the floor — and
+(b) yamllint on the same files. Targets: ≤ 2× the floor; several times faster than yamllint.
+
+Two measurements, both medians of interleaved rounds:
+- end to end, one process per tool as a user runs it (interpreter start-up included on every
+  side): the floor is ``python -c`` composing every file;
+- in process (CPU seconds): ``Linter.run`` against the compose loop, no start-up on either side.
+
+    python bench/lint_corpus.py [--corpus DIR] [--n 1000] [--runs 5]
+
+yamllint (a dev extra) runs with its default rules and ``-f parsable``; it is skipped when not
+installed.
+"""
+
+from __future__ import annotations
+
+import argparse
+import shutil
+import sys
+import time
+from pathlib import Path
+
+import yaml
+from _common import BIN, bench_env, corpus_source, interleaved, med, replicate, time_cmd
+
+FLOOR = """
+import sys, os, yaml
+L = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+d = sys.argv[1]
+for name in sorted(os.listdir(d)):
+    with open(os.path.join(d, name), encoding="utf-8") as fh:
+        text = fh.read()
+    try:
+        for _ in yaml.compose_all(text, Loader=L):
+            pass
+    except yaml.YAMLError:
+        pass
+"""
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--corpus")
+    ap.add_argument("--n", type=int, default=1000)
+    ap.add_argument("--runs", type=int, default=5)
+    a = ap.parse_args()
+    tmp, files, n_src = replicate(corpus_source(a.corpus), a.n)
+    env = bench_env()
+    py = sys.executable
+    tpcheck = [str(BIN / "tpcheck"), "--gpu", "h100-sxm", "--offline", "-q", str(tmp)]
+    cmds = {"floor": [py, "-c", FLOOR, str(tmp)], "tpcheck": tpcheck}
+    yl = BIN / "yamllint"
+    if yl.exists() or shutil.which("yamllint"):
+        cmds["yamllint"] = [str(yl) if yl.exists() else "yamllint", "-f", "parsable", str(tmp)]
+    try:
+        for cmd in cmds.values():
+            time_cmd(cmd, env)  # warm: bytecode caches, page cache
+        print(f"files: {len(files)} (from {n_src} corpus files); runs: {a.runs}, interleaved")
+        print("tpcheck command: " + " ".join(tpcheck[:-1]) + " DIR")
+        t = interleaved({k: (lambda c=c: time_cmd(c, env)) for k, c in cmds.items()}, a.runs)
+        for k in cmds:
+            print(f"[end to end] {k:9s} median {med(t[k]):.3f} s")
+        r = [o / f for o, f in zip(t["tpcheck"], t["floor"], strict=True)]
+        print(f"[end to end] tpcheck / floor: {med(r):.2f}x (target <= 2.00x)")
+        if "yamllint" in t:
+            r = [y / o for y, o in zip(t["yamllint"], t["tpcheck"], strict=True)]
+            print(f"[end to end] yamllint / tpcheck: {med(r):.2f}x (tpcheck is that many times "
+                  "faster)")
+        in_process(tmp, files, a.runs)
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
+    return 0
+
+
+def in_process(tmp: Path, files: list[str], runs: int) -> None:
+    from tpcheck.lint import Linter
+    from tpcheck.settings import Settings
+
+    loader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+
+    def floor() -> float:
+        t0 = time.process_time()
+        for f in files:
+            with open(f, encoding="utf-8") as fh:
+                text = fh.read()
+            try:
+                for _ in yaml.compose_all(text, Loader=loader):
+                    pass
+            except yaml.YAMLError:
+                pass
+        return time.process_time() - t0
+
+    def lint() -> float:
+        t0 = time.process_time()
+        linter = Linter(Settings().with_flags(offline=True), gpu_flag="h100-sxm")
+        res = linter.run([str(tmp)])
+        assert res.files == len(files)
+        return time.process_time() - t0
+
+    lint()
+    t = interleaved({"floor": floor, "tpcheck": lint}, runs)
+    r = [o / f for o, f in zip(t["tpcheck"], t["floor"], strict=True)]
+    print(f"[in process, cpu] floor median {med(t['floor']):.3f} s, Linter.run median "
+          f"{med(t['tpcheck']):.3f} s, ratio {med(r):.2f}x (target <= 2.00x)")
+
+
+if __name__ == "__main__":
+    sys.exit(main())

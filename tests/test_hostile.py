@@ -1,0 +1,389 @@
+"""Hostile input, limits and the never-do list (issue 8).
+
+Every hostile file is read in a fresh interpreter so its time and peak memory are its own:
+``resource.getrusage`` gives the peak RSS (kilobytes on Linux) before and after the read. The
+bounds: one second of reading (these inputs take 0.02-0.3 s here; the bound leaves room for a
+loaded CI box), and 64 MiB of peak RSS over the interpreter with tpcheck imported — 32× the
+2-MB inputs, and far below what a per-character position list (≈70 bytes × 2 M characters ≈
+140 MB) or an expanded alias bomb (9⁹ ≈ 387 M nodes) would need.
+"""
+
+from __future__ import annotations
+
+import ast
+import json
+import os
+import random
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+PKG = ROOT / "tpcheck"
+GOOD = ROOT / "fixtures" / "lint" / "qwen3-32b-tp16.yaml"  # t = 16 > h_kv = 8: TP201
+MAX_SECONDS = 1.0
+MAX_RSS_GROWTH_KB = 64 * 1024
+
+LAUNCH = '["vllm", "serve", "Qwen/Qwen3-32B", "--tensor-parallel-size", "2"]'
+
+
+def _bomb(levels: int = 9) -> str:
+    """Billion laughs: each anchor lists the previous one nine times (9**9 leaves if expanded)."""
+    lines = ['a0: &a0 ["lol", "lol", "lol", "lol", "lol", "lol", "lol", "lol", "lol"]']
+    for i in range(1, levels + 1):
+        lines.append(f"a{i}: &a{i} [" + ", ".join([f"*a{i - 1}"] * 9) + "]")
+    return "\n".join(lines) + "\n"
+
+
+def _bomb_in_pod() -> str:
+    """An alias bomb hung under a real container: the launch must still be found, once."""
+    head = textwrap.dedent(f"""\
+        apiVersion: v1
+        kind: Pod
+        metadata: {{name: x}}
+        spec:
+          containers:
+          - name: vllm
+            image: vllm/vllm-openai:v0.10.0
+            command: {LAUNCH}
+            env: &e0
+            - {{name: A, value: vllm}}
+        """)
+    body = "".join(
+        f"    x{i}: &e{i} [" + ", ".join([f"*e{i - 1}"] * 9) + "]\n" for i in range(1, 12)
+    )
+    return head + body
+
+
+HOSTILE: dict[str, tuple[bytes, str]] = {
+    # name: (content, expected) — "skip": no error, no deployment; "error": exactly one error;
+    # "launch": one deployment and no error
+    "billion-laughs.yaml": (_bomb().encode(), "skip"),
+    "bomb-in-pod.yaml": (_bomb_in_pod().encode(), "launch"),
+    "deep-flow-seq.yaml": (("[" * 50_000 + "]" * 50_000 + "\n").encode(), "error"),
+    "deep-flow-map.yaml": (("{a: " * 50_000 + "1" + "}" * 50_000 + "\n").encode(), "error"),
+    "deep-block-seq.yaml": (("- " * 50_000 + "vllm\n").encode(), "error"),
+    "long-line-sh-c.yaml": (
+        ('command: ["sh", "-c", "vllm serve m --tensor-parallel-size 2 '
+         + "x " * 1_000_000 + '"]\n').encode(),
+        "launch",
+    ),
+    "long-line-comments.yaml": (("a: " + " #" * 1_000_000 + "'\n").encode(), "skip"),
+    "long-line.sh": (
+        ("vllm serve m --tensor-parallel-size 2 " + "--x=$A " * 300_000 + "\n").encode(),
+        "launch",
+    ),
+    "unterminated-quote.sh": (("vllm serve m '" + "a " * 1_000_000).encode(), "launch"),
+    "binary.yaml": (random.Random(8).randbytes(4096), "error"),
+    "control-chars.yaml": (b"a: \x00\x01\x02 vllm serve\n", "error"),
+    "invalid-utf8.yaml": (b"a: \xff\xfe vllm serve m\n", "error"),
+    "empty.yaml": (b"", "skip"),
+    "empty.sh": (b"", "skip"),
+    "empty.py": (b"", "skip"),
+    "conflict.yaml": (
+        textwrap.dedent("""\
+            apiVersion: v1
+            kind: Pod
+            spec:
+              containers:
+              - name: x
+            <<<<<<< HEAD
+                command: ["vllm", "serve", "m", "--tensor-parallel-size", "4"]
+            =======
+                command: ["vllm", "serve", "m", "--tensor-parallel-size", "8"]
+            >>>>>>> other
+            """).encode(),
+        "error",
+    ),
+    "deep-parens.py": (
+        ("from vllm import LLM\nLLM(model='m', tensor_parallel_size="
+         + "(" * 50_000 + "1" + ")" * 50_000 + ")\n").encode(),
+        "error",
+    ),
+    "deep-chain.py": (("from vllm import LLM\nx = " + "+".join(["1"] * 3000) + "\n").encode(),
+                      "error"),
+    "huge-int.py": (
+        ("from vllm import LLM\nLLM(model='m', tensor_parallel_size=1" + "0" * 5000 + ")\n")
+        .encode(),
+        "launch",
+    ),
+}
+
+_MEASURE = """
+import json, resource, sys, time
+from tpcheck.sources import read_path
+import yaml, tpcheck.sources.yamlfile, tpcheck.sources.shell  # imports are not the input's cost
+before = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+t0 = time.perf_counter()
+rr = read_path(sys.argv[1])
+dt = time.perf_counter() - t0
+after = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+print(json.dumps({"seconds": dt, "rss_growth_kb": after - before,
+                  "deployments": len(rr.deployments), "errors": [str(e) for e in rr.errors]}))
+"""
+
+
+def _measure(path: Path) -> dict[str, object]:
+    proc = subprocess.run([sys.executable, "-c", _MEASURE, str(path)], capture_output=True,
+                          text=True, timeout=60, cwd=path.parent)
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    out: dict[str, object] = json.loads(proc.stdout)
+    return out
+
+
+@pytest.fixture(scope="module")
+def hostile_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    d = tmp_path_factory.mktemp("hostile")
+    for name, (content, _) in HOSTILE.items():
+        (d / name).write_bytes(content)
+    return d
+
+
+@pytest.mark.parametrize("name", sorted(HOSTILE))
+def test_hostile_file_is_one_error_or_a_clean_skip_fast_and_small(
+    hostile_dir: Path, name: str
+) -> None:
+    expected = HOSTILE[name][1]
+    m = _measure(hostile_dir / name)
+    errors = m["errors"]
+    assert isinstance(errors, list)
+    assert float(m["seconds"]) < MAX_SECONDS, m  # type: ignore[arg-type]
+    assert int(m["rss_growth_kb"]) < MAX_RSS_GROWTH_KB, m  # type: ignore[call-overload]
+    for e in errors:
+        assert "\n" not in e and e.startswith(str(hostile_dir / name) + ":"), e
+    if expected == "skip":
+        assert errors == [] and m["deployments"] == 0, m
+    elif expected == "error":
+        assert len(errors) == 1, m
+    else:
+        assert errors == [] and m["deployments"] == 1, m
+
+
+def _cli(args: list[str], cwd: Path, env: dict[str, str] | None = None,
+         pre: str = "") -> subprocess.CompletedProcess[str]:
+    code = pre + "\nimport sys\nfrom tpcheck.cli import main\nsys.exit(main(sys.argv[1:]))\n"
+    full_env = {**os.environ, **(env or {})}
+    full_env.pop("TPCHECK_DEBUG", None)
+    return subprocess.run([sys.executable, "-c", code, *args], capture_output=True, text=True,
+                          timeout=120, cwd=cwd, env=full_env)
+
+
+def test_one_run_over_every_hostile_file_still_checks_the_good_one(
+    hostile_dir: Path, tmp_path: Path
+) -> None:
+    """All hostile files and one good manifest in one run: no traceback, one stderr line per
+    bad file at most, exit 2 (there were input errors), and the good file's finding printed."""
+    good = tmp_path / "good.yaml"
+    good.write_text(GOOD.read_text(encoding="utf-8"), encoding="utf-8")
+    files = [str(hostile_dir / n) for n in sorted(HOSTILE)] + [str(good)]
+    proc = _cli(["--gpu", "h100-sxm", "--offline", *files], cwd=tmp_path)
+    assert proc.returncode == 2, proc.stderr[-3000:]
+    assert "Traceback" not in proc.stderr and "internal error" not in proc.stderr
+    lines = [ln for ln in proc.stderr.splitlines() if ln.strip()]
+    n_errors = sum(1 for v in HOSTILE.values() if v[1] == "error")
+    assert len(lines) == n_errors, proc.stderr
+    for name in HOSTILE:
+        assert sum(f"{name}:" in ln for ln in lines) <= 1
+    # qwen3-32b-tp16.yaml: Qwen3-32B has 8 KV heads, so t = 16 replicates each KV head (TP201)
+    assert f"{good}:" in proc.stdout and "TP201" in proc.stdout, proc.stdout[-3000:]
+
+
+def test_files_over_the_size_limit_are_skipped_with_a_message(tmp_path: Path) -> None:
+    """Default 5 MiB (5 * 1024 * 1024 bytes); [tool.tpcheck] max-file-size lowers it."""
+    from tpcheck.sources import MAX_BYTES, read_path
+
+    assert MAX_BYTES == 5 * 1024 * 1024
+    big = tmp_path / "big.yaml"
+    line = "# " + "x" * 98 + "\n"  # 101 bytes
+    big.write_text(line * (MAX_BYTES // len(line) + 1), encoding="utf-8")
+    size = big.stat().st_size
+    assert size > MAX_BYTES
+    rr = read_path(str(big))
+    assert [str(e) for e in rr.errors] == [
+        f"{big}:1:1: file is {size} bytes, over the {MAX_BYTES}-byte limit; skipped"
+    ]
+    # configured lower: a 1,000-byte limit skips a 2,000-byte manifest, the small file is read
+    (tmp_path / ".tpcheck.toml").write_text("max-file-size = 1000\n", encoding="utf-8")
+    big.unlink()
+    medium = tmp_path / "medium.yaml"
+    medium.write_text(GOOD.read_text(encoding="utf-8") + "#" * 2000 + "\n", encoding="utf-8")
+    small = tmp_path / "small.sh"
+    small.write_text("vllm serve Qwen/Qwen3-32B --tensor-parallel-size 16\n", encoding="utf-8")
+    proc = _cli(["--gpu", "h100-sxm", "--offline", str(medium), str(small)], cwd=tmp_path)
+    assert proc.returncode == 2
+    assert "over the 1000-byte limit; skipped" in proc.stderr
+    assert f"{small}:1:" in proc.stdout and "TP201" in proc.stdout
+
+
+# ---- never-do list --------------------------------------------------------------------------
+
+def _package_sources() -> list[Path]:
+    return sorted(PKG.rglob("*.py"))
+
+
+def test_no_unsafe_yaml_eval_exec_or_dynamic_import_in_the_package() -> None:
+    """Scan tpcheck's own AST: no eval/exec/compile/__import__, no yaml.load family without a
+    safe loader, no unsafe_load, no trust_remote_code=True; import_module only in the CLI's
+    command registry (names from the COMMANDS literal)."""
+    problems: list[str] = []
+    for path in _package_sources():
+        tree = ast.parse(path.read_text(encoding="utf-8"))
+        rel = path.relative_to(ROOT)
+        for node in ast.walk(tree):
+            if not isinstance(node, ast.Call):
+                continue
+            fn = node.func
+            bare = fn.id if isinstance(fn, ast.Name) else ""
+            attr = fn.attr if isinstance(fn, ast.Attribute) else ""
+            owner = fn.value.id if isinstance(fn, ast.Attribute) and isinstance(
+                fn.value, ast.Name) else ""
+            name = bare or attr
+            if bare in ("eval", "exec", "compile", "__import__") or attr in (
+                "unsafe_load", "full_load", "unsafe_load_all", "full_load_all"
+            ) or (owner == "os" and attr in ("system", "popen", "execv", "execvp")):
+                problems.append(f"{rel}:{node.lineno}: {name}()")
+            if owner == "yaml" and attr in ("load", "load_all"):
+                loader = next((k.value for k in node.keywords if k.arg == "Loader"), None)
+                # a Safe* loader by name, or the module's `loader = getattr(yaml, "CSafeLoader",
+                # yaml.SafeLoader)` variable
+                text = ast.unparse(loader) if loader is not None else ""
+                if "Safe" not in text and text not in ("loader", "LOADER"):
+                    problems.append(f"{rel}:{node.lineno}: yaml.{attr} without a safe Loader")
+            if name == "import_module" and rel.as_posix() != "tpcheck/cli.py":
+                problems.append(f"{rel}:{node.lineno}: import_module")
+            for k in node.keywords:
+                if k.arg == "trust_remote_code" and not (
+                    isinstance(k.value, ast.Constant) and k.value.value is False
+                ):
+                    problems.append(f"{rel}:{node.lineno}: trust_remote_code")
+    assert problems == []
+
+
+def test_yaml_python_tags_are_never_constructed(tmp_path: Path) -> None:
+    """A manifest carrying !!python/object/apply tags next to a real launch: read, linted and
+    inspected, and the command in the tag never runs (its marker file never appears)."""
+    marker = tmp_path / "PWNED"
+    (tmp_path / "evil.yaml").write_text(textwrap.dedent(f"""\
+        apiVersion: v1
+        kind: Pod
+        metadata:
+          name: !!python/object/apply:os.system ["touch {marker}"]
+          labels: !!python/object/new:subprocess.Popen [["touch", "{marker}"]]
+        spec:
+          containers:
+          - name: vllm
+            command: {LAUNCH}
+        """), encoding="utf-8")
+    for args in (["--gpu", "h100-sxm", "--offline", "evil.yaml"], ["inspect", "evil.yaml"]):
+        proc = _cli(args, cwd=tmp_path)
+        assert proc.returncode in (0, 1), proc.stderr
+        assert "Traceback" not in proc.stderr
+    proc = _cli(["inspect", "--format", "json", "evil.yaml"], cwd=tmp_path)
+    assert [d["tensor_parallel_size"] for d in json.loads(proc.stdout)["deployments"]] == [2]
+    assert not marker.exists()
+
+
+def test_python_launch_files_are_parsed_never_imported_or_run(tmp_path: Path) -> None:
+    """launch.py writes a marker at import time and under __main__; a naive importer (cwd on
+    sys.path, as here) would create it. tpcheck reads its LLM(...) call and nothing runs."""
+    marker = tmp_path / "RAN"
+    src = textwrap.dedent(f"""\
+        import pathlib
+        pathlib.Path({str(marker)!r}).write_text("imported")
+        from vllm import LLM
+        llm = LLM(model="Qwen/Qwen3-32B", tensor_parallel_size=16)
+        if __name__ == "__main__":
+            pathlib.Path({str(marker)!r}).write_text("run")
+        """)
+    (tmp_path / "launch.py").write_text(src, encoding="utf-8")
+    (tmp_path / "vllm.py").write_text(f"open({str(marker)!r}, 'w').write('shadow')\n",
+                                      encoding="utf-8")
+    proc = _cli(["--gpu", "h100-sxm", "--offline", "launch.py"], cwd=tmp_path)
+    assert proc.returncode == 1, proc.stderr
+    assert "launch.py:4:" in proc.stdout and "TP201" in proc.stdout
+    proc = _cli(["inspect", "--format", "json", "."], cwd=tmp_path)
+    assert [d["tensor_parallel_size"] for d in json.loads(proc.stdout)["deployments"]] == [16]
+    assert not marker.exists()
+
+
+def test_symlinks_out_of_the_walked_tree_are_not_followed(tmp_path: Path) -> None:
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    (outside / "evil.yaml").write_text(f"command: {LAUNCH}\n", encoding="utf-8")
+    tree = tmp_path / "tree"
+    tree.mkdir()
+    (tree / "own.sh").write_text("vllm serve Qwen/Qwen3-32B --tensor-parallel-size 16\n",
+                                 encoding="utf-8")
+    (tree / "linked-dir").symlink_to(outside, target_is_directory=True)
+    (tree / "linked.yaml").symlink_to(outside / "evil.yaml")
+    from tpcheck.sources import iter_files
+
+    assert list(iter_files([str(tree)])) == [str(tree / "own.sh")]
+    proc = _cli(["inspect", "--format", "json", str(tree)], cwd=tmp_path)
+    got = json.loads(proc.stdout)["deployments"]
+    assert [(Path(d["path"]).name, d["tensor_parallel_size"]) for d in got] == [("own.sh", 16)]
+
+
+_NO_NET = """
+import socket
+ATTEMPTS = []
+def _refuse(*a, **k):
+    ATTEMPTS.append(repr(a)[:80])
+    raise OSError("network disabled by the test")
+socket.socket.connect = _refuse
+socket.create_connection = _refuse
+socket.getaddrinfo = _refuse
+import atexit
+atexit.register(lambda: ATTEMPTS and print("NETWORK", ATTEMPTS, file=__import__("sys").stderr))
+"""
+
+
+@pytest.mark.parametrize("offline", [True, False])
+def test_no_network_unless_allowed(tmp_path: Path, offline: bool) -> None:
+    """Sockets are made to fail loudly. With --offline an unknown hub model gives TP000 and no
+    connection attempt; a model in the bundled catalog needs no network even when allowed."""
+    (tmp_path / "unknown.sh").write_text(
+        "vllm serve someone/not-a-real-model-xyz --tensor-parallel-size 2\n", encoding="utf-8")
+    (tmp_path / "known.sh").write_text(
+        "vllm serve Qwen/Qwen3-32B --tensor-parallel-size 16\n", encoding="utf-8")
+    files = ["unknown.sh", "known.sh"] if offline else ["known.sh"]
+    args = ["--gpu", "h100-sxm", *(["--offline"] if offline else []), *files]
+    env = {"HF_HOME": str(tmp_path / "hf"), "HF_HUB_CACHE": str(tmp_path / "hf" / "hub")}
+    proc = _cli(args, cwd=tmp_path, env=env, pre=_NO_NET)
+    assert "NETWORK" not in proc.stderr, proc.stderr
+    assert proc.returncode == 1, proc.stderr
+    assert "known.sh:1:" in proc.stdout and "TP201" in proc.stdout
+    if offline:
+        assert "unknown.sh:1:" in proc.stdout and "TP000" in proc.stdout
+
+
+def test_unknown_dtype_or_quantization_is_one_error_at_its_flag(tmp_path: Path) -> None:
+    """vLLM's argparse refuses both names; tpcheck says so once, at the value, and checks the
+    other file of the run."""
+    (tmp_path / "q.sh").write_text(
+        "vllm serve Qwen/Qwen3-32B --tensor-parallel-size 8 --quantization bogus\n",
+        encoding="utf-8")
+    (tmp_path / "ok.sh").write_text(
+        "vllm serve Qwen/Qwen3-32B --tensor-parallel-size 16\n", encoding="utf-8")
+    proc = _cli(["--gpu", "h100-sxm", "--offline", "q.sh", "ok.sh"], cwd=tmp_path)
+    assert proc.returncode == 2
+    # "vllm serve Qwen/Qwen3-32B --tensor-parallel-size 8 --quantization " is 66 characters
+    assert proc.stderr.splitlines() == [
+        "tpcheck: q.sh:1:67: unknown quantization 'bogus'; the deployment is not checked"]
+    assert "ok.sh:1:" in proc.stdout and "TP201" in proc.stdout
+
+
+@pytest.mark.parametrize("value", ["123456789012345678901234567890", "99999999999999999999"])
+def test_absurd_parallel_sizes_are_one_error_not_a_hang(tmp_path: Path, value: str) -> None:
+    """Some rules scan every t up to the one written; a 30-digit t must not reach them."""
+    (tmp_path / "big.sh").write_text(
+        f"vllm serve Qwen/Qwen3-32B --tensor-parallel-size {value}\n", encoding="utf-8")
+    proc = _cli(["--gpu", "h100-sxm", "--offline", "big.sh"], cwd=tmp_path)
+    assert proc.returncode == 2
+    # "vllm serve Qwen/Qwen3-32B --tensor-parallel-size " is 49 characters
+    assert proc.stderr.splitlines() == [
+        f"tpcheck: big.sh:1:50: tensor parallel size {value} is over 4096; not a layout any "
+        "machine runs, so the deployment is not checked"]
