@@ -53,7 +53,7 @@ PLAN_OPTS = ["--tp", "--pp", "--dp", "--hbm", "--reserve", "--context", "--batch
              "--dtype", "--engine-version", "--attn-dp", "--link"]
 
 
-NAME_OPTS = ("--quantization", "--dtype")  # see the xfail below
+NAME_OPTS = ("--quantization", "--dtype")  # names: random values are a usage error (below)
 
 
 @SETTINGS
@@ -64,8 +64,6 @@ def test_plan_flag_values(opt: str, value: str) -> None:
     run(["plan", "Qwen/Qwen3-32B", "--gpu", "h100-sxm", "--offline", opt, value])
 
 
-@pytest.mark.xfail(strict=True, reason="tpcheck/commands/plan.py lets the physics' ValueError "
-                   "for an unknown name escape as 'internal error' (reported to its owner)")
 @pytest.mark.parametrize("opt", NAME_OPTS)
 def test_plan_unknown_quantization_or_dtype_is_a_usage_error(opt: str) -> None:
     code, text = run(["plan", "Qwen/Qwen3-32B", "--gpu", "h100-sxm", "--offline", opt, "bogus"])

@@ -18,9 +18,11 @@ def legal_note(ctx: CheckContext) -> tuple[str, int | None, int | None]:
         "expert_parallel": bool(ctx.deployment.enable_expert_parallel),
         "attn_dp": ctx.attn_dp,
     }
-    upto = max(64, ctx.tp)
-    sizes = legal_sizes(ctx.shape, upto, **kw)
-    below, above = nearest_legal(ctx.shape, ctx.tp, upto, **kw)
+    # The list in the message stops at 64; the nearest sizes are searched a little past t
+    # (bounded: a 30-digit TP must not make the search run for hours).
+    sizes = legal_sizes(ctx.shape, 64, **kw)
+    upto = min(max(64, 2 * ctx.tp), 4096)
+    below, above = nearest_legal(ctx.shape, min(ctx.tp, upto), upto, **kw)
     return ", ".join(str(x) for x in sizes), below, above
 
 

@@ -149,7 +149,10 @@ def plan_cmd(model: str, gpu_name: str | None, hbm: str | None, util: float | No
         context=context, kv_cache_dtype=kv_cache_dtype, quantization=quantization, dtype=dtype,
         batch=batch, alpha=alpha if alpha is not None else link_alpha, link_bandwidth=link_bw,
     )
-    rows = sweep(shape, opts, _parse_tps(tps))
+    try:
+        rows = sweep(shape, opts, _parse_tps(tps))
+    except ValueError as e:  # an unknown --quantization / --dtype / --kv-cache-dtype name
+        raise click.UsageError(str(e)) from None
     use = _link_use(link, gpu, alpha)
     prefill = _prefill(shape, rows, opts, use)
     if fmt == "json":

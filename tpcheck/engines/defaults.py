@@ -133,6 +133,9 @@ def sglang_mem_fraction(gpu_mem_bytes: int, tp: int, pp: int = 1, attn_dp: int =
     cards over 60 GiB; fraction = round((gpu_mem − reserved)/gpu_mem, 3).
     """
     mem = gpu_mem_bytes / MIB
+    if mem <= 0:  # memory unknown: memory_hook.py's fallback
+        return Default(0.95, f"{SGLANG_SRC} arg_groups/memory_hook.py (gpu_mem unknown)",
+                       NEWEST["sglang"])
     chunk = sglang_chunked_prefill(mem)
     max_bs = sglang_decode_graph_bs(mem, tp)
     graph = max_bs * 2.0

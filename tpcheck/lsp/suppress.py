@@ -92,9 +92,41 @@ def _yaml_same(old: str, new: str) -> bool:
 
     loader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
     try:
-        return list(yaml.load_all(old, Loader=loader)) == list(yaml.load_all(new, Loader=loader))
+        a = list(yaml.compose_all(old, Loader=loader))
+        b = list(yaml.compose_all(new, Loader=loader))
     except yaml.YAMLError:
         return False
+    return len(a) == len(b) and all(_nodes_same(x, y) for x, y in zip(a, b, strict=True))
+
+
+def _nodes_same(a: object, b: object, limit: int = 200_000) -> bool:
+    """Compare composed YAML nodes by tag and value, visiting each node pair once: an alias
+    bomb shares nodes, so a plain load() and == would expand it exponentially."""
+    import yaml
+
+    seen: set[tuple[int, int]] = set()
+    stack = [(a, b)]
+    while stack:
+        x, y = stack.pop()
+        if (id(x), id(y)) in seen:
+            continue
+        seen.add((id(x), id(y)))
+        if len(seen) > limit or type(x) is not type(y) or getattr(x, "tag", None) != getattr(
+                y, "tag", None):
+            return False
+        if isinstance(x, yaml.ScalarNode):
+            if x.value != y.value:  # type: ignore[attr-defined]
+                return False
+        elif isinstance(x, yaml.SequenceNode):
+            if len(x.value) != len(y.value):  # type: ignore[attr-defined]
+                return False
+            stack.extend(zip(x.value, y.value, strict=True))  # type: ignore[attr-defined]
+        elif isinstance(x, yaml.MappingNode):
+            if len(x.value) != len(y.value):  # type: ignore[attr-defined]
+                return False
+            for (k1, v1), (k2, v2) in zip(x.value, y.value, strict=True):  # type: ignore[attr-defined]
+                stack.extend(((k1, k2), (v1, v2)))
+    return True
 
 
 def _python_same(old: str, new: str) -> bool:

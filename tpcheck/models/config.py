@@ -140,8 +140,8 @@ class _Reader:
             value = int(value)
         if not isinstance(value, int):
             raise self._bad(key, value, _want(minimum))
-        if value < minimum:
-            raise self._bad(key, value, _want(minimum))
+        if value < minimum or value > MAX_DIM:
+            raise self._bad(key, value, _want(minimum) + f" up to {MAX_DIM:,}")
         return value
 
     def first_int(self, *keys: str, minimum: int = 1) -> int | None:
@@ -186,6 +186,11 @@ class _Reader:
         if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
             raise self._bad(key, value, "a list of strings")
         return list(value)
+
+
+# No real width, count or length comes near 2^40 (a trillion); past it the byte arithmetic
+# leaves exact integers and floats, so such a config is refused as malformed.
+MAX_DIM = 1 << 40
 
 
 def _want(minimum: int) -> str:

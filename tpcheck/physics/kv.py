@@ -50,10 +50,17 @@ def dtype_bytes(dtype: str) -> float:
 
 
 def kv_dtype_bytes(kv_cache_dtype: str | None, model_dtype: str) -> tuple[str, float]:
-    """(name, bytes per element) of the KV cache; ``auto`` is the model's activation dtype."""
+    """(name, bytes per element) of the KV cache; ``auto`` is the model's activation dtype.
+
+    An unknown name is a ValueError: vLLM's and SGLang's argparse refuse it too (their
+    ``choices``); vLLM's experimental 3-/4-bit caches are not modelled and say so.
+    """
     name = (kv_cache_dtype or "auto").lower()
     if name == "auto":
         name = activation_dtype(model_dtype)
+    if name not in DTYPE_BYTES:
+        raise ValueError(f"kv-cache-dtype {kv_cache_dtype!r} is not one tpcheck models "
+                         f"(known: auto, {', '.join(sorted(DTYPE_BYTES))})")
     return name, dtype_bytes(name)
 
 
