@@ -12,10 +12,6 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
-if sys.version_info >= (3, 11):
-    import tomllib
-else:  # pragma: no cover
-    import tomli as tomllib  # type: ignore[import-not-found,unused-ignore]
 
 SEVERITIES = ("info", "warning", "error")
 
@@ -67,6 +63,11 @@ def find_settings_file(start: Path) -> Path | None:
         py = folder / "pyproject.toml"
         if py.is_file():
             try:
+                if "tpcheck" not in py.read_text(encoding="utf-8", errors="replace"):
+                    continue  # cheap test first: most pyproject.toml files are not ours
+            except OSError:
+                continue
+            try:
                 if "tool" in (data := _load(py)) and "tpcheck" in data["tool"]:
                     return py
             except SettingsError:
@@ -75,6 +76,11 @@ def find_settings_file(start: Path) -> Path | None:
 
 
 def _load(path: Path) -> dict[str, Any]:
+    # Imported here: most runs have no settings file, and the parser costs ~10 ms of start-up.
+    if sys.version_info >= (3, 11):
+        import tomllib
+    else:  # pragma: no cover
+        import tomli as tomllib  # type: ignore[import-not-found,unused-ignore]
     try:
         data: dict[str, Any] = tomllib.loads(path.read_text(encoding="utf-8"))
         return data

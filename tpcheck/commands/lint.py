@@ -25,7 +25,7 @@ import click
     type=click.Choice(["error", "warning", "info"]),
     help="Lowest severity that makes the exit code 1 (default: warning).",
 )
-@click.option("--gpu", help="GPU the deployments run on (h100-sxm, a100-sxm-80gb, l40s, ...).")
+@click.option("--gpu", help="GPU for deployments whose manifest names none (h100-sxm, l40s, ...).")
 @click.option("--context", type=click.IntRange(1), help="Tokens per sequence for capacity.")
 @click.option("--topology", type=click.Path(dir_okay=False), help="Saved `nvidia-smi topo -m`.")
 @click.option("--model-config", type=click.Path(), help="config.json (or folder) for every model.")
