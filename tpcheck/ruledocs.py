@@ -24,11 +24,6 @@ def doc(code: str) -> str | None:
     return p.read_text(encoding="utf-8") if p.is_file() else None
 
 
-def doc_codes() -> list[str]:
-    d = rules_dir()
-    return sorted(p.stem for p in d.glob("TP*.md")) if d else []
-
-
 def section(text: str, title: str) -> str:
     """The body of a ``## title`` section (case-insensitive prefix match)."""
     out: list[str] = []

@@ -113,7 +113,7 @@ OPTION_VALUES = {
 @given(st.sampled_from(CONFIGS), st.fixed_dictionaries({}, optional=OPTION_VALUES))
 def test_odd_options_never_break_evaluate(cfg: dict[str, Any], kw: dict[str, Any]) -> None:
     """Numbers out of range are the rules' business (a refusal, a zero pool), never an
-    exception; an unknown dtype or quantization name is a one-line ValueError naming it,
+    exception; an unknown dtype, quantization or KV-cache dtype name is a one-line ValueError,
     which the linter turns into one error at that flag (tests/test_hostile.py)."""
     shape = parse_config(cfg, name="m")
     if kw.get("engine") == "sglang" and kw.get("memory") == 0:
@@ -124,7 +124,7 @@ def test_odd_options_never_break_evaluate(cfg: dict[str, Any], kw: dict[str, Any
             _evaluate_all(shape, opts)
         except ValueError as e:
             assert "bogus" in str(e) and "\n" not in str(e)
-            assert "bogus" in (kw.get("dtype"), kw.get("quantization"))
+            assert "bogus" in (kw.get("dtype"), kw.get("quantization"), kw.get("kv_cache_dtype"))
 
 
 def test_nan_is_refused_not_propagated() -> None:

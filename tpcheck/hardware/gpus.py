@@ -47,7 +47,6 @@ def _derived(smi_mib: int, reserve_mib: int = 700) -> int:
     return (smi_mib - reserve_mib) * MIB
 
 
-_NV_DATASHEET = "NVIDIA {} datasheet"
 
 GPUS: tuple[GPU, ...] = (
     # ---------------------------------------------------------------- Hopper

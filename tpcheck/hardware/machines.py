@@ -173,10 +173,6 @@ def machine_gpu(m: Machine) -> GPU:
     return g
 
 
-def machine_names() -> tuple[str, ...]:
-    return tuple(m.key for m in MACHINES)
-
-
 # Node labels that name the instance type, then labels that name only the GPU product.
 INSTANCE_LABELS = (
     "node.kubernetes.io/instance-type",

@@ -12,9 +12,9 @@ from tpcheck.formula import Formula
 from tpcheck.models.shape import ModelShape
 
 KV_HEADS_SRC = "vllm 0.33.0 config/model.py ModelConfig.get_num_kv_heads l.1663-1683"
-PAGE_SRC = "vllm 0.33.0 v1/kv_cache_interface.py AttentionSpec.page_size_bytes l.552-616"
+PAGE_SRC = ("vllm 0.33.0 v1/kv_cache_interface.py AttentionSpec.page_size_bytes l.552-616; "
+            "sglang 0.5.23 model_executor/pool_configurator.py _compute_cell_size l.340-497")
 MLA_SRC = "vllm 0.33.0 layers/attention/mla_attention.py get_kv_cache_spec l.1371-1395"
-SGL_CELL_SRC = "sglang 0.5.23 model_executor/pool_configurator.py _compute_cell_size l.340-497"
 
 DTYPE_BYTES: dict[str, float] = {
     "float32": 4,

@@ -2,11 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable
-
 from tpcheck.lint import LintResult
-
-Renderer = Callable[[LintResult, bool], str]
 
 
 def render(fmt: str, result: LintResult, *, color: bool = False, statistics: bool = False,
