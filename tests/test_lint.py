@@ -272,3 +272,16 @@ def test_the_real_corpus_lints_without_internal_errors() -> None:
     # and the real problems stay found: 4 GPUs idle (TP 4 on 8), MLA replicated under TP
     assert ("TP401", "nvidia-vllm-post-trained-gemma3-27-deploy.yaml") in found
     assert ("TP202", "ray-service.deepseek.yaml") in found
+
+
+def test_sglang_context_exceeds_pool_is_a_warning_in_its_own_words(tmp_path: Path) -> None:
+    # Qwen3-32B at TP 1 on an H100 under SGLang: mem_fraction_static 0.829 (memory_hook.py rule)
+    # · 79.19 GiB = 65.6 GiB, minus 61.0 GiB of weights leaves ≈ 4.6 GiB; 40,960 tokens need
+    # 40,960 · 2·64·8·128·2 B = 10 GiB. SGLang warns (tp_worker.py) instead of refusing.
+    (tmp_path / "s.sh").write_text("python -m sglang.launch_server --model-path Qwen/Qwen3-32B "
+                                   "--tp 1 --context-length 40960\n")
+    p = run("--offline", "--gpu", "h100-sxm", "--format", "json", "s.sh", cwd=tmp_path)
+    [f] = [f for f in json.loads(p.stdout)["findings"] if f["code"] == "TP204"]
+    assert f["severity"] == "warning"
+    assert "fewer than --context-length 40960" in f["message"]
+    assert "10.00 GiB of KV cache per GPU" in f["message"]

@@ -38,7 +38,11 @@ def check(ctx: CheckContext) -> Iterator[Finding]:
         "vllm 0.33.0 v1/core/kv_cache_planning.py _check_enough_kv_cache_memory",
     )
     pool = max(ev.pool.result, 0)
-    if ev.pool.result <= 0:
+    if d.engine == "sglang":  # managers/tp_worker.py get_worker_info: a warning, not a refusal
+        engine_msg = (f"KV pool holds {tokens} tokens, fewer than --context-length {c}. One "
+                      "full-length request cannot fit, so long requests will be refused or "
+                      "truncated at serving time.")
+    elif ev.pool.result <= 0:
         engine_msg = "No available memory for the cache blocks."
     else:
         engine_msg = (

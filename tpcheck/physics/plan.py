@@ -144,8 +144,8 @@ def evaluate(shape: ModelShape, t: int, opts: Options) -> Evaluation:
     split = weight_split(shape, dtype=opts.dtype, quantization=opts.quantization)
     pad = None
     q = shape.quant
-    if (q is not None and q.method == "mxfp4" and opts.quantization in (None, "mxfp4")
-            and shape.moe is not None):
+    if (eng == "vllm" and q is not None and q.method == "mxfp4"
+            and opts.quantization in (None, "mxfp4") and shape.moe is not None):
         pad = mxfp4_padding(shape.hidden, shape.moe.expert_ffn, opts.gpu.key if opts.gpu else None)
         split = replace(split, experts=split.experts * pad.result)
     moe_group = t * opts.dp if eng == "vllm" else t
