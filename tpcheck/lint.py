@@ -22,6 +22,7 @@ from tpcheck.checks.base import Finding, Severity
 from tpcheck.checks.context import CheckContext
 from tpcheck.hardware.gpus import GPU, find_gpu
 from tpcheck.models.shape import ModelShape
+from tpcheck.physics.plan import Evaluation, Options
 from tpcheck.settings import Settings
 from tpcheck.sources import iter_files, read_path
 from tpcheck.sources.base import Deployment, ReadResult, SourceError
@@ -73,7 +74,7 @@ class Linter:
                                  base_dir=settings.root)
         self.shapes: dict[tuple[str, str], ModelShape | str] = {}
         self._resolved: dict[tuple[str, str | None, str | None], Any] = {}
-        self._evaluations: dict[tuple[int, int, Any], Any] = {}
+        self._evaluations: dict[tuple[int, int, Options], Evaluation] = {}
         self.gpu_flag: GPU | None = None
         self.gpu_setting: GPU | None = None
         if gpu_flag:
@@ -193,20 +194,13 @@ class Linter:
         shape, problem, source = self.shape_for(d)
         gpu, origin = self.gpu_for(d)
         ctx = CheckContext(d, shape=shape, settings=self.settings, gpu=gpu, gpu_origin=origin,
-                           model_problem=problem, model_source=source, topology=self.topology)
+                           model_problem=problem, model_source=source, topology=self.topology,
+                           evaluations=self._evaluations)
         found: list[Finding] = []
         tp_unknown = "tensor_parallel_size" in d.unresolved
         tpu = "not a GPU" in origin  # GPU memory and link physics do not apply to a TPU slice
         if shape is not None and not tp_unknown and not tpu:
-            # Manifests repeat layouts: one evaluation per (shape, t, options) in a run, handed
-            # to the context's cached property so every rule reuses it.
-            ekey = (id(shape), ctx.tp, ctx.options)
-            known = self._evaluations.get(ekey)
-            if known is not None:
-                ctx.__dict__["evaluation"] = known
             refused = _refused_value(d, ctx)
-            if refused is None and known is None:
-                self._evaluations[ekey] = ctx.evaluation
             if refused is not None:
                 out.errors.append(refused)
                 return []

@@ -31,6 +31,7 @@ class CheckContext:
         model_problem: str | None = None,
         model_source: str | None = None,
         topology: object | None = None,
+        evaluations: dict[tuple[int, int, Options], Evaluation] | None = None,
     ) -> None:
         self.deployment = deployment
         self.shape = shape
@@ -40,6 +41,10 @@ class CheckContext:
         self.model_problem = model_problem
         self.model_source = model_source
         self.topology = topology
+        # Shared by a run's contexts: manifests repeat layouts, and rules ask the same what-ifs
+        # (t = h_kv, an fp8 cache) for every deployment of a model. Keyed by the shape's identity
+        # (the linter keeps one ModelShape per config), t and the frozen Options.
+        self._evaluations = evaluations if evaluations is not None else {}
 
     # ---- layout -------------------------------------------------------------------------
     @property
@@ -114,13 +119,16 @@ class CheckContext:
 
     @cached_property
     def evaluation(self) -> Evaluation:
-        assert self.shape is not None
-        return evaluate(self.shape, self.tp, self.options)
+        return self.evaluate_at(self.tp)
 
     def evaluate_at(self, t: int, **changes: object) -> Evaluation:
         assert self.shape is not None
         opts = replace(self.options, **changes) if changes else self.options  # type: ignore[arg-type]
-        return evaluate(self.shape, t, opts)
+        key = (id(self.shape), t, opts)
+        ev = self._evaluations.get(key)
+        if ev is None:
+            ev = self._evaluations[key] = evaluate(self.shape, t, opts)
+        return ev
 
     # ---- building findings ----------------------------------------------------------------
     def finding(
