@@ -251,6 +251,8 @@ def _post(engine: Engine, f: Fields) -> None:
 
 
 def _is_number(v: str) -> bool:
+    if v.startswith("--"):
+        return False  # no float starts with two signs: skip the raise for every --flag
     try:
         float(v)
     except ValueError:

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import re
 from bisect import bisect_left
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator, Mapping, MutableMapping, Sequence
 from typing import Any
 
 import yaml
@@ -82,7 +82,61 @@ def engine_version(image: str | None, engine: Engine) -> str | None:
     return m.group(1) if m else None
 
 
-def k8s_word(loc: Located, env: dict[str, Located]) -> Word:
+class LazyEnv(MutableMapping[str, Located]):
+    """Name → value with positions, where a value still in its YAML node is located on first
+    read: most container env values are never expanded into a launch's words."""
+
+    __slots__ = ("_ctx", "_done", "_nodes")
+
+    def __init__(self, ctx: Ctx, done: Mapping[str, Located] | None = None) -> None:
+        self._ctx = ctx
+        self._done: dict[str, Located] = dict(done) if done else {}
+        self._nodes: dict[str, tuple[Any, int]] = {}  # name → (scalar node, first char)
+
+    def defer(self, name: str, node: Any, skip: int) -> None:
+        """``name`` is ``node``'s value from character ``skip`` on (``NAME=value`` items)."""
+        self._done.pop(name, None)
+        self._nodes[name] = (node, skip)
+
+    def update_from(self, other: LazyEnv) -> None:
+        for k, v in other._done.items():
+            self[k] = v
+        for k, (node, skip) in other._nodes.items():
+            self.defer(k, node, skip)
+
+    def __getitem__(self, name: str) -> Located:
+        done = self._done.get(name)
+        if done is not None:
+            return done
+        node, skip = self._nodes.pop(name)  # KeyError when unknown, as a dict
+        loc = self._ctx.locate(node)
+        if skip:
+            loc = loc.sub(skip, len(loc.value))
+        self._done[name] = loc
+        return loc
+
+    def __contains__(self, name: object) -> bool:
+        return name in self._done or name in self._nodes
+
+    def __setitem__(self, name: str, value: Located) -> None:
+        self._nodes.pop(name, None)
+        self._done[name] = value
+
+    def __delitem__(self, name: str) -> None:
+        if name in self._nodes:
+            del self._nodes[name]
+        else:
+            del self._done[name]
+
+    def __iter__(self) -> Iterator[str]:
+        yield from list(self._done)
+        yield from list(self._nodes)
+
+    def __len__(self) -> int:
+        return len(self._done) + len(self._nodes)
+
+
+def k8s_word(loc: Located, env: Mapping[str, Located]) -> Word:
     """One argv element; ``$(VAR)`` is replaced from the container env as the kubelet does."""
     value = loc.value
     if "$(" not in value:
@@ -146,9 +200,13 @@ class Walker:
                 if isinstance(k, yaml.ScalarNode) and isinstance(v, yaml.ScalarNode):
                     self.top_vars.shell[k.value] = self.ctx.locate(v)
         # Ancestors are a linked list (node, parent-link) so a push costs O(1), not O(depth).
-        seen, consumed, ctx = self.seen, self.consumed, self.ctx
+        seen, consumed = self.seen, self.consumed
         stack: list[tuple[Any, Any]] = [(root, None)]
         mapping, sequence, scalar_node = yaml.MappingNode, yaml.SequenceNode, yaml.ScalarNode
+        # _live, inlined: it runs once per child node
+        starts, n_text = self.ctx.index.starts, len(self.ctx.index.text)
+        n_starts, n_hints = len(starts), len(hints)
+        push = stack.append
         while stack:
             node, link = stack.pop()
             if id(node) in seen:
@@ -161,19 +219,25 @@ class Walker:
                 continue
             if cls is mapping:
                 self.visit_mapping(node, link)
-                children = [v for _, v in node.value]
+                children = [pair[1] for pair in reversed(node.value)]
             elif cls is sequence:
-                children = node.value
+                children = node.value[::-1]
             else:
                 continue
             sub = (node, link)
-            for v in reversed(children):
+            for v in children:
                 if type(v) is scalar_node:
                     # visit_scalar reads only strings of 10+ characters
                     if len(v.value) >= 10:
-                        stack.append((v, sub))
-                elif _live(v, hints, ctx):
-                    stack.append((v, sub))
+                        push((v, sub))
+                    continue
+                sm, em = v.start_mark, v.end_mark
+                a = starts[sm.line] + sm.column if sm.line < n_starts else n_text
+                k = bisect_left(hints, a)
+                if k < n_hints:
+                    b = starts[em.line] + em.column if em.line < n_starts else n_text
+                    if hints[k] <= b:
+                        push((v, sub))
         return self.found
 
     # -- mappings ---------------------------------------------------------------------------
@@ -200,30 +264,30 @@ class Walker:
         if (
             "command" in keys or "args" in keys or "entrypoint" in keys or "extraArgs" in keys
         ) and "containers" not in keys:
-            self.container(m, keys, _ancestors(link))
+            self.container(m, keys, link)
 
-    def container(self, m: Any, keys: dict[str, Any], anc: tuple[Any, ...]) -> None:
+    def container(self, m: Any, keys: dict[str, Any], link: Any) -> None:
         ctx = self.ctx
         if not self._may_launch(keys):
             return
+        anc = _ancestors(link)
         env_nodes = keys.get("env") or keys.get("environment")
-        k8s_env: dict[str, Located] = {}
+        k8s_env = LazyEnv(ctx)
         plain_env: dict[str, str] = {}
         if isinstance(env_nodes, yaml.SequenceNode):
             for item in env_nodes.value:
                 name, value = mget(item, "name"), mget(item, "value")
                 if isinstance(name, yaml.ScalarNode) and isinstance(value, yaml.ScalarNode):
-                    k8s_env[name.value] = ctx.locate(value)
+                    k8s_env.defer(name.value, value, 0)
                     plain_env[name.value] = value.value
                 elif isinstance(item, yaml.ScalarNode) and "=" in item.value:
-                    loc = ctx.locate(item)
                     nm = item.value.split("=", 1)[0]
-                    k8s_env[nm] = loc.sub(len(nm) + 1, len(loc.value))
-                    plain_env[nm] = k8s_env[nm].value
+                    k8s_env.defer(nm, item, len(nm) + 1)
+                    plain_env[nm] = item.value[len(nm) + 1 :]
         elif isinstance(env_nodes, yaml.MappingNode):
             for k, v in env_nodes.value:
                 if isinstance(k, yaml.ScalarNode) and isinstance(v, yaml.ScalarNode):
-                    k8s_env[k.value] = ctx.locate(v)
+                    k8s_env.defer(k.value, v, 0)
                     plain_env[k.value] = v.value
         words: list[Word] = []
         compose = "entrypoint" in keys or ("image" in keys and "environment" in keys)
@@ -239,7 +303,7 @@ class Walker:
                 loc = ctx.locate(node)
                 flags_only = key in ("args", "extraArgs") and loc.value.lstrip().startswith("-")
                 if compose or not flags_only:
-                    vars_ = Vars(shell=dict(self._shell_env(k8s_env, compose)), k8s=k8s_env)
+                    vars_ = Vars(shell=self._shell_env(k8s_env, compose), k8s=k8s_env)
                     for cmd in _split_words(loc, vars_):
                         words.extend(cmd)
                 else:
@@ -256,7 +320,7 @@ class Walker:
         launches: list[tuple[list[Word], dict[str, str], Launch]] = []
         inner = _shell_c(words)
         if inner is not None:
-            vars_ = Vars(shell=dict(self._shell_env(k8s_env, False)), k8s=k8s_env)
+            vars_ = Vars(shell=self._shell_env(k8s_env, False), k8s=k8s_env)
             for cmd, env in read_commands(inner.text, vars_, dict(plain_env)):
                 la = find_launch([w.value for w in cmd])
                 if la is not None:
@@ -310,10 +374,11 @@ class Walker:
         img = image.value if isinstance(image, yaml.ScalarNode) else None
         return infer_engine(joined.split(), img) is not None
 
-    def _shell_env(self, k8s_env: dict[str, Located], compose: bool) -> dict[str, Located]:
-        out = dict(self.top_vars.shell)
+    def _shell_env(self, k8s_env: LazyEnv, compose: bool) -> LazyEnv:
+        """A fresh copy: the shell's assignments must not leak into the container env."""
+        out = LazyEnv(self.ctx, self.top_vars.shell)
         if not compose:
-            out.update(k8s_env)  # the container env is the shell's environment too
+            out.update_from(k8s_env)  # the container env is the shell's environment too
         return out
 
     def context(

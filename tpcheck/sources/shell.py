@@ -21,6 +21,7 @@ _NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 _PLAIN = re.compile(r"[^ \t\r\n;&|()<>'\"$`\\]+")
 _DQ_PLAIN = re.compile(r'[^"\\$`]+')
 _CMD_END = re.compile(r"[\n;&|]")
+_BLANKS = re.compile(r"[ \t\r]+")
 # Work limits, so a hostile script (a 2-MB line, a million commands) is read in well under a
 # second and bounded memory. A real launch has a few dozen words; past MAX_COMMAND_WORDS the
 # rest of that command is skipped to its end, past MAX_WORDS the rest of the text is not read.
@@ -128,26 +129,27 @@ def tokenize(loc: Located, variables: Vars) -> Iterator[list[Word]]:
 
     def finish() -> None:
         nonlocal b, skip_next, total
-        if b.started:
-            if skip_next:
-                skip_next = False
-            elif len(words) >= MAX_COMMAND_WORDS:
-                pass  # past the per-command limit: the word is dropped
-            else:
-                total += 1
-                value = "".join(b.chars)
-                positions: Sequence[Pos] = ()
-                if has_pos and b.npos == len(value):
-                    # one run (most words): its positions as they are, lazily; else joined
-                    positions = b.pos[0] if len(b.pos) == 1 else list(chain.from_iterable(b.pos))
-                assert b.start is not None and b.end is not None
-                raw = Span(loc.path, b.start[0], b.start[1], b.end[0], b.end[1])
-                text = Located(value, positions, raw, loc.path)
-                unres = None
-                if b.unresolved:
-                    unres = _raw_text(loc, b.start, b.end) or value
-                var_span = b.var_span if b.pieces == 1 else None
-                words.append(Word(text, raw, unres, var_span))
+        if not b.started:
+            return  # nothing was added: the builder is still fresh, keep it
+        if skip_next:
+            skip_next = False
+        elif len(words) >= MAX_COMMAND_WORDS:
+            pass  # past the per-command limit: the word is dropped
+        else:
+            total += 1
+            value = "".join(b.chars)
+            positions: Sequence[Pos] = ()
+            if has_pos and b.npos == len(value):
+                # one run (most words): its positions as they are, lazily; else joined
+                positions = b.pos[0] if len(b.pos) == 1 else list(chain.from_iterable(b.pos))
+            assert b.start is not None and b.end is not None
+            raw = Span(loc.path, b.start[0], b.start[1], b.end[0], b.end[1])
+            text = Located(value, positions, raw, loc.path)
+            unres = None
+            if b.unresolved:
+                unres = _raw_text(loc, b.start, b.end) or value
+            var_span = b.var_span if b.pieces == 1 else None
+            words.append(Word(text, raw, unres, var_span))
         b = _Builder(fb, loc.path)
 
     def end_command() -> list[Word] | None:
@@ -252,7 +254,8 @@ def tokenize(loc: Located, variables: Vars) -> Iterator[list[Word]]:
             continue
         if c in " \t\r":
             finish()
-            i += 1
+            m = _BLANKS.match(s, i)  # a run of blanks (indentation) in one step
+            i = m.end() if m else i + 1
             if len(words) >= MAX_COMMAND_WORDS:
                 m = _CMD_END.search(s, i)  # skip the rest of an absurdly long command
                 i = m.start() if m else n

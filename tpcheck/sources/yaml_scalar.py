@@ -30,21 +30,23 @@ def node_span(node: Any, index: LineIndex, path: str) -> Span:
 
 def node_offset(mark: Any, index: LineIndex) -> int:
     # libyaml's ``index`` may count bytes; line and column count characters.
+    starts, n = index.starts, len(index.text)
     line: int = mark.line
-    if line >= len(index.starts):
-        return len(index.text)
-    col: int = mark.column
-    return min(index.starts[line] + col, len(index.text))
+    if line >= len(starts):
+        return n
+    off: int = starts[line] + mark.column
+    return off if off < n else n
 
 
 def locate(node: Any, index: LineIndex, path: str) -> Located:
     """The scalar's value with one source position per character (see module doc)."""
     value: str = node.value
-    fb = node_span(node, index, path)
-    s = node_offset(node.start_mark, index)
-    e = node_offset(node.end_mark, index)
+    sm, em = node.start_mark, node.end_mark
+    fb = Span(path, sm.line + 1, sm.column + 1, em.line + 1, em.column + 1)  # node_span
+    s = node_offset(sm, index)
+    e = node_offset(em, index)
     style = node.style
-    if node.start_mark.line == node.end_mark.line and style in (None, "", "'", '"'):
+    if sm.line == em.line and style in (None, "", "'", '"'):
         q = 1 if style in ("'", '"') else 0
         if index.text[s + q : e - q] == value:  # one line, nothing to decode
             return Located(value, Linear(fb.line, fb.column + q, len(value)), fb, path)
