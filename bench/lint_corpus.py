@@ -24,7 +24,16 @@ import time
 from pathlib import Path
 
 import yaml
-from _common import BIN, bench_env, corpus_source, interleaved, med, replicate, time_cmd
+from _common import (
+    BIN,
+    bench_env,
+    compose_all,
+    corpus_source,
+    interleaved,
+    med,
+    replicate,
+    time_cmd,
+)
 
 FLOOR = """
 import sys, os, yaml
@@ -83,14 +92,7 @@ def in_process(tmp: Path, files: list[str], runs: int) -> None:
 
     def floor() -> float:
         t0 = time.process_time()
-        for f in files:
-            with open(f, encoding="utf-8") as fh:
-                text = fh.read()
-            try:
-                for _ in yaml.compose_all(text, Loader=loader):
-                    pass
-            except yaml.YAMLError:
-                pass
+        compose_all(files, loader)
         return time.process_time() - t0
 
     def lint() -> float:

@@ -22,23 +22,12 @@ import time
 from collections.abc import Callable
 
 import yaml
-from _common import corpus_source, interleaved, med, replicate
+from _common import compose_all, corpus_source, interleaved, med, replicate
 
 from tpcheck.sources import read_path
 from tpcheck.sources.yamlctx import NodeLoader
 
 STOCK = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
-
-
-def compose_all(files: list[str], loader: object) -> None:
-    for f in files:
-        with open(f, encoding="utf-8") as fh:
-            text = fh.read()
-        try:
-            for _ in yaml.compose_all(text, Loader=loader):  # type: ignore[arg-type]
-                pass
-        except yaml.YAMLError:
-            pass
 
 
 def read_all(files: list[str]) -> int:

@@ -36,7 +36,7 @@ VLLM_CONFIG_KEYS: dict[str, tuple[str, Any]] = {
 
 
 def read_model_specs(seq: Any, ctx: Ctx, walker: Walker) -> list[Deployment]:
-    from tpcheck.sources.kube import engine_version, k8s_word, mget
+    from tpcheck.sources.kube import engine_version, k8s_word, mget, product_in_terms
 
     out: list[Deployment] = []
     for spec in (seq.value if isinstance(seq, yaml.SequenceNode) else [seq]):
@@ -84,40 +84,12 @@ def read_model_specs(seq: Any, ctx: Ctx, walker: Walker) -> list[Deployment]:
             image = repo.value + (f":{tag.value}" if isinstance(tag, yaml.ScalarNode) else "")
             extra["image"] = image
             extra["engine_version"] = engine_version(image, "vllm")
-        sel = keys.get("nodeSelectorTerms")
-        if sel is not None:
-            from tpcheck.sources.kube import PRODUCT_LABELS
-
-            for node in _scalars(sel):
-                if node.value in PRODUCT_LABELS:
-                    continue
-            for term in sel.value if isinstance(sel, yaml.SequenceNode) else []:
-                for ex in getattr(mget(term, "matchExpressions"), "value", []):
-                    key, values = mget(ex, "key"), mget(ex, "values")
-                    if (
-                        isinstance(key, yaml.ScalarNode)
-                        and key.value in PRODUCT_LABELS
-                        and isinstance(values, yaml.SequenceNode)
-                        and values.value
-                    ):
-                        extra["gpu_product"] = values.value[0].value
-                        spans["gpu_product"] = ctx.span(values.value[0])
+        prod = product_in_terms(keys.get("nodeSelectorTerms"))
+        if prod is not None:
+            extra["gpu_product"] = prod.value
+            spans["gpu_product"] = ctx.span(prod)
         out.append(
             deployment_from_fields(ctx.path, "vllm", ctx.span(spec), f, extra=extra,
                                    extra_spans=spans)
         )
-    return out
-
-
-def _scalars(node: Any) -> list[Any]:
-    out: list[Any] = []
-    stack = [node]
-    while stack:
-        n = stack.pop()
-        if isinstance(n, yaml.ScalarNode):
-            out.append(n)
-        elif isinstance(n, yaml.SequenceNode):
-            stack.extend(n.value)
-        elif isinstance(n, yaml.MappingNode):
-            stack.extend(v for _, v in n.value)
     return out

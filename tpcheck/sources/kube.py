@@ -663,25 +663,30 @@ def _product(node: Any) -> Any:
             v = mget(sel, label)
             if isinstance(v, yaml.ScalarNode):
                 return v
-    terms = mpath(
+    return product_in_terms(mpath(
         node, "affinity", "nodeAffinity", "requiredDuringSchedulingIgnoredDuringExecution",
         "nodeSelectorTerms",
-    )
-    if isinstance(terms, yaml.SequenceNode):
-        for term in terms.value:
-            exprs = mget(term, "matchExpressions")
-            if not isinstance(exprs, yaml.SequenceNode):
-                continue
-            for ex in exprs.value:
-                key, values = mget(ex, "key"), mget(ex, "values")
-                if (
-                    isinstance(key, yaml.ScalarNode)
-                    and key.value in PRODUCT_LABELS
-                    and isinstance(values, yaml.SequenceNode)
-                    and values.value
-                    and isinstance(values.value[0], yaml.ScalarNode)
-                ):
-                    return values.value[0]
+    ))
+
+
+def product_in_terms(terms: Any) -> Any:
+    """The first GPU-product value in node-affinity ``nodeSelectorTerms`` (a scalar node)."""
+    if not isinstance(terms, yaml.SequenceNode):
+        return None
+    for term in terms.value:
+        exprs = mget(term, "matchExpressions")
+        if not isinstance(exprs, yaml.SequenceNode):
+            continue
+        for ex in exprs.value:
+            key, values = mget(ex, "key"), mget(ex, "values")
+            if (
+                isinstance(key, yaml.ScalarNode)
+                and key.value in PRODUCT_LABELS
+                and isinstance(values, yaml.SequenceNode)
+                and values.value
+                and isinstance(values.value[0], yaml.ScalarNode)
+            ):
+                return values.value[0]
     return None
 
 
