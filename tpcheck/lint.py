@@ -25,7 +25,7 @@ from tpcheck.models.shape import ModelShape
 from tpcheck.physics.plan import Evaluation, Options
 from tpcheck.settings import Settings
 from tpcheck.sources import iter_files, read_path
-from tpcheck.sources.base import Deployment, ReadResult, SourceError
+from tpcheck.sources.base import RECOVERED_NOTE, Deployment, ReadResult, SourceError
 
 IGNORE_RE = re.compile(r"#\s*tpcheck:\s*ignore(?:\[([A-Za-z0-9_,\s]*)\])?", re.IGNORECASE)
 
@@ -108,7 +108,7 @@ class Linter:
 
         model = d.model if d.model is not None else d.unresolved.get("model")
         if not model:
-            if any(n.startswith("recovered from text") for n in d.notes):
+            if RECOVERED_NOTE in d.notes:
                 return None, None, None  # the parse error already speaks for this file
             return None, "the deployment names no model", None
         base = str(Path(d.path).parent) if d.path not in ("-", "") else None
@@ -141,7 +141,7 @@ class Linter:
     def gpu_for(self, d: Deployment) -> tuple[GPU | None, str]:
         """The manifest's own GPU wins (it is where the pod lands); --gpu, then the settings,
         stand in for manifests that name none. A TPU manifest has no GPU."""
-        if d.gpu_product and "tpu" in d.gpu_product.lower():
+        if is_tpu(d):
             return None, f"manifest ({d.gpu_product}: not a GPU)"
         if d.gpu_product:
             g = find_gpu(d.gpu_product)
@@ -198,7 +198,7 @@ class Linter:
                            evaluations=self._evaluations)
         found: list[Finding] = []
         tp_unknown = "tensor_parallel_size" in d.unresolved
-        tpu = "not a GPU" in origin  # GPU memory and link physics do not apply to a TPU slice
+        tpu = is_tpu(d)  # GPU memory and link physics do not apply to a TPU slice
         if shape is not None and not tp_unknown and not tpu:
             refused = _refused_value(d, ctx)
             if refused is not None:
@@ -305,6 +305,11 @@ def _refused_value(d: Deployment, ctx: CheckContext) -> SourceError | None:
         return SourceError(d.path, d.span.line, d.span.column,
                            f"{e}; the deployment is not checked")
     return None
+
+
+def is_tpu(d: Deployment) -> bool:
+    """The manifest places the pod on a TPU slice (GKE ``gke-tpu-accelerator: tpu-v6e-slice``)."""
+    return "tpu" in (d.gpu_product or "").lower()
 
 
 def _suppressed_by(f: Finding, sups: list[Suppression], launch_line: int) -> Suppression | None:

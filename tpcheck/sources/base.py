@@ -13,6 +13,9 @@ from typing import Literal
 
 Engine = Literal["vllm", "sglang"]
 
+# Note on a deployment the YAML reader recovered from the raw text of a file that does not parse.
+RECOVERED_NOTE = "recovered from text: the YAML does not parse"
+
 
 @dataclass(frozen=True, order=True)
 class Span:

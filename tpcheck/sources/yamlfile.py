@@ -6,7 +6,7 @@ import re
 
 import yaml
 
-from tpcheck.sources.base import Deployment, ReadResult, SourceError, Span
+from tpcheck.sources.base import RECOVERED_NOTE, Deployment, ReadResult, SourceError, Span
 from tpcheck.sources.kube import Walker
 from tpcheck.sources.positions import Linear, LineIndex, Located
 from tpcheck.sources.vllm_config import looks_like_config, read_config
@@ -81,7 +81,7 @@ def _recover(path: str, index: LineIndex) -> list[Deployment]:
     fb = Span(path, 1, 1, 1, 1)
     loc = Located("".join(chars), pos, fb, path)
     out: list[Deployment] = []
-    note = "recovered from text: the YAML does not parse"
+    note = RECOVERED_NOTE
     for words in tokenize(loc, Vars()):
         values = [w.value for w in words]
         la = find_launch(values)
