@@ -13,9 +13,9 @@ from tpcheck.formula import Formula
 if TYPE_CHECKING:
     from collections.abc import Sequence
 
-    from tpcheck.checks._links import LinkUse
     from tpcheck.hardware.gpus import GPU
     from tpcheck.models.shape import ModelShape
+    from tpcheck.physics.linkcost import LinkUse
     from tpcheck.physics.plan import Evaluation, Options
 
 
@@ -180,9 +180,9 @@ def plan_cmd(model: str, gpu_name: str | None, hbm: str | None, util: float | No
 
 def _link_use(link: str | None, gpu: GPU | None, alpha: float | None) -> LinkUse | None:
     """The TP group's link: --link's class, else the GPU's own link (α: --alpha, else 10 µs)."""
-    from tpcheck.checks._links import link_use
     from tpcheck.formula import Formula
     from tpcheck.hardware.links import Link, find_link
+    from tpcheck.physics.linkcost import link_use
     from tpcheck.physics.plan import DEFAULT_ALPHA
 
     if link:
@@ -201,7 +201,7 @@ def _link_use(link: str | None, gpu: GPU | None, alpha: float | None) -> LinkUse
 def _prefill(shape: ModelShape, rows: Sequence[Evaluation], opts: Options,
              use: LinkUse | None) -> list[Formula | None]:
     """Share of a prefill chunk spent in all-reduces, per row (None without a GPU's FLOP/s)."""
-    from tpcheck.checks._links import prefill_share, prefill_tokens
+    from tpcheck.physics.linkcost import prefill_share, prefill_tokens
 
     gpu = opts.gpu
     if gpu is None or use is None:

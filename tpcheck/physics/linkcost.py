@@ -1,0 +1,129 @@
+"""The link a TP group's all-reduces run over, and what a prefill chunk and TP cost on it.
+
+Context-free physics shared by TP301/TP302 (tpcheck.checks._links) and ``tpcheck plan --link``.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from tpcheck.engines.defaults import defaults_for, sglang_chunked_prefill
+from tpcheck.formula import MIB, Formula
+from tpcheck.hardware.gpus import GPU
+from tpcheck.hardware.links import Link
+from tpcheck.models.shape import ModelShape
+from tpcheck.physics import comm
+from tpcheck.physics.kv import activation_dtype, dtype_bytes
+from tpcheck.physics.split import model_params
+
+ALPHA_NOTE = (
+    "ASSUMPTION (hardware/links.py): α per link class is not measured; "
+    "10 µs NVLink, 20 µs PCIe, 30 µs network/cross-socket"
+)
+
+
+@dataclass(frozen=True)
+class LinkUse:
+    """The link a TP group's all-reduces run over, and why tpcheck believes so."""
+
+    link: Link
+    bandwidth: Formula  # B, bytes/s one way per GPU
+    alpha: Formula  # α, seconds
+    assumed: bool  # the bandwidth is a default, not read from the deployment or topology
+
+    @property
+    def label(self) -> str:
+        gbps = self.bandwidth.result * 8 / 1e9
+        extra = f" = {gbps:,.0f} Gb/s" if self.link.inter_node else ""
+        return f"{self.link.name}, B ≈ {self.bandwidth.result / 1e9:,.1f} GB/s per GPU{extra}"
+
+
+def link_use(
+    link: Link,
+    *,
+    bandwidth: Formula | None = None,
+    assumed: bool = False,
+    why: str = "",
+    alpha: float | None = None,
+) -> LinkUse:
+    """Wrap a catalog link (or a measured bandwidth) with its α, the override winning."""
+    bw = bandwidth or Formula(
+        "B",
+        "B (link class)",
+        {"link": link.key},
+        link.bandwidth,
+        "B/s",
+        (("ASSUMPTION: " + why + "; ") if assumed else "") + link.source,
+    )
+    if alpha is None:
+        af = Formula("α", "α (per link class)", {"link": link.key}, link.alpha, "s", ALPHA_NOTE)
+    else:
+        af = Formula("α", "α (given)", {"α": alpha}, alpha, "s", "alpha override")
+    return LinkUse(link, bw, af, assumed)
+
+
+def prefill_tokens(
+    engine: str,
+    version: str | None,
+    entrypoint: str,
+    gpu: GPU | None,
+    memory: int | None,
+    given: int | None,
+) -> tuple[int, str]:
+    """Tokens in one prefill chunk: the flag when set, else the engine's default rule."""
+    if given:
+        flag = "--chunked-prefill-size" if engine == "sglang" else "--max-num-batched-tokens"
+        return given, flag
+    mem = memory if memory is not None else (gpu.usable_bytes if gpu else None)
+    if mem is None:
+        return 8192, "assumed 8192 (no GPU memory to apply the engine default rule to)"
+    if engine == "sglang":
+        return (
+            sglang_chunked_prefill(mem / MIB),
+            "default chunked_prefill_size (sglang 0.5.23 memory_hook.py, by GPU memory)",
+        )
+    d = defaults_for("vllm", version)
+    _, toks = d.batch_defaults(
+        mem, gpu.name if gpu else "", "llm" if entrypoint == "llm" else "serve"
+    )
+    return int(toks.value), f"default max_num_batched_tokens ({toks.source})"
+
+
+def _b(shape: ModelShape, dtype: str | None) -> float:
+    return dtype_bytes(activation_dtype(shape.dtype, dtype))
+
+
+def prefill_share(
+    shape: ModelShape,
+    t: int,
+    gpu: GPU,
+    use: LinkUse,
+    tokens: int,
+    tokens_source: str,
+    dtype: str | None = None,
+) -> Formula:
+    f = comm.prefill_chunk(
+        params_active=model_params(shape, active=True),
+        tokens=tokens,
+        t=t,
+        flops=gpu.bf16_flops,
+        layers=shape.layers,
+        hidden=shape.hidden,
+        b=_b(shape, dtype),
+        link_bw=use.bandwidth.result,
+        alpha=use.alpha.result,
+    )
+    vals = dict(f.values)
+    vals["n_source"] = tokens_source
+    return Formula(f.name, f.expression, vals, f.result, f.unit, f.source, f.terms)
+
+
+def breakeven(shape: ModelShape, gpu: GPU, use: LinkUse, dtype: str | None = None) -> Formula:
+    return comm.breakeven_tp(
+        model_params(shape, active=True),
+        shape.layers,
+        shape.hidden,
+        _b(shape, dtype),
+        gpu.bf16_flops,
+        use.bandwidth.result,
+    )
