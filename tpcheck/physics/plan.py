@@ -11,14 +11,14 @@ from dataclasses import dataclass, field, replace
 
 from tpcheck.engines.defaults import (
     defaults_for,
-    sglang_chunked_prefill,
     sglang_mem_fraction,
 )
-from tpcheck.formula import MIB, Formula
+from tpcheck.formula import Formula
 from tpcheck.hardware.gpus import GPU
 from tpcheck.models.shape import ModelShape
 from tpcheck.physics import comm, kv, memory
 from tpcheck.physics.legality import Refusal, refusals
+from tpcheck.physics.linkcost import prefill_tokens
 from tpcheck.physics.split import model_params, weight_split
 from tpcheck.physics.weights import mxfp4_padding, weights_per_gpu
 
@@ -199,20 +199,17 @@ def evaluate(shape: ModelShape, t: int, opts: Options) -> Evaluation:
         "B",
         "--hbm" if opts.memory is not None else (opts.gpu.source if opts.gpu else ""),
     )
-    seqs_d, toks_d = d.batch_defaults(mem, gpu_name, "llm" if opts.entrypoint == "llm" else "serve")
+    seqs_d, _ = d.batch_defaults(mem, gpu_name, "llm" if opts.entrypoint == "llm" else "serve")
     if opts.max_num_seqs is not None:
         seqs = opts.max_num_seqs
     else:
         seqs = int(seqs_d.value)
         defaults["max_num_seqs"] = f"{seqs} ({seqs_d.source})"
-    if opts.max_num_batched_tokens is not None:
-        ntok = opts.max_num_batched_tokens
-    elif eng == "sglang":
-        ntok = sglang_chunked_prefill(mem / MIB)
-        defaults["chunked_prefill_size"] = f"{ntok} (sglang 0.5.23 memory_hook.py)"
-    else:
-        ntok = int(toks_d.value)
-        defaults["max_num_batched_tokens"] = f"{ntok} ({toks_d.source})"
+    ntok, ntok_src = prefill_tokens(eng, opts.engine_version, opts.entrypoint, opts.gpu, mem,
+                                    opts.max_num_batched_tokens)
+    if opts.max_num_batched_tokens is None:
+        name = "chunked_prefill_size" if eng == "sglang" else "max_num_batched_tokens"
+        defaults[name] = f"{ntok} ({ntok_src})"
     if opts.utilization is not None:
         u = opts.utilization
         uf = Formula("u", "u (given)", {"u": u}, u, "", "flag")
