@@ -1,21 +1,29 @@
-"""``tpcheck inspect``: JSON shape, exit codes, one-line errors."""
+"""``tpcheck inspect``: JSON shape, exit codes, one-line errors (through ``cli.main``)."""
 
 from __future__ import annotations
 
+import io
 import json
 from pathlib import Path
 
-from click.testing import CliRunner
+import pytest
 
-from tpcheck.commands.inspect import INSPECT_KEYS, inspect_cmd
+from tpcheck.cli import main
+from tpcheck.commands.inspect import INSPECT_KEYS
 
 FIX = Path(__file__).resolve().parents[2] / "fixtures" / "manifests"
 
 
-def test_json_shape_and_values() -> None:
-    r = CliRunner().invoke(inspect_cmd, [str(FIX / "k8s-folded-sh-c.yaml"), "--format", "json"])
-    assert r.exit_code == 0, r.output
-    data = json.loads(r.output)
+def inspect(capsys: pytest.CaptureFixture[str], *args: str) -> tuple[int, str, str]:
+    code = main(["inspect", *args])
+    out, err = capsys.readouterr()
+    return code, out, err
+
+
+def test_json_shape_and_values(capsys: pytest.CaptureFixture[str]) -> None:
+    code, out, err = inspect(capsys, str(FIX / "k8s-folded-sh-c.yaml"), "--format", "json")
+    assert code == 0, err
+    data = json.loads(out)
     (d,) = data["deployments"]
     assert set(INSPECT_KEYS) <= set(d)
     assert (d["engine"], d["tensor_parallel_size"], d["pipeline_parallel_size"]) == ("vllm", 4, 2)
@@ -26,36 +34,49 @@ def test_json_shape_and_values() -> None:
     assert data["errors"] == []
 
 
-def test_broken_file_alone_exits_2_with_one_line() -> None:
-    r = CliRunner().invoke(inspect_cmd, [str(FIX / "broken.py")])
-    assert r.exit_code == 2
-    lines = [ln for ln in r.output.splitlines() if ln]
+def test_broken_file_alone_exits_2_with_one_line(capsys: pytest.CaptureFixture[str]) -> None:
+    code, out, err = inspect(capsys, str(FIX / "broken.py"))
+    assert code == 2 and out == ""
+    lines = [ln for ln in err.splitlines() if ln]
     assert len(lines) == 1 and lines[0].startswith(f"{FIX / 'broken.py'}:3:1: ")
 
 
-def test_broken_file_does_not_stop_the_others() -> None:
-    r = CliRunner().invoke(
-        inspect_cmd, [str(FIX / "broken.py"), str(FIX / "launch.sh"), "--format", "json"]
-    )
-    assert r.exit_code == 0
-    out = r.output[r.output.index("{"):]
+def test_broken_file_does_not_stop_the_others(capsys: pytest.CaptureFixture[str]) -> None:
+    code, out, err = inspect(capsys, str(FIX / "broken.py"), str(FIX / "launch.sh"),
+                             "--format", "json")
+    assert code == 0
     data = json.loads(out)
     assert [d["tensor_parallel_size"] for d in data["deployments"]] == [8]
     assert data["errors"][0]["line"] == 3
+    assert err.startswith(f"{FIX / 'broken.py'}:3:1: ")
 
 
-def test_verbose_lists_files_without_launch(tmp_path: Path) -> None:
+def test_verbose_lists_files_without_launch(capsys: pytest.CaptureFixture[str],
+                                            tmp_path: Path) -> None:
     p = tmp_path / "plain.yaml"
     p.write_text("kind: ConfigMap\n")
-    r = CliRunner().invoke(inspect_cmd, [str(p), "--verbose"])
-    assert r.exit_code == 0 and "no engine launch" in r.output
+    for flag in ("--verbose", "-v"):
+        code, out, _ = inspect(capsys, str(p), flag)
+        assert code == 0 and out == f"{p}: no engine launch\n"
+    code, out, _ = inspect(capsys, str(p))
+    assert code == 0 and out == ""
 
 
-def test_stdin_with_filename() -> None:
-    r = CliRunner().invoke(
-        inspect_cmd, ["-", "--stdin-filename", "x.yaml", "--format", "json"],
-        input="args: [vllm, serve, m, --tensor-parallel-size, '2']\n",
-    )
-    assert r.exit_code == 0, r.output
-    (d,) = json.loads(r.output)["deployments"]
+def test_stdin_with_filename(capsys: pytest.CaptureFixture[str],
+                             monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr("sys.stdin", io.StringIO(
+        "args: [vllm, serve, m, --tensor-parallel-size, '2']\n"))
+    code, out, err = inspect(capsys, "-", "--stdin-filename", "x.yaml", "--format", "json")
+    assert code == 0, err
+    (d,) = json.loads(out)["deployments"]
     assert d["path"] == "x.yaml" and d["tensor_parallel_size"] == 2
+
+
+def test_usage_errors_are_one_line_exit_2(capsys: pytest.CaptureFixture[str]) -> None:
+    code, out, err = inspect(capsys)
+    assert (code, out) == (2, "")
+    assert err == ("tpcheck: error: the following arguments are required: PATHS "
+                   "(see 'tpcheck inspect --help')\n")
+    code, _, err = inspect(capsys, "--format", "yaml", str(FIX / "launch.sh"))
+    assert code == 2 and err.count("\n") == 1
+    assert "'yaml'" in err and "'text', 'json'" in err and "tpcheck inspect --help" in err

@@ -2,11 +2,12 @@
 
 from __future__ import annotations
 
-from typing import Any
-
-import click
-
+from tpcheck.cli import CommandError
 from tpcheck.models.shape import ModelShape
+
+TYPE_CHECKING = False  # typing's constant without importing typing (start-up, issue 8)
+if TYPE_CHECKING:
+    from typing import Any
 
 
 def apply_overrides(cfg: dict[str, Any], overrides: dict[str, Any]) -> dict[str, Any]:
@@ -28,17 +29,17 @@ def apply_overrides(cfg: dict[str, Any], overrides: dict[str, Any]) -> dict[str,
 
 def load_shape(model: str, *, overrides: dict[str, Any] | None = None, offline: bool = False,
                model_config: str | None = None) -> tuple[ModelShape, str]:
-    """(ModelShape, "source: location") or a click error naming what was tried."""
+    """(ModelShape, "source: location") or a CommandError naming what was tried."""
     from tpcheck.models.config import ConfigError, parse_config
     from tpcheck.models.resolve import ResolveError, Resolver
 
     try:
         r = Resolver(model_config=model_config, offline=offline or None).resolve(model)
     except ResolveError as e:
-        raise click.ClickException(str(e)) from None
+        raise CommandError(str(e)) from None
     cfg = apply_overrides(dict(r.config), overrides or {})
     try:
         shape = parse_config(cfg, name=model, path=r.location, quant_cfg=r.quant_config)
     except ConfigError as e:
-        raise click.ClickException(str(e)) from None
+        raise CommandError(str(e)) from None
     return shape, f"{r.source}: {r.location}"

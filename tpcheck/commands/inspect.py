@@ -2,11 +2,12 @@
 
 from __future__ import annotations
 
+import argparse
 import json
 import sys
 
-import click
-
+from tpcheck import cli
+from tpcheck.commands._args import Parser
 from tpcheck.sources import iter_files, read_path
 from tpcheck.sources.base import Deployment, ReadResult
 
@@ -15,6 +16,12 @@ INSPECT_KEYS = (
     "data_parallel_size", "max_num_seqs", "max_model_len", "gpu_memory_utilization",
     "kv_cache_dtype", "gpus_requested", "gpu",
 )
+
+DESCRIPTION = """\
+Show each engine launch found in PATH..., the value and position of every field, and where
+the model's config.json came from (the same resolver the rules use).
+
+Exit 0: unless every file failed to read (2), or the command line is wrong (2)."""
 
 
 def deployment_json(d: Deployment) -> dict[str, object]:
@@ -58,7 +65,7 @@ class _ModelSources:
         try:
             settings = load_settings(find_settings_file(Path.cwd()))
         except SettingsError as e:
-            raise click.UsageError(str(e)) from None
+            raise cli.UsageError(str(e)) from None
         settings = settings.with_flags(offline=offline, model_config=model_config)
         self.linter = Linter(settings)
 
@@ -79,28 +86,37 @@ def _cell(v: object) -> str:
     return "-" if v is None else str(v)
 
 
-@click.command("inspect")
-@click.argument("paths", nargs=-1, required=True)
-@click.option("--format", "fmt", type=click.Choice(["text", "json"]), default="text")
-@click.option("--verbose", "-v", is_flag=True, help="Also list files with no engine launch.")
-@click.option("--stdin-filename", default=None, help="Name (and reader) for stdin given as -.")
-@click.option("--offline", is_flag=True, default=None, help="Never contact the hub.")
-@click.option("--model-config", type=click.Path(), help="config.json (or folder) for every model.")
-def inspect_cmd(paths: tuple[str, ...], fmt: str, verbose: bool, stdin_filename: str | None,
-                offline: bool | None, model_config: str | None) -> int:
-    """Show each engine launch found in PATH..., the value and position of every field, and
-    where the model's config.json came from (the same resolver the rules use)."""
-    models = _ModelSources(offline, model_config)
+def add_arguments(p: Parser) -> None:
+    p.add_argument("paths", nargs="+", metavar="PATHS",
+                   help="Files or folders to read; - reads stdin.")
+    p.add_argument("--format", dest="fmt", choices=["text", "json"], default="text",
+                   help="Output format (default: text).")
+    p.add_argument("-v", "--verbose", action="store_true",
+                   help="Also list files with no engine launch.")
+    p.add_argument("--stdin-filename", metavar="NAME",
+                   help="Name (and reader) for stdin given as -.")
+    p.add_argument("--offline", action="store_true", default=None,
+                   help="Never contact the hub.")
+    p.add_argument("--model-config", metavar="PATH",
+                   help="config.json (or folder) for every model.")
+
+
+def run(args: argparse.Namespace) -> int:
+    paths: list[str] = args.paths
+    fmt: str = args.fmt
+    verbose: bool = args.verbose
+    stdin_filename: str | None = args.stdin_filename
+    models = _ModelSources(args.offline, args.model_config)
     results: list[ReadResult] = []
     for p in iter_files(paths):
         text = sys.stdin.read() if p == "-" else None
         results.append(read_path(p, text, stdin_filename=stdin_filename))
     errors = [e for r in results for e in r.errors]
     for e in errors:
-        click.echo(str(e), err=True)
+        print(str(e), file=sys.stderr)
     deployments = [d for r in results for d in r.deployments]
     if fmt == "json":
-        click.echo(json.dumps({
+        print(json.dumps({
             "deployments": [{**deployment_json(d), **models.json(d)} for d in deployments],
             "errors": [e.to_json() for e in errors],
         }, indent=2))
@@ -108,24 +124,23 @@ def inspect_cmd(paths: tuple[str, ...], fmt: str, verbose: bool, stdin_filename:
         for r in results:
             if not r.deployments:
                 if verbose and not r.errors:
-                    click.echo(f"{r.path}: no engine launch")
+                    print(f"{r.path}: no engine launch")
                 continue
             for d in r.deployments:
                 tp = d.spans.get("tensor_parallel_size")
                 where = f"{d.path}:{d.span.line}"
-                click.echo(
+                print(
                     f"{where}: {d.engine} model={_cell(d.model)} tp={_cell(d.tensor_parallel_size)}"
                     f" pp={_cell(d.pipeline_parallel_size)} dp={_cell(d.data_parallel_size)}"
                     f" max_num_seqs={_cell(d.max_num_seqs)} max_model_len={_cell(d.max_model_len)}"
                     f" gpus={_cell(d.gpus_requested)} gpu={_cell(d.gpu_product)}"
                     + (f" (tp at {tp.line}:{tp.column})" if tp else "")
                 )
-                click.echo(f"    config: {models.text(d)}")
+                print(f"    config: {models.text(d)}")
                 for name, expr in sorted(d.unresolved.items()):
-                    click.echo(f"    {name}: unresolved {expr}")
+                    print(f"    {name}: unresolved {expr}")
                 for note in d.notes:
-                    click.echo(f"    note: {note}")
+                    print(f"    note: {note}")
     if errors and not deployments and all(r.errors for r in results):
-        # exit 2: input error and nothing read (click returns it from main, standalone or not)
-        raise click.exceptions.Exit(2)
+        return 2  # input error and nothing read
     return 0

@@ -2,109 +2,95 @@
 
 from __future__ import annotations
 
+import argparse
 import os
 import sys
 from pathlib import Path
 
-import click
+from tpcheck import cli
+from tpcheck.commands._args import FilePath, IntRange, Parser
+
+DESCRIPTION = """\
+Lint vLLM / SGLang deployments in PATHS (files, folders, or - for stdin).
+
+Exit 0: nothing at or above --fail-on; 1: findings; 2: usage or input error."""
 
 
-@click.command("check")
-@click.argument("paths", nargs=-1, required=True)
-@click.option(
-    "--format",
-    "fmt",
-    type=click.Choice(["text", "json", "sarif", "github"]),
-    default="text",
-    show_default=True,
-)
-@click.option("--select", help="Comma-separated codes or prefixes to run (TP1,TP201).")
-@click.option("--ignore", help="Comma-separated codes or prefixes to skip.")
-@click.option(
-    "--fail-on",
-    type=click.Choice(["error", "warning", "info"]),
-    help="Lowest severity that makes the exit code 1 (default: warning).",
-)
-@click.option("--gpu", help="GPU for deployments whose manifest names none (h100-sxm, l40s, ...).")
-@click.option("--context", type=click.IntRange(1), help="Tokens per sequence for capacity.")
-@click.option("--topology", type=click.Path(dir_okay=False), help="Saved `nvidia-smi topo -m`.")
-@click.option("--model-config", type=click.Path(), help="config.json (or folder) for every model.")
-@click.option("--offline", is_flag=True, default=None, help="Never contact the hub.")
-@click.option(
-    "--engine-version", help="Engine release whose defaults apply when no image pins one."
-)
-@click.option(
-    "--config",
-    "config_file",
-    type=click.Path(dir_okay=False),
-    help="Settings file (default: nearest .tpcheck.toml or pyproject.toml).",
-)
-@click.option("--stdin-filename", help="Name (and so reader) for input read from `-`.")
-@click.option(
-    "--report-unused-ignores", is_flag=True, help="Report suppressions that match nothing."
-)
-@click.option("--statistics", is_flag=True, help="Count findings per rule.")
-@click.option("-q", "--quiet", is_flag=True, help="Findings only: no formulas, no summary.")
-@click.option(
-    "--color/--no-color", default=None, help="Colour (default: on a terminal, unless NO_COLOR)."
-)
-def lint_cmd(
-    paths: tuple[str, ...],
-    fmt: str,
-    select: str | None,
-    ignore: str | None,
-    fail_on: str | None,
-    gpu: str | None,
-    context: int | None,
-    topology: str | None,
-    model_config: str | None,
-    offline: bool | None,
-    engine_version: str | None,
-    config_file: str | None,
-    stdin_filename: str | None,
-    report_unused_ignores: bool,
-    statistics: bool,
-    quiet: bool,
-    color: bool | None,
-) -> int:
-    """Lint vLLM / SGLang deployments in PATHS (files, folders, or - for stdin).
+def add_arguments(p: Parser) -> None:
+    p.add_argument("paths", nargs="+", metavar="PATHS",
+                   help="Files or folders to lint; - reads stdin.")
+    p.add_argument("--format", dest="fmt", choices=["text", "json", "sarif", "github"],
+                   default="text", help="Output format (default: text).")
+    p.add_argument("--select", metavar="CODES",
+                   help="Comma-separated codes or prefixes to run (TP1,TP201).")
+    p.add_argument("--ignore", metavar="CODES", help="Comma-separated codes or prefixes to skip.")
+    p.add_argument("--fail-on", choices=["error", "warning", "info"],
+                   help="Lowest severity that makes the exit code 1 (default: warning).")
+    p.add_argument("--gpu", metavar="NAME",
+                   help="GPU for deployments whose manifest names none (h100-sxm, l40s, ...).")
+    p.add_argument("--context", type=IntRange(1), metavar="TOKENS",
+                   help="Tokens per sequence for capacity.")
+    p.add_argument("--topology", type=FilePath(), metavar="FILE",
+                   help="Saved `nvidia-smi topo -m`.")
+    p.add_argument("--model-config", metavar="PATH",
+                   help="config.json (or folder) for every model.")
+    p.add_argument("--offline", action="store_true", default=None,
+                   help="Never contact the hub.")
+    p.add_argument("--engine-version", metavar="VERSION",
+                   help="Engine release whose defaults apply when no image pins one.")
+    p.add_argument("--config", dest="config_file", type=FilePath(), metavar="FILE",
+                   help="Settings file (default: nearest .tpcheck.toml or pyproject.toml).")
+    p.add_argument("--stdin-filename", metavar="NAME",
+                   help="Name (and so reader) for input read from `-`.")
+    p.add_argument("--report-unused-ignores", action="store_true",
+                   help="Report suppressions that match nothing.")
+    p.add_argument("--statistics", action="store_true", help="Count findings per rule.")
+    p.add_argument("-q", "--quiet", action="store_true",
+                   help="Findings only: no formulas, no summary.")
+    p.add_argument("--color", action=argparse.BooleanOptionalAction, default=None,
+                   help="Colour (default: on a terminal, unless NO_COLOR).")
 
-    Exit 0: nothing at or above --fail-on; 1: findings; 2: usage or input error.
-    """
+
+def run(args: argparse.Namespace) -> int:
     from tpcheck.checks import UnknownRule
     from tpcheck.lint import Linter, UsageError, exit_code
     from tpcheck.report import render
     from tpcheck.settings import SettingsError, find_settings_file, load_settings
 
+    paths: list[str] = args.paths
+    fmt: str = args.fmt
+    config_file: str | None = args.config_file
     try:
         sfile = Path(config_file) if config_file else find_settings_file(Path.cwd())
         settings = load_settings(sfile)
     except SettingsError as e:
-        raise click.UsageError(str(e)) from None
+        raise cli.UsageError(str(e)) from None
     settings = settings.with_flags(
-        select=_codes(select),
-        ignore=_codes(ignore),
-        fail_on=fail_on,
-        context=context,
-        topology=topology,
-        model_config=model_config,
-        offline=offline,
-        engine_version=engine_version,
+        select=_codes(args.select),
+        ignore=_codes(args.ignore),
+        fail_on=args.fail_on,
+        context=args.context,
+        topology=args.topology,
+        model_config=args.model_config,
+        offline=args.offline,
+        engine_version=args.engine_version,
     )
     try:
-        linter = Linter(settings, gpu_flag=gpu, report_unused_ignores=report_unused_ignores)
+        linter = Linter(settings, gpu_flag=args.gpu,
+                        report_unused_ignores=args.report_unused_ignores)
     except (UsageError, UnknownRule) as err:
-        raise click.UsageError(str(err).strip("'\"")) from None
+        raise cli.UsageError(str(err).strip("'\"")) from None
     stdin_text = sys.stdin.read() if "-" in paths else None
-    result = linter.run(paths, stdin_text=stdin_text, stdin_filename=stdin_filename)
+    result = linter.run(paths, stdin_text=stdin_text, stdin_filename=args.stdin_filename)
+    color: bool | None = args.color
     if color is None:
         color = sys.stdout.isatty() and not os.environ.get("NO_COLOR")
-    text = render(fmt, result, color=color, statistics=statistics, quiet=quiet)
+    text = render(fmt, result, color=color, statistics=args.statistics, quiet=args.quiet)
     if text:
-        click.echo(text, nl=False)
+        sys.stdout.write(text)
     if fmt in ("text", "github"):
         for problem in result.errors:
-            click.echo(f"tpcheck: {problem}", err=True)
+            sys.stderr.write(f"tpcheck: {problem}\n")
     return exit_code(result, settings.fail_on)
 
 

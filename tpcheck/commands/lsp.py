@@ -2,27 +2,34 @@
 
 from __future__ import annotations
 
+import argparse
 import logging
 
-import click
+from tpcheck.commands._args import FilePath, IntRange, Parser
+
+DESCRIPTION = """\
+Run the tpcheck Language Server on stdin/stdout.
+
+Diagnostics for YAML, shell and Python documents as you type, a hover with each finding's
+formula, and quick fixes (legal TP size, h_kv, `# tpcheck: ignore[CODE]`).
+Workspace settings: tpcheck.gpu, tpcheck.context, tpcheck.offline (default true in the
+editor: no hub lookups unless set to false); [tool.tpcheck] applies as on the command line."""
 
 
-@click.command("lsp")
-@click.option("--stdio", is_flag=True, help="Talk over stdin/stdout (the default and only mode; "
-              "accepted because many editors pass it).")
-@click.option("--log-file", type=click.Path(dir_okay=False, writable=True),
-              help="Write the server's log here (stdout carries the protocol).")
-@click.option("--debounce-ms", type=click.IntRange(0, 5000), default=150, show_default=True,
-              help="Wait this long after the last keystroke before re-linting.")
-def lsp_cmd(stdio: bool, log_file: str | None, debounce_ms: int) -> int:
-    """Run the tpcheck Language Server on stdin/stdout.
+def add_arguments(p: Parser) -> None:
+    p.add_argument("--stdio", action="store_true",
+                   help="Talk over stdin/stdout (the default and only mode; accepted because "
+                   "many editors pass it).")
+    p.add_argument("--log-file", type=FilePath(writable=True), metavar="FILE",
+                   help="Write the server's log here (stdout carries the protocol).")
+    p.add_argument("--debounce-ms", type=IntRange(0, 5000), default=150, metavar="MS",
+                   help="Wait this long after the last keystroke before re-linting "
+                   "(default: 150).")
 
-    \b
-    Diagnostics for YAML, shell and Python documents as you type, a hover with each finding's
-    formula, and quick fixes (legal TP size, h_kv, `# tpcheck: ignore[CODE]`).
-    Workspace settings: tpcheck.gpu, tpcheck.context, tpcheck.offline (default true in the
-    editor: no hub lookups unless set to false); [tool.tpcheck] applies as on the command line.
-    """
+
+def run(args: argparse.Namespace) -> int:
+    log_file: str | None = args.log_file
+    debounce_ms: int = args.debounce_ms
     if log_file:
         logging.basicConfig(filename=log_file, level=logging.INFO,
                             format="%(asctime)s %(name)s %(levelname)s %(message)s")

@@ -2,16 +2,18 @@
 
 from __future__ import annotations
 
+import argparse
 import json
 import sys
-from typing import TYPE_CHECKING, Any
 
-import click
-
+from tpcheck import cli
+from tpcheck.commands._args import FloatRange, IntRange, Parser
 from tpcheck.formula import Formula
 
+TYPE_CHECKING = False  # typing's constant without importing typing (start-up, issue 8)
 if TYPE_CHECKING:
     from collections.abc import Sequence
+    from typing import Any
 
     from tpcheck.hardware.gpus import GPU
     from tpcheck.models.shape import ModelShape
@@ -19,11 +21,11 @@ if TYPE_CHECKING:
     from tpcheck.physics.plan import Evaluation, Options
 
 
-def _parse_set(items: tuple[str, ...]) -> dict[str, Any]:
+def _parse_set(items: Sequence[str]) -> dict[str, Any]:
     out: dict[str, Any] = {}
     for item in items:
         if "=" not in item:
-            raise click.BadParameter(f"expected key=value, got {item!r}", param_hint="--set")
+            raise cli.UsageError(f"expected key=value, got {item!r}", "--set")
         k, v = item.split("=", 1)
         try:
             out[k.strip()] = json.loads(v)
@@ -45,7 +47,7 @@ def _parse_tps(text: str | None) -> list[int] | None:
         elif part:
             out.append(_posint(part))
     if not out:
-        raise click.BadParameter("no sizes given", param_hint="--tp")
+        raise cli.UsageError("no sizes given", "--tp")
     return sorted(set(out))
 
 
@@ -53,63 +55,83 @@ def _posint(s: str) -> int:
     try:
         v = int(s.strip())
     except ValueError:
-        raise click.BadParameter(f"{s!r} is not a whole number", param_hint="--tp") from None
+        raise cli.UsageError(f"{s!r} is not a whole number", "--tp") from None
     if v < 1 or v > 4096:
-        raise click.BadParameter(f"{v} is out of range 1..4096", param_hint="--tp")
+        raise cli.UsageError(f"{v} is out of range 1..4096", "--tp")
     return v
 
 
-@click.command("plan")
-@click.argument("model")
-@click.option("--gpu", "gpu_name", help="GPU: h100-sxm, h200, a100-sxm-80gb, l40s, H100, ...")
-@click.option("--hbm",
-              help="Memory per GPU as the driver reports it (80GB, 79.2GiB); overrides --gpu's.")
-@click.option("--gpu-memory-utilization", "--mem-fraction-static", "util",
-              type=click.FloatRange(0, 1, min_open=True),
-              help="Fraction of GPU memory the engine may use (default: the engine version's).")
-@click.option("--engine", type=click.Choice(["vllm", "sglang"]), default="vllm", show_default=True)
-@click.option("--engine-version",
-              help="Engine release whose defaults apply (default: newest known).")
-@click.option("--tp", "tps",
-              help="TP sizes: 1,2,4,8 or 1-16 (default: powers of two to 64 and the legal others).")
-@click.option("--pp", type=click.IntRange(1, 1024), default=1, show_default=True)
-@click.option("--dp", type=click.IntRange(1, 1024), default=1, show_default=True)
-@click.option("--enable-expert-parallel", is_flag=True)
-@click.option("--attn-dp", type=click.IntRange(1, 1024), default=1,
-              help="SGLang attention DP groups.")
-@click.option("--max-num-seqs", type=click.IntRange(1))
-@click.option("--max-num-batched-tokens", type=click.IntRange(1))
-@click.option("--reserve",
-              help="Non-KV reserve per GPU (e.g. 4GiB; 0 allowed). Default: estimated.")
-@click.option("--context", type=click.IntRange(1),
-              help="Tokens per sequence for seats (default: model max, capped at 32768).")
-@click.option("--kv-cache-dtype", help="auto, bfloat16, fp8, fp8_e4m3, fp8_e5m2 ...")
-@click.option("--quantization",
-              help="Override the checkpoint's quantization (fp8, awq, gptq, ...).")
-@click.option("--dtype", help="Override the activation dtype (bfloat16, float16).")
-@click.option("--set", "sets", multiple=True, metavar="KEY=VALUE",
-              help="Override a config.json field (repeatable).")
-@click.option("--batch", type=click.IntRange(1), default=1, show_default=True,
-              help="Decode batch for the step model.")
-@click.option("--alpha", type=click.FloatRange(0),
-              help="Fixed all-reduce cost in seconds (default 10e-6).")
-@click.option("--link", help="Link class for the TP group: nvlink4, pcie5, ib-ndr, ...")
-@click.option("--offline", is_flag=True, help="Never contact the hub.")
-@click.option("--format", "fmt", type=click.Choice(["text", "json"]),
-              default="text", show_default=True)
-def plan_cmd(model: str, gpu_name: str | None, hbm: str | None, util: float | None, engine: str,
-             engine_version: str | None, tps: str | None, pp: int, dp: int,
-             enable_expert_parallel: bool, attn_dp: int, max_num_seqs: int | None,
-             max_num_batched_tokens: int | None, reserve: str | None, context: int | None,
-             kv_cache_dtype: str | None, quantization: str | None, dtype: str | None,
-             sets: tuple[str, ...], batch: int, alpha: float | None, link: str | None,
-             offline: bool, fmt: str) -> int:
-    """Sweep tensor-parallel sizes for MODEL (a config.json, a folder, or a hub id).
+DESCRIPTION = """\
+Sweep tensor-parallel sizes for MODEL (a config.json, a folder, or a hub id).
 
-    Shows, per t: whether vLLM/SGLang start, KV heads per GPU, weights and KV bytes per GPU,
-    the KV pool and how many sequences of --context tokens it seats — with the KV-head cliff
-    marked where more GPUs stop buying cache.
-    """
+Shows, per t: whether vLLM/SGLang start, KV heads per GPU, weights and KV bytes per GPU,
+the KV pool and how many sequences of --context tokens it seats — with the KV-head cliff
+marked where more GPUs stop buying cache."""
+
+
+def add_arguments(p: Parser) -> None:
+    p.add_argument("model", metavar="MODEL",
+                   help="A config.json, a folder holding one, or a hub id (org/name).")
+    p.add_argument("--gpu", dest="gpu_name", metavar="NAME",
+                   help="GPU: h100-sxm, h200, a100-sxm-80gb, l40s, H100, ...")
+    p.add_argument("--hbm", metavar="SIZE",
+                   help="Memory per GPU as the driver reports it (80GB, 79.2GiB); overrides "
+                   "--gpu's.")
+    p.add_argument("--gpu-memory-utilization", "--mem-fraction-static", dest="util",
+                   type=FloatRange(0, 1, lo_open=True), metavar="FRACTION",
+                   help="Fraction of GPU memory the engine may use (default: the engine "
+                   "version's).")
+    p.add_argument("--engine", choices=["vllm", "sglang"], default="vllm",
+                   help="Engine whose rules and defaults apply (default: vllm).")
+    p.add_argument("--engine-version", metavar="VERSION",
+                   help="Engine release whose defaults apply (default: newest known).")
+    p.add_argument("--tp", dest="tps", metavar="SIZES",
+                   help="TP sizes: 1,2,4,8 or 1-16 (default: powers of two to 64 and the legal "
+                   "others).")
+    p.add_argument("--pp", type=IntRange(1, 1024), default=1, metavar="N",
+                   help="Pipeline-parallel size (default: 1).")
+    p.add_argument("--dp", type=IntRange(1, 1024), default=1, metavar="N",
+                   help="Data-parallel replicas (default: 1).")
+    p.add_argument("--enable-expert-parallel", action="store_true",
+                   help="As the engines' flag: MoE experts spread whole across the GPUs.")
+    p.add_argument("--attn-dp", type=IntRange(1, 1024), default=1, metavar="N",
+                   help="SGLang attention DP groups.")
+    p.add_argument("--max-num-seqs", type=IntRange(1), metavar="N",
+                   help="Sequences running at once (default: the engine version's).")
+    p.add_argument("--max-num-batched-tokens", type=IntRange(1), metavar="N",
+                   help="Tokens per scheduler step (default: the engine version's).")
+    p.add_argument("--reserve", metavar="SIZE",
+                   help="Non-KV reserve per GPU (e.g. 4GiB; 0 allowed). Default: estimated.")
+    p.add_argument("--context", type=IntRange(1), metavar="TOKENS",
+                   help="Tokens per sequence for seats (default: model max, capped at 32768).")
+    p.add_argument("--kv-cache-dtype", metavar="DTYPE",
+                   help="auto, bfloat16, fp8, fp8_e4m3, fp8_e5m2 ...")
+    p.add_argument("--quantization", metavar="METHOD",
+                   help="Override the checkpoint's quantization (fp8, awq, gptq, ...).")
+    p.add_argument("--dtype", metavar="DTYPE",
+                   help="Override the activation dtype (bfloat16, float16).")
+    p.add_argument("--set", dest="sets", action="append", default=None, metavar="KEY=VALUE",
+                   help="Override a config.json field (repeatable).")
+    p.add_argument("--batch", type=IntRange(1), default=1, metavar="N",
+                   help="Decode batch for the step model (default: 1).")
+    p.add_argument("--alpha", type=FloatRange(0), metavar="SECONDS",
+                   help="Fixed all-reduce cost in seconds (default 10e-6).")
+    p.add_argument("--link", metavar="CLASS",
+                   help="Link class for the TP group: nvlink4, pcie5, ib-ndr, ...")
+    p.add_argument("--offline", action="store_true", help="Never contact the hub.")
+    p.add_argument("--format", dest="fmt", choices=["text", "json"], default="text",
+                   help="Output format (default: text).")
+
+
+def run(args: argparse.Namespace) -> int:
+    model: str = args.model
+    gpu_name: str | None = args.gpu_name
+    hbm: str | None = args.hbm
+    reserve: str | None = args.reserve
+    link: str | None = args.link
+    alpha: float | None = args.alpha
+    batch: int = args.batch
+    fmt: str = args.fmt
     from tpcheck.commands._model import load_shape
     from tpcheck.hardware.gpus import find_gpu, gpu_names, parse_size
     from tpcheck.physics.plan import Options, intensity, sweep
@@ -118,41 +140,43 @@ def plan_cmd(model: str, gpu_name: str | None, hbm: str | None, util: float | No
     if gpu_name:
         gpu = find_gpu(gpu_name)
         if gpu is None:
-            raise click.BadParameter(
-                f"unknown GPU {gpu_name!r}; known: {', '.join(gpu_names())}", param_hint="--gpu")
+            raise cli.UsageError(f"unknown GPU {gpu_name!r}; known: {', '.join(gpu_names())}",
+                                 "--gpu")
     mem = None
     if hbm:
         try:
             mem = parse_size(hbm)
         except ValueError as e:
-            raise click.BadParameter(str(e), param_hint="--hbm") from None
+            raise cli.UsageError(str(e), "--hbm") from None
     res_b = None
     if reserve is not None:
         try:
             res_b = parse_size(reserve)
         except ValueError as e:
-            raise click.BadParameter(str(e), param_hint="--reserve") from None
+            raise cli.UsageError(str(e), "--reserve") from None
     link_bw = link_alpha = None
     if link:
         from tpcheck.hardware.links import find_link, link_names
 
         lk = find_link(link)
         if lk is None:
-            raise click.BadParameter(f"unknown link {link!r}; known: {', '.join(link_names())}",
-                                     param_hint="--link")
+            raise cli.UsageError(f"unknown link {link!r}; known: {', '.join(link_names())}",
+                                 "--link")
         link_bw, link_alpha = lk.bandwidth, lk.alpha
-    shape, where = load_shape(model, overrides=_parse_set(sets), offline=offline)
+    shape, where = load_shape(model, overrides=_parse_set(args.sets or ()),
+                              offline=args.offline)
     opts = Options(
-        engine=engine, engine_version=engine_version, gpu=gpu, memory=mem, utilization=util,
-        pp=pp, dp=dp, expert_parallel=enable_expert_parallel, attn_dp=attn_dp,
-        max_num_seqs=max_num_seqs, max_num_batched_tokens=max_num_batched_tokens, reserve=res_b,
-        context=context, kv_cache_dtype=kv_cache_dtype, quantization=quantization, dtype=dtype,
+        engine=args.engine, engine_version=args.engine_version, gpu=gpu, memory=mem,
+        utilization=args.util, pp=args.pp, dp=args.dp, expert_parallel=args.enable_expert_parallel,
+        attn_dp=args.attn_dp, max_num_seqs=args.max_num_seqs,
+        max_num_batched_tokens=args.max_num_batched_tokens, reserve=res_b, context=args.context,
+        kv_cache_dtype=args.kv_cache_dtype, quantization=args.quantization, dtype=args.dtype,
         batch=batch, alpha=alpha if alpha is not None else link_alpha, link_bandwidth=link_bw,
     )
     try:
-        rows = sweep(shape, opts, _parse_tps(tps))
+        rows = sweep(shape, opts, _parse_tps(args.tps))
     except ValueError as e:  # an unknown --quantization / --dtype / --kv-cache-dtype name
-        raise click.UsageError(str(e)) from None
+        raise cli.UsageError(str(e)) from None
     use = _link_use(link, gpu, alpha)
     prefill = _prefill(shape, rows, opts, use)
     if fmt == "json":
@@ -167,14 +191,14 @@ def plan_cmd(model: str, gpu_name: str | None, hbm: str | None, util: float | No
             "batch": batch,
             "rows": [_row(r, p) for r, p in zip(rows, prefill, strict=True)],
         }
-        click.echo(json.dumps(doc, indent=2, default=str))
+        print(json.dumps(doc, indent=2, default=str))
         return 0
     from tpcheck.report.plan_text import render_plan
 
     it_be = intensity(shape, 8, opts) if (gpu or link_bw) else None
-    click.echo(render_plan(model, where, shape, rows, opts, it_be,
-                           color=sys.stdout.isatty(), prefill=prefill,
-                           link_label=None if use is None else use.label), nl=False)
+    sys.stdout.write(render_plan(model, where, shape, rows, opts, it_be,
+                                 color=sys.stdout.isatty(), prefill=prefill,
+                                 link_label=None if use is None else use.label))
     return 0
 
 

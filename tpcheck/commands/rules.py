@@ -1,33 +1,21 @@
-"""``tpcheck rules`` and ``tpcheck explain CODE``."""
+"""``tpcheck rules``: the rule table, one line per code."""
 
 from __future__ import annotations
 
-import click
+import argparse
+
+from tpcheck.commands._args import Parser
+
+DESCRIPTION = "List the rule codes, names and default severities."
 
 
-@click.command("rules")
-def rules_cmd() -> int:
-    """List the rule codes, names and default severities."""
+def add_arguments(p: Parser) -> None:
+    """No options: the table is the same for every run."""
+
+
+def run(args: argparse.Namespace) -> int:
     from tpcheck.checks import RULES
 
     for m in RULES:
-        click.echo(f"{m.CODE}  {m.NAME:<24} {m.SEVERITY.value:<8} {m.SUMMARY}")
-    return 0
-
-
-@click.command("explain")
-@click.argument("code")
-def explain_cmd(code: str) -> int:
-    """Print the documentation of rule CODE (what, why, formula, example, fix)."""
-    from tpcheck.checks import UnknownRule, get
-    from tpcheck.ruledocs import doc
-
-    try:
-        m = get(code)
-    except UnknownRule as e:
-        raise click.UsageError(str(e).strip("'\"")) from None
-    text = doc(m.CODE)
-    if text is None:
-        raise click.ClickException(f"no documentation shipped for {m.CODE}")
-    click.echo(text.rstrip("\n"))
+        print(f"{m.CODE}  {m.NAME:<24} {m.SEVERITY.value:<8} {m.SUMMARY}")
     return 0
