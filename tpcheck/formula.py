@@ -7,14 +7,17 @@ JSON and the editor hover can all show the expression, the substituted values an
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass, field
-from typing import Union
 
-Number = Union[int, float]  # noqa: UP007 - a runtime alias, evaluated on Python 3.10 too
-Scalar = Union[int, float, str, bool, None]  # noqa: UP007
+from tpcheck.record import field, record
+
+TYPE_CHECKING = False  # typing's constant without importing typing (start-up, issue 8)
+if TYPE_CHECKING:
+    Number = int | float
+    Scalar = int | float | str | bool | None
 
 
-@dataclass(frozen=True)
+
+@record
 class Formula:
     """One computed quantity: ``name = expression`` evaluated at ``values`` gives ``result``."""
 

@@ -12,10 +12,8 @@ import math
 import os
 import re
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass, field
 from pathlib import Path
 from types import ModuleType
-from typing import Any
 
 from tpcheck.checks import selected
 from tpcheck.checks.base import Finding, Severity
@@ -23,14 +21,19 @@ from tpcheck.checks.context import CheckContext
 from tpcheck.hardware.gpus import GPU, find_gpu
 from tpcheck.models.shape import ModelShape
 from tpcheck.physics.plan import Evaluation, Options
+from tpcheck.record import field, record
 from tpcheck.settings import Settings
 from tpcheck.sources import iter_files, read_path
 from tpcheck.sources.base import RECOVERED_NOTE, Deployment, ReadResult, SourceError
 
+TYPE_CHECKING = False  # typing's constant without importing typing (start-up, issue 8)
+if TYPE_CHECKING:
+    from typing import Any
+
 IGNORE_RE = re.compile(r"#\s*tpcheck:\s*ignore(?:\[([A-Za-z0-9_,\s]*)\])?", re.IGNORECASE)
 
 
-@dataclass
+@record(frozen=False)
 class LintResult:
     findings: list[Finding] = field(default_factory=list)
     errors: list[SourceError] = field(default_factory=list)
@@ -40,7 +43,7 @@ class LintResult:
     unused_ignores: list[tuple[str, int, str]] = field(default_factory=list)  # path, line, text
 
 
-@dataclass(frozen=True)
+@record
 class Suppression:
     line: int
     codes: frozenset[str] | None  # None: every code
@@ -271,8 +274,7 @@ _SIZE_FIELDS = (
 
 
 def _absurd_size(d: Deployment) -> SourceError | None:
-    for name in d.__dataclass_fields__:
-        v = getattr(d, name)
+    for name, v in vars(d).items():  # a record's fields live in its __dict__
         if isinstance(v, float) and not math.isfinite(v):  # float("1e309") is inf
             s = d.span_of(name)
             return SourceError(d.path, s.line, s.column,

@@ -6,11 +6,16 @@ must not silently turn a rule off.
 
 from __future__ import annotations
 
+import re
 import sys
 from collections.abc import Mapping
-from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import Any
+
+from tpcheck.record import field, record, replace
+
+TYPE_CHECKING = False  # typing's constant without importing typing (start-up, issue 8)
+if TYPE_CHECKING:
+    from typing import Any
 
 SEVERITIES = ("info", "warning", "error")
 
@@ -19,7 +24,7 @@ class SettingsError(ValueError):
     """A bad settings file or value: one line naming the file and the key."""
 
 
-@dataclass(frozen=True)
+@record
 class Settings:
     select: tuple[str, ...] = ()
     ignore: tuple[str, ...] = ()
@@ -52,6 +57,11 @@ _KEYS: dict[str, type | tuple[type, ...]] = {
 }
 
 
+# [tool.tpcheck], tool.tpcheck.x = ..., or a bare [tool] table that might hold tpcheck: only then
+# is a pyproject.toml parsed (tomllib and the datetime it imports cost ~9 ms of start-up).
+_MENTIONS_TOOL_TPCHECK = re.compile(r"""tool\s*\.\s*["']?tpcheck|^\s*\[\s*tool\s*\]""", re.M)
+
+
 def find_settings_file(start: Path) -> Path | None:
     """The nearest ``.tpcheck.toml``, or ``pyproject.toml`` with a [tool.tpcheck] table."""
     d = start if start.is_dir() else start.parent
@@ -62,7 +72,8 @@ def find_settings_file(start: Path) -> Path | None:
         py = folder / "pyproject.toml"
         if py.is_file():
             try:
-                if "tpcheck" not in py.read_text(encoding="utf-8", errors="replace"):
+                if not _MENTIONS_TOOL_TPCHECK.search(py.read_text(encoding="utf-8",
+                                                                   errors="replace")):
                     continue  # cheap test first: most pyproject.toml files are not ours
             except OSError:
                 continue

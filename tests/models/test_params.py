@@ -211,7 +211,7 @@ def test_qwen3_next_hybrid_layers() -> None:
 
 
 def test_extra_params_counted_in_other() -> None:
-    from dataclasses import replace
+    from tpcheck.record import replace
 
     s, c = counts("meta-llama/Llama-3.2-1B-Instruct")
     c2 = param_counts(replace(s, extra_params=1000))

@@ -109,12 +109,11 @@ def test_expert_width_flattened_over_dp_on_vllm() -> None:
 def test_awq_marlin_tile_refusal() -> None:
     # Users hit 'input_size_per_partition = 14784 is not divisible by min_thread_k = 128' with
     # Qwen2-72B-AWQ at TP2: intermediate_size 29568 / 2 = 14784, 14784 % 128 = 64.
-    import dataclasses
-
     from tpcheck.models.shape import Quant
+    from tpcheck.record import replace
 
     base = _shape("Qwen/Qwen2.5-7B")
-    s = dataclasses.replace(base, ffn=29568, heads=64, kv_heads=8,
+    s = replace(base, ffn=29568, heads=64, kv_heads=8,
                             quant=Quant("awq", 4, group_size=128))
     rs = [r for r in refusals(s, 2) if r.code == "TP103"]
     assert rs, refusals(s, 2)

@@ -2,10 +2,10 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
 from enum import Enum
 
 from tpcheck.formula import Formula
+from tpcheck.record import field, record
 from tpcheck.sources.base import Span
 
 
@@ -19,7 +19,7 @@ class Severity(str, Enum):
         return {"info": 0, "warning": 1, "error": 2}[self.value]
 
 
-@dataclass(frozen=True)
+@record
 class Edit:
     """A mechanical fix: replace the text at ``span`` with ``new_text`` (LSP code actions)."""
 
@@ -28,7 +28,7 @@ class Edit:
     title: str
 
 
-@dataclass(frozen=True)
+@record
 class Finding:
     code: str
     name: str

@@ -6,7 +6,6 @@ so rules only ask for Formulas and decide; they never parse files or format outp
 
 from __future__ import annotations
 
-from dataclasses import replace
 from functools import cached_property
 from types import ModuleType
 
@@ -15,6 +14,7 @@ from tpcheck.formula import Formula
 from tpcheck.hardware.gpus import GPU
 from tpcheck.models.shape import ModelShape
 from tpcheck.physics.plan import Evaluation, Options, evaluate
+from tpcheck.record import replace
 from tpcheck.settings import Settings
 from tpcheck.sources.base import Deployment, Span
 
@@ -123,7 +123,7 @@ class CheckContext:
 
     def evaluate_at(self, t: int, **changes: object) -> Evaluation:
         assert self.shape is not None
-        opts = replace(self.options, **changes) if changes else self.options  # type: ignore[arg-type]
+        opts = replace(self.options, **changes) if changes else self.options
         key = (id(self.shape), t, opts)
         ev = self._evaluations.get(key)
         if ev is None:

@@ -8,11 +8,11 @@ from __future__ import annotations
 
 import sys
 from collections.abc import Iterator
-from dataclasses import replace
 
 from tpcheck.checks.base import Edit, Finding, Severity
 from tpcheck.checks.context import CheckContext
 from tpcheck.formula import Formula, fmt_bytes
+from tpcheck.record import replace
 
 CODE = "TP201"
 NAME = "kv-head-cliff"

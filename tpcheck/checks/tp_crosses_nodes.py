@@ -23,7 +23,6 @@ from __future__ import annotations
 
 import sys
 from collections.abc import Iterator
-from dataclasses import dataclass
 
 from tpcheck.checks._links import (
     LinkUse,
@@ -38,6 +37,7 @@ from tpcheck.checks.context import CheckContext
 from tpcheck.formula import Formula
 from tpcheck.hardware.links import Link, find_link
 from tpcheck.hardware.machines import Machine, find_machine
+from tpcheck.record import record
 from tpcheck.sources.base import Span
 
 CODE = "TP301"
@@ -50,7 +50,7 @@ SRC_ORDER = ("vllm 0.33.0 distributed/parallel_state.py initialize_model_paralle
              "(ranks: TP innermost, then PP, then DP); sglang 0.5.23 the same")
 
 
-@dataclass(frozen=True)
+@record
 class NodeSize:
     """GPUs per node (or per NVLink domain), where that came from, and where it is written."""
 

@@ -8,13 +8,16 @@ else ``[tool.tpcheck] engine_version``, else the newest known release below.
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
-from typing import Literal
 
 from tpcheck.formula import MIB
+from tpcheck.record import record
 
-EngineName = Literal["vllm", "sglang"]
-Entrypoint = Literal["serve", "llm"]
+TYPE_CHECKING = False  # typing's constant without importing typing (start-up, issue 8)
+if TYPE_CHECKING:
+    from typing import Literal
+    EngineName = Literal["vllm", "sglang"]
+    Entrypoint = Literal["serve", "llm"]
+
 
 NEWEST = {"vllm": "0.33.0", "sglang": "0.5.23"}
 
@@ -33,7 +36,7 @@ def parse_version(v: str | None) -> tuple[int, ...] | None:
     return tuple(int(x) for x in m.groups() if x is not None)
 
 
-@dataclass(frozen=True)
+@record
 class Default:
     """A default value, where it was read, and which version it belongs to."""
 
@@ -43,7 +46,7 @@ class Default:
     assumed: bool = False  # True when the version is older than what was read and not checked
 
 
-@dataclass(frozen=True)
+@record
 class EngineDefaults:
     engine: EngineName
     version: str  # the version these defaults are for (as given or newest known)

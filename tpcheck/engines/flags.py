@@ -17,16 +17,19 @@ full lists are kept below, read from the released wheels:
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-from typing import Literal
+from tpcheck.record import record
 
-Kind = Literal["int", "float", "str", "bool", "model", "human_int"]
+TYPE_CHECKING = False  # typing's constant without importing typing (start-up, issue 8)
+if TYPE_CHECKING:
+    from typing import Literal
+    Kind = Literal["int", "float", "str", "bool", "model", "human_int"]
+
 
 VLLM_VERSION_READ = "0.33.0"
 SGLANG_VERSION_READ = "0.5.23"
 
 
-@dataclass(frozen=True)
+@record
 class Flag:
     """A flag tpcheck reads: the Deployment field it sets and how its value is parsed."""
 
@@ -1089,7 +1092,7 @@ ENGINE_ONLY_FLAGS: dict[str, frozenset[str]] = {
 }
 
 
-@dataclass(frozen=True)
+@record
 class Resolved:
     """What argparse makes of one option string: the option it names, or why it refuses it."""
 

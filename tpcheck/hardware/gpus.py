@@ -14,14 +14,15 @@ BF16 is half the datasheet's with-sparsity number.
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
+
+from tpcheck.record import record
 
 GB = 10**9
 GIB = 1 << 30
 MIB = 1 << 20
 
 
-@dataclass(frozen=True)
+@record
 class GPU:
     key: str  # catalog name, e.g. "h100-sxm"
     name: str  # product name

@@ -12,12 +12,13 @@ figure for "across nodes or without NVLink"; PCIe sits between. Override with --
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
+
+from tpcheck.record import record
 
 GB = 10**9
 
 
-@dataclass(frozen=True)
+@record
 class Link:
     key: str
     name: str

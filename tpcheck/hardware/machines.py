@@ -11,12 +11,12 @@ from __future__ import annotations
 
 import re
 from collections.abc import Mapping
-from dataclasses import dataclass
 
 from tpcheck.hardware.gpus import GPU, find_gpu
+from tpcheck.record import record
 
 
-@dataclass(frozen=True)
+@record
 class Machine:
     key: str  # normalized instance type, e.g. "p5.48xlarge"
     provider: str  # aws | gcp | azure | oci
@@ -188,7 +188,7 @@ GPU_LABELS = (
 )
 
 
-@dataclass(frozen=True)
+@record
 class NodeHint:
     """What node labels say: the GPU, and the machine when an instance type is named."""
 

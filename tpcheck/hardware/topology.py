@@ -13,8 +13,9 @@ from __future__ import annotations
 
 import re
 from collections.abc import Sequence
-from dataclasses import dataclass
 from itertools import combinations
+
+from tpcheck.record import record
 
 # Strength of a path, higher is better; NV# ranks above every PCIe path, more links higher.
 _PCIE_RANK = {"PIX": 5, "PXB": 4, "PHB": 3, "NODE": 2, "SYS": 1}
@@ -55,7 +56,7 @@ def crosses_socket(cls: str) -> bool:
     return cls == "SYS"
 
 
-@dataclass(frozen=True)
+@record
 class Topology:
     path: str
     matrix: tuple[tuple[str, ...], ...]  # GPU x GPU classes, "X" on the diagonal

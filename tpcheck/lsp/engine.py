@@ -9,14 +9,17 @@ from __future__ import annotations
 
 import os
 from collections.abc import Mapping
-from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
 from tpcheck.checks.base import Finding
 from tpcheck.lint import Linter, LintResult
+from tpcheck.record import record
 from tpcheck.settings import Settings
 from tpcheck.sources.base import SourceError
+
+TYPE_CHECKING = False  # typing's constant without importing typing (start-up, issue 8)
+if TYPE_CHECKING:
+    from typing import Any
 
 # LSP language ids → the extension that makes read_path pick the same reader.
 LANGUAGE_EXT: Mapping[str, str] = {
@@ -27,7 +30,7 @@ LANGUAGE_EXT: Mapping[str, str] = {
 KNOWN_EXT = (".yaml", ".yml", ".sh", ".bash", ".py")
 
 
-@dataclass(frozen=True)
+@record
 class EditorConfig:
     """The ``tpcheck.*`` workspace settings. ``offline`` None means the editor default: offline."""
 
@@ -38,6 +41,9 @@ class EditorConfig:
     @property
     def effective_offline(self) -> bool:
         return self.offline is not False
+
+
+_NO_SETTINGS = EditorConfig()  # the editor sent no tpcheck.* settings
 
 
 def editor_config(raw: object) -> tuple[EditorConfig, list[str]]:
@@ -64,7 +70,7 @@ def editor_config(raw: object) -> tuple[EditorConfig, list[str]]:
     return EditorConfig(gpu=gpu or None, context=context, offline=offline), problems
 
 
-@dataclass(frozen=True)
+@record
 class DocResult:
     """What one lint of one document produced; ``name`` is the path the reader saw."""
 
@@ -123,7 +129,7 @@ class DocumentLinter:
         return linter
 
     def lint(self, path: str, text: str, *, language_id: str | None = None,
-             config: EditorConfig = EditorConfig()) -> DocResult:
+             config: EditorConfig = _NO_SETTINGS) -> DocResult:
         """Findings and read errors for ``text`` standing for ``path``; never raises."""
         from tpcheck.checks import UnknownRule
         from tpcheck.lint import UsageError

@@ -13,9 +13,7 @@ import contextlib
 import logging
 from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass
 from functools import partial
-from typing import Any
 
 from lsprotocol import types as lsp
 from pygls.lsp.server import LanguageServer
@@ -25,6 +23,11 @@ from tpcheck.checks.base import Finding
 from tpcheck.lsp import convert
 from tpcheck.lsp.engine import DocResult, DocumentLinter, EditorConfig, editor_config, wants
 from tpcheck.lsp.suppress import TextChange, ignore_change
+from tpcheck.record import record
+
+TYPE_CHECKING = False  # typing's constant without importing typing (start-up, issue 8)
+if TYPE_CHECKING:
+    from typing import Any
 
 log = logging.getLogger("tpcheck.lsp")
 
@@ -32,7 +35,7 @@ DEBOUNCE_SECONDS = 0.15
 CONFIG_WAIT_SECONDS = 2.0
 
 
-@dataclass(frozen=True)
+@record
 class Published:
     """The diagnostics of one document version, with the findings behind them."""
 

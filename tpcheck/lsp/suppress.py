@@ -12,16 +12,16 @@ from __future__ import annotations
 
 import re
 from collections.abc import Mapping
-from dataclasses import dataclass, fields
 
 from tpcheck.lint import IGNORE_RE
+from tpcheck.record import fields, record
 from tpcheck.sources.base import Deployment
 
 _INDENT = re.compile(r"[ \t]*")
 _HEREDOC = re.compile(r"<<-?\s*(['\"]?)([A-Za-z_][A-Za-z0-9_]*)\1")
 
 
-@dataclass(frozen=True)
+@record
 class TextChange:
     """Replace [start, end) with ``new_text``; 0-based lines, code-point columns."""
 

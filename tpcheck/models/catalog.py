@@ -7,14 +7,16 @@ line; aliases are never guessed from a name.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+import os
 from functools import lru_cache
 from pathlib import Path
+
+from tpcheck.record import record
 
 CATALOG_DIR = Path(__file__).with_name("catalog")
 
 
-@dataclass(frozen=True)
+@record
 class CatalogEntry:
     model_id: str
     folder: Path
@@ -44,9 +46,24 @@ def _index() -> dict[str, CatalogEntry]:
     return index
 
 
+@lru_cache(maxsize=1)
+def _folders() -> dict[str, str]:
+    """Lower-cased hub id -> folder name, from one directory listing (no per-folder stat)."""
+    try:
+        names = os.listdir(CATALOG_DIR)
+    except OSError:
+        return {}
+    return {n.replace("--", "/", 1).lower(): n for n in names if "--" in n}
+
+
 def find(model_id: str) -> CatalogEntry | None:
     """The entry for ``model_id`` (exact hub id or a listed alias, case-insensitive)."""
-    return _index().get(model_id.strip().lower())
+    key = model_id.strip().lower()
+    name = _folders().get(key)
+    if name is not None and (CATALOG_DIR / name / "config.json").is_file():
+        # The common case, a canonical id, without reading every folder's ALIASES.
+        return CatalogEntry(name.replace("--", "/", 1), CATALOG_DIR / name)
+    return _index().get(key)
 
 
 def all_ids() -> list[str]:

@@ -41,9 +41,12 @@ import json
 import math
 from collections.abc import Mapping
 from pathlib import Path
-from typing import Any
 
 from tpcheck.models.shape import MLA, LinearAttention, ModelShape, MoE, Quant
+
+TYPE_CHECKING = False  # typing's constant without importing typing (start-up, issue 8)
+if TYPE_CHECKING:
+    from typing import Any
 
 __all__ = ["ConfigError", "load_config", "load_shape", "parse_config"]
 

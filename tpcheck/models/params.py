@@ -32,9 +32,9 @@ left in the activation dtype by every quantization method here).
 from __future__ import annotations
 
 from collections.abc import Iterator
-from dataclasses import dataclass, field
 
 from tpcheck.models.shape import ModelShape
+from tpcheck.record import field, record
 
 __all__ = ["COMPONENTS", "KINDS", "ParamCounts", "Tensor", "param_counts", "tensors"]
 
@@ -56,7 +56,7 @@ COMPONENTS = (
 KINDS = ("linear", "bias", "norm", "embedding", "plain")
 
 
-@dataclass(frozen=True)
+@record
 class Tensor:
     """``copies`` tensors of ``rows × cols`` (a linear weight is out_features × in_features)."""
 
@@ -72,7 +72,7 @@ class Tensor:
         return self.rows * self.cols * self.copies
 
 
-@dataclass(frozen=True)
+@record
 class ByComponent:
     """One number per component (parameters here, bytes in ``tpcheck.models.quant``)."""
 
@@ -101,7 +101,7 @@ class ByComponent:
         return value
 
 
-@dataclass(frozen=True)
+@record
 class ParamCounts(ByComponent):
     """Parameters per component (see the module docstring for what each one holds)."""
 

@@ -34,10 +34,10 @@ from __future__ import annotations
 
 import math
 import re
-from dataclasses import dataclass
 
 from tpcheck.models.params import COMPONENTS, ByComponent, ParamCounts, Tensor
 from tpcheck.models.shape import ModelShape, Quant
+from tpcheck.record import record
 
 __all__ = ["DTYPE_BYTES", "WeightBytes", "resolve_quant", "tensor_bytes", "weight_bytes"]
 
@@ -60,7 +60,7 @@ _MODULE_PREFIX = {
 }
 
 
-@dataclass(frozen=True)
+@record
 class WeightBytes(ByComponent):
     """Weight bytes per component (same names as ParamCounts), whole model, no TP split.
 

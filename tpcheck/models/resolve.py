@@ -37,17 +37,19 @@ from __future__ import annotations
 import json
 import os
 import re
-import threading
 import time
 from collections.abc import Mapping
-from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Literal
 
 from tpcheck.models import catalog
+from tpcheck.record import record
 
-Source = Literal["path", "mapping", "local", "hf-cache", "catalog", "hub"]
-Kind = Literal["unresolved", "gated", "not-found", "timeout", "bad-json", "network"]
+TYPE_CHECKING = False  # typing's constant without importing typing (start-up, issue 8)
+if TYPE_CHECKING:
+    from typing import Any, Literal
+    Source = Literal["path", "mapping", "local", "hf-cache", "catalog", "hub"]
+    Kind = Literal["unresolved", "gated", "not-found", "timeout", "bad-json", "network"]
+
 
 CONFIG_NAME = "config.json"
 QUANT_NAME = "hf_quant_config.json"
@@ -59,7 +61,7 @@ _EXPRESSION = re.compile(r"\$\(|\$\{|\$[A-Za-z_]|\{\{|\{%")
 _REPO_ID = re.compile(r"[A-Za-z0-9][\w.\-]*(/[A-Za-z0-9][\w.\-]*)?")
 
 
-@dataclass(frozen=True)
+@record
 class Resolution:
     model: str  # the reference as given
     config: Mapping[str, Any]  # parsed config.json
@@ -237,6 +239,8 @@ class _Download:
     An abandoned thread finishes or dies with the process; it can only ever fill the cache."""
 
     def __init__(self, hub: Any, repo: str, revision: str | None, timeout: float) -> None:
+        import threading  # only a hub lookup needs it
+
         self.config_path: str | None = None
         self.quant_path: str | None = None
         self.error: BaseException | None = None

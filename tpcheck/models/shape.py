@@ -7,10 +7,10 @@ the physics only reads it. Every width here is the *text* model's, as vLLM's
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from tpcheck.record import record
 
 
-@dataclass(frozen=True)
+@record
 class MoE:
     """Mixture-of-experts widths. ``moe_layers`` of the ``ModelShape.layers`` route tokens."""
 
@@ -26,7 +26,7 @@ class MoE:
     shared_expert_gate: bool = False  # qwen2_moe / qwen3_next: sigmoid gate d -> 1, shared expert
 
 
-@dataclass(frozen=True)
+@record
 class MLA:
     """Multi-head latent attention (DeepSeek-V2/V3, Kimi-K2): one latent per token per layer."""
 
@@ -45,7 +45,7 @@ class MLA:
         return self.kv_lora_rank + self.qk_rope_head_dim
 
 
-@dataclass(frozen=True)
+@record
 class Quant:
     """What ``quantization_config`` says about how the linear weights are stored."""
 
@@ -60,7 +60,7 @@ class Quant:
     excluded: tuple[str, ...] = ()  # module names left unquantized (modules_to_not_convert, ignore)
 
 
-@dataclass(frozen=True)
+@record
 class LinearAttention:
     """Linear-attention (Gated DeltaNet) layers of a hybrid model such as qwen3_next.
 
@@ -76,7 +76,7 @@ class LinearAttention:
     conv_kernel: int  # linear_conv_kernel_dim
 
 
-@dataclass(frozen=True)
+@record
 class ModelShape:
     """Shape of one decoder-only language model (the text part of a multimodal wrapper)."""
 

@@ -8,10 +8,9 @@ that TP does not divide. See ../shared/engines/*.md for file and line.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-
 from tpcheck.formula import Formula
 from tpcheck.models.shape import ModelShape
+from tpcheck.record import record
 
 VOCAB_PAD = 64
 VLLM = "vllm 0.33.0"
@@ -48,7 +47,7 @@ BLOCK_MOE_SRC = (
 BLOCK_SRC = f"{VLLM} quantization/utils/fp8_utils.py validate_fp8_block_shape l.1296-1344"
 
 
-@dataclass(frozen=True)
+@record
 class Refusal:
     """One reason an engine will not start this layout."""
 

@@ -5,8 +5,6 @@ Context-free physics shared by TP301/TP302 (tpcheck.checks._links) and ``tpcheck
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-
 from tpcheck.engines.defaults import defaults_for, sglang_chunked_prefill
 from tpcheck.formula import MIB, Formula
 from tpcheck.hardware.gpus import GPU
@@ -15,6 +13,7 @@ from tpcheck.models.shape import ModelShape
 from tpcheck.physics import comm
 from tpcheck.physics.kv import activation_dtype, dtype_bytes
 from tpcheck.physics.split import model_params
+from tpcheck.record import record
 
 ALPHA_NOTE = (
     "ASSUMPTION (hardware/links.py): α per link class is not measured; "
@@ -22,7 +21,7 @@ ALPHA_NOTE = (
 )
 
 
-@dataclass(frozen=True)
+@record
 class LinkUse:
     """The link a TP group's all-reduces run over, and why tpcheck believes so."""
 

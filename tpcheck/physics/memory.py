@@ -9,8 +9,12 @@ from __future__ import annotations
 import math
 
 from tpcheck.engines.defaults import parse_version
-from tpcheck.formula import GIB, MIB, Formula, Scalar
+from tpcheck.formula import GIB, MIB, Formula
 from tpcheck.models.shape import ModelShape
+
+TYPE_CHECKING = False  # typing's constant without importing typing (start-up, issue 8)
+if TYPE_CHECKING:
+    from tpcheck.formula import Scalar
 
 VLLM_BUDGET = "vllm 0.33.0 v1/worker/utils.py request_memory l.716-772; gpu_worker.py l.753-757"
 VLLM_TOKENS = "vllm 0.33.0 v1/core/kv_cache_utils.py get_kv_cache_capacity l.1119-1126"

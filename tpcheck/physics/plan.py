@@ -7,7 +7,6 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass, field, replace
 
 from tpcheck.engines.defaults import (
     defaults_for,
@@ -21,12 +20,13 @@ from tpcheck.physics.legality import Refusal, refusals
 from tpcheck.physics.linkcost import prefill_tokens
 from tpcheck.physics.split import model_params, weight_split
 from tpcheck.physics.weights import mxfp4_padding, weights_per_gpu
+from tpcheck.record import field, record, replace
 
 CONTEXT_CAP = 32768
 DEFAULT_ALPHA = 10e-6  # seeds' assumed fixed all-reduce cost (tp-inference-deployer.txt §7)
 
 
-@dataclass(frozen=True)
+@record
 class Options:
     """Everything about a layout that is not the model: engine, GPU, flags as set or None."""
 
@@ -56,7 +56,7 @@ class Options:
     flops: float | None = None
 
 
-@dataclass(frozen=True)
+@record
 class Evaluation:
     """Every figure for one layout; memory figures are None without a GPU or --hbm."""
 

@@ -7,15 +7,14 @@ every rank, and pipeline stages divide the layer weights.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-
 from tpcheck.formula import Formula
+from tpcheck.record import record
 
 SRC = ("DESIGN.md weights per GPU; vllm 0.33.0 layers/linear.py QKVParallelLinear "
        "(K/V replicate past h_kv), fused_moe/config.py FusedMoEParallelConfig.make l.1112")
 
 
-@dataclass(frozen=True)
+@record
 class WeightSplit:
     """Checkpoint bytes by how tensor parallelism places them."""
 

@@ -9,12 +9,18 @@ from __future__ import annotations
 
 import re
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
-from typing import Any
 
-from tpcheck.engines.flags import ENGINE_ONLY_FLAGS, Flag, Kind, Resolved, resolve
-from tpcheck.sources.base import Deployment, Engine, Span
+from tpcheck.engines.flags import ENGINE_ONLY_FLAGS, Flag, Resolved, resolve
+from tpcheck.record import field, fields, record
+from tpcheck.sources.base import Deployment, Span
 from tpcheck.sources.shell import Word
+
+TYPE_CHECKING = False  # typing's constant without importing typing (start-up, issue 8)
+if TYPE_CHECKING:
+    from typing import Any
+
+    from tpcheck.engines.flags import Kind
+    from tpcheck.sources.base import Engine
 
 # python -m MODULE → engine. dynamo.vllm / dynamo.sglang pass the engine's own flags through.
 VLLM_MODULES = frozenset(
@@ -28,7 +34,7 @@ SGLANG_MODULES = frozenset(
 _NOT_LAUNCHERS = frozenset({"echo", "printf", "cat", "grep", "#", "test", "[", "curl", "wget"})
 
 
-@dataclass(frozen=True)
+@record
 class Launch:
     engine: Engine
     index: int  # index of the launcher's first word
@@ -110,7 +116,7 @@ def parse_value(kind: Kind, value: str) -> Any:
     return v
 
 
-@dataclass
+@record(frozen=False)
 class Fields:
     """Values read so far, with spans; argparse's last-one-wins applies."""
 
@@ -264,7 +270,7 @@ def _looks_like_value(v: str) -> bool:
     return not v.startswith("-") or _is_number(v) or v == "-"
 
 
-_DEPLOYMENT_FIELDS = frozenset(Deployment.__dataclass_fields__)
+_DEPLOYMENT_FIELDS = frozenset(f.name for f in fields(Deployment))
 
 
 def deployment_from_fields(

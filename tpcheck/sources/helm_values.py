@@ -7,15 +7,16 @@ The chart renders ``vllmConfig`` keys into flags
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
-
 import yaml
 
 from tpcheck.sources.argv import Fields, deployment_from_fields, parse_args, set_typed
 from tpcheck.sources.base import Deployment, Span
 from tpcheck.sources.shell import Word
 
+TYPE_CHECKING = False  # typing's constant without importing typing (start-up, issue 8)
 if TYPE_CHECKING:
+    from typing import Any
+
     from tpcheck.sources.kube import Walker
     from tpcheck.sources.yamlctx import Ctx
 

@@ -12,7 +12,6 @@ from __future__ import annotations
 import re
 from bisect import bisect_left
 from collections.abc import Iterator, Mapping, MutableMapping, Sequence
-from typing import Any
 
 import yaml
 
@@ -26,10 +25,16 @@ from tpcheck.sources.argv import (
     infer_engine,
     set_typed,
 )
-from tpcheck.sources.base import Deployment, Engine, Span
+from tpcheck.sources.base import Deployment, Span
 from tpcheck.sources.positions import Located
 from tpcheck.sources.shell import Vars, Word, _shell_c, read_commands, read_shell_text
 from tpcheck.sources.yamlctx import Ctx, scalar
+
+TYPE_CHECKING = False  # typing's constant without importing typing (start-up, issue 8)
+if TYPE_CHECKING:
+    from typing import Any
+
+    from tpcheck.sources.base import Engine
 
 GPU_KEYS = ("nvidia.com/gpu", "amd.com/gpu")
 PRODUCT_LABELS = (
@@ -459,7 +464,7 @@ class Walker:
             par = None
         if par is None:
             return d
-        from dataclasses import replace
+        from tpcheck.record import replace
 
         fields = {"tensor": "tensor_parallel_size", "pipeline": "pipeline_parallel_size",
                   "data": "data_parallel_size"}

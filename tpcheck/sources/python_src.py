@@ -7,8 +7,6 @@ at module level to a plain literal is resolved; anything else is kept in ``unres
 
 from __future__ import annotations
 
-from typing import Any
-
 from tpcheck.engines.flags import SGLANG_KWARGS, VLLM_KWARGS
 from tpcheck.sources.argv import (
     Fields,
@@ -20,6 +18,10 @@ from tpcheck.sources.argv import (
 from tpcheck.sources.base import Deployment, ReadResult, SourceError, Span
 from tpcheck.sources.positions import Located
 from tpcheck.sources.shell import Word
+
+TYPE_CHECKING = False  # typing's constant without importing typing (start-up, issue 8)
+if TYPE_CHECKING:
+    from typing import Any
 
 VLLM_CALLS = frozenset({"LLM", "EngineArgs", "AsyncEngineArgs", "AsyncLLMEngine", "LLMEngine"})
 SUBPROCESS = frozenset({"run", "Popen", "call", "check_call", "check_output", "execvp", "execv"})

@@ -6,8 +6,6 @@
 
 from __future__ import annotations
 
-from typing import Any
-
 import yaml
 
 from tpcheck.engines.flags import FLAGS
@@ -15,6 +13,10 @@ from tpcheck.sources.argv import Fields, _post, deployment_from_fields, set_type
 from tpcheck.sources.base import Deployment
 from tpcheck.sources.shell import Word
 from tpcheck.sources.yamlctx import Ctx
+
+TYPE_CHECKING = False  # typing's constant without importing typing (start-up, issue 8)
+if TYPE_CHECKING:
+    from typing import Any
 
 
 def looks_like_config(root: Any) -> bool:

@@ -9,10 +9,12 @@ back to the node's own span, which is coarser but never wrong.
 
 from __future__ import annotations
 
-from typing import Any
-
 from tpcheck.sources.base import Span
 from tpcheck.sources.positions import Linear, LineIndex, Located, Pos
+
+TYPE_CHECKING = False  # typing's constant without importing typing (start-up, issue 8)
+if TYPE_CHECKING:
+    from typing import Any
 
 _ESCAPES = {
     "0": "\0", "a": "\a", "b": "\b", "t": "\t", "\t": "\t", "n": "\n", "v": "\v", "f": "\f",

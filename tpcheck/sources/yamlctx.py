@@ -2,13 +2,15 @@
 
 from __future__ import annotations
 
-from typing import Any
-
 import yaml
 
 from tpcheck.sources.base import Span
 from tpcheck.sources.positions import LineIndex, Located
 from tpcheck.sources.yaml_scalar import locate, node_span
+
+TYPE_CHECKING = False  # typing's constant without importing typing (start-up, issue 8)
+if TYPE_CHECKING:
+    from typing import Any
 
 SAFE_LOADER: Any = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
 _TAGS = {

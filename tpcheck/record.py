@@ -1,0 +1,226 @@
+"""Frozen value classes that are cheap to define.
+
+On Python 3.11 ``dataclasses`` compiles up to six methods per class through ``exec`` and imports
+``inspect``: 70 ms of a one-file lint's start-up went there for tpcheck's 41 classes, half of
+issue 8's 150 ms budget. A ``record`` keeps the dataclass contract tpcheck relies on — frozen
+instances, positional or keyword construction, defaults and default factories, ``__post_init__``,
+value equality and hashing, ordering on request, a readable repr, ``replace`` and ``fields`` —
+with one ``__init__`` closure per class, no ``exec``, and the other methods shared. As with
+dataclasses, an ``__init__`` written in the class body is kept: the readers' three hottest
+records (tens of thousands per corpus run) store their fields directly, at a third of the cost.
+PEP 681's ``dataclass_transform`` lets mypy check records exactly as it checks frozen dataclasses.
+"""
+
+from __future__ import annotations
+
+TYPE_CHECKING = False  # typing's constant without importing typing (start-up, issue 8)
+if TYPE_CHECKING:
+    from collections.abc import Callable
+    from typing import Any, TypeVar
+
+    from typing_extensions import dataclass_transform
+
+    _T = TypeVar("_T")
+    _C = TypeVar("_C", bound=type)
+else:
+    def dataclass_transform(**_: object) -> object:
+        return lambda f: f
+
+
+class _Missing:
+    __slots__ = ()
+
+    def __repr__(self) -> str:
+        return "MISSING"
+
+
+MISSING: Any = _Missing()
+
+
+class FrozenInstanceError(AttributeError):
+    """Assigning to a field of a frozen record (the dataclasses exception's meaning)."""
+
+
+class Field:
+    """One declared field: its name, default or factory, and whether repr/eq/hash see it."""
+
+    __slots__ = ("compare", "default", "default_factory", "name", "repr")
+
+    def __init__(self, default: Any = MISSING, default_factory: Any = MISSING,
+                 repr: bool = True, compare: bool = True) -> None:
+        if default is not MISSING and default_factory is not MISSING:
+            raise ValueError("cannot give both default and default_factory")
+        self.name = ""
+        self.default = default
+        self.default_factory = default_factory
+        self.repr = repr
+        self.compare = compare
+
+    def __repr__(self) -> str:
+        return f"Field({self.name!r})"
+
+
+def field(*, default: Any = MISSING, default_factory: Callable[[], Any] | Any = MISSING,
+          repr: bool = True, compare: bool = True) -> Any:
+    """A field with a default factory, or one that repr and comparisons skip."""
+    return Field(default, default_factory, repr, compare)
+
+
+def fields(obj: object) -> tuple[Field, ...]:
+    """The record's fields in declaration order (base classes' first)."""
+    found: tuple[Field, ...] | None = getattr(obj, "__record_fields__", None)
+    if found is None:
+        raise TypeError(f"{obj!r} is not a record")
+    return found
+
+
+def replace(obj: _T, /, **changes: Any) -> _T:
+    """A copy of ``obj`` with ``changes`` applied, built through ``__init__`` (so it validates)."""
+    kwargs = {f.name: getattr(obj, f.name) for f in fields(obj)}
+    unknown = set(changes) - set(kwargs)
+    if unknown:
+        raise TypeError(f"{type(obj).__name__} has no field {sorted(unknown)[0]!r}")
+    kwargs.update(changes)
+    return type(obj)(**kwargs)
+
+
+def _values(self: Any) -> tuple[Any, ...]:
+    return tuple([getattr(self, n) for n in type(self).__record_compare__])
+
+
+def _repr(self: Any) -> str:
+    inner = ", ".join(f"{f.name}={getattr(self, f.name)!r}" for f in type(self).__record_fields__
+                      if f.repr)
+    return f"{type(self).__qualname__}({inner})"
+
+
+def _eq(self: Any, other: object) -> object:
+    if other.__class__ is not self.__class__:
+        return NotImplemented
+    return _values(self) == _values(other)
+
+
+def _hash(self: Any) -> int:
+    return hash(_values(self))
+
+
+def _frozen_setattr(self: Any, name: str, value: object) -> None:
+    raise FrozenInstanceError(f"cannot assign to field {name!r}")
+
+
+def _frozen_delattr(self: Any, name: str) -> None:
+    raise FrozenInstanceError(f"cannot delete field {name!r}")
+
+
+def _order(op: Callable[[tuple[Any, ...], tuple[Any, ...]], bool]) -> Callable[[Any, Any], object]:
+    def compare(self: Any, other: Any) -> object:
+        if other.__class__ is not self.__class__:
+            return NotImplemented
+        return op(_values(self), _values(other))
+    return compare
+
+
+_ORDER = {
+    "__lt__": _order(lambda a, b: a < b),
+    "__le__": _order(lambda a, b: a <= b),
+    "__gt__": _order(lambda a, b: a > b),
+    "__ge__": _order(lambda a, b: a >= b),
+}
+
+
+def _collect(cls: type) -> tuple[Field, ...]:
+    """Base records' fields, then this class's annotations in order (ClassVars skipped)."""
+    out: dict[str, Field] = {}
+    for base in reversed(cls.__mro__[1:]):
+        for f in getattr(base, "__record_fields__", ()):
+            out[f.name] = f
+    # The class's own annotations, read directly: inspect.get_annotations would import inspect.
+    for name, ann in cls.__dict__.get("__annotations__", {}).items():  # noqa: RUF063
+        if isinstance(ann, str) and ann.startswith(("ClassVar", "typing.ClassVar")):
+            continue
+        value = cls.__dict__.get(name, MISSING)
+        f = value if isinstance(value, Field) else Field(default=value)
+        f.name = name
+        out[name] = f
+        if isinstance(value, Field):
+            if f.default is MISSING:
+                delattr(cls, name)
+            else:
+                setattr(cls, name, f.default)
+    seen_default = False
+    for f in out.values():
+        has_default = f.default is not MISSING or f.default_factory is not MISSING
+        if seen_default and not has_default:
+            raise TypeError(f"{cls.__name__}: non-default field {f.name!r} follows a default")
+        seen_default = seen_default or has_default
+    return tuple(out.values())
+
+
+def _make_init(cls: type, fs: tuple[Field, ...]) -> Callable[..., None]:
+    """One ``__init__`` per class, built without ``exec``: a call with every field positional
+    (the readers' hot path) is a single dict update, as fast as dataclasses' frozen init."""
+    names = tuple(f.name for f in fs)
+    n = len(names)
+    defaults = {f.name: f.default for f in fs if f.default is not MISSING}
+    factories = {f.name: f.default_factory for f in fs if f.default_factory is not MISSING}
+    post = hasattr(cls, "__post_init__")
+    qual = cls.__qualname__
+
+    def __init__(self: Any, *args: Any, **kwargs: Any) -> None:
+        d = self.__dict__
+        if len(args) > n:
+            raise TypeError(f"{qual}() takes {n} positional arguments but {len(args)} were given")
+        d.update(zip(names, args, strict=False))
+        if len(args) < n or kwargs:
+            for name in names[len(args):]:
+                if name in kwargs:
+                    d[name] = kwargs.pop(name)
+                elif name in defaults:
+                    d[name] = defaults[name]
+                elif name in factories:
+                    d[name] = factories[name]()
+                else:
+                    raise TypeError(f"{qual}() missing required argument: {name!r}")
+            for name in kwargs:
+                what = "got multiple values for" if name in names else "got an unexpected"
+                raise TypeError(f"{qual}() {what} keyword argument {name!r}")
+        if post:
+            self.__post_init__()
+
+    __init__.__qualname__ = f"{qual}.__init__"
+    return __init__
+
+
+def _build(cls: _C, frozen: bool, order: bool) -> _C:
+    fs = _collect(cls)
+    compare = tuple(f.name for f in fs if f.compare)
+    attrs: dict[str, Any] = {
+        "__record_fields__": fs,
+        "__record_compare__": compare,
+        "__match_args__": tuple(f.name for f in fs),
+        "__eq__": _eq,
+    }
+    if "__init__" not in cls.__dict__:  # as dataclasses: a hand-written __init__ is kept
+        attrs["__init__"] = _make_init(cls, fs)
+    if "__repr__" not in cls.__dict__:
+        attrs["__repr__"] = _repr
+    if frozen:
+        attrs.update(__setattr__=_frozen_setattr, __delattr__=_frozen_delattr, __hash__=_hash)
+    else:
+        attrs["__hash__"] = None  # mutable and compared by value: unhashable, like dataclasses
+    if order:
+        attrs.update(_ORDER)
+    for k, v in attrs.items():
+        type.__setattr__(cls, k, v)
+    return cls
+
+
+@dataclass_transform(frozen_default=True, field_specifiers=(field, Field))
+def record(cls: _C | None = None, /, *, frozen: bool = True, order: bool = False) -> Any:
+    """Make ``cls`` a record: ``@record``, ``@record(order=True)``, ``@record(frozen=False)``.
+
+    (Typed ``Any``: type checkers apply PEP 681 to the class and ignore a class decorator's
+    return type, and overloads would import typing at run time.)"""
+    if cls is not None:
+        return _build(cls, True, False)
+    return lambda c: _build(c, frozen, order)
