@@ -103,6 +103,12 @@ def in_process(tmp: Path, files: list[str], runs: int) -> None:
         return time.process_time() - t0
 
     lint()
+    # The collector as the `tpcheck` command sets it for its own process (commands/lint.py);
+    # both sides run under it.
+    import gc
+
+    gc.freeze()
+    gc.set_threshold(10_000, 10, 10)
     t = interleaved({"floor": floor, "tpcheck": lint}, runs)
     r = [o / f for o, f in zip(t["tpcheck"], t["floor"], strict=True)]
     print(f"[in process, cpu] floor median {med(t['floor']):.3f} s, Linter.run median "

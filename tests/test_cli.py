@@ -478,3 +478,20 @@ def test_double_dash_before_a_single_positional(capsys: pytest.CaptureFixture[st
     code, out, err = run(capsys, "explain", "--", "tp201")
     assert code == 0, err
     assert out.startswith("# TP201 kv-head-cliff\n")
+
+
+def test_gc_is_tuned_only_when_the_process_is_ours(capsys: pytest.CaptureFixture[str]) -> None:
+    import gc
+
+    fixture = str(ROOT / "fixtures" / "lint" / "qwen3-32b-tp16.yaml")
+    before = gc.get_threshold()
+    assert main([*LINT, "-q", fixture]) == 1  # embedded (argv given): the caller's GC is kept
+    assert gc.get_threshold() == before
+    capsys.readouterr()
+    # The console script's way in, main() reading sys.argv: young generation every 10,000.
+    probe = ("import gc, sys, contextlib, io; from tpcheck.cli import main\n"
+             "with contextlib.redirect_stdout(io.StringIO()):\n    code = main()\n"
+             "print(code, gc.get_threshold(), gc.get_freeze_count() > 0)")
+    out = subprocess.run([sys.executable, "-c", probe, *LINT, "-q", fixture],
+                         capture_output=True, text=True, check=True).stdout.strip()
+    assert out == "1 (10000, 10, 10) True"

@@ -120,3 +120,31 @@ def test_a_lint_imports_neither_dataclasses_inspect_nor_typing() -> None:
     out = subprocess.run([sys.executable, "-c", probe, str(fixture)], capture_output=True,
                          text=True, check=True).stdout.strip()
     assert out == "1 []"  # exit 1: the fixture's TP201 fired, so the whole lint path ran
+
+
+def test_hand_written_inits_set_every_field_in_order() -> None:
+    # The hot records write their __init__ out (tpcheck.record's docstring): each one must
+    # still store every declared field, positionally in declaration order and by keyword.
+    import importlib
+    import pkgutil
+
+    import tpcheck
+
+    written = []
+    for info in pkgutil.walk_packages(tpcheck.__path__, "tpcheck."):
+        if info.name == "tpcheck.__main__" or info.name.startswith(
+                ("tpcheck.lsp", "tpcheck.sources.python_src")):
+            continue  # runs the CLI; pygls / libcst: no records, and slow to import
+        module = importlib.import_module(info.name)
+        for obj in vars(module).values():
+            init = getattr(obj, "__dict__", {}).get("__init__")
+            if (isinstance(obj, type) and obj.__module__ == info.name
+                    and "__record_fields__" in obj.__dict__ and init is not None
+                    and "_make_init" not in init.__code__.co_qualname):
+                written.append(obj)
+    assert {c.__name__ for c in written} >= {"Span", "Located", "Word", "Formula"}
+    for cls in written:
+        names = [f.name for f in fields(cls)]
+        given = {n: ({"k": 1} if n == "values" else f"<{n}>") for n in names}
+        for obj in (cls(*given.values()), cls(**given)):
+            assert vars(obj) == given, cls.__name__

@@ -79,7 +79,7 @@ def _top_parser() -> Parser:
     return p
 
 
-def _run(name: str, args: list[str]) -> int:
+def _run(name: str, args: list[str], standalone: bool) -> int:
     """Import the one command module, build its parser, parse, run."""
     from tpcheck.commands._args import Parser, ParserExit
 
@@ -91,6 +91,7 @@ def _run(name: str, args: list[str]) -> int:
         ns = parser.parse(args)
     except ParserExit as e:  # --help printed
         return e.status
+    ns.standalone = standalone  # the process is ours (console script), not a caller's
     run: Callable[[argparse.Namespace], int] = module.run
     return run(ns)
 
@@ -117,7 +118,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         if args[0] in ("-h", "--help"):
             sys.stdout.write(_top_parser().format_help())
             return 0
-        return _run(name, args[1:] if args[0] in COMMANDS else args)
+        return _run(name, args[1:] if args[0] in COMMANDS else args, standalone=argv is None)
     except UsageError as e:
         return _say_error(str(e), f"tpcheck {name}")
     except CommandError as e:

@@ -16,7 +16,6 @@ if TYPE_CHECKING:
     Scalar = int | float | str | bool | None
 
 
-
 @record
 class Formula:
     """One computed quantity: ``name = expression`` evaluated at ``values`` gives ``result``."""
@@ -29,9 +28,14 @@ class Formula:
     source: str = ""
     terms: tuple[Formula, ...] = field(default=())
 
-    def __post_init__(self) -> None:
-        # Freeze the mapping's contents in insertion order so equal inputs compare equal.
-        object.__setattr__(self, "values", dict(self.values))
+    def __init__(self, name: str, expression: str, values: Mapping[str, Scalar], result: Number,
+                 unit: str = "", source: str = "", terms: tuple[Formula, ...] = ()) -> None:
+        # Written out (see tpcheck.record): the physics builds ~30 Formulas per TP size.
+        d = self.__dict__
+        d["name"], d["expression"], d["result"] = name, expression, result
+        # A copy of the mapping, in insertion order, so equal inputs compare equal.
+        d["values"] = dict(values)
+        d["unit"], d["source"], d["terms"] = unit, source, terms
 
     def substituted(self) -> str:
         """The values as ``sym=value`` pairs, in the order the physics gave them."""

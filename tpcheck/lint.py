@@ -114,7 +114,7 @@ class Linter:
             if RECOVERED_NOTE in d.notes:
                 return None, None, None  # the parse error already speaks for this file
             return None, "the deployment names no model", None
-        base = str(Path(d.path).parent) if d.path not in ("-", "") else None
+        base = (os.path.dirname(d.path) or ".") if d.path not in ("-", "") else None
         # One lookup per (model, revision, folder) in a run: a repository names the same few
         # models in hundreds of files, and each lookup probes the file system.
         rkey = (model, d.revision, base)

@@ -157,9 +157,10 @@ def _collect(cls: type) -> tuple[Field, ...]:
 
 
 def _make_init(cls: type, fs: tuple[Field, ...]) -> Callable[..., None]:
-    """One ``__init__`` per class, built without ``exec``: a call with every field positional
-    (the readers' hot path) is a single dict update, as fast as dataclasses' frozen init."""
+    """One ``__init__`` per class, built without ``exec`` from dict updates done in C: the
+    defaults, then the positional values, then the keywords once they are checked."""
     names = tuple(f.name for f in fs)
+    name_set = frozenset(names)
     n = len(names)
     defaults = {f.name: f.default for f in fs if f.default is not MISSING}
     factories = {f.name: f.default_factory for f in fs if f.default_factory is not MISSING}
@@ -170,20 +171,24 @@ def _make_init(cls: type, fs: tuple[Field, ...]) -> Callable[..., None]:
         d = self.__dict__
         if len(args) > n:
             raise TypeError(f"{qual}() takes {n} positional arguments but {len(args)} were given")
+        if defaults:
+            d.update(defaults)
         d.update(zip(names, args, strict=False))
-        if len(args) < n or kwargs:
-            for name in names[len(args):]:
-                if name in kwargs:
-                    d[name] = kwargs.pop(name)
-                elif name in defaults:
-                    d[name] = defaults[name]
-                elif name in factories:
-                    d[name] = factories[name]()
-                else:
-                    raise TypeError(f"{qual}() missing required argument: {name!r}")
-            for name in kwargs:
-                what = "got multiple values for" if name in names else "got an unexpected"
-                raise TypeError(f"{qual}() {what} keyword argument {name!r}")
+        if kwargs:
+            if not kwargs.keys() <= name_set:
+                bad = next(k for k in kwargs if k not in name_set)
+                raise TypeError(f"{qual}() got an unexpected keyword argument {bad!r}")
+            if args and not kwargs.keys().isdisjoint(names[:len(args)]):
+                bad = next(k for k in names[:len(args)] if k in kwargs)
+                raise TypeError(f"{qual}() got multiple values for keyword argument {bad!r}")
+            d.update(kwargs)
+        if len(d) < n:  # a fresh instance's dict holds only fields: some are still unset
+            for name, make in factories.items():
+                if name not in d:
+                    d[name] = make()
+            if len(d) < n:
+                missing = next(name for name in names if name not in d)
+                raise TypeError(f"{qual}() missing required argument: {missing!r}")
         if post:
             self.__post_init__()
 

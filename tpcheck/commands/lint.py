@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import gc
 import os
 import sys
 from pathlib import Path
@@ -81,6 +82,13 @@ def run(args: argparse.Namespace) -> int:
     except (UsageError, UnknownRule) as err:
         raise cli.UsageError(str(err).strip("'\"")) from None
     stdin_text = sys.stdin.read() if "-" in paths else None
+    if args.standalone:
+        # Our own short-lived process, which allocates and frees nodes by the hundred thousand:
+        # the imported modules' objects are set aside from collection, and the young
+        # generation is collected every 10,000 allocations instead of 700. ~5% of the
+        # instructions on 1,000 manifests. (Not when embedded: tests, the LSP server.)
+        gc.freeze()
+        gc.set_threshold(10_000, 10, 10)
     result = linter.run(paths, stdin_text=stdin_text, stdin_filename=args.stdin_filename)
     color: bool | None = args.color
     if color is None:

@@ -593,11 +593,14 @@ _HINT_WORDS = (
     "vllm", "sglang", "modelspec", "vllmconfig", "tensorparallelsize", "engine_kwargs",
     "resourceprofile",
 )
-_OPTION = re.compile(r"--?[A-Za-z][\w-]*")
 _HINT_FLAGS = (
     ENGINE_ONLY_FLAGS["vllm"] | ENGINE_ONLY_FLAGS["sglang"]
     | {"--tensor-parallel-size", "--pipeline-parallel-size"}
 )
+# Long options, and the few one-dash ones by name: a generic ``-x`` would match inside every
+# hyphenated word (vllm-openai, llama-3) and triple the candidates checked in Python.
+_SHORT = "|".join(sorted(re.escape(f[1:]) for f in _HINT_FLAGS if not f.startswith("--")))
+_OPTION = re.compile(rf"--[A-Za-z][\w-]*|-(?:{_SHORT})(?![\w-])")
 
 
 def hint_offsets(text: str) -> list[int]:
