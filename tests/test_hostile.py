@@ -218,6 +218,27 @@ def test_files_over_the_size_limit_are_skipped_with_a_message(tmp_path: Path) ->
     assert f"{small}:1:" in proc.stdout and "TP201" in proc.stdout
 
 
+
+@pytest.mark.skipif(not os.path.exists("/dev/zero"), reason="needs /dev/zero")
+def test_a_file_that_reports_size_zero_is_still_capped() -> None:
+    # /dev/zero stats as 0 bytes and never ends: the read stops at the cap (1,000 + 1 bytes).
+    from tpcheck.sources import read_path
+
+    rr = read_path("/dev/zero", max_bytes=1000)
+    assert [str(e) for e in rr.errors] == [
+        "/dev/zero:1:1: file is over the 1000-byte limit; skipped"]
+
+
+def test_a_file_read_whole_when_it_is_exactly_the_limit(tmp_path: Path) -> None:
+    from tpcheck.sources import read_path
+
+    text = "vllm serve Qwen/Qwen3-32B --tensor-parallel-size 16\n"  # 52 bytes
+    f = tmp_path / "exact.sh"
+    f.write_text(text, encoding="utf-8")
+    rr = read_path(str(f), max_bytes=len(text))
+    assert rr.errors == () and rr.text == text
+    assert [d.tensor_parallel_size for d in rr.deployments] == [16]
+
 # ---- never-do list --------------------------------------------------------------------------
 
 def _package_sources() -> list[Path]:
