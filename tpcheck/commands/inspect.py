@@ -21,7 +21,7 @@ DESCRIPTION = """\
 Show each engine launch found in PATH..., the value and position of every field, and where
 the model's config.json came from (the same resolver the rules use).
 
-Exit 0: unless every file failed to read (2), or the command line is wrong (2)."""
+Exit 0; 2 when no file could be read or the command line is wrong."""
 
 
 def deployment_json(d: Deployment) -> dict[str, object]:

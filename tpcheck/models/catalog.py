@@ -26,24 +26,9 @@ class CatalogEntry:
         return self.folder / "config.json"
 
 
-@lru_cache(maxsize=1)
-def _index() -> dict[str, CatalogEntry]:
-    index: dict[str, CatalogEntry] = {}
-    if not CATALOG_DIR.is_dir():
-        return index
-    for folder in sorted(CATALOG_DIR.iterdir()):
-        if not (folder / "config.json").is_file():
-            continue
-        model_id = folder.name.replace("--", "/", 1)
-        entry = CatalogEntry(model_id, folder)
-        index[model_id.lower()] = entry
-        aliases = folder / "ALIASES"
-        if aliases.is_file():
-            for line in aliases.read_text(encoding="utf-8").splitlines():
-                alias = line.split("#", 1)[0].strip()
-                if alias:
-                    index.setdefault(alias.lower(), CatalogEntry(alias, folder))
-    return index
+def _hub_id(folder_name: str) -> str:
+    """``org--name`` → ``org/name``: the one rule from a catalog folder to its hub id."""
+    return folder_name.replace("--", "/", 1)
 
 
 @lru_cache(maxsize=1)
@@ -53,7 +38,27 @@ def _folders() -> dict[str, str]:
         names = os.listdir(CATALOG_DIR)
     except OSError:
         return {}
-    return {n.replace("--", "/", 1).lower(): n for n in names if "--" in n}
+    return {_hub_id(n).lower(): n for n in sorted(names) if "--" in n}
+
+
+@lru_cache(maxsize=1)
+def _index() -> dict[str, CatalogEntry]:
+    """Every folder with a config.json under its hub id, which wins over any alias of another
+    folder; then the ids each ALIASES file lists."""
+    index: dict[str, CatalogEntry] = {}
+    for key, name in _folders().items():
+        folder = CATALOG_DIR / name
+        if not (folder / "config.json").is_file():
+            continue
+        entry = CatalogEntry(_hub_id(name), folder)
+        index[key] = entry
+        aliases = folder / "ALIASES"
+        if aliases.is_file():
+            for line in aliases.read_text(encoding="utf-8").splitlines():
+                alias = line.split("#", 1)[0].strip()
+                if alias:
+                    index.setdefault(alias.lower(), CatalogEntry(alias, folder))
+    return index
 
 
 def find(model_id: str) -> CatalogEntry | None:
@@ -62,10 +67,10 @@ def find(model_id: str) -> CatalogEntry | None:
     name = _folders().get(key)
     if name is not None and (CATALOG_DIR / name / "config.json").is_file():
         # The common case, a canonical id, without reading every folder's ALIASES.
-        return CatalogEntry(name.replace("--", "/", 1), CATALOG_DIR / name)
+        return CatalogEntry(_hub_id(name), CATALOG_DIR / name)
     return _index().get(key)
 
 
 def all_ids() -> list[str]:
     """Canonical ids (folder names), without aliases."""
-    return sorted({e.folder.name.replace("--", "/", 1) for e in _index().values()})
+    return sorted({_hub_id(e.folder.name) for e in _index().values()})
