@@ -6,8 +6,8 @@ issue 8's 150 ms budget. A ``record`` keeps the dataclass contract tpcheck relie
 instances, positional or keyword construction, defaults and default factories, ``__post_init__``,
 value equality and hashing, ordering on request, a readable repr, ``replace`` and ``fields`` —
 with one ``__init__`` closure per class, no ``exec``, and the other methods shared. As with
-dataclasses, an ``__init__`` written in the class body is kept: the readers' three hottest
-records (tens of thousands per corpus run) store their fields directly, at a third of the cost.
+dataclasses, an ``__init__`` written in the class body is kept: the readers' hottest records
+(tens of thousands per corpus run) store their fields directly, at a third of the cost.
 PEP 681's ``dataclass_transform`` lets mypy check records exactly as it checks frozen dataclasses.
 """
 

@@ -76,6 +76,79 @@ class Linear(Sequence[Pos]):
         return int(k)
 
 
+class Runs(Sequence[Pos]):
+    """Positions laid out as runs of consecutive columns, one or a few runs per source line.
+
+    A block scalar or a recovered manifest is thousands of characters over a few dozen lines:
+    this costs three ints per run where a list costs a tuple per character (building those
+    tuples was a tenth of reading a manifest). Build with ``add``; read like the list it
+    stands for.
+    """
+
+    __slots__ = ("cols", "lines", "n", "offs")
+
+    def __init__(self) -> None:
+        self.offs: list[int] = []  # offset in the value where each run starts
+        self.lines: list[int] = []
+        self.cols: list[int] = []
+        self.n = 0
+
+    def add(self, line: int, col: int, k: int) -> None:
+        """Append ``k`` characters at ``line``, ``col``, ``col + 1``, ..."""
+        if k <= 0:
+            return
+        if self.offs and self.lines[-1] == line and self.cols[-1] + self.n - self.offs[-1] == col:
+            self.n += k  # continues the last run
+            return
+        self.offs.append(self.n)
+        self.lines.append(line)
+        self.cols.append(col)
+        self.n += k
+
+    def _end(self, k: int) -> int:
+        return self.offs[k + 1] if k + 1 < len(self.offs) else self.n
+
+    def __len__(self) -> int:
+        return self.n
+
+    def __iter__(self) -> Iterator[Pos]:
+        for k, line in enumerate(self.lines):
+            col = self.cols[k]
+            yield from zip(repeat(line), range(col, col + self._end(k) - self.offs[k]))
+
+    def __getitem__(self, i: Any) -> Any:
+        if isinstance(i, slice):
+            start, stop, step = i.indices(self.n)
+            if step != 1:
+                return [self[k] for k in range(start, stop, step)]
+            if stop <= start:
+                return ()
+            offs = self.offs
+            k0 = bisect_right(offs, start) - 1
+            k1 = bisect_right(offs, stop - 1) - 1
+            if k0 == k1:
+                return Linear(self.lines[k0], self.cols[k0] + start - offs[k0], stop - start)
+            out = Runs()
+            out.offs = [0, *(o - start for o in offs[k0 + 1 : k1 + 1])]
+            out.lines = self.lines[k0 : k1 + 1]
+            out.cols = [self.cols[k0] + start - offs[k0], *self.cols[k0 + 1 : k1 + 1]]
+            out.n = stop - start
+            return out
+        if i < 0:
+            i += self.n
+        if not 0 <= i < self.n:
+            raise IndexError(i)
+        k = bisect_right(self.offs, i) - 1
+        return (self.lines[k], self.cols[k] + i - self.offs[k])
+
+    def index(self, value: Any, start: int = 0, stop: int | None = None) -> int:
+        line, col = value
+        for k, ln in enumerate(self.lines):
+            if ln == line and 0 <= col - self.cols[k] < self._end(k) - self.offs[k]:
+                return self.offs[k] + int(col) - self.cols[k]
+        raise ValueError(value)
+
+
 @record
 class Located:
     """A string and the source position of each of its characters.

@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterator, MutableMapping, Sequence
-from itertools import chain
 
 from tpcheck.record import field, record
 from tpcheck.sources.base import Deployment, Span
@@ -32,30 +31,47 @@ _WRAPPERS = frozenset({"exec", "nohup", "time", "env", "sudo", "command", "stdbu
 SHELLS = frozenset({"sh", "bash", "dash", "zsh", "ash", "ksh"})
 
 
-@record
 class Word:
-    """One shell word after quote removal and expansion; ``text`` keeps per-char positions."""
+    """One shell word after quote removal and expansion.
 
-    text: Located
-    raw_span: Span
-    unresolved: str | None = None  # the word as written, when an expansion could not be done
-    var_span: Span | None = None  # where the value was assigned, when the word is one $VAR
+    ``text`` keeps where each character came from and ``raw_span`` where the word is written.
+    The tokenizer hands both over as offsets and they are worked out on first use: most words
+    of a script are never underlined, and placing every character of every word up front was
+    a quarter of the cost of reading a manifest.
+    """
+
+    __slots__ = ("_raw", "_recipe", "_text", "unresolved", "value", "var_span")
 
     def __init__(self, text: Located, raw_span: Span, unresolved: str | None = None,
                  var_span: Span | None = None) -> None:
-        # Written out: ~20k words per 1,000-manifest run (see tpcheck.record)
-        d = self.__dict__
-        d["text"], d["raw_span"], d["unresolved"], d["var_span"] = (
-            text, raw_span, unresolved, var_span)
+        self.value: str = text.value
+        self._text: Located | None = text
+        self._raw: Span | None = raw_span
+        self._recipe: _Recipe | None = None
+        self.unresolved = unresolved  # the word as written, when an expansion could not be done
+        self.var_span = var_span  # where the value was assigned, when the word is one $VAR
 
     @property
-    def value(self) -> str:
-        return self.text.value
+    def text(self) -> Located:
+        if self._text is None:
+            assert self._recipe is not None
+            self._text = self._recipe.located(self.value, self.raw_span)
+        return self._text
+
+    @property
+    def raw_span(self) -> Span:
+        if self._raw is None:
+            assert self._recipe is not None
+            self._raw = self._recipe.raw_span()
+        return self._raw
 
     def value_span(self, start: int = 0, end: int | None = None) -> Span:
         if self.var_span is not None and start == 0 and end is None:
             return self.var_span
         return self.text.span(start, end)
+
+    def __repr__(self) -> str:
+        return f"Word({self.value!r})"
 
 
 @record(frozen=False)
@@ -66,73 +82,122 @@ class Vars:
     k8s: MutableMapping[str, Located] = field(default_factory=dict)
 
 
-class _Builder:
-    __slots__ = (
-        "chars", "end", "fallback", "npos", "path", "pieces", "pos", "start", "started",
-        "unresolved",
-        "var_span",
-    )
+class _Source:
+    """The text being tokenized; ``pos(i)`` is where its character ``i`` sits in the file."""
 
-    def __init__(self, fallback: Span, path: str) -> None:
+    __slots__ = ("fb", "loc", "n", "positions")
+
+    def __init__(self, loc: Located) -> None:
+        self.loc = loc
+        self.n = len(loc.value)
+        self.positions = loc.positions  # one per character, or none: all on the fallback span
+        self.fb = loc.fallback
+
+    def pos(self, i: int) -> Pos:
+        ps = self.positions
+        if ps and i < self.n:
+            return ps[i]
+        if ps and self.n:
+            last = ps[self.n - 1]
+            return (last[0], last[1] + 1)
+        return (self.fb.line, self.fb.column)
+
+
+# A piece of a word: (start, end) offsets in the source, or (expanded value, offset of the
+# expansion) for a variable's value.
+_Seg = tuple["int | Located", int]
+
+
+class _Recipe:
+    """How to place a word: pieces of the source (offset ranges) and expanded values, and the
+    offsets of its first and last written characters."""
+
+    __slots__ = ("a", "after", "e", "segs", "src")
+
+    def __init__(self, src: _Source, segs: list[_Seg], a: int, e: int, after: bool) -> None:
+        self.src, self.segs, self.a, self.e, self.after = src, segs, a, e, after
+
+    def raw_span(self) -> Span:
+        p, q = self.src.pos(self.a), self.src.pos(self.e)
+        end_col = q[1] + 1 if self.after else q[1]
+        return Span(self.src.loc.path, p[0], p[1], q[0], end_col)
+
+    def located(self, value: str, raw: Span) -> Located:
+        src = self.src
+        ps = src.positions
+        if not ps:
+            return Located(value, (), raw, src.loc.path)
+        segs = self.segs
+        x, y = segs[0]
+        if len(segs) == 1 and isinstance(x, int):
+            positions: Sequence[Pos] = ps[x:y]  # most words: one piece of the source, lazily
+        else:
+            out: list[Pos] = []
+            for x, y in segs:
+                if isinstance(x, int):
+                    out.extend(ps[x:y])
+                else:  # an expanded value: where it was assigned, else at the expansion
+                    out.extend(x.positions or [src.pos(y)] * len(x.value))
+            positions = out
+        if len(positions) != len(value):
+            positions = ()
+        return Located(value, positions, raw, src.loc.path)
+
+
+class _Builder:
+    """The word being read: its text so far and how to place it (see ``_Recipe``)."""
+
+    __slots__ = ("a", "after", "chars", "e", "pieces", "segs", "started", "unresolved",
+                 "var_span")
+
+    def __init__(self) -> None:
         self.chars: list[str] = []
-        self.pos: list[Sequence[Pos]] = []  # segments; joined only for multi-part words
-        self.npos = 0
-        self.fallback = fallback
-        self.path = path
+        self.segs: list[_Seg] = []
         self.unresolved = False
         self.started = False
-        self.start: Pos | None = None
-        self.end: Pos | None = None
+        self.a = 0  # offset of the first written character
+        self.e = 0  # offset of the last one (``after``: the span ends past it)
+        self.after = True
         self.pieces = 0
         self.var_span: Span | None = None
 
-    def add(self, ch: str, p: Pos) -> None:
-        self.chars.append(ch)
-        self.pos.append((p,))
-        self.npos += 1
+    def src(self, s: str, i: int, j: int) -> None:
+        """Characters ``s[i:j]`` of the source, at their own places."""
+        self.chars.append(s[i:j])
+        segs = self.segs
+        if segs and isinstance(segs[-1][0], int) and segs[-1][1] == i:
+            segs[-1] = (segs[-1][0], j)  # continues the last piece
+        else:
+            segs.append((i, j))
 
-    def add_run(self, text: str, ps: Sequence[Pos] | None) -> None:
-        """Several characters at once; ``ps`` None when the source has no positions."""
-        self.chars.append(text)
-        if ps is not None:
-            self.pos.append(ps)
-            self.npos += len(ps)
+    def expansion(self, val: Located, at: int) -> None:
+        """An expanded value, placed where it was assigned (else at the expansion, ``at``)."""
+        self.chars.append(val.value)
+        self.segs.append((val, at))
 
-    def mark(self, p: Pos, end: Pos) -> None:
-        if self.start is None:
-            self.start = p
-        self.end = end
-        self.started = True
+    def mark(self, a: int, e: int, after: bool = True) -> None:
+        if not self.started:
+            self.a = a
+            self.started = True
+        self.e, self.after = e, after
 
 
 def tokenize(loc: Located, variables: Vars) -> Iterator[list[Word]]:
     """Yield commands (lists of words); expansion reads ``variables`` as it is when reached,
-    so assignments made by the consumer between commands are seen by later commands."""
+    so assignments made by the consumer between commands are seen by later commands.
+
+    Words carry offsets into ``loc``, not positions: a word is placed only when asked."""
     s = loc.value
     n = len(s)
-    has_pos = bool(loc.positions)
-    fb = loc.fallback
-
-    def P(i: int) -> Pos:
-        if has_pos and i < n:
-            return loc.positions[i]
-        if has_pos and n:
-            last = loc.positions[n - 1]
-            return (last[0], last[1] + 1)
-        return (fb.line, fb.column)
-
-    def run(i: int, j: int) -> Sequence[Pos] | None:
-        """Positions of s[i:j] (None when ``loc`` has none: words then keep only spans)."""
-        if not has_pos:
-            return None
-        return loc.positions[i:j]
+    src = _Source(loc)
 
     words: list[Word] = []
     heredocs: list[tuple[str, bool]] = []
-    b = _Builder(fb, loc.path)
+    b = _Builder()
     i = 0
     skip_next = False
     total = 0  # words made so far (MAX_WORDS)
+    new_word = Word.__new__
 
     def finish() -> None:
         nonlocal b, skip_next, total
@@ -144,20 +209,16 @@ def tokenize(loc: Located, variables: Vars) -> Iterator[list[Word]]:
             pass  # past the per-command limit: the word is dropped
         else:
             total += 1
-            value = "".join(b.chars)
-            positions: Sequence[Pos] = ()
-            if has_pos and b.npos == len(value):
-                # one run (most words): its positions as they are, lazily; else joined
-                positions = b.pos[0] if len(b.pos) == 1 else list(chain.from_iterable(b.pos))
-            assert b.start is not None and b.end is not None
-            raw = Span(loc.path, b.start[0], b.start[1], b.end[0], b.end[1])
-            text = Located(value, positions, raw, loc.path)
-            unres = None
+            w = new_word(Word)
+            w.value = value = "".join(b.chars)
+            w._text = w._raw = None
+            w._recipe = _Recipe(src, b.segs, b.a, b.e, b.after)
+            w.unresolved = None
             if b.unresolved:
-                unres = _raw_text(loc, b.start, b.end) or value
-            var_span = b.var_span if b.pieces == 1 else None
-            words.append(Word(text, raw, unres, var_span))
-        b = _Builder(fb, loc.path)
+                w.unresolved = s[b.a : b.e + 1 if b.after else b.e] or value  # as written
+            w.var_span = b.var_span if b.pieces == 1 else None
+            words.append(w)
+        b = _Builder()
 
     def end_command() -> list[Word] | None:
         nonlocal words
@@ -170,31 +231,28 @@ def tokenize(loc: Located, variables: Vars) -> Iterator[list[Word]]:
 
     def expand(name: str, default: str | None, start: int, end: int, op: str = ":-") -> None:
         val = variables.shell.get(name)
-        b.mark(P(start), _after(P(end - 1)))
+        b.mark(start, end - 1)
         b.pieces += 1
         if val is not None and not (op.startswith(":") and val.value == "" and default is not None):
-            for k, ch in enumerate(val.value):
-                b.add(ch, val.positions[k] if val.positions else P(start))
+            b.expansion(val, start)
             b.var_span = val.span()
             return
         if default is not None and op in (":-", "-", ":=", "="):
             # the default's own characters, at their own place
             dstart = end - 1 - len(default)
-            for k, ch in enumerate(default):
-                b.add(ch, P(dstart + k))
+            b.src(s, dstart, dstart + len(default))
             b.var_span = None
             if op in (":=", "="):
                 variables.shell[name] = loc.sub(dstart, dstart + len(default))
             return
         b.unresolved = True
-        for k in range(start, end):
-            b.add(s[k], P(k))
+        b.src(s, start, end)
 
     def dollar(i: int) -> int:
         """Expand at s[i] == '$'; return the index after the expansion."""
         if i + 1 >= n:
-            b.mark(P(i), _after(P(i)))
-            b.add("$", P(i))
+            b.mark(i, i)
+            b.src(s, i, i + 1)
             return i + 1
         c = s[i + 1]
         if c == "{":
@@ -206,10 +264,9 @@ def tokenize(loc: Located, variables: Vars) -> Iterator[list[Word]]:
             if m and (m.group(2) is None or "$" not in (m.group(3) or "")):
                 expand(m.group(1), m.group(3), i, j + 1, m.group(2) or ":-")
             else:
-                b.mark(P(i), _after(P(j)))
+                b.mark(i, j)
                 b.unresolved = True
-                for k in range(i, j + 1):
-                    b.add(s[k], P(k))
+                b.src(s, i, j + 1)
             return j + 1
         if c == "(":
             depth = 0
@@ -224,29 +281,26 @@ def tokenize(loc: Located, variables: Vars) -> Iterator[list[Word]]:
                 j += 1
             inner = s[i + 2 : j]
             kv = variables.k8s.get(inner) if _NAME.fullmatch(inner) else None
-            b.mark(P(i), _after(P(min(j, n - 1))))
+            b.mark(i, min(j, n - 1))
             b.pieces += 1
             if kv is not None:
-                for k, ch in enumerate(kv.value):
-                    b.add(ch, kv.positions[k] if kv.positions else P(i))
+                b.expansion(kv, i)
                 b.var_span = kv.span()
             else:
                 b.unresolved = True
-                for k in range(i, min(j + 1, n)):
-                    b.add(s[k], P(k))
+                b.src(s, i, min(j + 1, n))
             return j + 1
         m = _NAME.match(s, i + 1)
         if m:
             expand(m.group(0), None, i, m.end())
             return m.end()
         if c in "@*#?$!0123456789-":
-            b.mark(P(i), _after(P(i + 1)))
+            b.mark(i, i + 1)
             b.unresolved = True
-            b.add("$", P(i))
-            b.add(c, P(i + 1))
+            b.src(s, i, i + 2)
             return i + 2
-        b.mark(P(i), _after(P(i)))
-        b.add("$", P(i))
+        b.mark(i, i)
+        b.src(s, i, i + 1)
         return i + 1
 
     while i < n:
@@ -314,19 +368,19 @@ def tokenize(loc: Located, variables: Vars) -> Iterator[list[Word]]:
         if c == "'":
             j = s.find("'", i + 1)
             j = n if j == -1 else j
-            b.mark(P(i), _after(P(min(j, n - 1))))
+            b.mark(i, min(j, n - 1))
             b.pieces += 2 if j > i + 1 else 0
-            b.add_run(s[i + 1 : j], run(i + 1, j))
+            b.src(s, i + 1, j)
             i = j + 1
             continue
         if c == '"':
-            b.mark(P(i), P(i))
+            b.mark(i, i, after=False)
             j = i + 1
             while j < n and s[j] != '"':
                 if s[j] == "\\" and j + 1 < n and s[j + 1] in '"\\$`\n':
                     if s[j + 1] != "\n":
                         b.pieces += 2
-                        b.add(s[j + 1], P(j + 1))
+                        b.src(s, j + 1, j + 2)
                     j += 2
                     continue
                 if s[j] == "$":
@@ -337,15 +391,15 @@ def tokenize(loc: Located, variables: Vars) -> Iterator[list[Word]]:
                 m = _DQ_PLAIN.match(s, j)
                 k = m.end() if m else j + 1
                 b.pieces += 2
-                b.add_run(s[j:k], run(j, k))
+                b.src(s, j, k)
                 j = k
-            b.mark(P(i), _after(P(min(j, n - 1))))
+            b.mark(i, min(j, n - 1))
             i = j + 1
             continue
         if c == "\\" and i + 1 < n:
-            b.mark(P(i), _after(P(i + 1)))
+            b.mark(i, i + 1)
             b.pieces += 2
-            b.add(s[i + 1], P(i + 1))
+            b.src(s, i + 1, i + 2)
             i += 2
             continue
         if c == "$":
@@ -354,38 +408,20 @@ def tokenize(loc: Located, variables: Vars) -> Iterator[list[Word]]:
         if c == "`":
             j = s.find("`", i + 1)
             j = n - 1 if j == -1 else j
-            b.mark(P(i), _after(P(j)))
+            b.mark(i, j)
             b.unresolved = True
-            for k in range(i, j + 1):
-                b.add(s[k], P(k))
+            b.src(s, i, j + 1)
             i = j + 1
             continue
         m = _PLAIN.match(s, i)
         j = m.end() if m else i + 1
-        b.mark(P(i), _after(P(j - 1)))
+        b.mark(i, j - 1)
         b.pieces += 2
-        b.add_run(s[i:j], run(i, j))
+        b.src(s, i, j)
         i = j
     cmd = end_command()
     if cmd:
         yield cmd
-
-
-def _after(p: Pos) -> Pos:
-    return (p[0], p[1] + 1)
-
-
-def _raw_text(loc: Located, a: Pos, b: Pos) -> str:
-    if not loc.positions:
-        return ""
-    try:
-        i = loc.positions.index(a)
-    except ValueError:
-        return ""
-    j = i
-    while j < len(loc.positions) and loc.positions[j] < b:
-        j += 1
-    return loc.value[i:j]
 
 
 def read_commands(

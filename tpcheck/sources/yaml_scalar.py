@@ -10,10 +10,11 @@ back to the node's own span, which is coarser but never wrong.
 from __future__ import annotations
 
 from tpcheck.sources.base import Span
-from tpcheck.sources.positions import Linear, LineIndex, Located, Pos
+from tpcheck.sources.positions import Linear, LineIndex, Located, Pos, Runs
 
 TYPE_CHECKING = False  # typing's constant without importing typing (start-up, issue 8)
 if TYPE_CHECKING:
+    from collections.abc import Sequence
     from typing import Any
 
 _ESCAPES = {
@@ -56,16 +57,20 @@ def locate(node: Any, index: LineIndex, path: str) -> Located:
     pos: list[Pos] = []
     try:
         if style in ("|", ">"):
-            _block(index, s, e, style, chars, pos)
+            runs = Runs()
+            _block(index, s, e, style, chars, runs)
+            positions: Sequence[Pos] = runs
         elif style in ("'", '"'):
             _flow(index, s + 1, e - 1, style, chars, pos)
+            positions = pos
         else:
             _flow(index, s, e, None, chars, pos)
+            positions = pos
     except (IndexError, ValueError):
         return Located(value, (), fb, path)
     if "".join(chars) != value:
         return Located(value, (), fb, path)
-    return Located(value, pos, fb, path)
+    return Located(value, positions, fb, path)
 
 
 def _flow(
@@ -147,8 +152,10 @@ def _flow(
 
 
 def _block(
-    index: LineIndex, s: int, e: int, style: str, chars: list[str], pos: list[Pos]
+    index: LineIndex, s: int, e: int, style: str, chars: list[str], pos: Runs
 ) -> None:
+    """Literal ``|`` and folded ``>`` bodies: indentation stripped, breaks kept or folded,
+    chomped. ``chars`` gets pieces of text, ``pos`` one run per line and per break."""
     text = index.text
     nl = text.find("\n", s)
     if nl == -1 or nl >= e:
@@ -174,7 +181,7 @@ def _block(
     if indent is None:
         return
     body_c: list[str] = []
-    body_p: list[Pos] = []
+    body_p: list[tuple[int, int, int]] = []  # runs: line, column, length
     prev_kind: str | None = None  # "normal" | "more" for the last content line
     empties: list[Pos] = []  # where the break ending each empty line sits
     last_break: Pos = (0, 0)
@@ -182,7 +189,7 @@ def _block(
     def breaks(ps: list[Pos]) -> None:
         for q in ps:
             body_c.append("\n")
-            body_p.append(q)
+            body_p.append((q[0], q[1], 1))
 
     for no, ln in lines:
         if not ln[indent:] and not ln.strip():
@@ -195,15 +202,15 @@ def _block(
                     breaks(empties)
                 else:
                     body_c.append(" ")
-                    body_p.append(last_break)
+                    body_p.append((last_break[0], last_break[1], 1))
             else:
                 breaks([last_break, *empties])
         elif empties:
             breaks(empties)
         empties = []
         content = ln[indent:]
-        body_c.extend(content)
-        body_p.extend(Linear(no, indent + 1, len(content)))
+        body_c.append(content)
+        body_p.append((no, indent + 1, len(content)))
         last_break = (no, len(ln) + 1)
         prev_kind = kind
     if prev_kind is None:
@@ -213,4 +220,5 @@ def _block(
     elif chomp == "":
         breaks([last_break])
     chars.extend(body_c)
-    pos.extend(body_p)
+    for line, col, k in body_p:
+        pos.add(line, col, k)

@@ -8,7 +8,7 @@ import yaml
 
 from tpcheck.sources.base import RECOVERED_NOTE, Deployment, ReadResult, SourceError, Span
 from tpcheck.sources.kube import Walker
-from tpcheck.sources.positions import Linear, LineIndex, Located
+from tpcheck.sources.positions import LineIndex, Located, Runs
 from tpcheck.sources.vllm_config import looks_like_config, read_config
 from tpcheck.sources.yamlctx import LOADER, Ctx
 
@@ -55,7 +55,7 @@ def _recover(path: str, index: LineIndex) -> list[Deployment]:
     from tpcheck.sources.shell import Vars, tokenize
 
     chars: list[str] = []
-    pos: list[tuple[int, int]] = []
+    pos = Runs()  # a run per line, not a tuple per character
     for ln_no, line in enumerate(index.text.split("\n"), start=1):
         if line.startswith(("<<<<<<<", "=======", ">>>>>>>")):
             continue
@@ -75,9 +75,9 @@ def _recover(path: str, index: LineIndex) -> list[Deployment]:
         if body.endswith("\\"):
             body = body[:-1]
         chars.append(body)
-        pos.extend(Linear(ln_no, start + 1, len(body)))
+        pos.add(ln_no, start + 1, len(body))
         chars.append(" ")
-        pos.append((ln_no, len(line) + 1))
+        pos.add(ln_no, len(line) + 1, 1)
     fb = Span(path, 1, 1, 1, 1)
     loc = Located("".join(chars), pos, fb, path)
     out: list[Deployment] = []
