@@ -113,3 +113,34 @@ def test_unresolved_word_without_positions_is_kept_as_written() -> None:
     words = next(iter(tokenize(loc, Vars())))
     assert words[-1].unresolved == "${TP:-$N}"
     assert words[-1].raw_span == Span("x.py", 3, 10, 3, 11)  # everything on the fallback
+
+
+def test_line_starts_are_worked_out_only_when_asked() -> None:
+    import yaml
+
+    from tpcheck.sources.yamlctx import LOADER
+
+    text = "a: 1\nbb: [x, 'y']\n"
+    ix = LineIndex(text)
+    doc = yaml.compose(text, Loader=LOADER)
+    y = doc.value[1][1].value[1]
+    # 'y' starts at line 2 (0-based 1), column 8: offset 5 ("a: 1\n") + 8 = 13
+    assert ix.offset_of(y.start_mark) == 13 == text.index("'y'")
+    assert ix._starts is None  # ASCII: the mark's own index was the offset
+    assert ix.starts == [0, 5, 18]  # "a: 1\n" is 5 characters, "bb: [x, 'y']\n" 13 more
+
+
+def test_non_ascii_text_is_placed_by_line_and_column() -> None:
+    from tpcheck.sources import read_path
+
+    ascii_text = (
+        "containers:\n- name: x\n  command: [vllm, serve, m, --tensor-parallel-size, '8']\n")
+    accented = "# modèle\n" + ascii_text
+    spans = []
+    for text in (ascii_text, accented):
+        d = read_path("d.yaml", text).deployments[0]
+        spans.append(d.spans["tensor_parallel_size"])
+    # line 3: "  command: [vllm, serve, m, --tensor-parallel-size, " is 52 characters, so the
+    # 8 (inside quotes) is column 54; one comment line above moves it to line 4, same column
+    assert (spans[0].line, spans[0].column) == (3, 54)
+    assert (spans[1].line, spans[1].column) == (4, 54)

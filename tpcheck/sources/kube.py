@@ -185,6 +185,14 @@ def _p(loc: Located, i: int) -> tuple[int, int]:
     return (loc.fallback.line, loc.fallback.column)
 
 
+_SCALAR = yaml.ScalarNode
+# Keys visit_mapping reacts to: a mapping with none of them is only walked through.
+_MAPPING_KEYS = frozenset({
+    "modelSpec", "vllmConfig", "tensorParallelSize", "engine_kwargs", "resourceProfile",
+    "command", "args", "entrypoint", "extraArgs",
+})
+
+
 class Walker:
     """One document's walk; ``found`` collects Deployments."""
 
@@ -209,8 +217,10 @@ class Walker:
         stack: list[tuple[Any, Any]] = [(root, None)]
         mapping, sequence, scalar_node = yaml.MappingNode, yaml.SequenceNode, yaml.ScalarNode
         # _live, inlined: it runs once per child node
-        starts, n_text = self.ctx.index.starts, len(self.ctx.index.text)
-        n_starts, n_hints = len(starts), len(hints)
+        index = self.ctx.index
+        ascii_text, n_text, n_hints = index.ascii, len(index.text), len(hints)
+        starts = [] if ascii_text else index.starts
+        n_starts = len(starts)
         push = stack.append
         while stack:
             node, link = stack.pop()
@@ -236,18 +246,27 @@ class Walker:
                     if len(v.value) >= 10:
                         push((v, sub))
                     continue
-                sm, em = v.start_mark, v.end_mark
-                a = starts[sm.line] + sm.column if sm.line < n_starts else n_text
+                sm = v.start_mark
+                if ascii_text:
+                    a = sm.index  # LineIndex.offset_of, inlined
+                else:
+                    a = starts[sm.line] + sm.column if sm.line < n_starts else n_text
                 k = bisect_left(hints, a)
                 if k < n_hints:
-                    b = starts[em.line] + em.column if em.line < n_starts else n_text
+                    em = v.end_mark
+                    if ascii_text:
+                        b = em.index
+                    else:
+                        b = starts[em.line] + em.column if em.line < n_starts else n_text
                     if hints[k] <= b:
                         push((v, sub))
         return self.found
 
     # -- mappings ---------------------------------------------------------------------------
     def visit_mapping(self, m: Any, link: Any) -> None:
-        keys = {k.value: v for k, v in m.value if isinstance(k, yaml.ScalarNode)}
+        keys = {k.value: v for k, v in m.value if type(k) is _SCALAR}
+        if _MAPPING_KEYS.isdisjoint(keys):
+            return  # most mappings on the way to a launch (metadata, spec, template, ...)
         if "modelSpec" in keys and isinstance(keys["modelSpec"], yaml.SequenceNode):
             from tpcheck.sources.helm_values import read_model_specs
 
@@ -623,10 +642,7 @@ def hint_offsets(text: str) -> list[int]:
 
 def _live(node: Any, hints: list[int], ctx: Ctx) -> bool:
     """Whether the node's source text holds a hint (a superset test: never drops a launch)."""
-    starts = ctx.index.starts
-    sm, em = node.start_mark, node.end_mark
-    a = starts[sm.line] + sm.column if sm.line < len(starts) else len(ctx.index.text)
-    b = starts[em.line] + em.column if em.line < len(starts) else len(ctx.index.text)
+    a, b = ctx.index.offset_of(node.start_mark), ctx.index.offset_of(node.end_mark)
     k = bisect_left(hints, a)
     return k < len(hints) and hints[k] <= b
 

@@ -23,14 +23,41 @@ Pos = tuple[int, int]
 
 
 class LineIndex:
-    """Offset → (line, column) for one file, both 1-based."""
+    """Offset → (line, column) for one file, both 1-based.
+
+    Line starts are worked out on first use: in an ASCII text a YAML mark's ``index`` is
+    already the offset (``offset_of``), so a manifest whose values all sit on one line each
+    never needs them."""
+
+    __slots__ = ("_starts", "ascii", "text")
 
     def __init__(self, text: str) -> None:
         self.text = text
-        # offset of each line's start: running sum of (line length + 1), all in C
-        starts = list(accumulate(map((1).__add__, map(len, text.split("\n"))), initial=0))
-        starts.pop()
-        self.starts = starts
+        self.ascii = text.isascii()
+        self._starts: list[int] | None = None
+
+    @property
+    def starts(self) -> list[int]:
+        """Offset of each line's start."""
+        if self._starts is None:
+            # running sum of (line length + 1), all in C
+            starts = list(accumulate(map((1).__add__, map(len, self.text.split("\n"))),
+                                     initial=0))
+            starts.pop()
+            self._starts = starts
+        return self._starts
+
+    def offset_of(self, mark: Any) -> int:
+        """A YAML mark's offset in the text (clamped to its end)."""
+        n = len(self.text)
+        if self.ascii:
+            off: int = mark.index  # a character is a byte: libyaml's count is the offset
+        else:
+            starts = self.starts
+            if mark.line >= len(starts):
+                return n
+            off = starts[mark.line] + mark.column
+        return off if off < n else n
 
     def pos(self, offset: int) -> Pos:
         line = bisect_right(self.starts, offset)

@@ -31,23 +31,13 @@ def node_span(node: Any, index: LineIndex, path: str) -> Span:
     return Span(path, sm.line + 1, sm.column + 1, em.line + 1, em.column + 1)
 
 
-def node_offset(mark: Any, index: LineIndex) -> int:
-    # libyaml's ``index`` may count bytes; line and column count characters.
-    starts, n = index.starts, len(index.text)
-    line: int = mark.line
-    if line >= len(starts):
-        return n
-    off: int = starts[line] + mark.column
-    return off if off < n else n
-
-
 def locate(node: Any, index: LineIndex, path: str) -> Located:
     """The scalar's value with one source position per character (see module doc)."""
     value: str = node.value
     sm, em = node.start_mark, node.end_mark
     fb = Span(path, sm.line + 1, sm.column + 1, em.line + 1, em.column + 1)  # node_span
-    s = node_offset(sm, index)
-    e = node_offset(em, index)
+    s = index.offset_of(sm)
+    e = index.offset_of(em)
     style = node.style
     if sm.line == em.line and style in (None, "", "'", '"'):
         q = 1 if style in ("'", '"') else 0
@@ -57,9 +47,7 @@ def locate(node: Any, index: LineIndex, path: str) -> Located:
     pos: list[Pos] = []
     try:
         if style in ("|", ">"):
-            runs = Runs()
-            _block(index, s, e, style, chars, runs)
-            positions: Sequence[Pos] = runs
+            positions: Sequence[Pos] = _block(index, s, e, style, chars)
         elif style in ("'", '"'):
             _flow(index, s + 1, e - 1, style, chars, pos)
             positions = pos
@@ -151,15 +139,14 @@ def _flow(
         pos.append(p(pi))
 
 
-def _block(
-    index: LineIndex, s: int, e: int, style: str, chars: list[str], pos: Runs
-) -> None:
+def _block(index: LineIndex, s: int, e: int, style: str, chars: list[str]) -> Runs:
     """Literal ``|`` and folded ``>`` bodies: indentation stripped, breaks kept or folded,
-    chomped. ``chars`` gets pieces of text, ``pos`` one run per line and per break."""
+    chomped. ``chars`` gets pieces of text; the positions are a run per line and per break."""
     text = index.text
+    body_p = Runs()
     nl = text.find("\n", s)
     if nl == -1 or nl >= e:
-        return
+        return body_p
     header = text[s + 1 : nl].split("#", 1)[0].strip()
     chomp = "+" if "+" in header else "-" if "-" in header else ""
     # Lines of the body: (line number, line text without the break).
@@ -179,9 +166,9 @@ def _block(
             indent = len(ln) - len(ln.lstrip(" "))
             break
     if indent is None:
-        return
+        return Runs()
     body_c: list[str] = []
-    body_p: list[tuple[int, int, int]] = []  # runs: line, column, length
+    add = body_p.add
     prev_kind: str | None = None  # "normal" | "more" for the last content line
     empties: list[Pos] = []  # where the break ending each empty line sits
     last_break: Pos = (0, 0)
@@ -189,7 +176,7 @@ def _block(
     def breaks(ps: list[Pos]) -> None:
         for q in ps:
             body_c.append("\n")
-            body_p.append((q[0], q[1], 1))
+            add(q[0], q[1], 1)
 
     for no, ln in lines:
         if not ln[indent:] and not ln.strip():
@@ -202,7 +189,7 @@ def _block(
                     breaks(empties)
                 else:
                     body_c.append(" ")
-                    body_p.append((last_break[0], last_break[1], 1))
+                    add(last_break[0], last_break[1], 1)
             else:
                 breaks([last_break, *empties])
         elif empties:
@@ -210,15 +197,14 @@ def _block(
         empties = []
         content = ln[indent:]
         body_c.append(content)
-        body_p.append((no, indent + 1, len(content)))
+        add(no, indent + 1, len(content))
         last_break = (no, len(ln) + 1)
         prev_kind = kind
     if prev_kind is None:
-        return
+        return Runs()
     if chomp == "+":
         breaks([last_break, *empties])
     elif chomp == "":
         breaks([last_break])
     chars.extend(body_c)
-    for line, col, k in body_p:
-        pos.add(line, col, k)
+    return body_p
