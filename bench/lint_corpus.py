@@ -9,7 +9,11 @@ Two measurements, both medians of interleaved rounds:
   side): the floor is ``python -c`` composing every file;
 - in process (CPU seconds): ``Linter.run`` against the compose loop, no start-up on either side.
 
-    python bench/lint_corpus.py [--corpus DIR] [--n 1000] [--runs 5]
+With ``--instructions`` (needs valgrind), each side's whole process also runs once under
+callgrind: instruction counts do not move with the neighbours of a shared machine, where wall
+times of the same code can differ by a third between two sessions.
+
+    python bench/lint_corpus.py [--corpus DIR] [--n 1000] [--runs 5] [--instructions]
 
 yamllint (a dev extra) runs with its default rules and ``-f parsable``; it is skipped when not
 installed.
@@ -55,6 +59,8 @@ def main() -> int:
     ap.add_argument("--corpus")
     ap.add_argument("--n", type=int, default=1000)
     ap.add_argument("--runs", type=int, default=5)
+    ap.add_argument("--instructions", action="store_true",
+                    help="also count each side's instructions under valgrind's callgrind")
     a = ap.parse_args()
     tmp, files, n_src = replicate(corpus_source(a.corpus), a.n)
     env = bench_env()
@@ -79,9 +85,35 @@ def main() -> int:
             print(f"[end to end] yamllint / tpcheck: {med(r):.2f}x (tpcheck is that many times "
                   "faster)")
         in_process(tmp, files, a.runs)
+        if a.instructions:
+            instructions({"floor": cmds["floor"], "tpcheck": tpcheck}, env)
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
     return 0
+
+
+def instructions(cmds: dict[str, list[str]], env: dict[str, str]) -> None:
+    """One callgrind run per side: instructions executed by the whole process."""
+    import re
+    import subprocess
+
+    if shutil.which("valgrind") is None:
+        print("[instructions] valgrind not found; skipped")
+        return
+    n: dict[str, int] = {}
+    for k, cmd in cmds.items():
+        if k == "tpcheck":
+            cmd = [sys.executable, *cmd]  # the console script's interpreter, traced too
+        out = subprocess.run(
+            ["valgrind", "--tool=callgrind", "--callgrind-out-file=/dev/null", *cmd],
+            stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True, env=env, check=False)
+        m = re.search(r"Collected : (\d+)", out.stderr)
+        if m is None:
+            print(f"[instructions] no count for {k}; skipped")
+            return
+        n[k] = int(m.group(1))
+        print(f"[instructions] {k:9s} {n[k] / 1e6:,.0f} M")
+    print(f"[instructions] tpcheck / floor: {n['tpcheck'] / n['floor']:.2f}x")
 
 
 def in_process(tmp: Path, files: list[str], runs: int) -> None:
