@@ -144,3 +144,16 @@ def test_non_ascii_text_is_placed_by_line_and_column() -> None:
     # 8 (inside quotes) is column 54; one comment line above moves it to line 4, same column
     assert (spans[0].line, spans[0].column) == (3, 54)
     assert (spans[1].line, spans[1].column) == (4, 54)
+
+
+def test_an_empty_quoted_value_is_placed_at_its_quotes() -> None:
+    from tpcheck.sources import read_path
+
+    text = 'vllm serve m --max-model-len "" --tensor-parallel-size 8\n'
+    rr = read_path("run.sh", text)
+    assert rr.errors == ()
+    d = rr.deployments[0]
+    assert d.tensor_parallel_size == 8 and d.max_model_len is None
+    # "vllm serve m --max-model-len " is 29 characters: the empty "" is columns 30-31
+    s = d.spans["max_model_len"]
+    assert (s.line, s.column, s.end_column) == (1, 30, 32)

@@ -143,10 +143,9 @@ def _block(index: LineIndex, s: int, e: int, style: str, chars: list[str]) -> Ru
     """Literal ``|`` and folded ``>`` bodies: indentation stripped, breaks kept or folded,
     chomped. ``chars`` gets pieces of text; the positions are a run per line and per break."""
     text = index.text
-    body_p = Runs()
     nl = text.find("\n", s)
     if nl == -1 or nl >= e:
-        return body_p
+        return Runs()
     header = text[s + 1 : nl].split("#", 1)[0].strip()
     chomp = "+" if "+" in header else "-" if "-" in header else ""
     # Lines of the body: (line number, line text without the break).
@@ -168,6 +167,7 @@ def _block(index: LineIndex, s: int, e: int, style: str, chars: list[str]) -> Ru
     if indent is None:
         return Runs()
     body_c: list[str] = []
+    body_p = Runs()
     add = body_p.add
     prev_kind: str | None = None  # "normal" | "more" for the last content line
     empties: list[Pos] = []  # where the break ending each empty line sits
