@@ -51,6 +51,15 @@ class Word:
         self.unresolved = unresolved  # the word as written, when an expansion could not be done
         self.var_span = var_span  # where the value was assigned, when the word is one $VAR
 
+    @classmethod
+    def placed_later(cls, value: str, recipe: _Recipe, unresolved: str | None,
+                     var_span: Span | None) -> Word:
+        """A word whose text and span ``recipe`` works out on first use (the tokenizer's)."""
+        w = cls.__new__(cls)
+        w.value, w._text, w._raw, w._recipe = value, None, None, recipe
+        w.unresolved, w.var_span = unresolved, var_span
+        return w
+
     @property
     def text(self) -> Located:
         if self._text is None:
@@ -197,7 +206,6 @@ def tokenize(loc: Located, variables: Vars) -> Iterator[list[Word]]:
     i = 0
     skip_next = False
     total = 0  # words made so far (MAX_WORDS)
-    new_word = Word.__new__
 
     def finish() -> None:
         nonlocal b, skip_next, total
@@ -209,15 +217,12 @@ def tokenize(loc: Located, variables: Vars) -> Iterator[list[Word]]:
             pass  # past the per-command limit: the word is dropped
         else:
             total += 1
-            w = new_word(Word)
-            w.value = value = "".join(b.chars)
-            w._text = w._raw = None
-            w._recipe = _Recipe(src, b.segs, b.a, b.e, b.after)
-            w.unresolved = None
-            if b.unresolved:
-                w.unresolved = s[b.a : b.e + 1 if b.after else b.e] or value  # as written
-            w.var_span = b.var_span if b.pieces == 1 else None
-            words.append(w)
+            value = "".join(b.chars)
+            unresolved = (s[b.a : b.e + 1 if b.after else b.e] or value  # as written
+                          if b.unresolved else None)
+            words.append(Word.placed_later(
+                value, _Recipe(src, b.segs, b.a, b.e, b.after), unresolved,
+                b.var_span if b.pieces == 1 else None))
         b = _Builder()
 
     def end_command() -> list[Word] | None:
