@@ -408,3 +408,17 @@ def test_absurd_parallel_sizes_are_one_error_not_a_hang(tmp_path: Path, value: s
     assert proc.stderr.splitlines() == [
         f"tpcheck: big.sh:1:50: tensor parallel size {value} is over 4096; not a layout any "
         "machine runs, so the deployment is not checked"]
+
+
+def test_lone_surrogate_in_given_text_is_one_line_error() -> None:
+    # Hypothesis found it: text handed in (stdin with surrogateescape, an editor buffer) may hold
+    # a lone surrogate; it used to reach read_path's "please report" net (UnicodeEncodeError).
+    from tpcheck.sources import read_path
+
+    text = "kind: Pod\nspec:\n  containers:\n  - args: [vllm, serve, m, -tp, \ud800]\n"
+    rr = read_path("pod.yaml", text)
+    assert rr.deployments == ()
+    (e,) = rr.errors
+    # line 4; column: "  - args: [vllm, serve, m, -tp, " is 32 characters, so the surrogate is 33
+    assert (e.line, e.column) == (4, 33)
+    assert e.message == "not UTF-8 text (lone surrogate U+D800)"

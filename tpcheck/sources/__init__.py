@@ -76,6 +76,17 @@ def read_path(path: str, text: str | None = None, *, stdin_filename: str | None 
             return _err(shown, f"not UTF-8 text (byte {e.start})")
     elif len(text) > max_bytes:
         return _err(shown, f"input is over the {max_bytes}-byte limit; skipped")
+    elif not text.isascii():
+        # Text handed in (stdin read with surrogateescape, an editor buffer) can hold lone
+        # surrogates that no UTF-8 file can: the YAML and libcst readers cannot encode them.
+        try:
+            text.encode("utf-8")
+        except UnicodeEncodeError as e:
+            line = text.count("\n", 0, e.start) + 1
+            column = e.start - text.rfind("\n", 0, e.start)
+            return ReadResult(shown, (), (SourceError(
+                shown, line, column,
+                f"not UTF-8 text (lone surrogate U+{ord(text[e.start]):04X})"),))
     kind = reader_kind(shown, text)
     try:
         if kind == "yaml":
