@@ -422,3 +422,19 @@ def test_lone_surrogate_in_given_text_is_one_line_error() -> None:
     # line 4; column: "  - args: [vllm, serve, m, -tp, " is 32 characters, so the surrogate is 33
     assert (e.line, e.column) == (4, 33)
     assert e.message == "not UTF-8 text (lone surrogate U+D800)"
+
+
+@pytest.mark.parametrize("end", ["", "\n"])
+def test_block_scalar_ending_the_file_without_newline_keeps_positions(end: str) -> None:
+    # Issue 14 item 10: a `|` body that ends the file with no line break used to miss its positions
+    # (the clip chomping added a break the value does not have) and fall back to the scalar's start.
+    from tpcheck.sources import read_path
+
+    text = ("kind: Pod\nspec:\n  containers:\n  - command: [sh, -c]\n    args:\n      - |\n"
+            "        vllm serve Qwen/Qwen3-32B --tensor-parallel-size 6" + end)
+    (d,) = read_path("pod.yaml", text).deployments
+    s = d.spans["tensor_parallel_size"]
+    # line 7 = "        vllm serve Qwen/Qwen3-32B --tensor-parallel-size 6": 8 spaces plus the
+    # 49 characters before "6", so the value is column 58, one character wide
+    assert (s.line, s.column, s.end_line, s.end_column) == (7, 58, 7, 59)
+    assert d.tensor_parallel_size == 6

@@ -149,18 +149,18 @@ def _block(index: LineIndex, s: int, e: int, style: str, chars: list[str]) -> Ru
     header = text[s + 1 : nl].split("#", 1)[0].strip()
     chomp = "+" if "+" in header else "-" if "-" in header else ""
     # Lines of the body: (line number, line text without the break).
-    lines: list[tuple[int, str]] = []
+    lines: list[tuple[int, str, bool]] = []  # ... and whether a line break ends it
     start = nl + 1
     ln_no = index.pos(start)[0] if start < len(text) else 0
     while start < e:
         end = text.find("\n", start)
         if end == -1 or end > e:
             end = e
-        lines.append((ln_no, text[start:end].rstrip("\r")))
+        lines.append((ln_no, text[start:end].rstrip("\r"), text[end : end + 1] == "\n"))
         ln_no += 1
         start = end + 1
     indent = None
-    for _, ln in lines:
+    for _, ln, _ in lines:
         if ln.strip():
             indent = len(ln) - len(ln.lstrip(" "))
             break
@@ -172,13 +172,14 @@ def _block(index: LineIndex, s: int, e: int, style: str, chars: list[str]) -> Ru
     prev_kind: str | None = None  # "normal" | "more" for the last content line
     empties: list[Pos] = []  # where the break ending each empty line sits
     last_break: Pos = (0, 0)
+    last_broken = True  # the last content line ends with a break (not the end of the file)
 
     def breaks(ps: list[Pos]) -> None:
         for q in ps:
             body_c.append("\n")
             add(q[0], q[1], 1)
 
-    for no, ln in lines:
+    for no, ln, broken in lines:
         if not ln[indent:] and not ln.strip():
             empties.append((no, len(ln) + 1))
             continue
@@ -199,12 +200,15 @@ def _block(index: LineIndex, s: int, e: int, style: str, chars: list[str]) -> Ru
         body_c.append(content)
         add(no, indent + 1, len(content))
         last_break = (no, len(ln) + 1)
+        last_broken = broken
         prev_kind = kind
     if prev_kind is None:
         return Runs()
+    # A body that ends the file without a line break has no final break to keep (YAML 1.2
+    # §8.1.1.2: chomping applies to the final line break, and there is none).
     if chomp == "+":
-        breaks([last_break, *empties])
-    elif chomp == "":
+        breaks([last_break, *empties] if last_broken else empties)
+    elif chomp == "" and last_broken:
         breaks([last_break])
     chars.extend(body_c)
     return body_p
