@@ -438,3 +438,41 @@ def test_block_scalar_ending_the_file_without_newline_keeps_positions(end: str) 
     # 49 characters before "6", so the value is column 58, one character wide
     assert (s.line, s.column, s.end_line, s.end_column) == (7, 58, 7, 59)
     assert d.tensor_parallel_size == 6
+
+
+def _unlistable_tree(tmp_path: Path) -> Path:
+    """A tree whose deepest folder cannot be listed even by root: its path is longer than
+    PATH_MAX (4,096 on Linux), so ``os.scandir`` fails with ENAMETOOLONG. Built with dir_fd, which
+    never needs the long path."""
+    top = tmp_path / "deploy"
+    top.mkdir()
+    (top / "ok.yaml").write_text(
+        "kind: Pod\nspec:\n  containers:\n  - image: vllm/vllm-openai:v0.33.0\n"
+        "    args: [--model, Qwen/Qwen3-32B, --tensor-parallel-size, '6']\n")
+    fd = os.open(top, os.O_RDONLY)
+    try:
+        for _ in range(18):  # 18 × 251 characters > 4,096
+            name = "d" * 250
+            os.mkdir(name, dir_fd=fd)
+            nfd = os.open(name, os.O_RDONLY, dir_fd=fd)
+            os.close(fd)
+            fd = nfd
+    finally:
+        os.close(fd)
+    return top
+
+
+def test_unlistable_folder_is_an_error_and_the_rest_is_checked(tmp_path: Path) -> None:
+    # Issue 14 item 11: a folder that cannot be listed was skipped silently with exit 0.
+    top = _unlistable_tree(tmp_path)
+    p = subprocess.run([sys.executable, "-m", "tpcheck", "--offline", "--gpu", "h100-sxm", str(top)],
+                       capture_output=True, text=True, timeout=60)
+    assert p.returncode == 2, p.stderr
+    lines = p.stderr.strip().splitlines()
+    assert len(lines) == 1 and "cannot list folder: File name too long" in lines[0], p.stderr
+    # the readable file was still checked: TP101 (64 heads, t=6) on it
+    assert "ok.yaml" in p.stdout and "TP101" in p.stdout
+    q = subprocess.run([sys.executable, "-m", "tpcheck", "inspect", "--offline", str(top)],
+                       capture_output=True, text=True, timeout=60)
+    assert q.returncode == 2 and "cannot list folder" in q.stderr
+    assert "ok.yaml" in q.stdout

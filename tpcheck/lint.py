@@ -246,7 +246,7 @@ class Linter:
         out = LintResult()
         if self.topology_error is not None:
             out.errors.append(self.topology_error)
-        for p in iter_files(paths):
+        for p in iter_files(paths, out.errors):
             if p == "-":
                 rr = read_path("-", stdin_text or "", stdin_filename=stdin_filename or "stdin",
                                max_bytes=self.settings.max_file_size)

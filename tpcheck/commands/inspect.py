@@ -9,7 +9,7 @@ import sys
 from tpcheck import cli
 from tpcheck.commands._args import Parser
 from tpcheck.sources import iter_files, read_path
-from tpcheck.sources.base import Deployment, ReadResult
+from tpcheck.sources.base import Deployment, ReadResult, SourceError
 
 INSPECT_KEYS = (
     "path", "line", "engine", "model", "tensor_parallel_size", "pipeline_parallel_size",
@@ -21,7 +21,8 @@ DESCRIPTION = """\
 Show each engine launch found in PATH..., the value and position of every field, and where
 the model's config.json came from (the same resolver the rules use).
 
-Exit 0; 2 when no file could be read or the command line is wrong."""
+Exit 0; 2 when a folder could not be listed, no file could be read, or the command line is
+wrong."""
 
 
 def deployment_json(d: Deployment) -> dict[str, object]:
@@ -108,10 +109,11 @@ def run(args: argparse.Namespace) -> int:
     stdin_filename: str | None = args.stdin_filename
     models = _ModelSources(args.offline, args.model_config)
     results: list[ReadResult] = []
-    for p in iter_files(paths):
+    walk_errors: list[SourceError] = []
+    for p in iter_files(paths, walk_errors):
         text = sys.stdin.read() if p == "-" else None
         results.append(read_path(p, text, stdin_filename=stdin_filename))
-    errors = [e for r in results for e in r.errors]
+    errors = walk_errors + [e for r in results for e in r.errors]
     for e in errors:
         print(str(e), file=sys.stderr)
     deployments = [d for r in results for d in r.deployments]
@@ -141,6 +143,6 @@ def run(args: argparse.Namespace) -> int:
                     print(f"    {name}: unresolved {expr}")
                 for note in d.notes:
                     print(f"    note: {note}")
-    if errors and not deployments and all(r.errors for r in results):
-        return 2  # input error and nothing read
+    if walk_errors or (errors and not deployments and all(r.errors for r in results)):
+        return 2  # a folder went unread, or nothing could be read
     return 0

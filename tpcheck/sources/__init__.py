@@ -113,20 +113,21 @@ def _err(path: str, message: str) -> ReadResult:
     return ReadResult(path, (), (SourceError(path, 1, 1, message),))
 
 
-def iter_files(paths: Iterable[str]) -> Iterator[str]:
+def iter_files(paths: Iterable[str], errors: list[SourceError] | None = None) -> Iterator[str]:
     """Files to read: as given, and inside folders the YAML, shell and Python files.
 
     Hidden folders are skipped, simple ``.gitignore`` names and ``dir/`` patterns honoured, and
-    symlinks are never followed (so a link cannot lead the walk out of the tree).
+    symlinks are never followed (so a link cannot lead the walk out of the tree). A folder that
+    cannot be listed is an error in ``errors`` (its files went unchecked: that must not pass).
     """
     for p in paths:
         if p == "-" or not os.path.isdir(p):
             yield p
         else:
-            yield from _walk(p)
+            yield from _walk(p, errors)
 
 
-def _walk(top: str) -> Iterator[str]:
+def _walk(top: str, errors: list[SourceError] | None = None) -> Iterator[str]:
     """Depth first, names sorted, a folder's files before its sub-folders (os.walk's order).
 
     ``os.scandir`` entries know from the directory listing whether they are links or folders,
@@ -140,7 +141,10 @@ def _walk(top: str) -> Iterator[str]:
         try:
             with os.scandir(root) as it:
                 entries = sorted(it, key=lambda e: e.name)
-        except OSError:
+        except OSError as e:
+            if errors is not None:
+                errors.append(SourceError(root, 1, 1, f"cannot list folder: {e.strerror or e}; "
+                                                      "the files in it were not checked"))
             continue
         ignores = _gitignore(os.path.join(root, ".gitignore"))
         file_pats = [pat for pat in ignores if not pat.endswith("/")]
