@@ -465,8 +465,9 @@ def _unlistable_tree(tmp_path: Path) -> Path:
 def test_unlistable_folder_is_an_error_and_the_rest_is_checked(tmp_path: Path) -> None:
     # Issue 14 item 11: a folder that cannot be listed was skipped silently with exit 0.
     top = _unlistable_tree(tmp_path)
-    p = subprocess.run([sys.executable, "-m", "tpcheck", "--offline", "--gpu", "h100-sxm", str(top)],
-                       capture_output=True, text=True, timeout=60)
+    p = subprocess.run(
+        [sys.executable, "-m", "tpcheck", "--offline", "--gpu", "h100-sxm", str(top)],
+        capture_output=True, text=True, timeout=60)
     assert p.returncode == 2, p.stderr
     lines = p.stderr.strip().splitlines()
     assert len(lines) == 1 and "cannot list folder: File name too long" in lines[0], p.stderr
