@@ -141,9 +141,9 @@ def _walk(top: str, errors: list[SourceError] | None = None) -> Iterator[str]:
         try:
             with os.scandir(root) as it:
                 entries = sorted(it, key=lambda e: e.name)
-        except OSError as e:
+        except OSError as exc:
             if errors is not None:
-                errors.append(SourceError(root, 1, 1, f"cannot list folder: {e.strerror or e}; "
+                errors.append(SourceError(root, 1, 1, f"cannot list folder: {exc.strerror or exc}; "
                                                       "the files in it were not checked"))
             continue
         ignores = _gitignore(os.path.join(root, ".gitignore"))
