@@ -477,3 +477,44 @@ def test_unlistable_folder_is_an_error_and_the_rest_is_checked(tmp_path: Path) -
                        capture_output=True, text=True, timeout=60)
     assert q.returncode == 2 and "cannot list folder" in q.stderr
     assert "ok.yaml" in q.stdout
+
+
+def test_inputs_that_aborted_the_run_are_findings_of_their_own_deployment(tmp_path: Path) -> None:
+    # Issue 14 item 4: each of these ended the whole run with "internal error"; now each is TP000
+    # (or a reader's unresolved value) on its own deployment and the good file is still checked.
+    files = {
+        "a.py": 'from vllm import LLM\nllm = LLM(model="\\N{NOPE}", tensor_parallel_size=2)\n',
+        "c.sh": "vllm serve ~nosuchuser/x --tensor-parallel-size 2\n",
+        "d.sh": "vllm serve /" + "a" * 300 + " --tensor-parallel-size 2\n",
+        "e.sh": "vllm serve " + "a" * 300 + " --tensor-parallel-size 2\n",
+        "f.sh": "vllm serve ./deep --tensor-parallel-size 2\n",
+        # the control: 64 heads at t=6 is TP101 whatever else happened in the run
+        "z.sh": "vllm serve Qwen/Qwen3-32B --tensor-parallel-size 6\n",
+    }
+    for name, text in files.items():
+        (tmp_path / name).write_text(text)
+    (tmp_path / "deep").mkdir()
+    # 100,000 levels: past json's recursion limit (RecursionError before the fix)
+    (tmp_path / "deep" / "config.json").write_text('{"a":' * 100_000 + "1" + "}" * 100_000)
+    p = subprocess.run([sys.executable, "-m", "tpcheck", "--offline", "--gpu", "h100-sxm",
+                        "--format", "json", *sorted(files)],
+                       capture_output=True, text=True, timeout=120, cwd=tmp_path)
+    assert "internal error" not in p.stderr, p.stderr
+    out = json.loads(p.stdout)
+    by_file = {f["path"]: f for f in out["findings"] if f["code"] == "TP000"}
+    assert sorted(by_file) == ["a.py", "c.sh", "d.sh", "e.sh", "f.sh"]
+    assert "nested too deeply" in by_file["f.sh"]["message"]
+    assert any(f["code"] == "TP101" and f["path"] == "z.sh" for f in out["findings"])
+
+
+def test_oversized_config_json_is_refused_before_parsing(tmp_path: Path) -> None:
+    # Issue 14 item 12: config.json had no size cap (100 MB parsed). Published configs are KB.
+    from tpcheck.models.resolve import MAX_CONFIG_BYTES, ResolveError, load_json
+
+    big = tmp_path / "config.json"
+    big.write_text('{"pad": "' + "x" * MAX_CONFIG_BYTES + '"}')
+    with pytest.raises(ResolveError) as ei:
+        load_json(big)
+    assert ei.value.kind == "bad-json"
+    # 8 MiB of padding plus the 11 characters around it
+    assert f"{MAX_CONFIG_BYTES + 11:,} bytes" in str(ei.value)

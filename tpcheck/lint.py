@@ -124,6 +124,10 @@ class Linter:
                 r_or_e = self.resolver.resolve(model, revision=d.revision, base_dir=base)
             except ResolveError as e:
                 r_or_e = e
+            except (OSError, RuntimeError, ValueError, RecursionError) as e:
+                # A name the OS or pathlib refuses must cost this deployment, not the run.
+                r_or_e = ResolveError("not-found", f"the model name cannot be looked up "
+                                                   f"({type(e).__name__}: {e})")
             self._resolved[rkey] = r_or_e
         if isinstance(r_or_e, ResolveError):
             return None, str(r_or_e), None

@@ -52,6 +52,8 @@ if TYPE_CHECKING:
 
 
 CONFIG_NAME = "config.json"
+# Published config.json files are kilobytes (the largest in the catalog is under 100 KB).
+MAX_CONFIG_BYTES = 8 * 1024 * 1024
 QUANT_NAME = "hf_quant_config.json"
 
 _TRUE = {"1", "ON", "YES", "TRUE"}
@@ -109,9 +111,22 @@ def _looks_like_path(ref: str) -> bool:
     return ref.startswith(("/", ".", "~", "\\")) or ref.endswith(".json") or not is_repo_id(ref)
 
 
+def _expand(ref: str) -> Path:
+    """``~`` and ``~user`` expanded where the user exists; an unknown user stays as written
+    (pathlib raises RuntimeError, which must not stop the run)."""
+    try:
+        return Path(ref).expanduser()
+    except RuntimeError:
+        return Path(ref)
+
+
 def load_json(path: Path) -> dict[str, Any]:
     """Parse a JSON object; malformed input becomes one line naming file, line and column."""
     try:
+        size = path.stat().st_size
+        if size > MAX_CONFIG_BYTES:
+            raise ResolveError("bad-json", f"{path}: {size:,} bytes, over the "
+                               f"{MAX_CONFIG_BYTES:,}-byte limit for a model config")
         text = path.read_bytes().decode("utf-8-sig")
     except UnicodeDecodeError as e:
         raise ResolveError("bad-json", f"{path}: not UTF-8 text (byte {e.start})") from None
@@ -123,6 +138,9 @@ def load_json(path: Path) -> dict[str, Any]:
         raise ResolveError(
             "bad-json", f"{path}:{e.lineno}:{e.colno}: malformed JSON: {e.msg}"
         ) from None
+    except RecursionError:
+        raise ResolveError("bad-json", f"{path}: JSON nested too deeply to be a model config"
+                           ) from None
     if not isinstance(data, dict):
         raise ResolveError("bad-json", f"{path}: expected a JSON object, got {type(data).__name__}")
     return data
@@ -131,6 +149,10 @@ def load_json(path: Path) -> dict[str, Any]:
 def _quant_beside(config_path: Path) -> dict[str, Any] | None:
     quant = config_path.with_name(QUANT_NAME)
     return load_json(quant) if quant.is_file() else None
+
+
+def _short(text: str, keep: int = 80) -> str:
+    return text if len(text) <= keep else f"{text[:keep]}… ({len(text):,} characters)"
 
 
 def _config_in(path: Path) -> Path | None:
@@ -351,7 +373,7 @@ class Resolver:
     # -- steps ----------------------------------------------------------------------------
 
     def _anchor(self, ref: str) -> Path:
-        path = Path(ref).expanduser()
+        path = _expand(ref)
         return path if path.is_absolute() else self.base_dir / path
 
     def _from_file(
@@ -388,7 +410,7 @@ class Resolver:
         self, model: str, ref: str, base_dir: str | None, tried: tuple[str, ...]
     ) -> Resolution | tuple[str, ...]:
         candidates: list[Path] = []
-        expanded = Path(ref).expanduser()
+        expanded = _expand(ref)
         if expanded.is_absolute():
             candidates.append(expanded)
         else:
@@ -396,10 +418,16 @@ class Resolver:
                 if anchor is not None and anchor / expanded not in candidates:
                     candidates.append(anchor / expanded)
         for folder in candidates:
-            if not folder.exists():
+            try:
+                exists = folder.exists()
+                config = _config_in(folder) if exists else None
+            except (OSError, ValueError) as e:  # a name over 255 bytes, a NUL byte
+                tried += (f"local folder {_short(str(folder))}: {getattr(e, 'strerror', e)}",)
+                continue
+            if not exists:
                 tried += (f"local folder {folder}: missing",)
                 continue
-            if _config_in(folder) is None:
+            if config is None:
                 tried += (f"local folder {folder}: no {CONFIG_NAME}",)
                 continue
             return self._from_file(model, folder, "local", (*tried, f"local folder {folder}"))

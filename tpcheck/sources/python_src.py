@@ -162,7 +162,10 @@ def _literal(node: Any) -> Any:
     import libcst as cst
 
     if isinstance(node, cst.SimpleString):
-        return node.evaluated_value
+        try:
+            return node.evaluated_value
+        except (SyntaxError, ValueError):  # "\N{NOPE}", a bad escape: the engine could not run it
+            return None
     if isinstance(node, cst.Integer):
         digits = node.value.replace("_", "")
         if len(digits) > 400:  # int() refuses over 4,300 digits; no size is that long anyway
