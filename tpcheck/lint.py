@@ -76,7 +76,7 @@ class Linter:
                                  offline=settings.offline or None, timeout=settings.hub_timeout,
                                  base_dir=settings.root)
         self.shapes: dict[tuple[str, str], ModelShape | str] = {}
-        self._resolved: dict[tuple[str, str | None, str | None], Any] = {}
+        self._resolved: dict[tuple[str, str | None, str | None, str | None], Any] = {}
         self._evaluations: dict[tuple[int, int, Options], Evaluation] = {}
         self.gpu_flag: GPU | None = None
         self.gpu_setting: GPU | None = None
@@ -115,13 +115,12 @@ class Linter:
                 return None, None, None  # the parse error already speaks for this file
             return None, "the deployment names no model", None
         base = (os.path.dirname(d.path) or ".") if d.path not in ("-", "") else None
-        # One lookup per (model, revision, folder) in a run: a repository names the same few
-        # models in hundreds of files, and each lookup probes the file system.
-        rkey = (model, d.revision, base)
+        rkey = self._resolve_key(d, model)
         r_or_e = self._resolved.get(rkey)
         if r_or_e is None:
             try:
-                r_or_e = self.resolver.resolve(model, revision=d.revision, base_dir=base)
+                r_or_e = self.resolver.resolve_hinted(model, served_name=d.served_model_name,
+                                                      revision=d.revision, base_dir=base)
             except ResolveError as e:
                 r_or_e = e
             except (OSError, RuntimeError, ValueError, RecursionError) as e:
@@ -143,7 +142,24 @@ class Linter:
             self.shapes[key] = cached
         if isinstance(cached, str):
             return None, cached, None
-        return cached, None, f"{r.source}: {r.location}"
+        hint = f" ({r.hint})" if r.hint else ""
+        return cached, None, f"{r.source}: {r.location}{hint}"
+
+    @staticmethod
+    def _resolve_key(d: Deployment, model: str) -> tuple[str, str | None, str | None, str | None]:
+        """One lookup per (model, revision, folder, served name) in a run: a repository names
+        the same few models in hundreds of files, and each lookup probes the file system."""
+        base = (os.path.dirname(d.path) or ".") if d.path not in ("-", "") else None
+        return (model, d.revision, base, d.served_model_name)
+
+    def model_hint(self, d: Deployment) -> str | None:
+        """After ``shape_for``: the hint that named ``d``'s model (folder name, served name),
+        None when the reference resolved as written."""
+        model = d.model if d.model is not None else d.unresolved.get("model")
+        if not model:
+            return None
+        hit = self._resolved.get(self._resolve_key(d, model))
+        return getattr(hit, "hint", None)
 
     def gpu_for(self, d: Deployment) -> tuple[GPU | None, str]:
         """The manifest's own GPU wins (it is where the pod lands); --gpu, then the settings,
@@ -201,7 +217,9 @@ class Linter:
         shape, problem, source = self.shape_for(d)
         gpu, origin = self.gpu_for(d)
         ctx = CheckContext(d, shape=shape, settings=self.settings, gpu=gpu, gpu_origin=origin,
-                           model_problem=problem, model_source=source, topology=self.topology,
+                           model_problem=problem, model_source=source,
+                           model_hint=self.model_hint(d) if shape is not None else None,
+                           topology=self.topology,
                            evaluations=self._evaluations)
         found: list[Finding] = []
         tp_unknown = "tensor_parallel_size" in d.unresolved

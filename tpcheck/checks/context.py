@@ -30,6 +30,7 @@ class CheckContext:
         gpu_origin: str = "",
         model_problem: str | None = None,
         model_source: str | None = None,
+        model_hint: str | None = None,
         topology: object | None = None,
         evaluations: dict[tuple[int, int, Options], Evaluation] | None = None,
     ) -> None:
@@ -40,6 +41,7 @@ class CheckContext:
         self.gpu_origin = gpu_origin
         self.model_problem = model_problem
         self.model_source = model_source
+        self.model_hint = model_hint  # the model was guessed: every finding says from what
         self.topology = topology
         # Shared by a run's contexts: manifests repeat layouts, and rules ask the same what-ifs
         # (t = h_kv, an fp8 cache) for every deployment of a model. Keyed by the shape's identity
@@ -147,7 +149,7 @@ class CheckContext:
             code=rule.CODE,
             name=rule.NAME,
             severity=severity or rule.SEVERITY,
-            message=message,
+            message=f"{message} [{self.model_hint}]" if self.model_hint else message,
             span=span or self.tp_span,
             formulas=formulas,
             fix=fix,

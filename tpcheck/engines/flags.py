@@ -86,6 +86,7 @@ VLLM_FLAGS: tuple[Flag, ...] = (
     Flag("quantization", "str", ("--quantization", "-q"), "arg_utils.py l.992"),
     Flag("dtype", "str", ("--dtype",), "arg_utils.py l.977"),
     Flag("revision", "str", ("--revision",), "arg_utils.py (ModelConfig.revision)"),
+    Flag("served_model_name", "str", ("--served-model-name",), "arg_utils.py (ModelConfig)"),
     Flag("enforce_eager", "bool", ("--enforce-eager",), "arg_utils.py l.1000"),
     Flag(
         "enforce_eager",
@@ -130,6 +131,7 @@ SGLANG_FLAGS: tuple[Flag, ...] = (
     Flag("quantization", "str", ("--quantization",), "fields/model.py:177"),
     Flag("dtype", "str", ("--dtype",), "fields/model.py:160"),
     Flag("revision", "str", ("--revision",), "fields/model.py"),
+    Flag("served_model_name", "str", ("--served-model-name",), "fields/model.py"),
     Flag("enforce_eager", "bool", ("--disable-cuda-graph",), "fields/exec_.py"),
     Flag("config", "str", ("--config",), "server_args.py prepare_server_args"),
 )

@@ -74,3 +74,8 @@ def find(model_id: str) -> CatalogEntry | None:
 def all_ids() -> list[str]:
     """Canonical ids (folder names), without aliases."""
     return sorted({_hub_id(e.folder.name) for e in _index().values()})
+
+
+def known_ids() -> list[str]:
+    """Every id the catalog answers for: canonical ids and the aliases their ALIASES list."""
+    return sorted({e.model_id for e in _index().values()})

@@ -41,7 +41,7 @@ import time
 from collections.abc import Mapping
 from pathlib import Path
 
-from tpcheck.models import catalog
+from tpcheck.models import catalog, hints
 from tpcheck.record import record
 
 TYPE_CHECKING = False  # typing's constant without importing typing (start-up, issue 8)
@@ -71,6 +71,7 @@ class Resolution:
     source: Source
     location: str  # the file it was read from (a cache snapshot path for hf-cache and hub)
     tried: tuple[str, ...]
+    hint: str | None = None  # how the model was guessed (resolve_hinted), for the findings
 
 
 class ResolveError(Exception):
@@ -369,6 +370,54 @@ class Resolver:
             result.location,
             tried + result.tried,
         )
+
+    def resolve_hinted(
+        self,
+        model: str,
+        *,
+        served_name: str | None = None,
+        revision: str | None = None,
+        base_dir: str | None = None,
+    ) -> Resolution:
+        """``resolve``, then, when the reference is a local path that does not resolve or an
+        expression, the hints the file gives: the path's folder names, then
+        ``--served-model-name``. A hinted Resolution says which hint in ``hint``; when no hint
+        resolves, the first error is raised with the hints tried added to it."""
+        try:
+            return self.resolve(model, revision=revision, base_dir=base_dir)
+        except ResolveError as e:
+            error = e
+        ref = model.strip()
+        if model in self.mappings or ref in self.mappings or self.model_config is not None:
+            raise error
+        is_path = error.kind == "not-found" and _looks_like_path(ref) and not is_expression(ref)
+        candidates: list[tuple[str, str]] = []
+        if is_path:
+            folder = hints.folder_hint(ref)
+            if folder is not None:
+                candidates.append((folder[0], f"model taken from the folder name `{folder[1]}`"))
+        served = hints.served_hint(served_name)
+        if served is not None and (is_path or error.kind == "unresolved"):
+            candidates.append((served, f"model taken from --served-model-name `{served}`"))
+        failed: list[str] = []
+        for hub_id, why in candidates:
+            try:
+                r = self.resolve(hub_id, base_dir=base_dir)
+            except ResolveError as e:
+                failed.append(f"{why} -> {hub_id}: {e.kind}")
+                continue
+            return Resolution(
+                model, r.config, r.quant_config, r.source, r.location,
+                (*error.tried, *r.tried),
+                f"{why} -> {hub_id}; map it in [tool.tpcheck.models] to be exact",
+            )
+        if not failed:
+            raise error
+        return_error = ResolveError(
+            error.kind, f"{error.message} (also tried: {'; '.join(failed)})",
+            (*error.tried, *failed),
+        )
+        raise return_error
 
     # -- steps ----------------------------------------------------------------------------
 

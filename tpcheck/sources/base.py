@@ -55,6 +55,7 @@ class Deployment:
     engine: Engine
     span: Span  # the launch itself (the command, the LLM(...) call, the workload)
     model: str | None = None
+    served_model_name: str | None = None  # --served-model-name (first name): a hint, not the model
     revision: str | None = None
     tensor_parallel_size: int | None = None
     pipeline_parallel_size: int | None = None
