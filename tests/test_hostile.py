@@ -408,3 +408,24 @@ def test_absurd_parallel_sizes_are_one_error_not_a_hang(tmp_path: Path, value: s
     assert proc.stderr.splitlines() == [
         f"tpcheck: big.sh:1:50: tensor parallel size {value} is over 4096; not a layout any "
         "machine runs, so the deployment is not checked"]
+
+
+# Issue 14, item 7: a hub timeout of 0, below 0, nan or inf broke the HTTP client (inf raised
+# OverflowError, nan sometimes ended in SIGSEGV with a hub thread still starting at shutdown).
+@pytest.mark.parametrize("value", ["0", "-1", "nan", "inf", "-inf", "601"])
+def test_bad_hub_timeout_is_one_settings_error(tmp_path: Path, value: str) -> None:
+    (tmp_path / ".tpcheck.toml").write_text(f"hub-timeout = {value}\n", encoding="utf-8")
+    (tmp_path / "good.yaml").write_text(GOOD.read_text(encoding="utf-8"), encoding="utf-8")
+    proc = _cli(["--gpu", "h100-sxm", "--offline", "good.yaml"], cwd=tmp_path)
+    assert proc.returncode == 2, proc.stderr
+    lines = proc.stderr.strip().splitlines()
+    assert len(lines) == 1 and ".tpcheck.toml" in lines[0] and "hub-timeout" in lines[0], lines
+    assert "Traceback" not in proc.stderr
+
+
+@pytest.mark.parametrize("value", ["0.5", "5", "600"])
+def test_sane_hub_timeouts_are_accepted(tmp_path: Path, value: str) -> None:
+    (tmp_path / ".tpcheck.toml").write_text(f"hub-timeout = {value}\n", encoding="utf-8")
+    (tmp_path / "good.yaml").write_text(GOOD.read_text(encoding="utf-8"), encoding="utf-8")
+    proc = _cli(["--gpu", "h100-sxm", "--offline", "good.yaml"], cwd=tmp_path)
+    assert proc.returncode == 1 and "TP201" in proc.stdout, proc.stderr  # the fixture's finding
