@@ -429,3 +429,39 @@ def test_sane_hub_timeouts_are_accepted(tmp_path: Path, value: str) -> None:
     (tmp_path / "good.yaml").write_text(GOOD.read_text(encoding="utf-8"), encoding="utf-8")
     proc = _cli(["--gpu", "h100-sxm", "--offline", "good.yaml"], cwd=tmp_path)
     assert proc.returncode == 1 and "TP201" in proc.stdout, proc.stderr  # the fixture's finding
+
+
+def _hub_env(tmp_path: Path, endpoint: str) -> dict[str, str]:
+    """A clean HF environment pointing at the loopback hub (never the real one)."""
+    env = {k: v for k, v in os.environ.items()
+           if not k.startswith(("HF_", "HUGGING")) and "PROXY" not in k.upper()}
+    env.pop("TRANSFORMERS_OFFLINE", None)
+    env.update(HF_HOME=str(tmp_path / "hf"), NO_PROXY="127.0.0.1,localhost", HF_ENDPOINT=endpoint)
+    return env
+
+
+# Issue 14, item 1: `plan` ignored `offline = true` from the settings file and asked the hub.
+@pytest.mark.parametrize("offline", [True, False])
+@pytest.mark.parametrize("settings_file", [".tpcheck.toml", "pyproject.toml"])
+def test_plan_honours_offline_from_the_settings_file(
+    tmp_path: Path, offline: bool, settings_file: str
+) -> None:
+    from tests.hubserver import HubServer
+
+    config = (ROOT / "tpcheck" / "models" / "catalog" / "meta-llama--Llama-3.1-8B"
+              / "config.json").read_bytes()
+    table = "[tool.tpcheck]\n" if settings_file == "pyproject.toml" else ""
+    (tmp_path / settings_file).write_text(f"{table}offline = {str(offline).lower()}\n",
+                                          encoding="utf-8")
+    with HubServer({"acme/fresh": {"config.json": config}}) as hub:
+        proc = subprocess.run(
+            [sys.executable, "-m", "tpcheck", "plan", "acme/fresh", "--gpu", "h100-sxm"],
+            capture_output=True, text=True, timeout=60, cwd=tmp_path,
+            env=_hub_env(tmp_path, hub.endpoint))
+        seen = hub.requests
+    assert "Traceback" not in proc.stderr, proc.stderr
+    if offline:
+        assert seen == [], seen
+        assert proc.returncode == 2 and len(proc.stderr.strip().splitlines()) == 1, proc.stderr
+    else:  # the control: the same run without the setting does reach the loopback hub
+        assert seen and proc.returncode == 0, (seen, proc.stderr)
