@@ -220,13 +220,13 @@ def test_files_over_the_size_limit_are_skipped_with_a_message(tmp_path: Path) ->
 
 
 @pytest.mark.skipif(not os.path.exists("/dev/zero"), reason="needs /dev/zero")
-def test_a_file_that_reports_size_zero_is_still_capped() -> None:
-    # /dev/zero stats as 0 bytes and never ends: the read stops at the cap (1,000 + 1 bytes).
+def test_a_device_that_never_ends_is_skipped_unread() -> None:
+    # /dev/zero stats as 0 bytes and never ends: only regular files are read (issue 14 item 6).
     from tpcheck.sources import read_path
 
     rr = read_path("/dev/zero", max_bytes=1000)
     assert [str(e) for e in rr.errors] == [
-        "/dev/zero:1:1: file is over the 1000-byte limit; skipped"]
+        "/dev/zero:1:1: not a regular file (a character device); skipped"]
 
 
 def test_a_file_read_whole_when_it_is_exactly_the_limit(tmp_path: Path) -> None:
@@ -465,3 +465,20 @@ def test_plan_honours_offline_from_the_settings_file(
         assert proc.returncode == 2 and len(proc.stderr.strip().splitlines()) == 1, proc.stderr
     else:  # the control: the same run without the setting does reach the loopback hub
         assert seen and proc.returncode == 0, (seen, proc.stderr)
+
+
+# Issue 14, item 6: a FIFO named *.yaml, passed or met in a walked folder, hung the run forever
+# (opening a FIFO for reading waits for a writer that never comes).
+@pytest.mark.skipif(not hasattr(os, "mkfifo"), reason="needs mkfifo")
+@pytest.mark.parametrize("walked", [False, True])
+def test_a_fifo_is_skipped_with_one_line_not_waited_on(tmp_path: Path, walked: bool) -> None:
+    tree = tmp_path / "tree"
+    tree.mkdir()
+    os.mkfifo(tree / "x.yaml")
+    (tree / "good.yaml").write_text(GOOD.read_text(encoding="utf-8"), encoding="utf-8")
+    args = [str(tree)] if walked else [str(tree / "x.yaml"), str(tree / "good.yaml")]
+    proc = _cli(["--gpu", "h100-sxm", "--offline", *args], cwd=tmp_path)  # 120 s timeout
+    assert proc.returncode == 2, proc.stderr
+    assert proc.stderr.strip().splitlines() == [
+        f"tpcheck: {tree / 'x.yaml'}:1:1: not a regular file (a FIFO); skipped"]
+    assert "TP201" in proc.stdout  # the good file beside it is still checked
