@@ -482,3 +482,46 @@ def test_a_fifo_is_skipped_with_one_line_not_waited_on(tmp_path: Path, walked: b
     assert proc.stderr.strip().splitlines() == [
         f"tpcheck: {tree / 'x.yaml'}:1:1: not a regular file (a FIFO); skipped"]
     assert "TP201" in proc.stdout  # the good file beside it is still checked
+
+
+# Issue 14, item 9: stdin was read whole before the size check (1 GB piped in took 2 GB of
+# memory). Now at most the cap + 1 bytes are read, and the rest is never taken in.
+@pytest.mark.skipif(not os.path.exists("/proc/self/status"), reason="needs Linux /proc")
+@pytest.mark.parametrize("command", [[], ["inspect"]])
+def test_stdin_over_the_cap_is_one_error_read_only_to_the_cap(
+    tmp_path: Path, command: list[str]
+) -> None:
+    cap = 1000
+    (tmp_path / ".tpcheck.toml").write_text(f"max-file-size = {cap}\n", encoding="utf-8")
+    if command:  # inspect has no max-file-size setting: it reads to the 5 MiB default cap
+        from tpcheck.sources import MAX_BYTES as cap
+    # Peak RSS from VmHWM, which starts afresh at exec (ru_maxrss would carry pytest's own peak
+    # over from the fork).
+    pre = ("import atexit, re, sys\n"
+           "atexit.register(lambda: print('RSS', re.search(r'VmHWM:\\s*(\\d+)', "
+           "open('/proc/self/status').read())[1], file=sys.stderr))\n")
+    code = pre + "from tpcheck.cli import main\nsys.exit(main(sys.argv[1:]))\n"
+    data = b"# x\n" * (16 * 1024 * 1024)  # 64 MiB, far over either cap
+    args = [*command, "--stdin-filename", "big.sh", "-"]
+    if not command:
+        args = ["--gpu", "h100-sxm", "--offline", *args]
+    proc = subprocess.run([sys.executable, "-c", code, *args], input=data, capture_output=True,
+                          timeout=120, cwd=tmp_path)
+    err = proc.stderr.decode()
+    assert "Traceback" not in err, err
+    assert proc.returncode == 2, err
+    [line] = [ln for ln in err.splitlines() if not ln.startswith("RSS ")]
+    assert line.endswith(f"big.sh:1:1: input is over the {cap}-byte limit; skipped"), line
+    [rss_kb] = [int(ln.split()[1]) for ln in err.splitlines() if ln.startswith("RSS ")]
+    # The CLI peaks at ~16 MB here (/usr/bin/time -v); reading the 64 MiB whole, as before,
+    # peaked at 64 MiB of text on top of that. 48 MiB leaves room for a larger interpreter.
+    assert rss_kb < 48 * 1024, rss_kb
+
+
+def test_stdin_under_the_cap_is_still_checked(tmp_path: Path) -> None:
+    launch = "vllm serve Qwen/Qwen3-32B --tensor-parallel-size 16\n"  # t = 16 > h_kv = 8: TP201
+    proc = subprocess.run(
+        [sys.executable, "-m", "tpcheck", "--gpu", "h100-sxm", "--offline",
+         "--stdin-filename", "x.sh", "-"], input=launch.encode(), capture_output=True,
+        timeout=60, cwd=tmp_path)
+    assert proc.returncode == 1 and b"TP201" in proc.stdout, proc.stderr

@@ -8,7 +8,7 @@ import sys
 
 from tpcheck import cli
 from tpcheck.commands._args import Parser
-from tpcheck.sources import iter_files, read_path
+from tpcheck.sources import iter_files, read_path, read_stdin
 from tpcheck.sources.base import Deployment, ReadResult
 
 INSPECT_KEYS = (
@@ -109,7 +109,7 @@ def run(args: argparse.Namespace) -> int:
     models = _ModelSources(args.offline, args.model_config)
     results: list[ReadResult] = []
     for p in iter_files(paths):
-        text = sys.stdin.read() if p == "-" else None
+        text = read_stdin() if p == "-" else None
         results.append(read_path(p, text, stdin_filename=stdin_filename))
     errors = [e for r in results for e in r.errors]
     for e in errors:
