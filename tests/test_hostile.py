@@ -62,6 +62,13 @@ HOSTILE: dict[str, tuple[bytes, str]] = {
     # name: (content, expected) — "skip": no error, no deployment; "error": exactly one error;
     # "launch": one deployment and no error
     "billion-laughs.yaml": (_bomb().encode(), "skip"),
+    # issue 14 item 5: 28 doublings of a 10-byte value (10 × 2**28 bytes = 2.7 GB if expanded;
+    # it took 6.3 GB and 40 s before expansion was bounded)
+    "doubling.sh": (("A=xxxxxxxxxx\n" + 'A="$A$A"\n' * 28
+                     + "vllm serve m --tensor-parallel-size 2\n").encode(), "launch"),
+    "doubling-used.sh": (("A=xxxxxxxxxx\n" + 'A="$A$A"\n' * 28
+                          + "vllm serve m --tensor-parallel-size 2 --served-model-name $A\n")
+                         .encode(), "launch"),
     "bomb-in-pod.yaml": (_bomb_in_pod().encode(), "launch"),
     "deep-flow-seq.yaml": (("[" * 50_000 + "]" * 50_000 + "\n").encode(), "error"),
     "deep-flow-map.yaml": (("{a: " * 50_000 + "1" + "}" * 50_000 + "\n").encode(), "error"),
@@ -525,3 +532,33 @@ def test_stdin_under_the_cap_is_still_checked(tmp_path: Path) -> None:
          "--stdin-filename", "x.sh", "-"], input=launch.encode(), capture_output=True,
         timeout=60, cwd=tmp_path)
     assert proc.returncode == 1 and b"TP201" in proc.stdout, proc.stderr
+
+
+def test_expansion_past_the_word_limit_is_unresolved_not_built() -> None:
+    """Issue 14 item 5: a value doubled past MAX_WORD_CHARS is left as written (unresolved)."""
+    from tpcheck.sources.shell import MAX_WORD_CHARS, read_shell
+
+    # 10 × 2**12 = 40,960 characters fit under 64 KiB (65,536); one more doubling (81,920) not.
+    fits = "A=xxxxxxxxxx\n" + 'A="$A$A"\n' * 12
+    [d] = read_shell("ok.sh", fits + "vllm serve $A --tensor-parallel-size 2\n")
+    assert d.model == "x" * 10 * 2**12 and MAX_WORD_CHARS >= 10 * 2**12
+    [d] = read_shell("big.sh", fits + 'vllm serve "$A$A" --tensor-parallel-size 2\n')
+    assert d.tensor_parallel_size == 2 and "model" in d.unresolved, d
+    # An assignment past the limit keeps the expansion that did not fit as written, as it keeps
+    # $(hostname): later uses see 40,960 x's then "$A" (40,962 characters), not 81,920.
+    [d] = read_shell("big.sh", fits + 'A="$A$A"\nvllm serve $A --tensor-parallel-size 2\n')
+    assert d.tensor_parallel_size == 2 and d.model == "x" * 40_960 + "$A", len(d.model or "")
+
+
+def test_expansion_total_per_text_is_bounded() -> None:
+    """A 40,960-character value used on 2,000 lines would be 82 MB of words: past
+    MAX_EXPANDED_CHARS (4 MiB, so the first 102 uses) the rest are unresolved."""
+    from tpcheck.sources.shell import MAX_EXPANDED_CHARS, read_shell
+
+    text = ("A=xxxxxxxxxx\n" + 'A="$A$A"\n' * 12
+            + "vllm serve $A --tensor-parallel-size 2\n" * 2000)
+    ds = read_shell("many.sh", text)
+    resolved = [d for d in ds if d.model is not None and "model" not in d.unresolved]
+    # 4 MiB // 40,960 = 102 full values, less the 12 doublings' own expansions (2 × 2**k × 10
+    # characters for k < 12, 81,900 in all = 2 values): 100 resolved launches.
+    assert len(ds) == 2000 and len(resolved) == (MAX_EXPANDED_CHARS - 81_900) // 40_960 == 100
