@@ -62,6 +62,13 @@ HOSTILE: dict[str, tuple[bytes, str]] = {
     # name: (content, expected) — "skip": no error, no deployment; "error": exactly one error;
     # "launch": one deployment and no error
     "billion-laughs.yaml": (_bomb().encode(), "skip"),
+    # issue 14 item 5: 28 doublings of a 10-byte value (10 × 2**28 bytes = 2.7 GB if expanded;
+    # it took 6.3 GB and 40 s before expansion was bounded)
+    "doubling.sh": (("A=xxxxxxxxxx\n" + 'A="$A$A"\n' * 28
+                     + "vllm serve m --tensor-parallel-size 2\n").encode(), "launch"),
+    "doubling-used.sh": (("A=xxxxxxxxxx\n" + 'A="$A$A"\n' * 28
+                          + "vllm serve m --tensor-parallel-size 2 --served-model-name $A\n")
+                         .encode(), "launch"),
     "bomb-in-pod.yaml": (_bomb_in_pod().encode(), "launch"),
     "deep-flow-seq.yaml": (("[" * 50_000 + "]" * 50_000 + "\n").encode(), "error"),
     "deep-flow-map.yaml": (("{a: " * 50_000 + "1" + "}" * 50_000 + "\n").encode(), "error"),
@@ -220,13 +227,13 @@ def test_files_over_the_size_limit_are_skipped_with_a_message(tmp_path: Path) ->
 
 
 @pytest.mark.skipif(not os.path.exists("/dev/zero"), reason="needs /dev/zero")
-def test_a_file_that_reports_size_zero_is_still_capped() -> None:
-    # /dev/zero stats as 0 bytes and never ends: the read stops at the cap (1,000 + 1 bytes).
+def test_a_device_that_never_ends_is_skipped_unread() -> None:
+    # /dev/zero stats as 0 bytes and never ends: only regular files are read (issue 14 item 6).
     from tpcheck.sources import read_path
 
     rr = read_path("/dev/zero", max_bytes=1000)
     assert [str(e) for e in rr.errors] == [
-        "/dev/zero:1:1: file is over the 1000-byte limit; skipped"]
+        "/dev/zero:1:1: not a regular file (a character device); skipped"]
 
 
 def test_a_file_read_whole_when_it_is_exactly_the_limit(tmp_path: Path) -> None:
@@ -518,3 +525,149 @@ def test_oversized_config_json_is_refused_before_parsing(tmp_path: Path) -> None
     assert ei.value.kind == "bad-json"
     # 8 MiB of padding plus the 11 characters around it
     assert f"{MAX_CONFIG_BYTES + 11:,} bytes" in str(ei.value)
+
+# Issue 14, item 7: a hub timeout of 0, below 0, nan or inf broke the HTTP client (inf raised
+# OverflowError, nan sometimes ended in SIGSEGV with a hub thread still starting at shutdown).
+@pytest.mark.parametrize("value", ["0", "-1", "nan", "inf", "-inf", "601"])
+def test_bad_hub_timeout_is_one_settings_error(tmp_path: Path, value: str) -> None:
+    (tmp_path / ".tpcheck.toml").write_text(f"hub-timeout = {value}\n", encoding="utf-8")
+    (tmp_path / "good.yaml").write_text(GOOD.read_text(encoding="utf-8"), encoding="utf-8")
+    proc = _cli(["--gpu", "h100-sxm", "--offline", "good.yaml"], cwd=tmp_path)
+    assert proc.returncode == 2, proc.stderr
+    lines = proc.stderr.strip().splitlines()
+    assert len(lines) == 1 and ".tpcheck.toml" in lines[0] and "hub-timeout" in lines[0], lines
+    assert "Traceback" not in proc.stderr
+
+
+@pytest.mark.parametrize("value", ["0.5", "5", "600"])
+def test_sane_hub_timeouts_are_accepted(tmp_path: Path, value: str) -> None:
+    (tmp_path / ".tpcheck.toml").write_text(f"hub-timeout = {value}\n", encoding="utf-8")
+    (tmp_path / "good.yaml").write_text(GOOD.read_text(encoding="utf-8"), encoding="utf-8")
+    proc = _cli(["--gpu", "h100-sxm", "--offline", "good.yaml"], cwd=tmp_path)
+    assert proc.returncode == 1 and "TP201" in proc.stdout, proc.stderr  # the fixture's finding
+
+
+def _hub_env(tmp_path: Path, endpoint: str) -> dict[str, str]:
+    """A clean HF environment pointing at the loopback hub (never the real one)."""
+    env = {k: v for k, v in os.environ.items()
+           if not k.startswith(("HF_", "HUGGING")) and "PROXY" not in k.upper()}
+    env.pop("TRANSFORMERS_OFFLINE", None)
+    env.update(HF_HOME=str(tmp_path / "hf"), NO_PROXY="127.0.0.1,localhost", HF_ENDPOINT=endpoint)
+    return env
+
+
+# Issue 14, item 1: `plan` ignored `offline = true` from the settings file and asked the hub.
+@pytest.mark.parametrize("offline", [True, False])
+@pytest.mark.parametrize("settings_file", [".tpcheck.toml", "pyproject.toml"])
+def test_plan_honours_offline_from_the_settings_file(
+    tmp_path: Path, offline: bool, settings_file: str
+) -> None:
+    from tests.hubserver import HubServer
+
+    config = (ROOT / "tpcheck" / "models" / "catalog" / "meta-llama--Llama-3.1-8B"
+              / "config.json").read_bytes()
+    table = "[tool.tpcheck]\n" if settings_file == "pyproject.toml" else ""
+    (tmp_path / settings_file).write_text(f"{table}offline = {str(offline).lower()}\n",
+                                          encoding="utf-8")
+    with HubServer({"acme/fresh": {"config.json": config}}) as hub:
+        proc = subprocess.run(
+            [sys.executable, "-m", "tpcheck", "plan", "acme/fresh", "--gpu", "h100-sxm"],
+            capture_output=True, text=True, timeout=60, cwd=tmp_path,
+            env=_hub_env(tmp_path, hub.endpoint))
+        seen = hub.requests
+    assert "Traceback" not in proc.stderr, proc.stderr
+    if offline:
+        assert seen == [], seen
+        assert proc.returncode == 2 and len(proc.stderr.strip().splitlines()) == 1, proc.stderr
+    else:  # the control: the same run without the setting does reach the loopback hub
+        assert seen and proc.returncode == 0, (seen, proc.stderr)
+
+
+# Issue 14, item 6: a FIFO named *.yaml, passed or met in a walked folder, hung the run forever
+# (opening a FIFO for reading waits for a writer that never comes).
+@pytest.mark.skipif(not hasattr(os, "mkfifo"), reason="needs mkfifo")
+@pytest.mark.parametrize("walked", [False, True])
+def test_a_fifo_is_skipped_with_one_line_not_waited_on(tmp_path: Path, walked: bool) -> None:
+    tree = tmp_path / "tree"
+    tree.mkdir()
+    os.mkfifo(tree / "x.yaml")
+    (tree / "good.yaml").write_text(GOOD.read_text(encoding="utf-8"), encoding="utf-8")
+    args = [str(tree)] if walked else [str(tree / "x.yaml"), str(tree / "good.yaml")]
+    proc = _cli(["--gpu", "h100-sxm", "--offline", *args], cwd=tmp_path)  # 120 s timeout
+    assert proc.returncode == 2, proc.stderr
+    assert proc.stderr.strip().splitlines() == [
+        f"tpcheck: {tree / 'x.yaml'}:1:1: not a regular file (a FIFO); skipped"]
+    assert "TP201" in proc.stdout  # the good file beside it is still checked
+
+
+# Issue 14, item 9: stdin was read whole before the size check (1 GB piped in took 2 GB of
+# memory). Now at most the cap + 1 bytes are read, and the rest is never taken in.
+@pytest.mark.skipif(not os.path.exists("/proc/self/status"), reason="needs Linux /proc")
+@pytest.mark.parametrize("command", [[], ["inspect"]])
+def test_stdin_over_the_cap_is_one_error_read_only_to_the_cap(
+    tmp_path: Path, command: list[str]
+) -> None:
+    cap = 1000
+    (tmp_path / ".tpcheck.toml").write_text(f"max-file-size = {cap}\n", encoding="utf-8")
+    if command:  # inspect has no max-file-size setting: it reads to the 5 MiB default cap
+        from tpcheck.sources import MAX_BYTES as cap
+    # Peak RSS from VmHWM, which starts afresh at exec (ru_maxrss would carry pytest's own peak
+    # over from the fork).
+    pre = ("import atexit, re, sys\n"
+           "atexit.register(lambda: print('RSS', re.search(r'VmHWM:\\s*(\\d+)', "
+           "open('/proc/self/status').read())[1], file=sys.stderr))\n")
+    code = pre + "from tpcheck.cli import main\nsys.exit(main(sys.argv[1:]))\n"
+    data = b"# x\n" * (16 * 1024 * 1024)  # 64 MiB, far over either cap
+    args = [*command, "--stdin-filename", "big.sh", "-"]
+    if not command:
+        args = ["--gpu", "h100-sxm", "--offline", *args]
+    proc = subprocess.run([sys.executable, "-c", code, *args], input=data, capture_output=True,
+                          timeout=120, cwd=tmp_path)
+    err = proc.stderr.decode()
+    assert "Traceback" not in err, err
+    assert proc.returncode == 2, err
+    [line] = [ln for ln in err.splitlines() if not ln.startswith("RSS ")]
+    assert line.endswith(f"big.sh:1:1: input is over the {cap}-byte limit; skipped"), line
+    [rss_kb] = [int(ln.split()[1]) for ln in err.splitlines() if ln.startswith("RSS ")]
+    # The CLI peaks at ~16 MB here (/usr/bin/time -v); reading the 64 MiB whole, as before,
+    # peaked at 64 MiB of text on top of that. 48 MiB leaves room for a larger interpreter.
+    assert rss_kb < 48 * 1024, rss_kb
+
+
+def test_stdin_under_the_cap_is_still_checked(tmp_path: Path) -> None:
+    launch = "vllm serve Qwen/Qwen3-32B --tensor-parallel-size 16\n"  # t = 16 > h_kv = 8: TP201
+    proc = subprocess.run(
+        [sys.executable, "-m", "tpcheck", "--gpu", "h100-sxm", "--offline",
+         "--stdin-filename", "x.sh", "-"], input=launch.encode(), capture_output=True,
+        timeout=60, cwd=tmp_path)
+    assert proc.returncode == 1 and b"TP201" in proc.stdout, proc.stderr
+
+
+def test_expansion_past_the_word_limit_is_unresolved_not_built() -> None:
+    """Issue 14 item 5: a value doubled past MAX_WORD_CHARS is left as written (unresolved)."""
+    from tpcheck.sources.shell import MAX_WORD_CHARS, read_shell
+
+    # 10 × 2**12 = 40,960 characters fit under 64 KiB (65,536); one more doubling (81,920) not.
+    fits = "A=xxxxxxxxxx\n" + 'A="$A$A"\n' * 12
+    [d] = read_shell("ok.sh", fits + "vllm serve $A --tensor-parallel-size 2\n")
+    assert d.model == "x" * 10 * 2**12 and MAX_WORD_CHARS >= 10 * 2**12
+    [d] = read_shell("big.sh", fits + 'vllm serve "$A$A" --tensor-parallel-size 2\n')
+    assert d.tensor_parallel_size == 2 and "model" in d.unresolved, d
+    # An assignment past the limit keeps the expansion that did not fit as written, as it keeps
+    # $(hostname): later uses see 40,960 x's then "$A" (40,962 characters), not 81,920.
+    [d] = read_shell("big.sh", fits + 'A="$A$A"\nvllm serve $A --tensor-parallel-size 2\n')
+    assert d.tensor_parallel_size == 2 and d.model == "x" * 40_960 + "$A", len(d.model or "")
+
+
+def test_expansion_total_per_text_is_bounded() -> None:
+    """A 40,960-character value used on 2,000 lines would be 82 MB of words: past
+    MAX_EXPANDED_CHARS (4 MiB, so the first 102 uses) the rest are unresolved."""
+    from tpcheck.sources.shell import MAX_EXPANDED_CHARS, read_shell
+
+    text = ("A=xxxxxxxxxx\n" + 'A="$A$A"\n' * 12
+            + "vllm serve $A --tensor-parallel-size 2\n" * 2000)
+    ds = read_shell("many.sh", text)
+    resolved = [d for d in ds if d.model is not None and "model" not in d.unresolved]
+    # 4 MiB // 40,960 = 102 full values, less the 12 doublings' own expansions (2 × 2**k × 10
+    # characters for k < 12, 81,900 in all = 2 values): 100 resolved launches.
+    assert len(ds) == 2000 and len(resolved) == (MAX_EXPANDED_CHARS - 81_900) // 40_960 == 100

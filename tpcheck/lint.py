@@ -263,7 +263,7 @@ class Linter:
                 codes.update(cs)
         return codes
 
-    def run(self, paths: Iterable[str], *, stdin_text: str | None = None,
+    def run(self, paths: Iterable[str], *, stdin_text: str | bytes | None = None,
             stdin_filename: str | None = None) -> LintResult:
         out = LintResult()
         if self.topology_error is not None:

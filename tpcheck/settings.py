@@ -18,6 +18,9 @@ if TYPE_CHECKING:
     from typing import Any
 
 SEVERITIES = ("info", "warning", "error")
+# The hub client's timeout: 0, negative, nan or inf break the HTTP client (inf overflows, nan can
+# leave a hub thread starting at shutdown, issue 14 item 7); ten minutes is already far too long.
+MAX_HUB_TIMEOUT = 600.0
 
 
 class SettingsError(ValueError):
@@ -143,6 +146,9 @@ def settings_from_table(table: Mapping[str, Any], where: str) -> Settings:
                         for k, v in value.items()}
         elif key == "context" and value < 1:
             raise SettingsError(f"{where}: context must be a positive number of tokens")
+        elif key == "hub-timeout" and not 0 < value <= MAX_HUB_TIMEOUT:  # False for nan too
+            raise SettingsError(f"{where}: {raw_key} must be a number of seconds above 0 and at "
+                                f"most {MAX_HUB_TIMEOUT:g}, got {value}")
         else:
             kw[attr] = float(value) if key in ("hub-timeout", "alpha") else value
     return Settings(**kw)

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from tpcheck.cli import CommandError
+from tpcheck.cli import CommandError, UsageError
 from tpcheck.models.shape import ModelShape
 
 TYPE_CHECKING = False  # typing's constant without importing typing (start-up, issue 8)
@@ -29,12 +29,25 @@ def apply_overrides(cfg: dict[str, Any], overrides: dict[str, Any]) -> dict[str,
 
 def load_shape(model: str, *, overrides: dict[str, Any] | None = None, offline: bool = False,
                model_config: str | None = None) -> tuple[ModelShape, str]:
-    """(ModelShape, "source: location") or a CommandError naming what was tried."""
+    """(ModelShape, "source: location") or a CommandError naming what was tried.
+
+    The settings file is read as ``check`` reads it, so ``offline = true``, ``hub-timeout`` and
+    [tool.tpcheck.models] hold here too (issue 14 item 1: ``plan`` used to reach the hub anyway).
+    """
+    from pathlib import Path
+
     from tpcheck.models.config import ConfigError, parse_config
     from tpcheck.models.resolve import ResolveError, Resolver
+    from tpcheck.settings import SettingsError, find_settings_file, load_settings
 
     try:
-        r = Resolver(model_config=model_config, offline=offline or None).resolve(model)
+        settings = load_settings(find_settings_file(Path.cwd()))
+    except SettingsError as e:
+        raise UsageError(str(e)) from None
+    try:
+        r = Resolver(model_config=model_config, mappings=settings.models,
+                     offline=offline or settings.offline or None, timeout=settings.hub_timeout,
+                     base_dir=settings.root).resolve(model)
     except ResolveError as e:
         raise CommandError(str(e)) from None
     cfg = apply_overrides(dict(r.config), overrides or {})

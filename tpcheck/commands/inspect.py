@@ -8,7 +8,7 @@ import sys
 
 from tpcheck import cli
 from tpcheck.commands._args import Parser
-from tpcheck.sources import iter_files, read_path
+from tpcheck.sources import iter_files, read_path, read_stdin
 from tpcheck.sources.base import Deployment, ReadResult, SourceError
 
 INSPECT_KEYS = (
@@ -111,7 +111,7 @@ def run(args: argparse.Namespace) -> int:
     results: list[ReadResult] = []
     walk_errors: list[SourceError] = []
     for p in iter_files(paths, walk_errors):
-        text = sys.stdin.read() if p == "-" else None
+        text = read_stdin() if p == "-" else None
         results.append(read_path(p, text, stdin_filename=stdin_filename))
     errors = walk_errors + [e for r in results for e in r.errors]
     for e in errors:

@@ -57,6 +57,7 @@ def run(args: argparse.Namespace) -> int:
     from tpcheck.lint import Linter, UsageError, exit_code
     from tpcheck.report import render
     from tpcheck.settings import SettingsError, find_settings_file, load_settings
+    from tpcheck.sources import read_stdin
 
     paths: list[str] = args.paths
     fmt: str = args.fmt
@@ -81,7 +82,7 @@ def run(args: argparse.Namespace) -> int:
                         report_unused_ignores=args.report_unused_ignores)
     except (UsageError, UnknownRule) as err:
         raise cli.UsageError(str(err).strip("'\"")) from None
-    stdin_text = sys.stdin.read() if "-" in paths else None
+    stdin_text = read_stdin(settings.max_file_size) if "-" in paths else None
     if args.standalone:
         # Our own short-lived process, which allocates and frees nodes by the hundred thousand:
         # the imported modules' objects are set aside from collection, and the young

@@ -26,6 +26,13 @@ _BLANKS = re.compile(r"[ \t\r]+")
 # rest of that command is skipped to its end, past MAX_WORDS the rest of the text is not read.
 MAX_COMMAND_WORDS = 4096
 MAX_WORDS = 50_000
+# Expansion limits (issue 14 item 5): 28 lines of A="$A$A" doubled a 10-byte value to 2.7 GB.
+# A word (so a variable's value) grows to at most MAX_WORD_CHARS by expansion, and one text
+# expands at most MAX_EXPANDED_CHARS in all (a 64-KiB value used on 50,000 lines would be 3 GB);
+# an expansion past either is left as written and the word is unresolved. Real values — a
+# model path, a JSON --compilation-config — are far under both.
+MAX_WORD_CHARS = 64 * 1024
+MAX_EXPANDED_CHARS = 4 * 1024 * 1024
 _ASSIGN = re.compile(r"^([A-Za-z_][A-Za-z0-9_]*)=(.*)$", re.S)
 _WRAPPERS = frozenset({"exec", "nohup", "time", "env", "sudo", "command", "stdbuf", "setsid"})
 SHELLS = frozenset({"sh", "bash", "dash", "zsh", "ash", "ksh"})
@@ -156,8 +163,8 @@ class _Recipe:
 class _Builder:
     """The word being read: its text so far and how to place it (see ``_Recipe``)."""
 
-    __slots__ = ("a", "after", "chars", "e", "pieces", "segs", "started", "unresolved",
-                 "var_span")
+    __slots__ = ("a", "after", "chars", "e", "expanded", "pieces", "segs", "started",
+                 "unresolved", "var_span")
 
     def __init__(self) -> None:
         self.chars: list[str] = []
@@ -169,6 +176,7 @@ class _Builder:
         self.after = True
         self.pieces = 0
         self.var_span: Span | None = None
+        self.expanded = 0  # characters added by expansion (MAX_WORD_CHARS)
 
     def src(self, s: str, i: int, j: int) -> None:
         """Characters ``s[i:j]`` of the source, at their own places."""
@@ -206,6 +214,7 @@ def tokenize(loc: Located, variables: Vars) -> Iterator[list[Word]]:
     i = 0
     skip_next = False
     total = 0  # words made so far (MAX_WORDS)
+    expanded = 0  # characters added by expansion so far (MAX_EXPANDED_CHARS)
 
     def finish() -> None:
         nonlocal b, skip_next, total
@@ -234,10 +243,24 @@ def tokenize(loc: Located, variables: Vars) -> Iterator[list[Word]]:
             return out
         return None
 
+    def affordable(val: Located) -> bool:
+        """Whether ``val`` fits the expansion limits; if so, it is counted against them."""
+        nonlocal expanded
+        size = len(val.value)
+        if b.expanded + size > MAX_WORD_CHARS or expanded + size > MAX_EXPANDED_CHARS:
+            return False
+        b.expanded += size
+        expanded += size
+        return True
+
     def expand(name: str, default: str | None, start: int, end: int, op: str = ":-") -> None:
         val = variables.shell.get(name)
         b.mark(start, end - 1)
         b.pieces += 1
+        if val is not None and not affordable(val):
+            b.unresolved = True  # left as written, like an expansion tpcheck cannot know
+            b.src(s, start, end)
+            return
         if val is not None and not (op.startswith(":") and val.value == "" and default is not None):
             b.expansion(val, start)
             b.var_span = val.span()
@@ -288,7 +311,7 @@ def tokenize(loc: Located, variables: Vars) -> Iterator[list[Word]]:
             kv = variables.k8s.get(inner) if _NAME.fullmatch(inner) else None
             b.mark(i, min(j, n - 1))
             b.pieces += 1
-            if kv is not None:
+            if kv is not None and affordable(kv):
                 b.expansion(kv, i)
                 b.var_span = kv.span()
             else:
