@@ -35,8 +35,46 @@ def test_every_catalog_model_parses(model_id: str) -> None:
         assert (s.ffn == 0) == (s.moe.moe_layers == s.layers)
 
 
-def test_catalog_has_46_models() -> None:
-    assert len(catalog.all_ids()) == 46
+def test_catalog_has_102_models() -> None:
+    # 46 first entries + 50 from the aiconfigurator-core 0.12.0 wheel + 6 transcribed from
+    # mlc-llm's model_preset.py (issue 16); each folder's SOURCE says which
+    assert len(catalog.all_ids()) == 102
+
+
+FOLDERS = sorted(p.name for p in catalog.CATALOG_DIR.iterdir() if p.is_dir())
+
+
+@pytest.mark.parametrize("folder", FOLDERS)
+def test_every_catalog_entry_has_a_source(folder: str) -> None:
+    """Every bundled file says where it came from, under the hub id its folder name spells."""
+    entry = catalog.CATALOG_DIR / folder
+    assert (entry / "config.json").is_file()
+    fields = dict(
+        line.split(": ", 1)
+        for line in (entry / "SOURCE").read_text(encoding="utf-8").splitlines()
+        if ": " in line
+    )
+    assert fields["model_id"] == folder.replace("--", "/", 1)
+    assert fields["repository"].startswith("https://github.com/")
+    assert fields["path"] and fields["verified"]
+    quant = entry / "hf_quant_config.json"
+    cfg = load_config(entry / "config.json")
+    parse_config(cfg, name=folder, quant_cfg=load_config(quant) if quant.is_file() else None)
+
+
+def test_aliases_never_shadow_a_catalog_folder() -> None:
+    """An alias names a renamed or same-shape hub id, never one that has its own folder."""
+    folders = {p.name.replace("--", "/", 1).lower() for p in catalog.CATALOG_DIR.iterdir()}
+    aliases = [
+        line.split("#", 1)[0].strip()
+        for a in catalog.CATALOG_DIR.glob("*/ALIASES")
+        for line in a.read_text(encoding="utf-8").splitlines()
+    ]
+    aliases = [a for a in aliases if a]
+    assert "meta-llama/Meta-Llama-3.1-8B-Instruct" in aliases
+    assert not {a.lower() for a in aliases} & folders
+    found = catalog.find("meta-llama/Meta-Llama-3.1-8B-Instruct")
+    assert found is not None and found.folder.name == "meta-llama--Llama-3.1-8B-Instruct"
 
 
 def test_llama_3_1_70b() -> None:
