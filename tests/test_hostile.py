@@ -671,3 +671,49 @@ def test_expansion_total_per_text_is_bounded() -> None:
     # 4 MiB // 40,960 = 102 full values, less the 12 doublings' own expansions (2 × 2**k × 10
     # characters for k < 12, 81,900 in all = 2 values): 100 resolved launches.
     assert len(ds) == 2000 and len(resolved) == (MAX_EXPANDED_CHARS - 81_900) // 40_960 == 100
+
+
+def test_hub_credentials_never_reach_a_message(tmp_path: Path) -> None:
+    # Issue 14 item 2: userinfo in HF_ENDPOINT (and a token) echoed by the HTTP client's error text.
+    # A real loopback server answers 500 to everything, so the message carries the client's detail.
+    import http.server
+    import threading
+
+    class Fail(http.server.BaseHTTPRequestHandler):
+        def _fail(self) -> None:
+            body = b"token hf_abcdefghijklmnopqrstuv rejected"  # a proxy page echoing a header
+            self.send_response(500)
+            self.send_header("Content-Length", str(len(body)))
+            self.end_headers()
+            if self.command != "HEAD":
+                self.wfile.write(body)
+
+        do_GET = do_HEAD = _fail
+
+        def log_message(self, *args: object) -> None:
+            pass
+
+    srv = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Fail)
+    threading.Thread(target=srv.serve_forever, daemon=True).start()
+    try:
+        (tmp_path / "r.sh").write_text("vllm serve someorg/somemodel -tp 2\n")
+        env = {**os.environ, "HF_ENDPOINT": f"http://alice:s3cret@127.0.0.1:{srv.server_port}",
+               "HF_TOKEN": "hf_abcdefghijklmnopqrstuv", "HF_HUB_CACHE": str(tmp_path / "hub"),
+               "HF_HUB_OFFLINE": "0"}
+        env.pop("TRANSFORMERS_OFFLINE", None)
+        outs = [subprocess.run([sys.executable, "-m", "tpcheck", "--gpu", "h100-sxm", "--format",
+                                fmt, "r.sh"], capture_output=True, text=True, timeout=60,
+                               cwd=tmp_path, env=env) for fmt in ("text", "json", "sarif")]
+    finally:
+        srv.shutdown()
+    for p in outs:
+        assert "TP000" in p.stdout, p.stdout + p.stderr
+        for secret in ("s3cret", "alice", "abcdefghijklmnopqrstuv"):
+            assert secret not in p.stdout + p.stderr
+
+
+def test_scrub_redacts_userinfo_and_hub_tokens() -> None:
+    from tpcheck.models.resolve import ResolveError
+
+    e = ResolveError("network", "GET http://bob:pw@h:1/x failed; header hf_0123456789abcdef")
+    assert e.message == "GET http://***@h:1/x failed; header hf_***"

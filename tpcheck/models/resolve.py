@@ -78,6 +78,7 @@ class ResolveError(Exception):
     """Why no config.json was found; ``message`` is one line, ``tried`` lists each place."""
 
     def __init__(self, kind: Kind, message: str, tried: tuple[str, ...] = ()) -> None:
+        message = _scrub(message)  # every way a resolve error reaches a user passes here
         super().__init__(message)
         self.kind: Kind = kind
         self.message = message
@@ -164,12 +165,19 @@ def _config_in(path: Path) -> Path | None:
     return path if path.is_file() else None
 
 
+# user:password@ in any URL, and anything shaped like a hub token, wherever a message quotes them
+_USERINFO = re.compile(r"(?<=://)[^/@\s'\"]+@")
+_HUB_TOKEN = re.compile(r"\bhf_[A-Za-z0-9]{8,}")
+
+
 def _scrub(text: str) -> str:
-    """Drop the token from text that might echo a request (it never should; belt and braces)."""
+    """Credentials out of text that may echo a request: the HTTP client's error text quotes the
+    URL with the userinfo of HF_ENDPOINT, and a proxy page may echo a header."""
     for name in ("HF_TOKEN", "HUGGING_FACE_HUB_TOKEN"):
         token = os.environ.get(name)
         if token and len(token) >= 4:
             text = text.replace(token, "***")
+    text = _HUB_TOKEN.sub("hf_***", _USERINFO.sub("***@", text))
     return " ".join(text.split())
 
 
@@ -201,7 +209,7 @@ def _import_hub() -> Any:
 
 
 def _redact_url(url: str) -> str:
-    return re.sub(r"//[^/@]*@", "//", url)
+    return re.sub(r"//[^/@]*@", "//", url)  # the endpoint as shown: no userinfo at all
 
 
 def _classify(error: BaseException, repo: str, endpoint: str) -> ResolveError:
