@@ -717,3 +717,26 @@ def test_scrub_redacts_userinfo_and_hub_tokens() -> None:
 
     e = ResolveError("network", "GET http://bob:pw@h:1/x failed; header hf_0123456789abcdef")
     assert e.message == "GET http://***@h:1/x failed; header hf_***"
+
+
+def test_a_hub_answer_that_is_not_json_does_not_stay_in_the_cache(tmp_path: Path) -> None:
+    # Issue 14 item 3: an HTML login page served with status 200 was cached as config.json and
+    # read by every later run, offline too. Now the bad entry is named and removed.
+    from tests.hubserver import HubServer
+
+    page = b"<!doctype html><html><body>Sign in to continue</body></html>"
+    (tmp_path / "r.sh").write_text("vllm serve acme/login -tp 2\n")
+    with HubServer({"acme/login": {"config.json": page}}) as hub:
+        env = _hub_env(tmp_path, hub.endpoint)
+        first = subprocess.run([sys.executable, "-m", "tpcheck", "--gpu", "h100-sxm", "r.sh"],
+                               capture_output=True, text=True, timeout=60, cwd=tmp_path, env=env)
+    assert "malformed JSON" in first.stdout and "removed this bad entry" in first.stdout, (
+        first.stdout + first.stderr)
+    cached = list((tmp_path / "hf").rglob("config.json")) + list(
+        (tmp_path / "hf").rglob("blobs/*"))
+    assert cached == [], cached
+    # offline afterwards: the cache no longer answers with the page, so TP000 says offline
+    second = subprocess.run(
+        [sys.executable, "-m", "tpcheck", "--offline", "--gpu", "h100-sxm", "r.sh"],
+        capture_output=True, text=True, timeout=60, cwd=tmp_path, env=env)
+    assert "malformed JSON" not in second.stdout and "offline" in second.stdout, second.stdout

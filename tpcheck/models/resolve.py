@@ -588,9 +588,35 @@ class Resolver:
     def _read_snapshot(
         repo: str, config_path: str, quant_path: object, source: Source, tried: tuple[str, ...]
     ) -> Resolution:
-        try:
-            config = load_json(Path(config_path))
-            quant = load_json(Path(quant_path)) if isinstance(quant_path, str) else None
-        except ResolveError as e:
-            raise e.with_tried(tried) from None
+        for path in (config_path, quant_path):
+            if not isinstance(path, str):
+                continue
+            try:
+                load_json(Path(path))
+            except ResolveError as e:
+                # An HTML login or proxy page served with status 200, or a body past the limits,
+                # would otherwise be read from the cache by every later run, offline too.
+                if e.kind != "bad-json":
+                    raise e.with_tried(tried) from None
+                removed = _drop_cache_entry(Path(path))
+                raise ResolveError(e.kind, f"{e.message}; " + (
+                    f"removed this bad entry from the HF cache (it came from {source})"
+                    if removed else "this HF cache entry is bad: delete it"), tried) from None
+        config = load_json(Path(config_path))
+        quant = load_json(Path(quant_path)) if isinstance(quant_path, str) else None
         return Resolution(repo, config, quant, source, config_path, tried)
+
+
+def _drop_cache_entry(path: Path) -> bool:
+    """Remove one file of huggingface_hub's cache layout (snapshots/<rev>/<file> → blobs/<id>).
+    Anything not laid out like that cache is left alone."""
+    if path.parent.parent.name != "snapshots":
+        return False
+    try:
+        blob = path.resolve()
+        path.unlink()
+        if blob.parent.name == "blobs" and blob.parent.parent == path.parent.parent.parent:
+            blob.unlink(missing_ok=True)
+    except OSError:
+        return False
+    return True
