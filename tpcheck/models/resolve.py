@@ -588,11 +588,13 @@ class Resolver:
     def _read_snapshot(
         repo: str, config_path: str, quant_path: object, source: Source, tried: tuple[str, ...]
     ) -> Resolution:
+        parsed: list[dict[str, Any] | None] = []
         for path in (config_path, quant_path):
             if not isinstance(path, str):
+                parsed.append(None)
                 continue
             try:
-                load_json(Path(path))
+                parsed.append(load_json(Path(path)))
             except ResolveError as e:
                 # An HTML login or proxy page served with status 200, or a body past the limits,
                 # would otherwise be read from the cache by every later run, offline too.
@@ -602,8 +604,8 @@ class Resolver:
                 raise ResolveError(e.kind, f"{e.message}; " + (
                     f"removed this bad entry from the HF cache (it came from {source})"
                     if removed else "this HF cache entry is bad: delete it"), tried) from None
-        config = load_json(Path(config_path))
-        quant = load_json(Path(quant_path)) if isinstance(quant_path, str) else None
+        config, quant = parsed
+        assert config is not None  # config_path is a str
         return Resolution(repo, config, quant, source, config_path, tried)
 
 
