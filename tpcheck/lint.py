@@ -114,13 +114,12 @@ class Linter:
             if RECOVERED_NOTE in d.notes:
                 return None, None, None  # the parse error already speaks for this file
             return None, "the deployment names no model", None
-        base = (os.path.dirname(d.path) or ".") if d.path not in ("-", "") else None
         rkey = self._resolve_key(d, model)
         r_or_e = self._resolved.get(rkey)
         if r_or_e is None:
             try:
                 r_or_e = self.resolver.resolve_hinted(model, served_name=d.served_model_name,
-                                                      revision=d.revision, base_dir=base)
+                                                      revision=d.revision, base_dir=rkey[2])
             except ResolveError as e:
                 r_or_e = e
             except (OSError, RuntimeError, ValueError, RecursionError) as e:
@@ -147,8 +146,9 @@ class Linter:
 
     @staticmethod
     def _resolve_key(d: Deployment, model: str) -> tuple[str, str | None, str | None, str | None]:
-        """One lookup per (model, revision, folder, served name) in a run: a repository names
-        the same few models in hundreds of files, and each lookup probes the file system."""
+        """(model, revision, the file's folder, served name): one lookup per key in a run, since
+        a repository names the same few models in hundreds of files, and each lookup probes the
+        file system. The folder is where a relative model path is looked for."""
         base = (os.path.dirname(d.path) or ".") if d.path not in ("-", "") else None
         return (model, d.revision, base, d.served_model_name)
 

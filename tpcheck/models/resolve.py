@@ -209,7 +209,8 @@ def _import_hub() -> Any:
 
 
 def _redact_url(url: str) -> str:
-    return re.sub(r"//[^/@]*@", "//", url)  # the endpoint as shown: no userinfo at all
+    """The endpoint as messages show it: without its userinfo at all."""
+    return _USERINFO.sub("", url)
 
 
 def _classify(error: BaseException, repo: str, endpoint: str) -> ResolveError:
@@ -421,11 +422,8 @@ class Resolver:
             )
         if not failed:
             raise error
-        return_error = ResolveError(
-            error.kind, f"{error.message} (also tried: {'; '.join(failed)})",
-            (*error.tried, *failed),
-        )
-        raise return_error
+        raise ResolveError(error.kind, f"{error.message} (also tried: {'; '.join(failed)})",
+                           (*error.tried, *failed))
 
     # -- steps ----------------------------------------------------------------------------
 

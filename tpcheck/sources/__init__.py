@@ -68,39 +68,17 @@ def read_path(path: str, text: str | bytes | None = None, *,
               stdin_filename: str | None = None, max_bytes: int = MAX_BYTES) -> ReadResult:
     """Read one file (or ``text`` standing for it) with the reader its name or content picks."""
     shown = stdin_filename if path == "-" and stdin_filename else path
-    if isinstance(text, bytes):  # stdin as read_stdin gives it: capped, not yet decoded
+    if text is None:
+        got = _read_regular(path, shown, max_bytes)
+        if isinstance(got, ReadResult):
+            return got
+        text = got
+    if isinstance(text, bytes):  # a file's bytes, or stdin as read_stdin gives it
         if len(text) > max_bytes:
-            return _err(shown, f"input is over the {max_bytes}-byte limit; skipped")
+            what = "input" if path == "-" else "file"
+            return _err(shown, f"{what} is over the {max_bytes}-byte limit; skipped")
         try:
             text = text.decode("utf-8-sig")
-        except UnicodeDecodeError as e:
-            return _err(shown, f"not UTF-8 text (byte {e.start})")
-    elif text is None:
-        try:
-            # Non-blocking open, then fstat: opening a FIFO for reading waits for a writer, which
-            # hung the run forever on a FIFO named x.yaml (issue 14 item 6). Only regular files
-            # are read; O_NONBLOCK changes nothing for them. Not a stat-then-open: no race.
-            with open(os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0)), "rb") as fh:
-                st = os.fstat(fh.fileno())
-                if not stat.S_ISREG(st.st_mode):
-                    return _err(shown, f"not a regular file ({_file_type(st.st_mode)}); skipped")
-                size = st.st_size
-                if size > max_bytes:
-                    msg = f"file is {size} bytes, over the {max_bytes}-byte limit; skipped"
-                    return _err(shown, msg)
-                # read(n) allocates n bytes up front: ask for what stat reported (+1 to see a
-                # file that grew), not the 5 MB cap, which cost a large allocation per file.
-                # A file that reports size 0 (procfs, sysfs) is read to the cap.
-                want = size + 1 if size else max_bytes + 1
-                raw = fh.read(want)
-                if size and len(raw) == want:
-                    raw += fh.read(max_bytes + 1 - want)
-            if len(raw) > max_bytes:
-                return _err(shown, f"file is over the {max_bytes}-byte limit; skipped")
-        except OSError as e:
-            return _err(shown, f"cannot read: {e.strerror or e}")
-        try:
-            text = raw.decode("utf-8-sig")
         except UnicodeDecodeError as e:
             return _err(shown, f"not UTF-8 text (byte {e.start})")
     elif len(text) > max_bytes:
@@ -136,6 +114,33 @@ def read_path(path: str, text: str | bytes | None = None, *,
         if os.environ.get("TPCHECK_DEBUG"):
             raise
         return _err(shown, f"could not be read ({type(e).__name__}: {e}); please report")
+
+
+def _read_regular(path: str, shown: str, max_bytes: int) -> bytes | ReadResult:
+    """The bytes of a regular file, at most ``max_bytes`` + 1 of them, or the error.
+
+    Non-blocking open, then fstat: opening a FIFO for reading waits for a writer, which hung
+    the run forever on a FIFO named x.yaml (issue 14 item 6). Only regular files are read;
+    O_NONBLOCK changes nothing for them. Not a stat-then-open: no race."""
+    try:
+        with open(os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0)), "rb") as fh:
+            st = os.fstat(fh.fileno())
+            if not stat.S_ISREG(st.st_mode):
+                return _err(shown, f"not a regular file ({_file_type(st.st_mode)}); skipped")
+            size = st.st_size
+            if size > max_bytes:
+                return _err(shown, f"file is {size} bytes, over the {max_bytes}-byte limit; "
+                                   "skipped")
+            # read(n) allocates n bytes up front: ask for what stat reported (+1 to see a file
+            # that grew), not the 5 MB cap, which cost a large allocation per file. A file that
+            # reports size 0 (procfs, sysfs) is read to the cap.
+            want = size + 1 if size else max_bytes + 1
+            raw: bytes = fh.read(want)
+            if size and len(raw) == want:
+                raw += fh.read(max_bytes + 1 - want)
+            return raw
+    except OSError as e:
+        return _err(shown, f"cannot read: {e.strerror or e}")
 
 
 def _file_type(mode: int) -> str:
