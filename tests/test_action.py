@@ -28,10 +28,9 @@ BIN = Path(sys.executable).parent
 
 ANNOTATION = re.compile(
     r"^::(?P<level>error|warning|notice) file=(?P<file>[^,:]+),line=(?P<line>\d+),"
-    r"col=(?P<col>\d+),endLine=(?P<end_line>\d+),endColumn=(?P<end_col>\d+),"
+    r"col=(?P<col>\d+)(?:,endLine=(?P<end_line>\d+),endColumn=(?P<end_col>\d+))?,"
     r"title=(?P<title>[^,:]+)::(?P<body>.+)$")
-EXPR = re.compile(r"\$\{\{\s*inputs\.([A-Za-z0-9_-]+)\s*\}\}")
-IF_NOT_EMPTY = re.compile(r"^inputs\.([A-Za-z0-9_-]+)\s*!=\s*''$")
+EXPR = re.compile(r"\$\{\{\s*([A-Za-z0-9_.-]+)\s*\}\}")
 
 LLAMA_TP6 = """\
 apiVersion: apps/v1
@@ -65,26 +64,26 @@ def _inputs(action: dict[str, Any], given: dict[str, str]) -> dict[str, str]:
     return {k: given.get(k, str(v.get("default", ""))) for k, v in declared.items()}
 
 
-def _sub(text: str, inputs: dict[str, str]) -> str:
-    return EXPR.sub(lambda m: inputs[m.group(1)], text)
+def _sub(text: str, values: dict[str, str]) -> str:
+    return EXPR.sub(lambda m: values[m.group(1)], text)
 
 
-def _runs(action: dict[str, Any], inputs: dict[str, str]) -> list[dict[str, Any]]:
-    """The run: steps whose if: holds, with inputs substituted (setup-python is not one)."""
+def _runs(action: dict[str, Any], inputs: dict[str, str],
+          runner_temp: Path) -> list[dict[str, Any]]:
+    """The run: steps with their expressions substituted. setup-python is not run: this venv's
+    Python stands in for its ``python-path`` output."""
+    values = {f"inputs.{k}": v for k, v in inputs.items()}
+    values["runner.temp"] = str(runner_temp)
+    values["steps.python.outputs.python-path"] = sys.executable
     steps = []
     for step in action["runs"]["steps"]:
         if "run" not in step:
             assert step["uses"].startswith("actions/setup-python@")
             continue
-        cond = step.get("if")
-        if cond is not None:
-            m = IF_NOT_EMPTY.match(cond.strip())
-            assert m, f"this test only evaluates `inputs.x != ''` conditions, not {cond!r}"
-            if inputs[m.group(1)] == "":
-                continue
+        assert "if" not in step
         assert step.get("shell") == "bash"
-        steps.append({"name": step["name"], "run": _sub(step["run"], inputs),
-                      "env": {k: _sub(str(v), inputs) for k, v in step.get("env", {}).items()}})
+        steps.append({"name": step["name"], "run": step["run"],
+                      "env": {k: _sub(str(v), values) for k, v in step.get("env", {}).items()}})
     return steps
 
 
@@ -92,75 +91,131 @@ def _execute(step: dict[str, Any], workspace: Path) -> subprocess.CompletedProce
     script = workspace.parent / "step.sh"
     script.write_text(step["run"], encoding="utf-8")
     env = {**os.environ, **step["env"], "GITHUB_ACTION_PATH": str(REPO),
-           "GITHUB_WORKSPACE": str(workspace), "PATH": f"{BIN}{os.pathsep}{os.environ['PATH']}",
+           "GITHUB_WORKSPACE": str(workspace), "GITHUB_OUTPUT": str(workspace.parent / "out"),
            "HF_HUB_OFFLINE": "1", "NO_COLOR": "1"}
     # How GitHub runs `shell: bash` steps.
     return subprocess.run(["bash", "--noprofile", "--norc", "-eo", "pipefail", str(script)],
                           cwd=workspace, env=env, capture_output=True, text=True, timeout=600)
 
 
+HELM_TEMPLATE = """\
+apiVersion: apps/v1
+kind: Deployment
+metadata:
+  name: {{ .Release.Name }}
+spec:
+  template:
+    spec:
+      containers:
+        - name: vllm
+          image: vllm/vllm-openai:v0.33.0
+          args: ["vllm", "serve", "{{ .Values.model }}",
+                 "--tensor-parallel-size", "{{ .Values.tp }}"]
+          {{- with .Values.resources }}
+          resources:
+            {{- toYaml . | nindent 12 }}
+          {{- end }}
+"""
+
+
 @pytest.fixture
 def workspace(tmp_path: Path) -> Path:
+    """A checkout with a folder name holding a space, a Helm chart and two findings' files."""
     ws = tmp_path / "repo"
-    (ws / "deploy").mkdir(parents=True)
-    (ws / "deploy" / "llama70b.yaml").write_text(LLAMA_TP6, encoding="utf-8")
-    shutil.copy(REPO / "fixtures" / "lint" / "qwen3-32b-tp16.yaml", ws / "deploy" / "qwen.yaml")
+    deploy = ws / "deploy dir"
+    deploy.mkdir(parents=True)
+    subprocess.run(["git", "init", "-q", str(ws)], check=True)
+    (deploy / "llama70b.yaml").write_text(LLAMA_TP6, encoding="utf-8")
+    shutil.copy(REPO / "fixtures" / "lint" / "qwen3-32b-tp16.yaml", deploy / "qwen.yaml")
+    chart = ws / "chart"
+    (chart / "templates").mkdir(parents=True)
+    (chart / "Chart.yaml").write_text("apiVersion: v2\nname: llm\nversion: 0.1.0\n",
+                                      encoding="utf-8")
+    (chart / "templates" / "deploy.yaml").write_text(HELM_TEMPLATE, encoding="utf-8")
     return ws
+
+
+@pytest.fixture(scope="module")
+def installed(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """RUNNER_TEMP after the action's own install step ran for real (a venv of its own)."""
+    runner_temp = tmp_path_factory.mktemp("runner")
+    ws = runner_temp / "ws"
+    ws.mkdir()
+    action = _action()
+    install = _runs(action, _inputs(action, {}), runner_temp)[0]
+    assert install["name"] == "Install tpcheck"
+    proc = _execute(install, ws)
+    assert proc.returncode == 0, proc.stderr
+    assert (runner_temp / "tpcheck-venv" / "bin" / "tpcheck").is_file()
+    return runner_temp
 
 
 def test_action_declares_the_documented_inputs() -> None:
     action = _action()
     assert action["runs"]["using"] == "composite"
     assert set(action["inputs"]) == {"paths", "args", "sarif-file", "python-version"}
+    assert set(action["outputs"]) == {"exit-code"}
+    setup = action["runs"]["steps"][0]
+    # The Python that the workflow's later steps see stays theirs.
+    assert setup["uses"].startswith("actions/setup-python@")
+    assert setup["with"]["update-environment"] is False
     for step in action["runs"]["steps"]:
         # Inputs reach scripts through env, never spliced into the script text.
         assert "${{" not in step.get("run", "")
 
 
-@pytest.mark.slow
-def test_action_steps_annotate_and_write_valid_sarif(workspace: Path) -> None:
+def _lint(installed: Path, workspace: Path,
+          given: dict[str, str]) -> subprocess.CompletedProcess[str]:
     action = _action()
-    inputs = _inputs(action, {"paths": "deploy", "args": "--gpu h100-sxm",
-                              "sarif-file": "tpcheck.sarif"})
-    steps = _runs(action, inputs)
-    assert [s["name"] for s in steps] == ["Install tpcheck", "Write SARIF", "Run tpcheck"]
+    steps = _runs(action, _inputs(action, given), installed)
+    assert [s["name"] for s in steps] == ["Install tpcheck", "Run tpcheck"]
+    return _execute(steps[1], workspace)
 
-    assert steps[0]["run"].count("pip install ") == 1
-    dry = {**steps[0], "run": steps[0]["run"].replace("pip install ", "pip install --dry-run ")}
-    install = _execute(dry, workspace)
-    assert install.returncode == 0, install.stderr
-    assert "Would install tpcheck-" in install.stdout  # pip's dry-run summary
 
-    sarif_step = _execute(steps[1], workspace)
-    assert sarif_step.returncode == 0, sarif_step.stderr  # findings (exit 1) do not stop it
+def _direct(workspace: Path, *argv: str) -> subprocess.CompletedProcess[str]:
+    env = {**os.environ, "HF_HUB_OFFLINE": "1", "NO_COLOR": "1"}
+    return subprocess.run([sys.executable, "-m", "tpcheck", *argv], cwd=workspace, env=env,
+                          capture_output=True, text=True, timeout=600, check=False)
 
-    lint = _execute(steps[2], workspace)
-    assert lint.returncode == 1, lint.stderr  # findings fail the job
-    lines = lint.stdout.splitlines()
-    assert lines, lint.stderr
+
+@pytest.mark.slow
+def test_one_run_annotates_writes_sarif_and_fails_with_tpchecks_code(
+        installed: Path, workspace: Path) -> None:
+    lint = _lint(installed, workspace, {"paths": "deploy dir\n  chart  \n",
+                                         "args": '--gpu h100-sxm --select "TP1,TP2"',
+                                         "sarif-file": "tpcheck.sarif"})
+    direct = _direct(workspace, "--format", "github", "--gpu", "h100-sxm", "--select", "TP1,TP2",
+                     "deploy dir", "chart")
+    # Whatever tpcheck makes of the chart (read, or an input error), the step says the same and
+    # exits with the same code.
+    assert lint.returncode == direct.returncode != 0, lint.stderr
+    assert lint.stdout == direct.stdout
+    outputs = (workspace.parent / "out").read_text(encoding="utf-8")
+    assert outputs == f"exit-code={lint.returncode}\n"
     got = set()
-    for line in lines:
+    for line in lint.stdout.splitlines():
         m = ANNOTATION.match(line)
         assert m, f"not a well-formed annotation: {line!r}"
-        got.add((m["level"], m["file"], int(m["line"]), int(m["col"]), m["title"].split()[0]))
-        assert int(m["end_line"]) >= int(m["line"])
+        got.add((m["level"], m["file"], int(m["line"]), m["title"].split()[0]))
     llama_row = LLAMA_TP6.split("\n").index(
         '                 "--tensor-parallel-size", "6"]') + 1
-    llama_col = LLAMA_TP6.split("\n")[llama_row - 1].index('"6"') + 2  # 1-based, inside quotes
-    qwen_text = (workspace / "deploy" / "qwen.yaml").read_text(encoding="utf-8").split("\n")
+    qwen_text = (workspace / "deploy dir" / "qwen.yaml").read_text(encoding="utf-8").split("\n")
     qwen_row = qwen_text.index('            - "16"') + 1
-    assert got == {
+    assert {g for g in got if g[1].startswith("deploy dir/")} == {
         # h = 64, h_kv = 8, f = 28,672 are none of them divisible by 6: three refusals.
-        ("error", "deploy/llama70b.yaml", llama_row, llama_col, "TP101"),
-        ("error", "deploy/llama70b.yaml", llama_row, llama_col, "TP102"),
-        ("error", "deploy/llama70b.yaml", llama_row, llama_col, "TP103"),
+        ("error", "deploy dir/llama70b.yaml", llama_row, "TP101"),
+        ("error", "deploy dir/llama70b.yaml", llama_row, "TP102"),
+        ("error", "deploy dir/llama70b.yaml", llama_row, "TP103"),
         # t = 16 > h_kv = 8: the KV head cliff, on the `16`.
-        ("warning", "deploy/qwen.yaml", qwen_row, 16, "TP201"),
+        ("warning", "deploy dir/qwen.yaml", qwen_row, "TP201"),
     }
 
     sarif = json.loads((workspace / "tpcheck.sarif").read_text(encoding="utf-8"))
     results = sarif["runs"][0]["results"]
-    assert sorted(r["ruleId"] for r in results) == ["TP101", "TP102", "TP103", "TP201"]
+    # One SARIF result per annotation: findings, and an unreadable file as TP900.
+    assert len(results) == len(lint.stdout.splitlines())
+    assert {r["locations"][0]["physicalLocation"]["artifactLocation"]["uri"]
+            for r in results if r["ruleId"] == "TP101"} == {"deploy%20dir/llama70b.yaml"}
     if SCHEMA.is_file():
         import jsonschema
 
@@ -168,13 +223,34 @@ def test_action_steps_annotate_and_write_valid_sarif(workspace: Path) -> None:
         jsonschema.validate(sarif, schema)
 
 
-def test_sarif_step_is_skipped_without_a_file(workspace: Path) -> None:
-    action = _action()
-    steps = _runs(action, _inputs(action, {"paths": "deploy/qwen.yaml"}))
-    assert [s["name"] for s in steps] == ["Install tpcheck", "Run tpcheck"]
-    lint = _execute(steps[1], workspace)
+@pytest.mark.slow
+def test_quoted_args_group_and_no_sarif_without_a_file(installed: Path, workspace: Path) -> None:
+    lint = _lint(installed, workspace, {"paths": "deploy dir/qwen.yaml",
+                                         "args": "--select 'TP201' --fail-on warning"})
     # Without --gpu the manifest's node selector (NVIDIA-H100-80GB-HBM3) names the GPU.
-    assert lint.returncode == 1
+    assert lint.returncode == 1, lint.stderr
     (line,) = lint.stdout.splitlines()
     m = ANNOTATION.match(line)
     assert m and m["level"] == "warning" and m["title"].startswith("TP201")
+    assert not list(workspace.glob("*.sarif"))
+
+
+@pytest.mark.slow
+def test_an_unwritable_sarif_file_fails_the_step(installed: Path, workspace: Path) -> None:
+    lint = _lint(installed, workspace, {"paths": "deploy dir/qwen.yaml",
+                                         "sarif-file": "no/such/dir/x.sarif"})
+    assert lint.returncode == 2
+    assert "tpcheck: cannot write SARIF to no/such/dir/x.sarif" in lint.stderr
+
+
+def test_unbalanced_quotes_in_args_fail_the_step(tmp_path: Path) -> None:
+    action = _action()
+    step = _runs(action, _inputs(action, {"args": '--select "TP1'}), tmp_path)[1]
+    ws = tmp_path / "ws"
+    ws.mkdir()
+    # Stand in for the installed venv: only its python is used before tpcheck runs.
+    (tmp_path / "tpcheck-venv" / "bin").mkdir(parents=True)
+    (tmp_path / "tpcheck-venv" / "bin" / "python").symlink_to(sys.executable)
+    proc = _execute(step, ws)
+    assert proc.returncode != 0
+    assert "No closing quotation" in proc.stderr

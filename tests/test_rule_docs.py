@@ -18,7 +18,8 @@ from pathlib import Path
 
 import pytest
 
-from tpcheck.checks import BY_CODE, RULES
+from tpcheck.checks import RULES
+from tpcheck.ruledocs import NOTICES
 
 REPO = Path(__file__).resolve().parents[1]
 RULES_DIR = REPO / "rules"
@@ -32,6 +33,7 @@ SECTIONS = (
 )
 EXTENSIONS = {"sh": ".sh", "yaml": ".yaml", "python": ".py"}
 CODES = [m.CODE for m in RULES]
+NAMES = {**{m.CODE: m.NAME for m in RULES}, **{c: name for c, (name, _) in NOTICES.items()}}
 FENCE_RE = re.compile(r"^```([^\n]*)$", re.MULTILINE)
 ARGS_RE = re.compile(r"^<!--\s*tpcheck-args:(.*?)-->\s*$")
 
@@ -92,7 +94,8 @@ def blocks(code: str) -> dict[str, Block]:
     }
 
 
-def run_cli(block: Block, tmp_path: Path, name: str) -> dict[str, object]:
+def run_cli(block: Block, tmp_path: Path, name: str, *, exit_codes: tuple[int, ...] = (0, 1),
+            ) -> dict[str, object]:
     """Lint ``block`` with the installed tpcheck, offline, against an empty Hugging Face cache."""
     path = tmp_path / f"{name}{EXTENSIONS[block.language]}"
     path.write_text(block.text, encoding="utf-8")
@@ -108,12 +111,13 @@ def run_cli(block: Block, tmp_path: Path, name: str) -> dict[str, object]:
            str(path)]
     proc = subprocess.run(cmd, cwd=REPO, env=env, capture_output=True, text=True, timeout=120,
                           check=False)
-    assert proc.returncode in (0, 1), (
+    assert proc.returncode in exit_codes, (
         f"{' '.join(cmd)} exited {proc.returncode}\nstdout: {proc.stdout}\nstderr: {proc.stderr}")
     assert "Traceback" not in proc.stderr, proc.stderr
     data = json.loads(proc.stdout)
     assert isinstance(data, dict) and set(data) >= {"findings", "errors"}, data
-    assert data["errors"] == [], data["errors"]
+    if exit_codes == (0, 1):
+        assert data["errors"] == [], data["errors"]
     return data
 
 
@@ -128,21 +132,20 @@ def codes_in(data: dict[str, object]) -> list[str]:
 
 def test_every_rule_has_a_doc_and_every_doc_a_rule() -> None:
     docs = sorted(p.stem for p in RULES_DIR.glob("*.md"))
-    assert sorted(CODES) == docs
+    assert sorted([*CODES, *NOTICES]) == docs
     assert len(CODES) == 13  # DESIGN.md's table: TP000, TP101-104, TP201-205, TP301-302, TP401
 
 
-@pytest.mark.parametrize("code", CODES)
+@pytest.mark.parametrize("code", [*CODES, *NOTICES])
 def test_doc_has_the_seven_sections_in_order(code: str) -> None:
-    rule = BY_CODE[code]
     title, secs = split_sections(read_doc(code))
-    assert title == f"{code} {rule.NAME}"
+    assert title == f"{code} {NAMES[code]}"
     assert tuple(h for h, _ in secs) == SECTIONS
     for heading, body in secs:
         assert body.strip(), f"{code}: section {heading!r} is empty"
 
 
-@pytest.mark.parametrize("code", CODES)
+@pytest.mark.parametrize("code", [*CODES, *NOTICES])
 def test_doc_blocks_are_marked(code: str) -> None:
     b = blocks(code)
     assert (b["fires"].marker, b["fixed"].marker) == ("fires", "fixed")
@@ -177,3 +180,13 @@ def test_example_fires(code: str, tmp_path: Path) -> None:
 def test_fix_does_not_fire(code: str, tmp_path: Path) -> None:
     data = run_cli(blocks(code)["fixed"], tmp_path, f"{code.lower()}-fixed")
     assert code not in codes_in(data), json.dumps(data, indent=1)[:3000]
+
+
+@pytest.mark.parametrize("code", sorted(NOTICES))
+def test_notice_example_is_unreadable_and_its_fix_reads(code: str, tmp_path: Path) -> None:
+    """A notice's example is an input error (exit 2, one entry in ``errors``); its fix reads."""
+    data = run_cli(blocks(code)["fires"], tmp_path, f"{code.lower()}-fires", exit_codes=(2,))
+    errors = data["errors"]
+    assert isinstance(errors, list) and len(errors) == 1, errors
+    data = run_cli(blocks(code)["fixed"], tmp_path, f"{code.lower()}-fixed")
+    assert data["errors"] == []

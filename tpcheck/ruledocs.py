@@ -7,6 +7,12 @@ from pathlib import Path
 
 _PKG = Path(__file__).parent
 DOC_URL = "https://github.com/tpcheck/tpcheck/blob/main/rules/{code}.md"
+# Codes that are not checks on deployments but still reach reports (SARIF results, `explain`):
+# code -> (name, summary). Never reused for a check.
+NOTICES = {
+    "TP900": ("input-unreadable",
+              "A file could not be read or parsed, so nothing in it was checked."),
+}
 
 
 def rules_dir() -> Path | None:

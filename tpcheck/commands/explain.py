@@ -16,14 +16,16 @@ def add_arguments(p: Parser) -> None:
 
 def run(args: argparse.Namespace) -> int:
     from tpcheck.checks import UnknownRule, get
-    from tpcheck.ruledocs import doc
+    from tpcheck.ruledocs import NOTICES, doc
 
-    try:
-        m = get(args.code)
-    except UnknownRule as e:
-        raise cli.UsageError(str(e).strip("'\"")) from None
-    text = doc(m.CODE)
+    code = args.code.strip().upper()
+    if code not in NOTICES:
+        try:
+            code = get(code).CODE
+        except UnknownRule as e:
+            raise cli.UsageError(str(e).strip("'\"")) from None
+    text = doc(code)
     if text is None:
-        raise cli.CommandError(f"no documentation shipped for {m.CODE}")
+        raise cli.CommandError(f"no documentation shipped for {code}")
     print(text.rstrip("\n"))
     return 0

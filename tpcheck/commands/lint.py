@@ -7,9 +7,13 @@ import gc
 import os
 import sys
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from tpcheck import cli
 from tpcheck.commands._args import FilePath, IntRange, Parser
+
+if TYPE_CHECKING:
+    from tpcheck.lint import LintResult
 
 DESCRIPTION = """\
 Lint vLLM / SGLang deployments in PATHS (files, folders, or - for stdin).
@@ -22,6 +26,8 @@ def add_arguments(p: Parser) -> None:
                    help="Files or folders to lint; - reads stdin.")
     p.add_argument("--format", dest="fmt", choices=["text", "json", "sarif", "github"],
                    default="text", help="Output format (default: text).")
+    p.add_argument("--sarif-file", type=Path, metavar="FILE",
+                   help="Also write SARIF 2.1.0 to FILE, from the same run (any --format).")
     p.add_argument("--select", metavar="CODES",
                    help="Comma-separated codes or prefixes to run (TP1,TP201).")
     p.add_argument("--ignore", metavar="CODES", help="Comma-separated codes or prefixes to skip.")
@@ -100,7 +106,23 @@ def run(args: argparse.Namespace) -> int:
     if fmt in ("text", "github"):
         for problem in result.errors:
             sys.stderr.write(f"tpcheck: {problem}\n")
-    return exit_code(result, settings.fail_on)
+    code = exit_code(result, settings.fail_on)
+    if args.sarif_file is not None and not _write_sarif(args.sarif_file, result):
+        return 2
+    return code
+
+
+def _write_sarif(path: Path, result: LintResult) -> bool:
+    """The side output for CI: one run gives annotations and code scanning. Failing to write it
+    is an error of the run, not a silent pass."""
+    from tpcheck.report import render
+
+    try:
+        path.write_text(render("sarif", result), encoding="utf-8")
+    except OSError as e:
+        sys.stderr.write(f"tpcheck: cannot write SARIF to {path}: {e.strerror or e}\n")
+        return False
+    return True
 
 
 def _codes(text: str | None) -> tuple[str, ...]:

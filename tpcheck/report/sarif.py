@@ -1,69 +1,192 @@
-"""SARIF 2.1.0 for code scanning: rule metadata with help from rules/, regions on the token."""
+"""SARIF 2.1.0 for code scanning: rule metadata with help from rules/, regions on the token.
+
+What code scanning needs beyond the schema (its "SARIF support" page): URIs relative to the
+checkout under ``%SRCROOT%``, columns in UTF-16 code units, and ``partialFingerprints`` so that
+uploads through the API recognise an alert that only moved. A file tpcheck could not read is a
+result too (rule TP900), because notifications never reach a pull request.
+"""
 
 from __future__ import annotations
 
+import hashlib
 import json
-from pathlib import PurePath
+import os
+from collections import Counter
+from pathlib import Path
+from urllib.parse import quote
 
 from tpcheck import __version__
 from tpcheck.checks import RULES
+from tpcheck.checks.base import Edit, Finding
 from tpcheck.lint import LintResult
-from tpcheck.ruledocs import DOC_URL, doc, section
+from tpcheck.ruledocs import DOC_URL, NOTICES, doc, section
+from tpcheck.sources.base import SourceError, Span
 
 LEVEL = {"error": "error", "warning": "warning", "info": "note"}
 SCHEMA = "https://json.schemastore.org/sarif-2.1.0.json"
+SRCROOT = "%SRCROOT%"
+FINGERPRINT = "tpcheck/v1"
+# Not a check on deployments: a file that could not be read or parsed (rules/TP900.md).
+UNREADABLE = ("TP900", *NOTICES["TP900"])
 
 
-def _uri(path: str) -> str:
-    return PurePath(path).as_posix()
+def source_root(start: Path) -> Path:
+    """The checkout that code scanning resolves URIs against: the enclosing git work tree, else
+    ``start`` itself (the action runs in the checkout's root)."""
+    for d in (start, *start.parents):
+        if (d / ".git").exists():
+            return d
+    return start
 
 
-def render_sarif(result: LintResult) -> str:
-    rules = []
-    index: dict[str, int] = {}
-    for i, m in enumerate(RULES):
-        index[m.CODE] = i
-        text = doc(m.CODE) or m.SUMMARY
-        rules.append({
-            "id": m.CODE,
-            "name": m.NAME,
-            "shortDescription": {"text": m.SUMMARY},
-            "fullDescription": {"text": section(text, "What it checks") or m.SUMMARY},
-            "help": {"text": section(text, "Why") or m.SUMMARY, "markdown": text},
-            "helpUri": DOC_URL.format(code=m.CODE),
-            "defaultConfiguration": {"level": LEVEL[m.SEVERITY.value]},
-        })
-    results = []
-    for f in result.findings:
-        s = f.span
-        res: dict[str, object] = {
-            "ruleId": f.code,
-            "ruleIndex": index.get(f.code, 0),
-            "level": LEVEL[f.severity.value],
-            "message": {"text": f.message + (f"\n{f.formula.render()}" if f.formula else "")},
-            "locations": [{"physicalLocation": {
-                "artifactLocation": {"uri": _uri(s.path)},
-                "region": {"startLine": s.line, "startColumn": s.column,
-                           "endLine": s.end_line, "endColumn": s.end_column},
-            }}],
-        }
-        if f.related:
-            res["relatedLocations"] = [
-                {"id": i, "message": {"text": text}, "physicalLocation": {
-                    "artifactLocation": {"uri": _uri(sp.path)},
-                    "region": {"startLine": sp.line, "startColumn": sp.column,
-                               "endLine": sp.end_line, "endColumn": sp.end_column}}}
-                for i, (sp, text) in enumerate(f.related)
-            ]
-        if f.formulas:
-            res["properties"] = {"formulas": [x.to_json() for x in f.formulas]}
-        results.append(res)
+class _Sources:
+    """Each file's lines, read again only for SARIF (UTF-16 columns and fingerprint snippets)."""
+
+    def __init__(self, root: Path) -> None:
+        self.root = root
+        self._lines: dict[str, list[str] | None] = {}
+
+    def lines(self, path: str) -> list[str] | None:
+        if path not in self._lines:
+            try:
+                with open(path, encoding="utf-8", errors="replace") as fh:
+                    self._lines[path] = fh.read().split("\n")
+            except (OSError, ValueError):
+                self._lines[path] = None  # stdin, or gone since the lint: count code points
+        return self._lines[path]
+
+    def location(self, path: str) -> dict[str, str]:
+        """``%SRCROOT%``-relative and percent-encoded inside the root; ``file://`` outside it."""
+        absolute = Path(os.path.abspath(path))
+        try:
+            rel = absolute.relative_to(self.root)
+        except ValueError:
+            return {"uri": absolute.as_uri()}
+        return {"uri": quote(rel.as_posix()), "uriBaseId": SRCROOT}
+
+    def column(self, path: str, line: int, column: int) -> int:
+        """A 1-based code-point column as 1-based UTF-16 code units (an emoji counts two)."""
+        lines = self.lines(path)
+        if lines is None or not 1 <= line <= len(lines):
+            return column
+        head = lines[line - 1][:max(column - 1, 0)]
+        if head.isascii():
+            return column
+        return len(head.encode("utf-16-le", "surrogatepass")) // 2 + 1
+
+    def region(self, s: Span) -> dict[str, int]:
+        return {"startLine": s.line, "startColumn": self.column(s.path, s.line, s.column),
+                "endLine": s.end_line, "endColumn": self.column(s.path, s.end_line, s.end_column)}
+
+    def snippet(self, s: Span) -> str:
+        lines = self.lines(s.path)
+        if lines is None or not 1 <= s.line <= s.end_line <= len(lines):
+            return ""
+        if s.line == s.end_line:
+            return lines[s.line - 1][s.column - 1:s.end_column - 1]
+        parts = [lines[s.line - 1][s.column - 1:], *lines[s.line:s.end_line - 1],
+                 lines[s.end_line - 1][:s.end_column - 1]]
+        return "\n".join(parts)
+
+
+def _rule(code: str, name: str, severity: str, summary: str) -> dict[str, object]:
+    text = doc(code) or summary
+    return {
+        "id": code,
+        "name": name,
+        "shortDescription": {"text": summary},
+        "fullDescription": {"text": section(text, "What it checks") or summary},
+        "help": {"text": section(text, "Why") or summary, "markdown": text},
+        "helpUri": DOC_URL.format(code=code),
+        "defaultConfiguration": {"level": LEVEL[severity]},
+    }
+
+
+def _message(f: Finding) -> dict[str, str]:
+    text = f.message
+    md = f.message
+    if f.formula:
+        text += f"\n{f.formula.render()}"
+        md += f"\n\n```\n{f.formula.render()}\n```"
+    if f.fix:
+        text += f"\nFix: {f.fix}"
+        md += f"\n\n**Fix:** {f.fix}"
+    return {"text": text, "markdown": md}
+
+
+def _fix(e: Edit, src: _Sources) -> dict[str, object]:
+    return {"description": {"text": e.title}, "artifactChanges": [{
+        "artifactLocation": src.location(e.span.path),
+        "replacements": [{"deletedRegion": src.region(e.span),
+                          "insertedContent": {"text": e.new_text}}]}]}
+
+
+def _fingerprint(parts: tuple[str, ...]) -> str:
+    """Stable across line moves: no line numbers, only what the alert is about."""
+    return hashlib.sha256("\0".join(parts).encode("utf-8", "surrogatepass")).hexdigest()[:32]
+
+
+def _result(f: Finding, index: int, src: _Sources,
+            seen: Counter[tuple[str, ...]]) -> dict[str, object]:
+    s = f.span
+    loc = src.location(s.path)
+    # Rule, file and the offending text; the n-th such alert in the file stands in for the
+    # deployment's identity (a second deployment with the same token in one file).
+    what = (f.code, loc["uri"], src.snippet(s) or f.message)
+    seen[what] += 1
+    res: dict[str, object] = {
+        "ruleId": f.code,
+        "ruleIndex": index,
+        "level": LEVEL[f.severity.value],
+        "message": _message(f),
+        "locations": [{"physicalLocation": {"artifactLocation": loc, "region": src.region(s)}}],
+        "partialFingerprints": {FINGERPRINT: _fingerprint((*what, str(seen[what])))},
+    }
+    if f.related:
+        res["relatedLocations"] = [
+            {"id": i, "message": {"text": text}, "physicalLocation": {
+                "artifactLocation": src.location(sp.path), "region": src.region(sp)}}
+            for i, (sp, text) in enumerate(f.related)
+        ]
+    if f.edits:
+        res["fixes"] = [_fix(e, src) for e in f.edits]
+    if f.formulas:
+        res["properties"] = {"formulas": [x.to_json() for x in f.formulas]}
+    return res
+
+
+def _unreadable(e: SourceError, index: int, src: _Sources,
+                seen: Counter[tuple[str, ...]]) -> dict[str, object]:
+    loc = src.location(e.path)
+    what = (UNREADABLE[0], loc["uri"], e.message)
+    seen[what] += 1
+    line = max(e.line, 1)
+    return {
+        "ruleId": UNREADABLE[0],
+        "ruleIndex": index,
+        "level": "error",
+        "message": {"text": f"{e.message} (nothing in this file was checked)"},
+        "locations": [{"physicalLocation": {"artifactLocation": loc, "region": {
+            "startLine": line, "startColumn": src.column(e.path, line, max(e.column, 1))}}}],
+        "partialFingerprints": {FINGERPRINT: _fingerprint((*what, str(seen[what])))},
+    }
+
+
+def render_sarif(result: LintResult, root: Path | None = None) -> str:
+    src = _Sources(source_root(Path.cwd()) if root is None else root)
+    rules = [_rule(m.CODE, m.NAME, m.SEVERITY.value, m.SUMMARY) for m in RULES]
+    rules.append(_rule(*UNREADABLE[:2], "error", UNREADABLE[2]))
+    index = {r["id"]: i for i, r in enumerate(rules)}
+    seen: Counter[tuple[str, ...]] = Counter()
+    results = [_result(f, index.get(f.code, 0), src, seen) for f in result.findings]
+    results += [_unreadable(e, index[UNREADABLE[0]], src, seen) for e in result.errors]
     notes = [{
         "level": "error",
         "message": {"text": e.message},
         "locations": [{"physicalLocation": {
-            "artifactLocation": {"uri": _uri(e.path)},
-            "region": {"startLine": max(e.line, 1), "startColumn": max(e.column, 1)}}}],
+            "artifactLocation": src.location(e.path),
+            "region": {"startLine": max(e.line, 1),
+                       "startColumn": src.column(e.path, max(e.line, 1), max(e.column, 1))}}}],
     } for e in result.errors]
     doc_ = {
         "$schema": SCHEMA,
@@ -72,6 +195,8 @@ def render_sarif(result: LintResult) -> str:
             "tool": {"driver": {"name": "tpcheck", "version": __version__,
                                 "informationUri": "https://github.com/tpcheck/tpcheck",
                                 "rules": rules}},
+            "originalUriBaseIds": {SRCROOT: {"uri": src.root.as_uri().rstrip("/") + "/"}},
+            "columnKind": "utf16CodeUnits",
             "results": results,
             "invocations": [{"executionSuccessful": not result.errors,
                              "toolExecutionNotifications": notes}],
