@@ -265,3 +265,94 @@ async def test_tool_tpcheck_settings_apply(bare_client: LanguageClient, tmp_path
     (d,) = await publish(bare_client, uri2, 1)
     assert d.code == "TP201"
     assert "no GPU known" in d.message
+
+
+# Llama-3.1-70B: h = 64, h_kv = 8, f = 28,672; TP 6 divides none of them (TP101, TP102, TP103
+# on the same `6`). The legal sizes around 6 are 4 and 8.
+REFUSED = "vllm serve meta-llama/Llama-3.1-70B-Instruct --tensor-parallel-size 6\n"
+
+
+def titles_of(actions: Any) -> list[str]:
+    assert actions is not None
+    return [a.title for a in actions if isinstance(a, lsp.CodeAction)]
+
+
+async def test_one_quick_fix_per_change_for_three_refusals(client: LanguageClient,
+                                                          tmp_path: Path) -> None:
+    uri = (tmp_path / "serve.sh").as_uri()
+    open_doc(client, uri, REFUSED, "shellscript")
+    diags = await publish(client, uri, 1)
+    assert sorted(str(d.code) for d in diags) == ["TP101", "TP102", "TP103"]
+    actions = await client.text_document_code_action_async(lsp.CodeActionParams(
+        lsp.TextDocumentIdentifier(uri), diags[0].range, lsp.CodeActionContext(diagnostics=diags)))
+    titles = titles_of(actions)
+    assert titles.count("Set tensor parallel size to 4") == 1
+    assert titles.count("Set tensor parallel size to 8") == 1
+    assert titles.count("Add `# tpcheck: ignore[TP101]`") == 1
+    (four,) = [a for a in actions or () if isinstance(a, lsp.CodeAction)
+               and a.title == "Set tensor parallel size to 4"]
+    # The one action fixes all three diagnostics.
+    assert sorted(str(d.code) for d in four.diagnostics or ()) == ["TP101", "TP102", "TP103"]
+
+
+async def test_quick_fixes_from_anywhere_on_the_line(client: LanguageClient,
+                                                     tmp_path: Path) -> None:
+    uri = (tmp_path / "serve.sh").as_uri()
+    open_doc(client, uri, SERVE, "shellscript")
+    (d,) = await publish(client, uri, 1)
+    cursor = lsp.Position(d.range.start.line, 0)  # the start of the line, far from `16`
+    actions = await client.text_document_code_action_async(lsp.CodeActionParams(
+        lsp.TextDocumentIdentifier(uri), lsp.Range(cursor, cursor),
+        lsp.CodeActionContext(diagnostics=[])))
+    assert "Set tensor parallel size to h_kv = 8" in titles_of(actions)
+
+
+async def test_preferred_fix_uses_the_requested_gpus(client: LanguageClient,
+                                                     tmp_path: Path) -> None:
+    """The pod requests 16 GPUs: TP 8 alone leaves 8 idle (TP401), so the preferred fix is TP 8
+    with --data-parallel-size 16 / 8 = 2, one edit, and nothing is left after it."""
+    uri = (tmp_path / "deploy.yaml").as_uri()
+    open_doc(client, uri, MANIFEST, "yaml")
+    (d,) = await publish(client, uri, 1)
+    actions = await client.text_document_code_action_async(lsp.CodeActionParams(
+        lsp.TextDocumentIdentifier(uri), d.range, lsp.CodeActionContext(diagnostics=[d])))
+    assert actions is not None
+    by_title = {a.title: a for a in actions if isinstance(a, lsp.CodeAction)}
+    both = by_title["Set tensor parallel size to h_kv = 8 with --data-parallel-size 2"]
+    alone = by_title["Set tensor parallel size to h_kv = 8"]
+    assert both.is_preferred and not alone.is_preferred
+    assert both.edit is not None and both.edit.changes is not None
+    fixed = apply(MANIFEST, list(both.edit.changes[uri]))
+    assert '            - "8"\n            - --data-parallel-size\n            - "2"\n' in fixed
+    change(client, uri, 2, None, fixed)
+    assert await publish(client, uri, 2) == []
+
+
+@pytest.mark.parametrize(("text", "language", "expected"), [
+    # A flow list: two more items, quoted like the value.
+    ('args: ["vllm", "serve", "Qwen/Qwen3-32B", "--tensor-parallel-size", "16"]\n',
+     "yaml", '"--tensor-parallel-size", "8", "--data-parallel-size", "2"]'),
+    # One command string (sh -c): the option goes into the same string.
+    ('args: ["sh", "-c", "vllm serve Qwen/Qwen3-32B --tensor-parallel-size 16 --port 8000"]\n',
+     "yaml", "--tensor-parallel-size 8 --data-parallel-size 2 --port 8000"),
+])
+async def test_tp_and_dp_in_the_files_syntax(client: LanguageClient, tmp_path: Path, text: str,
+                                             language: str, expected: str) -> None:
+    # 16 GPUs requested, so TP 8 alone would leave 8 idle.
+    text = ("apiVersion: apps/v1\nkind: Deployment\nspec:\n  template:\n    spec:\n"
+            "      containers:\n        - name: vllm\n"
+            "          image: vllm/vllm-openai:v0.33.0\n"
+            "          " + text + "          resources:\n            limits:\n"
+            "              nvidia.com/gpu: 16\n")
+    uri = (tmp_path / "deploy.yaml").as_uri()
+    open_doc(client, uri, text, language)
+    diags = [d for d in await publish(client, uri, 1) if d.code == "TP201"]
+    actions = await client.text_document_code_action_async(lsp.CodeActionParams(
+        lsp.TextDocumentIdentifier(uri), diags[0].range, lsp.CodeActionContext(diagnostics=diags)))
+    (both,) = [a for a in actions or () if isinstance(a, lsp.CodeAction)
+               and a.title.endswith("--data-parallel-size 2")]
+    assert both.edit is not None and both.edit.changes is not None
+    fixed = apply(text, list(both.edit.changes[uri]))
+    assert expected in fixed
+    change(client, uri, 2, None, fixed)
+    assert [d.code for d in await publish(client, uri, 2)] == []

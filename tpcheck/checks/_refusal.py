@@ -37,11 +37,13 @@ def refusal_findings(ctx: CheckContext, rule: ModuleType) -> Iterator[Finding]:
     sizes, below, above = legal_note(ctx)
     near = " or ".join(str(x) for x in (below, above) if x is not None)
     engine = ctx.deployment.engine
-    edits = tuple(
-        Edit(ctx.tp_span, str(x), f"Set tensor parallel size to {x}")
+    # A size that leaves GPUs idle or missing (TP401) is offered, but not as the preferred fix.
+    edits = tuple(sorted((
+        Edit(ctx.tp_span, str(x), f"Set tensor parallel size to {x}",
+             preferred=ctx.uses_all_gpus(x))
         for x in (below, above)
         if x is not None and "tensor_parallel_size" in ctx.deployment.spans
-    )
+    ), key=lambda e: not e.preferred))
     for r in refs:
         msg = (
             f"{engine} refuses tensor parallel size {ctx.tp} for {ctx.deployment.model}: "

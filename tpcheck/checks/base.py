@@ -21,11 +21,18 @@ class Severity(str, Enum):
 
 @record
 class Edit:
-    """A mechanical fix: replace the text at ``span`` with ``new_text`` (LSP code actions)."""
+    """A mechanical fix: replace the text at ``span`` with ``new_text`` (LSP code actions).
+
+    ``add_option`` (flag, value) is added after the replaced value in the same edit, written in
+    the syntax of the file (the editor knows it; a rule does not). ``preferred`` False: the fix
+    is offered but trades this finding for another (e.g. idle GPUs, TP401).
+    """
 
     span: Span
     new_text: str
     title: str
+    add_option: tuple[str, str] | None = None
+    preferred: bool = True
 
 
 @record

@@ -84,6 +84,21 @@ class CheckContext:
     def tp_span(self) -> Span:
         return self.deployment.span_of("tensor_parallel_size", "model")
 
+    @property
+    def gpus_available(self) -> int | None:
+        """GPUs the manifest requests for the whole group (TP401's count), None if unknown."""
+        d = self.deployment
+        if not d.gpus_requested or d.gpus_requested <= 0 or d.ray_cluster or any(
+                k in d.unresolved for k in ("pipeline_parallel_size", "data_parallel_size",
+                                            "nnodes")):
+            return None
+        return d.gpus_requested * (d.group_size or d.nnodes or 1)
+
+    def uses_all_gpus(self, tp: int, dp: int | None = None) -> bool:
+        """Whether t·p·dp at ``tp`` equals the GPUs requested (True when none are known)."""
+        have = self.gpus_available
+        return have is None or tp * self.pp * (self.dp_replicas if dp is None else dp) == have
+
     # ---- context used for capacity --------------------------------------------------------
     @cached_property
     def context(self) -> tuple[int, str]:

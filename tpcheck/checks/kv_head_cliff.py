@@ -31,11 +31,7 @@ def check(ctx: CheckContext) -> Iterator[Finding]:
     now = ctx.evaluation
     rep = now.kv_replicas
     kvb = now.kv_bytes_per_token
-    edits = (
-        (Edit(ctx.tp_span, str(hkv), f"Set tensor parallel size to h_kv = {hkv}"),)
-        if "tensor_parallel_size" in ctx.deployment.spans
-        else ()
-    )
+    edits = _edits(ctx, hkv)
     head = (
         f"t={t} > h_kv={hkv}: each GPU keeps max(1, floor({hkv}/{t})) = 1 KV head and the "
         f"cache is replicated {rep.result}× — KV bytes per token per GPU stay "
@@ -109,3 +105,24 @@ def check(ctx: CheckContext) -> Iterator[Finding]:
         edits=edits,
         related=ctx.model_related(),
     )
+
+
+def _edits(ctx: CheckContext, hkv: int) -> tuple[Edit, ...]:
+    """TP h_kv alone leaves t/h_kv of every t GPUs idle (TP401): where the manifest requests
+    them, the preferred fix also adds the data-parallel replicas that use them (vLLM
+    ``--data-parallel-size``, SGLang ``--dp-size``), in one edit."""
+    d = ctx.deployment
+    if "tensor_parallel_size" not in d.spans:
+        return ()
+    alone = Edit(ctx.tp_span, str(hkv), f"Set tensor parallel size to h_kv = {hkv}",
+                 preferred=ctx.uses_all_gpus(hkv))
+    if alone.preferred or ctx.tp % hkv or "data_parallel_size" in d.spans:
+        return (alone,)
+    dp = ctx.dp_replicas * (ctx.tp // hkv)
+    if not ctx.uses_all_gpus(hkv, dp):
+        return (alone,)
+    flag = "--dp-size" if d.engine == "sglang" else "--data-parallel-size"
+    both = Edit(ctx.tp_span, str(hkv),
+                f"Set tensor parallel size to h_kv = {hkv} with {flag} {dp}",
+                add_option=(flag, str(dp)))
+    return (both, alone)

@@ -19,7 +19,7 @@ from lsprotocol import types as lsp
 from pygls.lsp.server import LanguageServer
 
 from tpcheck import __version__
-from tpcheck.checks.base import Finding
+from tpcheck.checks.base import Edit, Finding
 from tpcheck.lsp import convert
 from tpcheck.lsp.engine import DocResult, DocumentLinter, EditorConfig, editor_config, wants
 from tpcheck.lsp.suppress import TextChange, ignore_change
@@ -168,43 +168,76 @@ class TpcheckServer(LanguageServer):
             return None
         lines = convert.split_lines(pub.text)
         enc = self.encoding()
-        r = params.range
-
-        def cp(p: lsp.Position) -> tuple[int, int]:
-            text = lines[p.line] if p.line < len(lines) else ""
-            return p.line, convert.code_points(text, p.character, enc)
-
-        start, end = cp(r.start), cp(r.end)
-        hits = [(f, d) for f, d in zip(pub.result.findings, pub.diagnostics, strict=False)
-                if convert.overlaps(f.span, start, end)]
+        hits = self._hits(pub, params, lines)
         if not hits:
             return None
         from tpcheck.sources import reader_kind
 
         kind = reader_kind(pub.result.name, pub.text)
-        ignores = await asyncio.get_running_loop().run_in_executor(
-            self.action_pool, partial(_ignore_changes, pub.text, kind, pub.result.name,
+        fixes, ignores = await asyncio.get_running_loop().run_in_executor(
+            self.action_pool, partial(_changes, pub.text, kind, pub.result.name,
                                       [f for f, _ in hits]))
         if self.current(uri) is not pub:
             return None
-        actions: list[lsp.CodeAction] = []
-        for f, d in hits:
-            for i, e in enumerate(f.edits):
-                edit = lsp.TextEdit(convert.span_range(e.span, lines, enc), e.new_text)
-                actions.append(lsp.CodeAction(
-                    title=e.title, kind=lsp.CodeActionKind.QuickFix, diagnostics=[d],
-                    is_preferred=i == 0 or None,
-                    edit=lsp.WorkspaceEdit(changes={uri: [edit]})))
-        seen: set[tuple[int, int, str]] = set()
-        for (_, d), change in zip(hits, ignores, strict=True):
-            if change is None or (change.line, change.column, change.new_text) in seen:
+        # One action per distinct change: three refusals on one token share "Set TP to 4".
+        merged: dict[tuple[object, ...], lsp.CodeAction] = {}
+        for (_, d), per_finding, ignore in zip(hits, fixes, ignores, strict=True):
+            for e, changes in per_finding:
+                self._offer(merged, e.title, changes, d, uri, lines, enc, e.preferred)
+            if ignore is not None:
+                self._offer(merged, ignore.title, [ignore], d, uri, lines, enc, False)
+        return list(merged.values()) or None
+
+    def _hits(self, pub: Published, params: lsp.CodeActionParams,
+              lines: list[str]) -> list[tuple[Finding, lsp.Diagnostic]]:
+        """Findings the request is about: on the lines of its range (the cursor anywhere on a
+        diagnosed line), or named in ``context.diagnostics``."""
+        r = params.range
+        asked = {(d.range.start.line, str(d.code)) for d in params.context.diagnostics or ()}
+        out = []
+        for f, d in zip(pub.result.findings, pub.diagnostics, strict=False):
+            on_lines = r.start.line <= d.range.start.line <= r.end.line or (
+                d.range.start.line <= r.start.line <= d.range.end.line)
+            if on_lines or (d.range.start.line, f.code) in asked:
+                out.append((f, d))
+        return out
+
+    @staticmethod
+    def _offer(merged: dict[tuple[object, ...], lsp.CodeAction], title: str,
+               changes: Sequence[TextChange], d: lsp.Diagnostic, uri: str, lines: list[str],
+               enc: str, preferred: bool) -> None:
+        key = (title, *((c.line, c.column, c.end_line, c.end_column, c.new_text)
+                        for c in changes))
+        action = merged.get(key)
+        if action is not None:
+            if d not in (action.diagnostics or ()):
+                action.diagnostics = [*(action.diagnostics or ()), d]
+            return
+        edits = [lsp.TextEdit(convert.change_range(c, lines, enc), c.new_text) for c in changes]
+        merged[key] = lsp.CodeAction(
+            title=title, kind=lsp.CodeActionKind.QuickFix, diagnostics=[d],
+            is_preferred=preferred or None, edit=lsp.WorkspaceEdit(changes={uri: edits}))
+
+
+def _changes(text: str, kind: str, name: str, findings: Sequence[Finding],
+             ) -> tuple[list[list[tuple[Edit, list[TextChange]]]], list[TextChange | None]]:
+    """Each finding's fixes as verified text changes, and its ignore comment (a worker thread)."""
+    from tpcheck.lsp.fixes import changes_for, verified
+
+    lines = text.split("\n")
+    fixes = []
+    for f in findings:
+        mine = []
+        for e in f.edits:
+            changes = changes_for(e, lines, kind)
+            if changes is None:
                 continue
-            seen.add((change.line, change.column, change.new_text))
-            edit = lsp.TextEdit(convert.change_range(change, lines, enc), change.new_text)
-            actions.append(lsp.CodeAction(
-                title=change.title, kind=lsp.CodeActionKind.QuickFix, diagnostics=[d],
-                edit=lsp.WorkspaceEdit(changes={uri: [edit]})))
-        return actions or None
+            if e.add_option is not None and not verified(
+                    text, name, changes, "data_parallel_size", int(e.add_option[1])):
+                continue
+            mine.append((e, changes))
+        fixes.append(mine)
+    return fixes, _ignore_changes(text, kind, name, findings)
 
 
 def _ignore_changes(text: str, kind: str, name: str,

@@ -148,8 +148,10 @@ def _result(f: Finding, index: int, src: _Sources,
                 "artifactLocation": src.location(sp.path), "region": src.region(sp)}}
             for i, (sp, text) in enumerate(f.related)
         ]
-    if f.edits:
-        res["fixes"] = [_fix(e, src) for e in f.edits]
+    # An edit that also adds an option is written in the file's syntax by the editor only.
+    fixes = [_fix(e, src) for e in f.edits if e.add_option is None]
+    if fixes:
+        res["fixes"] = fixes
     if f.formulas:
         res["properties"] = {"formulas": [x.to_json() for x in f.formulas]}
     return res
