@@ -33,9 +33,10 @@ def run(args: argparse.Namespace) -> int:
     if log_file:
         logging.basicConfig(filename=log_file, level=logging.INFO,
                             format="%(asctime)s %(name)s %(levelname)s %(message)s")
-    from tpcheck.lsp.server import make_server
+    from tpcheck.lsp.server import make_server, tune_gc
 
     server = make_server()
     server.debounce = debounce_ms / 1000
+    tune_gc()
     server.start_io()
-    return 0
+    return server.exit_code

@@ -10,8 +10,8 @@ from __future__ import annotations
 __all__ = ["serve"]
 
 
-def serve() -> None:
-    """Run the server on stdin/stdout until the client says exit."""
+def serve() -> int:
+    """Run the server on stdin/stdout until the client says exit; the process's exit code."""
     from tpcheck.lsp.server import serve as _serve
 
-    _serve()
+    return _serve()
