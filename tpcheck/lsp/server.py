@@ -78,7 +78,7 @@ class TpcheckServer(LanguageServer):
         except BrokenPipeError:
             log.error("the client closed the connection")
         finally:
-            self.shutdown()
+            self.shutdown()  # type: ignore[no-untyped-call]
 
     # ---- settings ---------------------------------------------------------------------------
     def supports_configuration(self) -> bool:
