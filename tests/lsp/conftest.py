@@ -40,6 +40,13 @@ def recording_client() -> LanguageClient:
         ls.diagnostics[params.uri] = params.diagnostics
         published.append(params)
 
+    registrations: list[lsp.Registration] = []
+    client.registrations = registrations  # type: ignore[attr-defined]
+
+    @client.feature(lsp.CLIENT_REGISTER_CAPABILITY)
+    def register(ls: LanguageClient, params: lsp.RegistrationParams) -> None:
+        registrations.extend(params.registrations)
+
     return client
 
 

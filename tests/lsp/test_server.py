@@ -356,3 +356,51 @@ async def test_tp_and_dp_in_the_files_syntax(client: LanguageClient, tmp_path: P
     assert expected in fixed
     change(client, uri, 2, None, fixed)
     assert [d.code for d in await publish(client, uri, 2)] == []
+
+
+async def wait_for(predicate: Any, what: str) -> None:
+    for _ in range(1000):  # 10 s
+        if predicate():
+            return
+        await asyncio.sleep(0.01)
+    raise AssertionError(f"timed out waiting for {what}")
+
+
+async def test_settings_problems_are_shown_once(bare_client: LanguageClient,
+                                                tmp_path: Path) -> None:
+    project = tmp_path / "project"
+    project.mkdir()
+    (project / "pyproject.toml").write_text('[tool.tpcheck]\nno_such_key = 1\n')
+    for i, name in enumerate(("a.sh", "b.sh")):
+        uri = (project / name).as_uri()
+        open_doc(bare_client, uri, SERVE, "shellscript")
+        await publish(bare_client, uri, 1)
+        shown = [m for m in bare_client.messages if "tpcheck settings" in m.message]
+        # Shown as an error the first time; the second document does not repeat it.
+        assert len(shown) == 1, (i, shown)
+    (msg,) = shown
+    assert msg.type == lsp.MessageType.Error
+    assert "pyproject.toml" in msg.message and "no_such_key" in msg.message
+
+
+async def test_editing_pyproject_relints_open_documents(bare_client: LanguageClient,
+                                                        tmp_path: Path) -> None:
+    registrations = bare_client.registrations  # type: ignore[attr-defined]
+    await wait_for(lambda: registrations, "the settings watch to be registered")
+    (reg,) = registrations
+    assert reg.method == lsp.WORKSPACE_DID_CHANGE_WATCHED_FILES
+    globs = {w["globPattern"] for w in reg.register_options["watchers"]}
+    assert globs == {"**/pyproject.toml", "**/.tpcheck.toml"}
+
+    project = tmp_path / "project"
+    project.mkdir()
+    settings = project / "pyproject.toml"
+    settings.write_text('[tool.tpcheck]\nignore = ["TP201"]\n')
+    uri = (project / "serve.sh").as_uri()
+    open_doc(bare_client, uri, SERVE, "shellscript")
+    assert await publish(bare_client, uri, 1) == []
+    settings.write_text('[tool.tpcheck]\nignore = []\n')
+    bare_client.workspace_did_change_watched_files(lsp.DidChangeWatchedFilesParams(changes=[
+        lsp.FileEvent(uri=settings.as_uri(), type=lsp.FileChangeType.Changed)]))
+    (d,) = await publish(bare_client, uri, 1)  # the same text, re-linted with the new settings
+    assert d.code == "TP201"

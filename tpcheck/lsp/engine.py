@@ -77,6 +77,7 @@ class DocResult:
     name: str
     findings: tuple[Finding, ...] = ()
     errors: tuple[SourceError, ...] = ()
+    settings_problem: str | None = None  # bad [tool.tpcheck]: the user must be told
 
 
 def reader_name(path: str, language_id: str | None) -> str:
@@ -141,9 +142,10 @@ class DocumentLinter:
             key, settings = self.settings_for(path, config)
             linter = self.linter_for(key, settings, config)
         except SettingsError as e:
-            return DocResult(name, (), (SourceError(name, 1, 1, str(e)),))
+            return DocResult(name, (), (SourceError(name, 1, 1, str(e)),), str(e))
         except (UsageError, UnknownRule) as e:
-            return DocResult(name, (), (SourceError(name, 1, 1, str(e).strip("'\"")),))
+            problem = str(e).strip("'\"")
+            return DocResult(name, (), (SourceError(name, 1, 1, problem),), problem)
         out = LintResult()
         try:
             rr = read_path(name, text, max_bytes=settings.max_file_size)

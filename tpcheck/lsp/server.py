@@ -33,6 +33,7 @@ if TYPE_CHECKING:
 log = logging.getLogger("tpcheck.lsp")
 
 DEBOUNCE_SECONDS = 0.15
+SETTINGS_FILES = ("pyproject.toml", ".tpcheck.toml")
 CONFIG_WAIT_SECONDS = 2.0
 
 
@@ -57,6 +58,7 @@ class TpcheckServer(LanguageServer):
         self.action_pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="tpcheck-fix")
         self.config = EditorConfig()
         self.config_problems: list[str] = []
+        self.told: set[str] = set()
         self.config_ready = False
         self.published: dict[str, Published] = {}
         self.timers: dict[str, asyncio.TimerHandle] = {}
@@ -88,7 +90,32 @@ class TpcheckServer(LanguageServer):
     def set_config(self, raw: object) -> None:
         self.config, self.config_problems = editor_config(raw)
         for p in self.config_problems:
-            self.window_log_message(lsp.LogMessageParams(lsp.MessageType.Warning, p))
+            self.tell(lsp.MessageType.Warning, f"tpcheck: {p}")
+
+    def tell(self, kind: lsp.MessageType, message: str) -> None:
+        """A problem the user must see (window/showMessage), once per distinct message; also
+        in the log."""
+        self.window_log_message(lsp.LogMessageParams(kind, message))
+        if message not in self.told:
+            self.told.add(message)
+            self.window_show_message(lsp.ShowMessageParams(kind, message))
+
+    async def watch_settings(self) -> None:
+        """Re-lint open documents when a settings file changes (the client watches the files:
+        dynamic registration of workspace/didChangeWatchedFiles)."""
+        caps = self.client_capabilities
+        watched = caps and caps.workspace and caps.workspace.did_change_watched_files
+        if not (watched and watched.dynamic_registration):
+            return
+        options = lsp.DidChangeWatchedFilesRegistrationOptions(watchers=[
+            lsp.FileSystemWatcher(glob_pattern=f"**/{name}") for name in SETTINGS_FILES])
+        try:
+            await self.client_register_capability_async(lsp.RegistrationParams(registrations=[
+                lsp.Registration(id="tpcheck-settings-files",
+                                 method=lsp.WORKSPACE_DID_CHANGE_WATCHED_FILES,
+                                 register_options=options)]))
+        except Exception as e:  # a client that refuses: settings still apply on the next lint
+            log.warning("could not watch settings files: %s", e)
 
     async def pull_config(self) -> None:
         try:
@@ -139,6 +166,8 @@ class TpcheckServer(LanguageServer):
             enc = self.encoding()
             diags = [convert.diagnostic(f, lines, uri, result.name, enc) for f in result.findings]
             diags += [convert.error_diagnostic(e, lines, result.name, enc) for e in result.errors]
+            if result.settings_problem:
+                self.tell(lsp.MessageType.Error, f"tpcheck settings: {result.settings_problem}")
             self.published[uri] = Published(version, text, result, tuple(diags))
             self.text_document_publish_diagnostics(
                 lsp.PublishDiagnosticsParams(uri=uri, diagnostics=diags, version=version))
@@ -280,6 +309,12 @@ def make_server() -> TpcheckServer:
             await ls.pull_config()
         else:
             ls.config_ready = True
+        await ls.watch_settings()
+
+    @server.feature(lsp.WORKSPACE_DID_CHANGE_WATCHED_FILES)
+    def did_change_watched_files(ls: TpcheckServer,
+                                 params: lsp.DidChangeWatchedFilesParams) -> None:
+        ls.relint_all()  # settings are re-read by modification time on the next lint
 
     @server.feature(lsp.WORKSPACE_DID_CHANGE_CONFIGURATION)
     async def did_change_configuration(ls: TpcheckServer,
