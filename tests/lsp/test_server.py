@@ -404,3 +404,39 @@ async def test_editing_pyproject_relints_open_documents(bare_client: LanguageCli
         lsp.FileEvent(uri=settings.as_uri(), type=lsp.FileChangeType.Changed)]))
     (d,) = await publish(bare_client, uri, 1)  # the same text, re-linted with the new settings
     assert d.code == "TP201"
+
+
+async def test_a_slow_document_does_not_hold_up_a_fast_one(client: LanguageClient,
+                                                           tmp_path: Path) -> None:
+    # 1,500 LLM(...) calls: every one a deployment to read and check, seconds of work.
+    slow_text = "from vllm import LLM\n" + "".join(
+        f'llm{i} = LLM("Qwen/Qwen3-32B", tensor_parallel_size=16)\n' for i in range(1500))
+    slow, fast = (tmp_path / "slow.py").as_uri(), (tmp_path / "fast.sh").as_uri()
+    open_doc(client, slow, slow_text, "python")
+    await asyncio.sleep(0.05)  # the slow lint has started
+    open_doc(client, fast, SERVE, "shellscript")
+    (d,) = await publish(client, fast, 1)
+    assert d.code == "TP201"
+    # The fast document was answered while the slow one was still being linted.
+    assert not any(p.uri == slow for p in published(client))
+    diags = await publish(client, slow, 1)
+    assert len(diags) == 1500 and {x.code for x in diags} == {"TP201"}
+
+
+async def test_a_document_past_the_size_budget_is_linted_on_save(client: LanguageClient,
+                                                                 tmp_path: Path) -> None:
+    # 1 MiB (the live budget) of comment lines after the launch.
+    big = SERVE + "# padding the file past the live-lint budget\n" * 24_000
+    assert len(big) > 1024 * 1024
+    uri = (tmp_path / "big.sh").as_uri()
+    open_doc(client, uri, big, "shellscript")
+    (d,) = await publish(client, uri, 1)
+    assert d.code == "TP201"
+    (told,) = [m for m in client.messages if "big.sh" in m.message]
+    assert told.type == lsp.MessageType.Info and "when opened or saved" in told.message
+    # An edit that fixes the finding is not linted until the document is saved.
+    change(client, uri, 2, d.range, "8")
+    await asyncio.sleep(0.5)
+    assert not any(p.uri == uri for p in published(client))
+    client.text_document_did_save(lsp.DidSaveTextDocumentParams(lsp.TextDocumentIdentifier(uri)))
+    assert await publish(client, uri, 2) == []

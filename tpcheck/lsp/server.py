@@ -12,6 +12,8 @@ import asyncio
 import contextlib
 import logging
 import sys
+import threading
+import time
 from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor
 from functools import partial
@@ -33,6 +35,10 @@ if TYPE_CHECKING:
 log = logging.getLogger("tpcheck.lsp")
 
 DEBOUNCE_SECONDS = 0.15
+LINT_THREADS = 3
+# Past either budget a document is linted on open and save only, and the user is told why.
+LIVE_SECONDS = 2.0
+LIVE_BYTES = 1024 * 1024
 SETTINGS_FILES = ("pyproject.toml", ".tpcheck.toml")
 CONFIG_WAIT_SECONDS = 2.0
 
@@ -53,8 +59,14 @@ class TpcheckServer(LanguageServer):
                          text_document_sync_kind=lsp.TextDocumentSyncKind.Incremental,
                          protocol_cls=wire.Protocol)
         self.exit_code = 0
-        self.linter = DocumentLinter()
-        self.lint_pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="tpcheck-lint")
+        # A few lint threads, each with its own warm DocumentLinter: one slow document takes
+        # one thread, the others keep being linted. One lint per document at a time.
+        self.lint_pool = ThreadPoolExecutor(max_workers=LINT_THREADS,
+                                            thread_name_prefix="tpcheck-lint")
+        self.thread_linters = threading.local()
+        self.running: set[str] = set()
+        self.rerun: set[str] = set()
+        self.on_save_only: set[str] = set()
         self.action_pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="tpcheck-fix")
         self.config = EditorConfig()
         self.config_problems: list[str] = []
@@ -148,17 +160,58 @@ class TpcheckServer(LanguageServer):
         self.tasks.add(task)
         task.add_done_callback(self.tasks.discard)
 
+    def linter(self) -> DocumentLinter:
+        """This lint thread's own linter (a DocumentLinter is used by one thread at a time)."""
+        mine: DocumentLinter | None = getattr(self.thread_linters, "linter", None)
+        if mine is None:
+            mine = self.thread_linters.linter = DocumentLinter()
+        return mine
+
+    def _lint_timed(self, path: str, text: str, language_id: str | None,
+                    config: EditorConfig) -> tuple[DocResult, float]:
+        start = time.perf_counter()
+        result = self.linter().lint(path, text, language_id=language_id, config=config)
+        return result, time.perf_counter() - start
+
+    def on_change(self, uri: str) -> None:
+        if uri not in self.on_save_only:
+            self.schedule(uri, self.debounce)
+
+    def _budget(self, uri: str, name: str, size: int, seconds: float) -> None:
+        """A document past the time or size budget is linted on open and save only."""
+        if uri in self.on_save_only or (seconds <= LIVE_SECONDS and size <= LIVE_BYTES):
+            return
+        self.on_save_only.add(uri)
+        why = (f"{seconds:.1f} s to lint" if seconds > LIVE_SECONDS
+               else f"{size / 1024 / 1024:.1f} MiB")
+        self.tell(lsp.MessageType.Info,
+                  f"tpcheck: {name} takes {why}; it is now linted when opened or saved, not on "
+                  "every change")
+
     async def lint_and_publish(self, uri: str) -> None:
+        if uri in self.running:
+            self.rerun.add(uri)  # the running lint's result is stale: lint again after it
+            return
+        self.running.add(uri)
+        try:
+            await self._lint_and_publish(uri)
+        finally:
+            self.running.discard(uri)
+            if uri in self.rerun:
+                self.rerun.discard(uri)
+                self.schedule(uri, 0)
+
+    async def _lint_and_publish(self, uri: str) -> None:
         try:
             await self.wait_config()
             doc = self.workspace.text_documents.get(uri)
             if doc is None or not wants(doc.path, doc.language_id):
                 return
             version, text = doc.version, doc.source
-            result = await asyncio.get_running_loop().run_in_executor(
+            result, seconds = await asyncio.get_running_loop().run_in_executor(
                 self.lint_pool,
-                partial(self.linter.lint, doc.path, text, language_id=doc.language_id,
-                        config=self.config))
+                partial(self._lint_timed, doc.path, text, doc.language_id, self.config))
+            self._budget(uri, result.name, len(text.encode("utf-8", "surrogatepass")), seconds)
             current = self.workspace.text_documents.get(uri)
             if current is None or current.version != version:
                 return  # the text moved on; its own lint is queued
@@ -331,7 +384,7 @@ def make_server() -> TpcheckServer:
 
     @server.feature(lsp.TEXT_DOCUMENT_DID_CHANGE)
     def did_change(ls: TpcheckServer, params: lsp.DidChangeTextDocumentParams) -> None:
-        ls.schedule(params.text_document.uri, ls.debounce)
+        ls.on_change(params.text_document.uri)
 
     @server.feature(lsp.TEXT_DOCUMENT_DID_SAVE)
     def did_save(ls: TpcheckServer, params: lsp.DidSaveTextDocumentParams) -> None:
@@ -344,6 +397,7 @@ def make_server() -> TpcheckServer:
         if timer is not None:
             timer.cancel()
         ls.published.pop(uri, None)
+        ls.on_save_only.discard(uri)
         ls.text_document_publish_diagnostics(lsp.PublishDiagnosticsParams(uri=uri, diagnostics=[]))
 
     @server.feature(lsp.TEXT_DOCUMENT_HOVER)
