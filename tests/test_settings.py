@@ -47,3 +47,58 @@ def test_a_pyproject_that_is_not_ours_never_loads_the_toml_parser(tmp_path: Path
     out = subprocess.run([sys.executable, "-c", probe, str(tmp_path)], capture_output=True,
                          text=True, check=True).stdout.strip()
     assert out == "False"
+
+
+# Llama-3.1-70B at TP 6: TP101, TP102 and TP103 (h = 64, h_kv = 8, f = 28,672; none divisible).
+TP6 = "vllm serve meta-llama/Llama-3.1-70B-Instruct --tensor-parallel-size 6\n"
+
+
+def _lint(cwd: Path, *paths: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([sys.executable, "-m", "tpcheck", "--offline", "--format", "json",
+                           *paths], cwd=cwd, capture_output=True, text=True, timeout=120,
+                          check=False)
+
+
+def test_per_file_ignores_accept_prefixes_like_ignore(tmp_path: Path) -> None:
+    import json
+
+    (tmp_path / "pyproject.toml").write_text(
+        '[tool.tpcheck.per-file-ignores]\n"legacy/*" = ["TP1"]\n', encoding="utf-8")
+    (tmp_path / "legacy").mkdir()
+    (tmp_path / "legacy" / "run.sh").write_text(TP6, encoding="utf-8")
+    (tmp_path / "run.sh").write_text(TP6, encoding="utf-8")
+    proc = _lint(tmp_path, "legacy/run.sh", "run.sh")
+    data = json.loads(proc.stdout)
+    # The prefix TP1 covers all three refusals in legacy/, none elsewhere.
+    assert sorted((f["path"], f["code"]) for f in data["findings"]) == [
+        ("run.sh", "TP101"), ("run.sh", "TP102"), ("run.sh", "TP103")]
+    assert data["summary"]["suppressed"] == 3
+
+
+def test_per_file_ignores_with_an_unknown_code_is_a_usage_error(tmp_path: Path) -> None:
+    (tmp_path / "pyproject.toml").write_text(
+        '[tool.tpcheck.per-file-ignores]\n"legacy/*" = ["TP9X"]\n', encoding="utf-8")
+    (tmp_path / "run.sh").write_text(TP6, encoding="utf-8")
+    proc = _lint(tmp_path, "run.sh")
+    assert proc.returncode == 2
+    (line,) = proc.stderr.strip().splitlines()
+    assert "pyproject.toml: per-file-ignores 'legacy/*': unknown rule code 'TP9X'" in line
+
+
+def test_each_file_gets_its_nearest_settings_as_in_the_editor(tmp_path: Path) -> None:
+    import json
+
+    # The CLI runs from the repository root; only team-b's folder ignores TP1.
+    (tmp_path / "team-a").mkdir()
+    (tmp_path / "team-b").mkdir()
+    (tmp_path / "team-b" / ".tpcheck.toml").write_text('ignore = ["TP1"]\n', encoding="utf-8")
+    for team in ("team-a", "team-b"):
+        (tmp_path / team / "run.sh").write_text(TP6, encoding="utf-8")
+    proc = _lint(tmp_path, ".")
+    data = json.loads(proc.stdout)
+    assert sorted({f["path"] for f in data["findings"]}) == ["./team-a/run.sh"]
+    assert data["summary"]["files"] == 2
+    # --config names one settings file for every file instead.
+    (tmp_path / "none.toml").write_text("", encoding="utf-8")
+    data = json.loads(_lint(tmp_path, "--config", "none.toml", ".").stdout)
+    assert sorted({f["path"] for f in data["findings"]}) == ["./team-a/run.sh", "./team-b/run.sh"]

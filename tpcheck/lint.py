@@ -11,11 +11,11 @@ import fnmatch
 import math
 import os
 import re
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from pathlib import Path
 from types import ModuleType
 
-from tpcheck.checks import selected
+from tpcheck.checks import UnknownRule, selected
 from tpcheck.checks.base import Finding, Severity
 from tpcheck.checks.context import CheckContext
 from tpcheck.hardware.gpus import GPU, find_gpu
@@ -41,6 +41,15 @@ class LintResult:
     deployments: int = 0
     suppressed: int = 0
     unused_ignores: list[tuple[str, int, str]] = field(default_factory=list)  # path, line, text
+
+    def merge(self, other: LintResult) -> None:
+        """Add another run's results (a group of files checked under other settings)."""
+        self.findings.extend(other.findings)
+        self.errors.extend(e for e in other.errors if e not in self.errors)
+        self.files += other.files
+        self.deployments += other.deployments
+        self.suppressed += other.suppressed
+        self.unused_ignores.extend(other.unused_ignores)
 
 
 @record
@@ -72,6 +81,13 @@ class Linter:
 
         self.settings = settings
         self.rules: list[ModuleType] = selected(settings.select, settings.ignore)
+        for pattern, codes in settings.per_file_ignores.items():
+            try:
+                selected((), codes)  # the same codes and prefixes --ignore accepts
+            except UnknownRule as e:
+                problem = str(e).strip("'\"")
+                raise UnknownRule(f"{settings.source or 'settings'}: per-file-ignores "
+                                  f"{pattern!r}: {problem}") from None
         self.resolver = Resolver(model_config=settings.model_config, mappings=settings.models,
                                  offline=settings.offline or None, timeout=settings.hub_timeout,
                                  base_dir=settings.root)
@@ -191,7 +207,7 @@ class Linter:
         for d in rr.deployments:
             out.deployments += 1
             for f in self.lint_deployment(d, out):
-                if f.code in file_ignores:
+                if f.code.startswith(file_ignores):
                     out.suppressed += 1
                     continue
                 if any(f.code in codes for codes in d.ignores.values()):
@@ -247,10 +263,11 @@ class Linter:
                     raise
         return found
 
-    def _file_ignores(self, path: str) -> set[str]:
+    def _file_ignores(self, path: str) -> tuple[str, ...]:
+        """Codes and prefixes (``TP2``) ignored for ``path``; ``ALL`` ignores every code."""
         pfi: Mapping[str, tuple[str, ...]] = self.settings.per_file_ignores
         if not pfi:
-            return set()
+            return ()
         rel = path
         if self.settings.root:
             try:
@@ -261,7 +278,7 @@ class Linter:
         for pat, cs in pfi.items():
             if fnmatch.fnmatch(rel, pat) or fnmatch.fnmatch(path, pat):
                 codes.update(cs)
-        return codes
+        return ("TP",) if "ALL" in codes else tuple(codes)
 
     def run(self, paths: Iterable[str], *, stdin_text: str | bytes | None = None,
             stdin_filename: str | None = None) -> LintResult:
@@ -367,3 +384,28 @@ def exit_code(result: LintResult, fail_on: str) -> int:
 
 
 __all__ = ["LintResult", "Linter", "exit_code", "inline_suppressions"]
+
+
+def run_with_nearest_settings(paths: Iterable[str], linter_for: Callable[[Path | None], Linter],
+                              *, stdin_text: str | bytes | None = None,
+                              stdin_filename: str | None = None) -> LintResult:
+    """Check each file with the settings nearest to it, as the editor does and as ruff does:
+    the closest ``.tpcheck.toml`` or ``pyproject.toml`` with [tool.tpcheck] above the file (for
+    stdin, above ``--stdin-filename``, else the current folder). ``linter_for`` builds the
+    linter for one settings file (None: no settings file)."""
+    from tpcheck.settings import find_settings_file
+
+    out = LintResult()
+    groups: dict[Path | None, list[str]] = {}
+    nearest: dict[str, Path | None] = {}
+    for p in iter_files(paths, out.errors):
+        named = stdin_filename if p == "-" else p
+        folder = os.path.abspath(os.path.dirname(named) if named else ".")
+        if folder not in nearest:
+            nearest[folder] = find_settings_file(Path(folder))
+        groups.setdefault(nearest[folder], []).append(p)
+    for sfile, files in groups.items():
+        out.merge(linter_for(sfile).run(files, stdin_text=stdin_text,
+                                        stdin_filename=stdin_filename))
+    out.findings.sort(key=lambda f: (f.span.path, f.span.line, f.span.column, f.code))
+    return out

@@ -60,34 +60,49 @@ def add_arguments(p: Parser) -> None:
 
 def run(args: argparse.Namespace) -> int:
     from tpcheck.checks import UnknownRule
-    from tpcheck.lint import Linter, UsageError, exit_code
+    from tpcheck.lint import Linter, UsageError, exit_code, run_with_nearest_settings
     from tpcheck.report import render
-    from tpcheck.settings import SettingsError, find_settings_file, load_settings
+    from tpcheck.settings import Settings, SettingsError, load_settings
     from tpcheck.sources import read_stdin
 
     paths: list[str] = args.paths
     fmt: str = args.fmt
     config_file: str | None = args.config_file
-    try:
-        sfile = Path(config_file) if config_file else find_settings_file(Path.cwd())
-        settings = load_settings(sfile)
-    except SettingsError as e:
-        raise cli.UsageError(str(e)) from None
-    settings = settings.with_flags(
-        select=_codes(args.select),
-        ignore=_codes(args.ignore),
-        fail_on=args.fail_on,
-        context=args.context,
-        topology=args.topology,
-        model_config=args.model_config,
-        offline=args.offline,
-        engine_version=args.engine_version,
-    )
-    try:
-        linter = Linter(settings, gpu_flag=args.gpu,
-                        report_unused_ignores=args.report_unused_ignores)
-    except (UsageError, UnknownRule) as err:
-        raise cli.UsageError(str(err).strip("'\"")) from None
+    linters: dict[Path | None, Linter] = {}
+
+    def settings_from(sfile: Path | None) -> Settings:
+        try:
+            settings = load_settings(sfile)
+        except SettingsError as e:
+            raise cli.UsageError(str(e)) from None
+        return settings.with_flags(
+            select=_codes(args.select),
+            ignore=_codes(args.ignore),
+            fail_on=args.fail_on,
+            context=args.context,
+            topology=args.topology,
+            model_config=args.model_config,
+            offline=args.offline,
+            engine_version=args.engine_version,
+        )
+
+    def linter_for(sfile: Path | None) -> Linter:
+        """One linter per settings file: ``--config`` for every file, else each file's nearest
+        settings (the editor's rule)."""
+        key = Path(config_file) if config_file else sfile
+        if key not in linters:
+            try:
+                linters[key] = Linter(settings_from(key), gpu_flag=args.gpu,
+                                      report_unused_ignores=args.report_unused_ignores)
+            except (UsageError, UnknownRule) as err:
+                raise cli.UsageError(str(err).strip("'\"")) from None
+        return linters[key]
+
+    # Usage errors in flags or in the current folder's settings surface before any input is read.
+    from tpcheck.settings import find_settings_file
+
+    here = linter_for(find_settings_file(Path.cwd()))
+    settings = here.settings
     stdin_text = read_stdin(settings.max_file_size) if "-" in paths else None
     if args.standalone:
         # Our own short-lived process, which allocates and frees nodes by the hundred thousand:
@@ -96,7 +111,8 @@ def run(args: argparse.Namespace) -> int:
         # instructions on 1,000 manifests. (Not when embedded: tests, the LSP server.)
         gc.freeze()
         gc.set_threshold(10_000, 10, 10)
-    result = linter.run(paths, stdin_text=stdin_text, stdin_filename=args.stdin_filename)
+    result = run_with_nearest_settings(paths, linter_for, stdin_text=stdin_text,
+                                       stdin_filename=args.stdin_filename)
     color: bool | None = args.color
     if color is None:
         color = sys.stdout.isatty() and not os.environ.get("NO_COLOR")
