@@ -7,11 +7,11 @@ import gc
 import os
 import sys
 from pathlib import Path
-from typing import TYPE_CHECKING
 
 from tpcheck import cli
 from tpcheck.commands._args import FilePath, IntRange, Parser
 
+TYPE_CHECKING = False  # typing's constant without importing typing (start-up)
 if TYPE_CHECKING:
     from tpcheck.lint import LintResult
 
