@@ -34,13 +34,15 @@ def _expected_codes(s: ModelShape, t: int) -> set[str]:
     if any(w % t for w in widths):
         codes.add("TP103")  # divide() in the column/row parallel layers, FusedMoEConfig assert
     q = s.quant
-    if q and q.method in ("awq", "gptq") and t > 1 and q.group_size:
-        # vLLM distributed/utils.py verify_group_size_divides_partition: each rank's share of the
-        # row-parallel input is whole quant groups; gptq/awq 4-bit run on Marlin, whose tile
-        # needs that share to be a multiple of min_thread_k = 128 (the dense FFN here; none of
-        # the grouped catalog models is MoE)
-        if s.ffn and s.ffn % t == 0 and ((s.ffn // t) % q.group_size or (s.ffn // t) % 128):
-            codes.add("TP103")
+    # vLLM distributed/utils.py verify_group_size_divides_partition: each rank's share of the
+    # row-parallel input is whole quant groups; gptq/awq 4-bit run on Marlin, whose tile needs
+    # that share to be a multiple of min_thread_k = 128 (the dense FFN here; none of the grouped
+    # catalog models is MoE)
+    grouped = q is not None and q.method in ("awq", "gptq") and bool(q.group_size) and t > 1
+    if grouped and q and s.ffn and s.ffn % t == 0 and (
+        (s.ffn // t) % (q.group_size or 1) or (s.ffn // t) % 128
+    ):
+        codes.add("TP103")
     if q and q.block and t > 1:
         bn, bk = q.block
         for w in widths[:2]:
