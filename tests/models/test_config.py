@@ -35,10 +35,28 @@ def test_every_catalog_model_parses(model_id: str) -> None:
         assert (s.ffn == 0) == (s.moe.moe_layers == s.layers)
 
 
-def test_catalog_has_102_models() -> None:
+def test_catalog_size() -> None:
     # 46 first entries + 50 from the aiconfigurator-core 0.12.0 wheel + 6 transcribed from
-    # mlc-llm's model_preset.py (issue 16); each folder's SOURCE says which
-    assert len(catalog.all_ids()) == 102
+    # mlc-llm's model_preset.py, then (issue 16, second pass) 6 from the aiconfigurator 0.7.0
+    # wheel, 19 more mlc-llm presets and 11 configs kept in public repositories = 138;
+    # each folder's SOURCE says which
+    assert len(catalog.all_ids()) == 138
+
+
+def test_dated_and_renamed_ids_resolve_to_their_folder() -> None:
+    """ALIASES: the hub's renames and the dated re-releases that keep the shape."""
+    for alias, folder in [
+        ("deepseek-ai/DeepSeek-V3-0324", "deepseek-ai--DeepSeek-V3"),
+        ("meta-llama/Meta-Llama-3.1-405B-Instruct", "meta-llama--Llama-3.1-405B"),
+        ("meta-llama/Llama-3.1-405B-Instruct", "meta-llama--Llama-3.1-405B"),
+        ("gpt2", "openai-community--gpt2"),
+        ("CohereLabs/aya-23-8B", "CohereForAI--aya-23-8B"),
+    ]:
+        found = catalog.find(alias)
+        assert found is not None and found.folder.name == folder, alias
+        assert found.model_id == alias  # the finding names the id the file wrote
+    # a dated id that was never listed is not guessed from its prefix
+    assert catalog.find("deepseek-ai/DeepSeek-R1-0101") is None
 
 
 FOLDERS = sorted(p.name for p in catalog.CATALOG_DIR.iterdir() if p.is_dir())
@@ -173,6 +191,26 @@ def test_starcoder2() -> None:
     assert (s.kv_heads, s.sliding_layers, s.sliding_window) == (2, 30, 4096)
     assert s.tied_embeddings  # starcoder2 default
     assert s.dtype == "float32"
+
+
+def test_gpt2_mlp_width_defaults_to_four_times_hidden(tmp_path: Path) -> None:
+    # vLLM gpt2.py GPT2Block: inner_dim = n_inner if not None else 4 * hidden_size; the hub's
+    # gpt2 config.json has no n_inner key, distilgpt2's writes null
+    s = shape("openai-community/gpt2")
+    assert (s.layers, s.hidden, s.heads, s.kv_heads, s.head_dim) == (12, 768, 12, 12, 64)
+    assert s.ffn == 4 * 768 == 3072 and not s.gated_mlp
+    assert shape("openai-community/gpt2-medium").ffn == 4 * 1024
+    base = json.loads(catalog.find("gpt2").config_path.read_text())  # type: ignore[union-attr]
+    for n_inner, want in [(None, 4 * 768), (1000, 1000)]:
+        p = tmp_path / f"gpt2-{n_inner}.json"
+        p.write_text(json.dumps({**base, "n_inner": n_inner, "n_layer": 6}))
+        s = load_shape(p)
+        assert (s.layers, s.ffn) == (6, want)
+    # the default is gpt2's only: another family without an MLP width is still refused
+    p = tmp_path / "other.json"
+    p.write_text(json.dumps({**base, "model_type": "my_gpt"}))
+    with pytest.raises(ConfigError, match="missing field intermediate_size"):
+        load_shape(p)
 
 
 def test_unknown_model_type_and_missing_dtype() -> None:

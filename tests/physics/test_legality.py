@@ -34,6 +34,15 @@ def _expected_codes(s: ModelShape, t: int) -> set[str]:
     if any(w % t for w in widths):
         codes.add("TP103")  # divide() in the column/row parallel layers, FusedMoEConfig assert
     q = s.quant
+    # vLLM distributed/utils.py verify_group_size_divides_partition: each rank's share of the
+    # row-parallel input is whole quant groups; gptq/awq 4-bit run on Marlin, whose tile needs
+    # that share to be a multiple of min_thread_k = 128 (the dense FFN here; none of the grouped
+    # catalog models is MoE)
+    grouped = q is not None and q.method in ("awq", "gptq") and bool(q.group_size) and t > 1
+    if grouped and q and s.ffn and s.ffn % t == 0 and (
+        (s.ffn // t) % (q.group_size or 1) or (s.ffn // t) % 128
+    ):
+        codes.add("TP103")
     if q and q.block and t > 1:
         bn, bk = q.block
         for w in widths[:2]:
@@ -67,6 +76,17 @@ def test_llama_70b_tp6_refused_three_ways_with_the_engine_text() -> None:
     # 28672 = 2^12·7: legal sizes are the powers of two up to 64.
     assert legal_sizes(s) == [1, 2, 4, 8, 16, 32, 64]
     assert nearest_legal(s, 6) == (4, 8)
+
+
+def test_awq_group_refusal_on_a_bundled_awq_model() -> None:
+    # Yi-6B-Chat-4bits: AWQ, group 128, ffn 11008 = 2^8·43. t = 2: 5504 = 43·128, whole groups;
+    # t = 4: 2752 = 21·128 + 64, so vLLM refuses the split (half a quant group per rank).
+    s = _shape("01-ai/Yi-6B-Chat-4bits")
+    assert s.quant is not None and (s.quant.method, s.quant.group_size) == ("awq", 128)
+    assert not refusals(s, 2)
+    rs = refusals(s, 4)
+    assert [r.code for r in rs] == ["TP103"]
+    assert rs[0].formula.result == 11008 // 4 % 128 == 64
 
 
 def test_vocab_padding_refusal_only_on_vllm() -> None:

@@ -24,7 +24,8 @@ the file. The rules follow what vLLM's ``hf_text_config`` sees:
 - ``head_dim`` is the config's when positive, else ``hidden_size // num_attention_heads``. For MLA
   models it is ``qk_nope_head_dim + qk_rope_head_dim`` (the q/k head) and ``v_head_dim`` is set.
 - ``ffn`` is the dense MLP width (``intermediate_size``; Llama 4 ``intermediate_size_mlp``), 0 when
-  every layer is MoE. Falcon without ``ffn_hidden_size`` uses 4·d.
+  every layer is MoE. Falcon without ``ffn_hidden_size`` and gpt2 without
+  ``n_inner`` (absent or null) use 4·d.
 - Sliding-window layers: ``layer_types`` when present; gemma2 alternates (even layers slide);
   gemma3 ``sliding_window_pattern`` (default 6: every 6th layer is global); qwen2-style configs
   only when ``use_sliding_window`` (layers from ``max_window_layers`` on); other families with an
@@ -69,6 +70,8 @@ _NON_GATED = frozenset(
     {"falcon", "RefinedWeb", "RefinedWebModel", "starcoder2", "gpt2", "gpt_bigcode", "gpt_neox",
      "phi", "opt", "bloom"}
 )
+# GPT-2 configs, whose MLP width is n_inner, or 4·n_embd when it is absent or null.
+_N_INNER_DEFAULT_4D = frozenset({"gpt2"})
 _DTYPES = {
     "bfloat16": "bfloat16",
     "bf16": "bfloat16",
@@ -335,6 +338,11 @@ def _moe_and_ffn(r: _Reader, family: str, layers: int, hidden: int) -> tuple[MoE
     if not experts:
         if family in _FALCON_TYPES:
             return None, r.first_int("ffn_hidden_size") or 4 * hidden
+        if family in _N_INNER_DEFAULT_4D:
+            # vLLM gpt2.py GPT2Block: inner_dim = n_inner if not None else 4 * hidden_size
+            # (vllm-project/vllm@0176894, vllm/model_executor/models/gpt2.py); GPT2Config's
+            # n_inner defaults to None, and gpt2/distilgpt2 configs omit it or write null.
+            return None, r.first_int("n_inner") or 4 * hidden
         return None, r.need("intermediate_size", "ffn_hidden_size", "n_inner", "ffn_dim")
     top_k = r.need("num_experts_per_tok", "experts_per_token", "moe_topk")
     expert_ffn = r.need("moe_intermediate_size" if r.has("moe_intermediate_size")
