@@ -71,21 +71,27 @@ class EngineDefaults:
     def batch_defaults(
         self, total_mem_bytes: int, gpu_name: str, entrypoint: Entrypoint = "serve"
     ) -> tuple[Default, Default]:
-        """vLLM's (max_num_seqs, max_num_batched_tokens) by GPU memory and entry point.
+        """vLLM's (max_num_seqs, max_num_batched_tokens) by GPU memory, entry point and release.
 
-        ``engine/arg_utils.py`` ``EngineArgs.get_batch_defaults`` l.2940-3039 (vLLM 0.33).
+        The tiers as read in each release's ``engine/arg_utils.py``: the >= 160 GiB tier (16384
+        tokens for serve too) exists from 0.28.0 (l.2582; absent in 0.27.0 get_batch_defaults
+        l.2515 and 0.26.0 l.2431); GB10 (cc 12.1) stays on the small tier from 0.33.0
+        (l.2963). The >= 70 GiB non-A100 tier reads the same in 0.10.1 (_set_default_args_v1
+        l.1638), 0.12.0 (l.1827), 0.17.0 (l.1974), 0.21.0 (l.2246) and 0.26.0 (l.2460).
         """
-        src = f"{VLLM_SRC} engine/arg_utils.py get_batch_defaults l.2940-3039"
+        pv = parse_version(self.version) or (0, 33)
+        src = f"vllm {self.version} engine/arg_utils.py {_batch_source(pv)}"
         gib = total_mem_bytes / GIB_BYTES
         llm = entrypoint == "llm"
-        if gib >= 160:
+        name = gpu_name.lower()
+        gb10 = pv >= (0, 33) and "gb10" in name
+        if gib >= 160 and pv >= (0, 28):
             seqs, toks = 1024, 16384
-        elif gib >= 70 and "a100" not in gpu_name.lower():
+        elif gib >= 70 and "a100" not in name and not gb10:
             seqs, toks = 1024, (16384 if llm else 8192)
         else:
             seqs, toks = 256, (8192 if llm else 2048)
-        pv = parse_version(self.version) or (0, 33)
-        assumed = pv < (0, 33)
+        assumed = pv < (0, 10)  # V1 defaults read from 0.10.1 on; older releases not checked
         return (
             Default(seqs, src, self.version, assumed),
             Default(toks, src, self.version, assumed),
@@ -99,6 +105,19 @@ class EngineDefaults:
         return Default(
             1, f"{SGLANG_SRC} arg_groups/overrides.py l.1362 (page_size 1 on CUDA)", self.version
         )
+
+
+def _batch_source(pv: tuple[int, ...]) -> str:
+    """Where the release's batch defaults were read (the nearest release read at or below)."""
+    for first, where in (((0, 33), "get_batch_defaults l.2940"),
+                         ((0, 28), "get_batch_defaults l.2553 (as read in 0.28.0)"),
+                         ((0, 26), "get_batch_defaults l.2431 (as read in 0.26.0)"),
+                         ((0, 21), "get_batch_defaults l.2217 (as read in 0.21.0)"),
+                         ((0, 17), "get_batch_defaults l.1945 (as read in 0.17.0)"),
+                         ((0, 12), "get_batch_defaults l.1799 (as read in 0.12.0)")):
+        if pv >= first:
+            return where
+    return "_set_default_args_v1 l.1584 (as read in 0.10.1)"
 
 
 def defaults_for(engine: EngineName, version: str | None = None) -> EngineDefaults:

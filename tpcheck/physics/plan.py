@@ -233,6 +233,7 @@ def evaluate(shape: ModelShape, t: int, opts: Options) -> Evaluation:
         res = memory.reserve_for(
             shape, t, b=b, max_num_batched_tokens=ntok, max_num_seqs=seqs,
             enforce_eager=opts.enforce_eager, version=d.version, moe_group=moe_group,
+            expert_parallel=opts.expert_parallel,
         )
     pool = memory.pool_per_gpu(
         memory=mem, utilization=u, weights=w.result, reserve_bytes=res.result, engine=eng
