@@ -120,6 +120,49 @@ def _batch_source(pv: tuple[int, ...]) -> str:
     return "_set_default_args_v1 l.1584 (as read in 0.10.1)"
 
 
+# vLLM releases whose memory model differs in tpcheck's tables (sampler, CUDA-graph estimate,
+# batch-default tiers, gpu_memory_utilization), from the first V1 release read (0.10.1): a
+# verdict that changes between two of them changes with the release. SGLang: one release read.
+KNOWN_RELEASES: dict[str, tuple[str, ...]] = {
+    "vllm": ("0.10.1", "0.12.0", "0.17.0", "0.21.0", "0.28.0", "0.33.0"),
+    "sglang": ("0.5.23",),
+}
+NOT_PINNED = "newest known (image not pinned: pin it to be exact)"
+_UNPINNED_TAGS = ("latest", "nightly", "main")
+
+
+@record
+class Release:
+    """The engine release a memory figure assumes, and where tpcheck got it."""
+
+    engine: str
+    version: str
+    source: str  # the image tag, [tool.tpcheck] engine-version, --engine-version, or NOT_PINNED
+    pinned: bool
+
+    def __str__(self) -> str:
+        name = "vLLM" if self.engine == "vllm" else "SGLang"
+        return f"{name} {self.version}, {self.source}"
+
+
+def release_for(engine: EngineName, *, image: str | None = None,
+                image_version: str | None = None, setting: str | None = None,
+                setting_from: str | None = None) -> Release:
+    """Which release applies: the image tag, else the setting, else the newest known.
+
+    ``:latest``/``:nightly`` (or an untagged image) pin nothing, so they fall through.
+    """
+    tag = (image or "").split("@", 1)[0].rsplit("/", 1)[-1]
+    if image_version:
+        return Release(engine, image_version, f"from the image tag {tag}", True)
+    if setting:
+        return Release(engine, setting, f"from {setting_from or 'the settings'}", True)
+    src = NOT_PINNED
+    if image and ":" in tag and tag.rsplit(":", 1)[-1].lower().startswith(_UNPINNED_TAGS):
+        src = f"newest known (image {tag} not pinned: pin it to be exact)"
+    return Release(engine, NEWEST[engine], src, False)
+
+
 def defaults_for(engine: EngineName, version: str | None = None) -> EngineDefaults:
     return EngineDefaults(engine, version or NEWEST[engine])
 

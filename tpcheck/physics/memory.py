@@ -110,6 +110,11 @@ def non_torch_bytes(version: str | None, t: int) -> int:
     return round(base + NCCL_BYTES_PER_8_RANKS * t / 8 + CUSTOM_AR_BYTES)
 
 
+# How far the predicted pool may be from the engine's: the calibration bar (issue 19: no
+# published start-up off by more than 15 % or 1 GiB without a stated reason). A refusal whose
+# shortfall is inside it is a likely refusal, not a certain one.
+POOL_ERROR_BAND = GIB
+
 # CUDA graph estimate: first capture + per-graph memory × graphs, per mode
 # (FULL_AND_PIECEWISE: one FULL and one PIECEWISE graph per capture size). The per-graph
 # figure is not measured by any observation row (every calibrated row predates v0.21).

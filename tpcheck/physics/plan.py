@@ -209,7 +209,9 @@ def evaluate(shape: ModelShape, t: int, opts: Options) -> Evaluation:
                                     opts.max_num_batched_tokens)
     if opts.max_num_batched_tokens is None:
         name = "chunked_prefill_size" if eng == "sglang" else "max_num_batched_tokens"
-        defaults[name] = f"{ntok} ({ntok_src})"
+        # prefill_tokens says "default NAME (SOURCE)"; the table of defaults names it once.
+        bare = ntok_src.removeprefix(f"default {name} (")
+        defaults[name] = f"{ntok} ({bare[:-1] if bare != ntok_src else ntok_src})"
     if opts.utilization is not None:
         u = opts.utilization
         uf = Formula("u", "u (given)", {"u": u}, u, "", "flag")
