@@ -45,10 +45,11 @@ def test_release_for(kw: dict[str, str], version: str, source: str, pinned: bool
     assert (r.version, r.source, r.pinned) == (version, source, pinned)
 
 
-# Llama-3.2-3B on a T4 (14.75 GiB): the pool holds 60,800 tokens with 0.33.0 (u 0.92, CUDA-graph
-# estimate, FlashInfer sampler) but 61,776 with 0.10.1 and 0.17.0 (u 0.9, no graph estimate,
-# 18 B per logit), and 56,048 / 58,048 with 0.12.0 (sort sampler) / 0.21.0-0.28.0 (u 0.9 and
-# graphs). 61,000 tokens (3,813 blocks of 16 = 61,008) fit only with 0.10.1 and 0.17.0.
+# Llama-3.2-3B on a T4 (14.75 GiB): the pool holds 60,800 tokens with 0.21.0-0.33.0 (u 0.92,
+# CUDA-graph estimate, FlashInfer sampler), 61,776 with 0.10.1 and 0.17.0 (u 0.9, no graph
+# estimate, 18 B per logit), 64,528 with 0.20.0 (u 0.92, no graph estimate) and 56,048 with
+# 0.12.0 (sort sampler). 61,000 tokens (3,813 blocks of 16 = 61,008) fit only with 0.10.1, 0.17.0
+# and 0.20.0.
 FLIPS = "vllm serve meta-llama/Llama-3.2-3B-Instruct --max-model-len 61000\n"
 
 
@@ -57,7 +58,7 @@ def test_unpinned_verdict_that_flips_says_so_and_stays_below_error(tmp_path: Pat
     msg = str(f["message"])
     assert f["severity"] == "warning"
     assert f"(assumes vLLM 0.33.0, {NOT_PINNED})" in msg
-    assert "it does not hold with 0.10.1, 0.17.0, so pin the image to know" in msg
+    assert "it does not hold with 0.10.1, 0.17.0, 0.20.0, so pin the image to know" in msg
 
 
 def test_pinned_release_is_named_with_its_source(tmp_path: Path) -> None:

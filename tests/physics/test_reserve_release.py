@@ -133,3 +133,16 @@ def test_batch_defaults_by_release(version: str, gib: int, name: str,
     seqs, toks = defaults_for("vllm", version).batch_defaults(gib * GIB, name, "serve")
     assert (seqs.value, toks.value) == expected
     assert f"vllm {version} engine/arg_utils.py" in toks.source
+
+
+@pytest.mark.parametrize(("version", "u"), [
+    ("0.10.1", 0.9),  # config/cache.py l.43
+    ("0.17.0", 0.9),  # l.49
+    ("0.19.0", 0.9),  # l.41
+    ("0.20.0", 0.92),  # l.66: the change
+    ("0.21.0", 0.92),  # l.66
+    ("0.33.0", 0.92),  # l.215
+])
+def test_gpu_memory_utilization_by_release(version: str, u: float) -> None:
+    d = defaults_for("vllm", version).gpu_memory_utilization()
+    assert d.value == u and not d.assumed

@@ -56,13 +56,16 @@ class EngineDefaults:
             pv = parse_version(self.version) or (0, 33)
             if pv >= (0, 33):
                 return Default(0.92, f"{VLLM_SRC} config/cache.py l.215 CacheConfig", self.version)
-            # The 0.9 -> 0.92 change happened before 0.33; releases before it used 0.9
-            # (v0.6.4 docs say 0.9). The exact release that changed it was not determined.
+            # 0.9 -> 0.92 in 0.20.0: config/cache.py l.66 (0.20.0, 0.21.0) reads 0.92, l.41 of
+            # 0.19.0 and 0.18.0 and l.49 of 0.12.0-0.17.0 read 0.9 (0.10.1: l.43).
+            if pv >= (0, 20):
+                return Default(0.92, f"vllm {self.version} config/cache.py CacheConfig (0.92 "
+                               "from 0.20.0, l.66)", self.version)
             return Default(
                 0.9,
-                "vLLM <= 0.32 docs (gpu_memory_utilization default 0.9)",
+                f"vllm {self.version} config/cache.py CacheConfig (0.9 until 0.19.0, l.41)",
                 self.version,
-                assumed=pv > (0, 10),
+                assumed=pv < (0, 10),
             )
         raise ValueError(
             "SGLang's mem_fraction_static depends on GPU memory: use sglang_mem_fraction"
@@ -121,10 +124,11 @@ def _batch_source(pv: tuple[int, ...]) -> str:
 
 
 # vLLM releases whose memory model differs in tpcheck's tables (sampler, CUDA-graph estimate,
-# batch-default tiers, gpu_memory_utilization), from the first V1 release read (0.10.1): a
-# verdict that changes between two of them changes with the release. SGLang: one release read.
+# batch-default tiers, gpu_memory_utilization 0.92 from 0.20), from the first V1 release read
+# (0.10.1): a verdict that changes between two of them changes with the release. SGLang: one
+# release read.
 KNOWN_RELEASES: dict[str, tuple[str, ...]] = {
-    "vllm": ("0.10.1", "0.12.0", "0.17.0", "0.21.0", "0.28.0", "0.33.0"),
+    "vllm": ("0.10.1", "0.12.0", "0.17.0", "0.20.0", "0.21.0", "0.28.0", "0.33.0"),
     "sglang": ("0.5.23",),
 }
 NOT_PINNED = "newest known (image not pinned: pin it to be exact)"
