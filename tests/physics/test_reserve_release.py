@@ -146,3 +146,18 @@ def test_batch_defaults_by_release(version: str, gib: int, name: str,
 def test_gpu_memory_utilization_by_release(version: str, u: float) -> None:
     d = defaults_for("vllm", version).gpu_memory_utilization()
     assert d.value == u and not d.assumed
+
+
+@pytest.mark.parametrize(("max_model_len", "tokens"), [
+    (4096, 4096),  # max(max_model_len, 2048), config.py l.1118 (0.6.4)
+    (1024, 2048),
+    (32768, 32768),
+    (131072, 512),  # > 32K: chunked prefill on (arg_utils.py l.996-1012), 512 tokens (l.1114)
+])
+def test_v0_batch_defaults_follow_max_model_len(max_model_len: int, tokens: int) -> None:
+    # V0 has no memory tiers: 256 sequences (engine/arg_utils.py l.123) on any GPU.
+    seqs, toks = defaults_for("vllm", "0.6.4").batch_defaults(80 * GIB, "NVIDIA H100", "serve",
+                                                             max_model_len)
+    assert (seqs.value, toks.value) == (256, tokens)
+    assert toks.value == memory.v0_batched_tokens(max_model_len)
+    assert "V0" in toks.source and not toks.assumed

@@ -233,7 +233,8 @@ def _prefill(shape: ModelShape, rows: Sequence[Evaluation], opts: Options,
     if gpu is None or use is None:
         return [None] * len(rows)
     n, src = prefill_tokens(opts.engine, opts.engine_version, opts.entrypoint, gpu, opts.memory,
-                            opts.max_num_batched_tokens)
+                            opts.max_num_batched_tokens,
+                            int(rows[0].context.result) if rows else None)
     return [prefill_share(shape, r.tp, gpu, use, n, src, opts.dtype) if r.tp > 1 else None
             for r in rows]
 

@@ -72,7 +72,8 @@ class EngineDefaults:
         )
 
     def batch_defaults(
-        self, total_mem_bytes: int, gpu_name: str, entrypoint: Entrypoint = "serve"
+        self, total_mem_bytes: int, gpu_name: str, entrypoint: Entrypoint = "serve",
+        max_model_len: int | None = None,
     ) -> tuple[Default, Default]:
         """vLLM's (max_num_seqs, max_num_batched_tokens) by GPU memory, entry point and release.
 
@@ -83,6 +84,16 @@ class EngineDefaults:
         l.1638), 0.12.0 (l.1827), 0.17.0 (l.1974), 0.21.0 (l.2246) and 0.26.0 (l.2460).
         """
         pv = parse_version(self.version) or (0, 33)
+        if pv < (0, 8):  # V0: no tiers (vllm 0.6.4 engine/arg_utils.py l.123, config.py l.1103)
+            v0 = f"vllm {self.version} (V0; as read in 0.6.4)"
+            toks = (2048 if max_model_len is None else
+                    max(max_model_len, 2048) if max_model_len <= 32768 else 512)
+            return (
+                Default(256, f"{v0} engine/arg_utils.py EngineArgs.max_num_seqs l.123",
+                        self.version, pv[:2] != (0, 6)),
+                Default(toks, f"{v0} config.py SchedulerConfig l.1103-1118: max(max_model_len, "
+                        "2048), 512 with chunked prefill past 32K", self.version, pv[:2] != (0, 6)),
+            )
         src = f"vllm {self.version} engine/arg_utils.py {_batch_source(pv)}"
         gib = total_mem_bytes / GIB_BYTES
         llm = entrypoint == "llm"

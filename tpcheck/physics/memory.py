@@ -137,9 +137,10 @@ def engine_era(version: str | None) -> str:
 def v0_batched_tokens(max_model_len: int) -> int:
     """V0's default max_num_batched_tokens: max(max_model_len, 2048) without chunked prefill.
 
-    V0 turned chunked prefill on by default past 32K context (then 2048 is assumed here).
+    Past 32K context V0 turns chunked prefill on and then schedules 512 tokens (vllm 0.6.4
+    engine/arg_utils.py l.996-1012, config.py SchedulerConfig l.1103-1118).
     """
-    return max(max_model_len, 2048) if max_model_len <= 32768 else 2048
+    return max(max_model_len, 2048) if max_model_len <= 32768 else 512
 
 
 def cuda_graph_sizes(max_num_seqs: int, max_num_batched_tokens: int) -> int:

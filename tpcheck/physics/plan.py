@@ -199,14 +199,15 @@ def evaluate(shape: ModelShape, t: int, opts: Options) -> Evaluation:
         "B",
         "--hbm" if opts.memory is not None else (opts.gpu.source if opts.gpu else ""),
     )
-    seqs_d, _ = d.batch_defaults(mem, gpu_name, "llm" if opts.entrypoint == "llm" else "serve")
+    seqs_d, _ = d.batch_defaults(mem, gpu_name, "llm" if opts.entrypoint == "llm" else "serve",
+                                 c)
     if opts.max_num_seqs is not None:
         seqs = opts.max_num_seqs
     else:
         seqs = int(seqs_d.value)
         defaults["max_num_seqs"] = f"{seqs} ({seqs_d.source})"
     ntok, ntok_src = prefill_tokens(eng, opts.engine_version, opts.entrypoint, opts.gpu, mem,
-                                    opts.max_num_batched_tokens)
+                                    opts.max_num_batched_tokens, c)
     if opts.max_num_batched_tokens is None:
         name = "chunked_prefill_size" if eng == "sglang" else "max_num_batched_tokens"
         # prefill_tokens says "default NAME (SOURCE)"; the table of defaults names it once.
