@@ -1,7 +1,10 @@
 """Print the calibration table: predicted vs logged weights, available KV and KV tokens.
 
 Run from the repository root: ``python bench/calibration_table.py``. The rows, their
-assumptions and the excluded rows live in tests/physics/test_calibration.py.
+assumptions and the excluded rows live in tests/physics/test_calibration.py. The second table
+is issue 19's acceptance: each row's pool predicted with the sampler bytes per logit refitted on
+the other rows of its release era (engine era and sampler implementation), before and after,
+and what the same row would get if its release were not known (the newest assumed).
 """
 
 from __future__ import annotations
