@@ -39,6 +39,10 @@ def one(findings: list[dict[str, object]], code: str) -> dict[str, object]:
     ({"image": "vllm/vllm-openai:nightly"}, "0.33.0",
      "newest known (image vllm-openai:nightly not pinned: pin it to be exact)", False),
     ({}, "0.33.0", NOT_PINNED, False),
+    # NGC's year.month tag and a wrapper's own version are not vLLM releases tpcheck has read.
+    ({"image": "nvcr.io/nvidia/vllm:26.02-py3", "image_version": "26.02-py3"}, "0.33.0",
+     "newest known (the image tag vllm:26.02-py3 names no release tpcheck has read: pin a "
+     "known one to be exact)", False),
 ])
 def test_release_for(kw: dict[str, str], version: str, source: str, pinned: bool) -> None:
     r = release_for("vllm", **kw)  # type: ignore[arg-type]

@@ -168,6 +168,12 @@ def release_for(engine: EngineName, *, image: str | None = None,
     ``:latest``/``:nightly`` (or an untagged image) pin nothing, so they fall through.
     """
     tag = (image or "").split("@", 1)[0].rsplit("/", 1)[-1]
+    newest = NEWEST[engine]
+    if image_version and (parse_version(image_version) or (0,)) > (parse_version(newest) or (0,)):
+        # A later release than any read, or a tag that numbers something else (NGC's 26.02,
+        # a wrapper's own version): the newest known rules are what tpcheck can apply.
+        return Release(engine, newest, f"newest known (the image tag {tag} names no release "
+                       "tpcheck has read: pin a known one to be exact)", False)
     if image_version:
         return Release(engine, image_version, f"from the image tag {tag}", True)
     if setting:
