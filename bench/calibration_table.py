@@ -1,7 +1,10 @@
 """Print the calibration table: predicted vs logged weights, available KV and KV tokens.
 
 Run from the repository root: ``python bench/calibration_table.py``. The rows, their
-assumptions and the excluded rows live in tests/physics/test_calibration.py.
+assumptions and the excluded rows live in tests/physics/test_calibration.py. The second table
+is issue 19's acceptance: each row's pool predicted with the sampler bytes per logit refitted on
+the other rows of its release era (engine era and sampler implementation), before and after,
+and what the same row would get if its release were not known (the newest assumed).
 """
 
 from __future__ import annotations
@@ -11,8 +14,28 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from tests.physics.test_calibration import CASES, EXCLUDED, summary, table
+from dataclasses import replace
+
+from tests.physics.test_calibration import (
+    CASES,
+    EXCLUDED,
+    era_of,
+    leave_one_out,
+    load_rows,
+    pool_error,
+    predict,
+    summary,
+    table,
+)
+from tpcheck.engines.defaults import NEWEST
 from tpcheck.formula import GIB
+
+# Pool errors of tpcheck before issue 19 (main at 6c2aa0e: fixed sampler bytes 30/12 per logit
+# beyond b switched at 0.21, non-torch 0.35 GiB in every era, rows 21-24 read as 0.10.1; row 22
+# added with that label), measured with this script's predict(); the pool of row 12 is its
+# printed blocks × block bytes.
+BEFORE: dict[int, float] = {0: 0.012, 1: 0.013, 12: 0.037, 21: 0.012, 22: 0.011, 23: 0.020,
+                            24: -0.947, 26: -0.009}
 
 
 def _pct(e: float | None) -> str:
@@ -47,6 +70,35 @@ def main() -> int:
             med, worst = summary(errs)
             print(f"{label:<13} rows={len(errs)}  median |err| = {med * 100:.1f}%  "
                   f"worst = {worst * 100:.1f}%")
+    print()
+    print("leave-one-out pool error (sampler bytes refitted on the other rows of the era; "
+          f"'unpinned' = the same row read as the newest release, {NEWEST['vllm']}):")
+    print(f"{'row':>3} {'era':<16} {'fit s':>6} {'before':>7} {'after':>7} {'unpinned':>9}")
+    eras: dict[str, list[tuple[float, float]]] = {}
+    rows = load_rows()
+    for p, fit in leave_one_out():
+        after = pool_error(p)
+        if after is None:
+            continue
+        newest = replace(CASES[p.row], version=NEWEST["vllm"])
+        unpinned = pool_error(predict(p.row, rows[p.row], newest))
+        miss = "  [excluded from the bar: " + CASES[p.row].pool_miss[:60] + "…]" if CASES[
+            p.row].pool_miss else ""
+        era = era_of(p.version)
+        print(f"{p.row:>3} {era:<16} {_f(fit, 1):>6} {_pct(BEFORE.get(p.row)):>7} "
+              f"{_pct(after):>7} {_pct(unpinned):>9}{miss}")
+        if not miss:
+            eras.setdefault(era, []).append((BEFORE[p.row], after))
+    print()
+    every: list[tuple[float, float]] = []
+    for era, pairs in sorted(eras.items()):
+        every += pairs
+        b, a = summary([x for x, _ in pairs]), summary([y for _, y in pairs])
+        print(f"{era:<16} rows={len(pairs)}  before median {b[0] * 100:.1f}% worst "
+              f"{b[1] * 100:.1f}%  after median {a[0] * 100:.1f}% worst {a[1] * 100:.1f}%")
+    b, a = summary([x for x, _ in every]), summary([y for _, y in every])
+    print(f"{'all':<16} rows={len(every)}  before median {b[0] * 100:.1f}% worst "
+          f"{b[1] * 100:.1f}%  after median {a[0] * 100:.1f}% worst {a[1] * 100:.1f}%")
     print()
     print("excluded rows:")
     for i, reason in sorted(EXCLUDED.items()):

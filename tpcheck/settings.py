@@ -39,6 +39,7 @@ class Settings:
     offline: bool = False
     topology: str | None = None
     engine_version: str | None = None
+    engine_version_from: str | None = None  # where engine_version was set (said in findings)
     model_config: str | None = None
     hub_timeout: float = 5.0
     alpha: float | None = None  # fixed all-reduce cost in seconds, overriding the link class
@@ -49,6 +50,8 @@ class Settings:
     def with_flags(self, **flags: Any) -> Settings:
         """Command-line values override the file; None means 'not given'."""
         given = {k: v for k, v in flags.items() if v is not None and v != ()}
+        if "engine_version" in given:
+            given["engine_version_from"] = "--engine-version"
         return replace(self, **given)
 
 
@@ -151,6 +154,8 @@ def settings_from_table(table: Mapping[str, Any], where: str) -> Settings:
                                 f"most {MAX_HUB_TIMEOUT:g}, got {value}")
         else:
             kw[attr] = float(value) if key in ("hub-timeout", "alpha") else value
+    if "engine_version" in kw:
+        kw["engine_version_from"] = f"[tool.tpcheck] engine-version in {Path(where).name}"
     return Settings(**kw)
 
 

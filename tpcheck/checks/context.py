@@ -10,6 +10,7 @@ from functools import cached_property
 from types import ModuleType
 
 from tpcheck.checks.base import Edit, Finding, Severity
+from tpcheck.engines.defaults import KNOWN_RELEASES, Release, release_for
 from tpcheck.formula import Formula
 from tpcheck.hardware.gpus import GPU
 from tpcheck.models.shape import ModelShape
@@ -17,6 +18,11 @@ from tpcheck.physics.plan import Evaluation, Options, evaluate
 from tpcheck.record import replace
 from tpcheck.settings import Settings
 from tpcheck.sources.base import Deployment, Span
+
+# Findings whose numbers come from the memory model (they name the release they assume), and
+# those whose verdict is the engine's start-up refusal (kept below error when it flips).
+MEMORY_CODES = frozenset({"TP201", "TP202", "TP203", "TP204", "TP205"})
+VERDICT_CODES = frozenset({"TP204", "TP205"})
 
 
 class CheckContext:
@@ -112,6 +118,49 @@ class CheckContext:
         return mpe, "the model's max_position_embeddings (no max-model-len set)"
 
     @cached_property
+    def release(self) -> Release:
+        """The engine release the memory figures assume, and where it came from (issue 19)."""
+        d = self.deployment
+        return release_for(d.engine, image=d.image, image_version=d.engine_version,
+                           setting=self.settings.engine_version,
+                           setting_from=self.settings.engine_version_from)
+
+    def fires_with(self, rule: ModuleType, version: str) -> bool:
+        """Whether ``rule`` fires on this deployment when the engine is ``version``."""
+        d = replace(self.deployment, engine_version=version)
+        other = CheckContext(d, shape=self.shape, settings=self.settings, gpu=self.gpu,
+                             gpu_origin=self.gpu_origin, model_problem=self.model_problem,
+                             model_source=self.model_source, model_hint=self.model_hint,
+                             topology=self.topology, evaluations=self._evaluations)
+        return any(True for _ in rule.check(other))
+
+    def _say_release(self, rule: ModuleType, message: str,
+                     severity: Severity) -> tuple[str, Severity]:
+        """Memory findings name the release they assume; an unpinned verdict that flips
+        between known releases says so and stays below error."""
+        if rule.CODE not in MEMORY_CODES:
+            return message, severity
+        rel = self.release
+        known = KNOWN_RELEASES.get(self.deployment.engine, ())
+        if self.deployment.engine == "sglang" and rel.pinned and rel.version not in known:
+            # Only one SGLang release's memory rules were read; say which one is applied.
+            message = (f"{message} (assumes SGLang {known[-1]}'s memory rules, the only release "
+                       f"read; the deployment names {rel.version}, {rel.source})")
+            return message, severity
+        message = f"{message} (assumes {rel})"
+        if rel.pinned or rule.CODE not in VERDICT_CODES:
+            return message, severity
+        silent = [v for v in known if v != rel.version and not self.fires_with(rule, v)]
+        if silent:
+            message += (f"; the verdict depends on the release: it does not hold with "
+                        f"{', '.join(silent)}, so pin the image to know")
+            if severity == Severity.ERROR:
+                severity = Severity.WARNING
+        elif len(known) > 1:
+            message += f"; it holds for every known release ({known[0]} to {known[-1]})"
+        return message, severity
+
+    @cached_property
     def options(self) -> Options:
         d = self.deployment
         return Options(
@@ -160,10 +209,11 @@ class CheckContext:
         severity: Severity | None = None,
         related: tuple[tuple[Span, str], ...] = (),
     ) -> Finding:
+        message, severity = self._say_release(rule, message, severity or rule.SEVERITY)
         return Finding(
             code=rule.CODE,
             name=rule.NAME,
-            severity=severity or rule.SEVERITY,
+            severity=severity,
             message=f"{message} [{self.model_hint}]" if self.model_hint else message,
             span=span or self.tp_span,
             formulas=formulas,

@@ -8,6 +8,7 @@ from collections.abc import Iterator
 from tpcheck.checks.base import Finding, Severity
 from tpcheck.checks.context import CheckContext
 from tpcheck.formula import Formula, fmt_bytes
+from tpcheck.physics.memory import POOL_ERROR_BAND
 
 CODE = "TP204"
 NAME = "context-exceeds-pool"
@@ -58,11 +59,17 @@ def check(ctx: CheckContext) -> Iterator[Finding]:
         else "vLLM refuses to start"
     )
     largest = tokens
+    short = need.result - ev.pool.result
+    band = ""
+    if d.engine != "sglang" and short <= POOL_ERROR_BAND:
+        sev = Severity.WARNING
+        band = (f". The shortfall, {fmt_bytes(short)}, is inside tpcheck's pool error band "
+                f"({fmt_bytes(POOL_ERROR_BAND)}): the refusal is likely, not certain")
     yield ctx.finding(
         rule,
         f"{c:,} tokens ({c_from}) need {fmt_bytes(need.result)} of KV cache per GPU but the "
         f'predicted pool is {fmt_bytes(pool)} ({tokens:,} tokens): {what} — "{engine_msg}". '
-        f"The largest {flag} that fits is {largest:,}",
+        f"The largest {flag} that fits is {largest:,}{band}",
         span=d.span_of("max_model_len", "tensor_parallel_size", "model"),
         severity=sev,
         formulas=(need, ev.pool, ev.tokens),

@@ -180,6 +180,8 @@ def run(args: argparse.Namespace) -> int:
     use = _link_use(link, gpu, alpha)
     prefill = _prefill(shape, rows, opts, use)
     if fmt == "json":
+        from tpcheck.report.plan_text import plan_release
+
         doc = {
             "model": model,
             "source": where,
@@ -189,7 +191,7 @@ def run(args: argparse.Namespace) -> int:
                 "key": use.link.key, "name": use.link.name, "bandwidth": use.bandwidth.result,
                 "alpha": use.alpha.result, "source": use.bandwidth.source},
             "batch": batch,
-            "rows": [_row(r, p) for r, p in zip(rows, prefill, strict=True)],
+            "rows": [_row(r, p, plan_release(opts)) for r, p in zip(rows, prefill, strict=True)],
         }
         print(json.dumps(doc, indent=2, default=str))
         return 0
@@ -231,14 +233,16 @@ def _prefill(shape: ModelShape, rows: Sequence[Evaluation], opts: Options,
     if gpu is None or use is None:
         return [None] * len(rows)
     n, src = prefill_tokens(opts.engine, opts.engine_version, opts.entrypoint, gpu, opts.memory,
-                            opts.max_num_batched_tokens)
+                            opts.max_num_batched_tokens,
+                            int(rows[0].context.result) if rows else None)
     return [prefill_share(shape, r.tp, gpu, use, n, src, opts.dtype) if r.tp > 1 else None
             for r in rows]
 
 
-def _row(r: Evaluation, pre: Formula | None) -> dict[str, object]:
+def _row(r: Evaluation, pre: Formula | None, release: str = "") -> dict[str, object]:
     """DESIGN.md's row keys unchanged, plus the prefill chunk's all-reduce share."""
     row = r.to_row()
+    row.setdefault("engine_version", release)
     row["prefill_comm_share"] = None if pre is None else pre.result
     row["prefill_tokens"] = None if pre is None else pre.values["n"]
     return row

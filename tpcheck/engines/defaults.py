@@ -56,36 +56,56 @@ class EngineDefaults:
             pv = parse_version(self.version) or (0, 33)
             if pv >= (0, 33):
                 return Default(0.92, f"{VLLM_SRC} config/cache.py l.215 CacheConfig", self.version)
-            # The 0.9 -> 0.92 change happened before 0.33; releases before it used 0.9
-            # (v0.6.4 docs say 0.9). The exact release that changed it was not determined.
+            # 0.9 -> 0.92 in 0.20.0: config/cache.py l.66 (0.20.0, 0.21.0) reads 0.92, l.41 of
+            # 0.19.0 and 0.18.0 and l.49 of 0.12.0-0.17.0 read 0.9 (0.10.1: l.43).
+            if pv >= (0, 20):
+                return Default(0.92, f"vllm {self.version} config/cache.py CacheConfig (0.92 "
+                               "from 0.20.0, l.66)", self.version)
             return Default(
                 0.9,
-                "vLLM <= 0.32 docs (gpu_memory_utilization default 0.9)",
+                f"vllm {self.version} config/cache.py CacheConfig (0.9 until 0.19.0, l.41)",
                 self.version,
-                assumed=pv > (0, 10),
+                assumed=pv < (0, 10),
             )
         raise ValueError(
             "SGLang's mem_fraction_static depends on GPU memory: use sglang_mem_fraction"
         )
 
     def batch_defaults(
-        self, total_mem_bytes: int, gpu_name: str, entrypoint: Entrypoint = "serve"
+        self, total_mem_bytes: int, gpu_name: str, entrypoint: Entrypoint = "serve",
+        max_model_len: int | None = None,
     ) -> tuple[Default, Default]:
-        """vLLM's (max_num_seqs, max_num_batched_tokens) by GPU memory and entry point.
+        """vLLM's (max_num_seqs, max_num_batched_tokens) by GPU memory, entry point and release.
 
-        ``engine/arg_utils.py`` ``EngineArgs.get_batch_defaults`` l.2940-3039 (vLLM 0.33).
+        The tiers as read in each release's ``engine/arg_utils.py``: the >= 160 GiB tier (16384
+        tokens for serve too) exists from 0.28.0 (l.2582; absent in 0.27.0 get_batch_defaults
+        l.2515 and 0.26.0 l.2431); GB10 (cc 12.1) stays on the small tier from 0.33.0
+        (l.2963). The >= 70 GiB non-A100 tier reads the same in 0.10.1 (_set_default_args_v1
+        l.1638), 0.12.0 (l.1827), 0.17.0 (l.1974), 0.21.0 (l.2246) and 0.26.0 (l.2460).
         """
-        src = f"{VLLM_SRC} engine/arg_utils.py get_batch_defaults l.2940-3039"
+        pv = parse_version(self.version) or (0, 33)
+        if pv < (0, 8):  # V0: no tiers (vllm 0.6.4 engine/arg_utils.py l.123, config.py l.1103)
+            v0 = f"vllm {self.version} (V0; as read in 0.6.4)"
+            toks = (2048 if max_model_len is None else
+                    max(max_model_len, 2048) if max_model_len <= 32768 else 512)
+            return (
+                Default(256, f"{v0} engine/arg_utils.py EngineArgs.max_num_seqs l.123",
+                        self.version, pv[:2] != (0, 6)),
+                Default(toks, f"{v0} config.py SchedulerConfig l.1103-1118: max(max_model_len, "
+                        "2048), 512 with chunked prefill past 32K", self.version, pv[:2] != (0, 6)),
+            )
+        src = f"vllm {self.version} engine/arg_utils.py {_batch_source(pv)}"
         gib = total_mem_bytes / GIB_BYTES
         llm = entrypoint == "llm"
-        if gib >= 160:
+        name = gpu_name.lower()
+        gb10 = pv >= (0, 33) and "gb10" in name
+        if gib >= 160 and pv >= (0, 28):
             seqs, toks = 1024, 16384
-        elif gib >= 70 and "a100" not in gpu_name.lower():
+        elif gib >= 70 and "a100" not in name and not gb10:
             seqs, toks = 1024, (16384 if llm else 8192)
         else:
             seqs, toks = 256, (8192 if llm else 2048)
-        pv = parse_version(self.version) or (0, 33)
-        assumed = pv < (0, 33)
+        assumed = pv < (0, 10)  # V1 defaults read from 0.10.1 on; older releases not checked
         return (
             Default(seqs, src, self.version, assumed),
             Default(toks, src, self.version, assumed),
@@ -99,6 +119,69 @@ class EngineDefaults:
         return Default(
             1, f"{SGLANG_SRC} arg_groups/overrides.py l.1362 (page_size 1 on CUDA)", self.version
         )
+
+
+def _batch_source(pv: tuple[int, ...]) -> str:
+    """Where the release's batch defaults were read (the nearest release read at or below)."""
+    for first, where in (((0, 33), "get_batch_defaults l.2940"),
+                         ((0, 28), "get_batch_defaults l.2553 (as read in 0.28.0)"),
+                         ((0, 26), "get_batch_defaults l.2431 (as read in 0.26.0)"),
+                         ((0, 21), "get_batch_defaults l.2217 (as read in 0.21.0)"),
+                         ((0, 17), "get_batch_defaults l.1945 (as read in 0.17.0)"),
+                         ((0, 12), "get_batch_defaults l.1799 (as read in 0.12.0)")):
+        if pv >= first:
+            return where
+    return "_set_default_args_v1 l.1584 (as read in 0.10.1)"
+
+
+# vLLM releases whose memory model differs in tpcheck's tables (sampler, CUDA-graph estimate,
+# batch-default tiers, gpu_memory_utilization 0.92 from 0.20), from the first V1 release read
+# (0.10.1): a verdict that changes between two of them changes with the release. SGLang: one
+# release read.
+KNOWN_RELEASES: dict[str, tuple[str, ...]] = {
+    "vllm": ("0.10.1", "0.12.0", "0.17.0", "0.20.0", "0.21.0", "0.28.0", "0.33.0"),
+    "sglang": ("0.5.23",),
+}
+NOT_PINNED = "newest known (image not pinned: pin it to be exact)"
+_UNPINNED_TAGS = ("latest", "nightly", "main")
+
+
+@record
+class Release:
+    """The engine release a memory figure assumes, and where tpcheck got it."""
+
+    engine: str
+    version: str
+    source: str  # the image tag, [tool.tpcheck] engine-version, --engine-version, or NOT_PINNED
+    pinned: bool
+
+    def __str__(self) -> str:
+        name = "vLLM" if self.engine == "vllm" else "SGLang"
+        return f"{name} {self.version}, {self.source}"
+
+
+def release_for(engine: EngineName, *, image: str | None = None,
+                image_version: str | None = None, setting: str | None = None,
+                setting_from: str | None = None) -> Release:
+    """Which release applies: the image tag, else the setting, else the newest known.
+
+    ``:latest``/``:nightly`` (or an untagged image) pin nothing, so they fall through.
+    """
+    tag = (image or "").split("@", 1)[0].rsplit("/", 1)[-1]
+    newest = NEWEST[engine]
+    if image_version and (parse_version(image_version) or (0,)) > (parse_version(newest) or (0,)):
+        # A later release than any read, or a tag that numbers something else (NGC's 26.02,
+        # a wrapper's own version): the newest known rules are what tpcheck can apply.
+        return Release(engine, newest, f"newest known (the image tag {tag} names no release "
+                       "tpcheck has read: pin a known one to be exact)", False)
+    if image_version:
+        return Release(engine, image_version, f"from the image tag {tag}", True)
+    if setting:
+        return Release(engine, setting, f"from {setting_from or 'the settings'}", True)
+    src = NOT_PINNED
+    if image and ":" in tag and tag.rsplit(":", 1)[-1].lower().startswith(_UNPINNED_TAGS):
+        src = f"newest known (image {tag} not pinned: pin it to be exact)"
+    return Release(engine, NEWEST[engine], src, False)
 
 
 def defaults_for(engine: EngineName, version: str | None = None) -> EngineDefaults:

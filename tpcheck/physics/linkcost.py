@@ -68,6 +68,7 @@ def prefill_tokens(
     gpu: GPU | None,
     memory: int | None,
     given: int | None,
+    max_model_len: int | None = None,
 ) -> tuple[int, str]:
     """Tokens in one prefill chunk: the flag when set, else the engine's default rule."""
     if given:
@@ -83,7 +84,7 @@ def prefill_tokens(
         )
     d = defaults_for("vllm", version)
     _, toks = d.batch_defaults(
-        mem, gpu.name if gpu else "", "llm" if entrypoint == "llm" else "serve"
+        mem, gpu.name if gpu else "", "llm" if entrypoint == "llm" else "serve", max_model_len
     )
     return int(toks.value), f"default max_num_batched_tokens ({toks.source})"
 

@@ -23,14 +23,16 @@ RESERVE_SRC = "vllm 0.33.0 v1/worker/gpu_worker.py determine_available_memory l.
 ACT_SRC = ("vllm 0.33.0 gpu_model_runner.py profile_run l.6072 (_dummy_run of "
            "max_num_batched_tokens); utils/mem_utils.py memory_profiling (transient peak = "
            "torch peak - allocated)")
-SAMPLER_SRC = ("vllm 0.33.0 gpu_model_runner.py _dummy_sampler_run l.5866; v1/sample/sampler.py "
-               "forward (fp32 logits); ops/topk_topp_sampler.py (softmax probs, exponential noise; "
-               "older releases sort the logits: fp32 values + int64 indices)")
+SAMPLER_SRC = ("vllm 0.33.0 gpu_model_runner.py _dummy_sampler_run l.5866 (top_p 0.9, "
+               "top_k V-1: top-k/top-p active), profile_run l.6139; v1/sample/sampler.py "
+               "forward (fp32 logits)")
 GRAPH_SRC = ("vllm 0.33.0 gpu_model_runner.py profile_cudagraph_memory l.6268; config/vllm.py "
              "_set_cudagraph_sizes l.2398 (1,2,4, 8..248 step 8, 256..min(2*max_num_seqs, 512) "
              "step 16); envs VLLM_MEMORY_PROFILER_ESTIMATE_CUDAGRAPHS (default since v0.21.0)")
 NON_TORCH_SRC = ("vllm 0.33.0 gpu_worker.py init_device l.449-545 (snapshot after NCCL init "
-                 "and cuBLAS handles); 0.35 GiB from observations rows 0-1 (V0, 3090, t=1)")
+                 "and cuBLAS handles); distributed/device_communicators/custom_all_reduce.py "
+                 "l.138 (max_size 8 MiB), l.295 (meta + max_size), l.305 (buffer), l.316 "
+                 "(rank_data) at t > 1")
 
 # Engine eras whose profiling differs (see engine_era).
 ERA_V0 = "v0"  # V0 engine (default before 0.8): N defaults to max(max_model_len, 2048)
@@ -39,25 +41,80 @@ ERA_V1 = "v1"  # 0.21 and later: the CUDA graph estimate is subtracted
 
 # Constants. Each names its ground; those measured from published start-ups say which rows.
 # Non-torch memory the profile counts at t = 1 (cuBLAS/cuBLASLt workspaces, allocator
-# segments outside torch): 21.22 GiB requested − 17.06 GiB torch peak − 3.81 GiB KV = 0.352 GiB
-# in observation row 0, and 21.22 − 17.98 − 2.89 = 0.352 GiB in row 1.
+# segments outside torch), by era. V0: 21.22 GiB requested − 17.06 GiB torch peak − 3.81 GiB KV
+# = 0.352 GiB in observation row 0, and 21.22 − 17.98 − 2.89 = 0.352 GiB in row 1 (RTX 3090).
 NON_TORCH_BYTES = round(0.35 * GIB)
+# V1: row 23 prints its breakdown ("peak act 7.38 GiB"): 79.18·0.9 − 13.47 − 50.28 − 7.38 =
+# 0.13 GiB; published V1-era breakdowns at t = 1 print 0.06–0.16 GiB (vLLM PR 12126: 0.16 on H100).
+NON_TORCH_BYTES_V1 = round(0.13 * GIB)
 # NCCL channel buffers allocated at the first collective of the profile run grow with the
 # ranks a GPU talks to. Not measured by any observation row (all calibrated rows are t = 1).
 NCCL_BYTES_PER_8_RANKS = GIB // 4
+# Custom all-reduce at t > 1: meta + 8 MiB, an 8 MiB IPC buffer and 8 MiB of rank data
+# (custom_all_reduce.py l.138/295/305/316, vLLM 0.33.0), allocated outside torch's pool.
+CUSTOM_AR_BYTES = 3 * 8 * MIB
 # Peak activation of the dummy forward, elements per token: the rank's FFN slice as gate+up
 # output (2·f/t) and the activation output (f/t) live together, beside ~3 hidden-width buffers
 # (residual, normed input, layer output). Rows 0-1 (V0, N = 20,000 and 29,000): torch peak rose
 # by 0.92 GiB over 9,000 tokens = 109,760 B/token; 2·(3·14336 + 3·4096) = 110,592 (0.8% off).
 ACT_HIDDEN_BUFFERS = 3
-# Sampler warm-up bytes per logit (one row per dummy request, full vocab on every TP rank):
-# releases with the sort-based top-k/top-p (V0 and V1 before the FlashInfer/Triton samplers):
-# b (logits) + 4 (fp32 copy) + 4 (sorted values) + 8 (int64 indices) + 4 (softmax of the sorted
-# values) + 1 + 1 (top-k and top-p masks) + 4 (probabilities) + 4 (exponential noise) = 30 + b.
-SAMPLER_BYTES_SORT = 30
-# vLLM 0.33 (FlashInfer sampler, then forward_native with the Triton top-k/top-p, in place):
-# b (logits) + 4 (fp32 copy) + 4 (probabilities) + 4 (exponential noise) = 12 + b.
-SAMPLER_BYTES_033 = 12
+# Sampler warm-up bytes per logit beyond the b-byte logits (one row per dummy request, full
+# vocab on every TP rank; logits are gathered, so this term does not shrink with t). Measured
+# from published start-ups whose transient peak is the sampler's (bench/calibration_table.py
+# refits them leaving each row out):
+# - sort-based top-k/top-p (fp32 copy, sorted values, int64 indices, softmax, masks, noise):
+#   row 12 (V0, T4, fp16) implies 34.8 B per logit beyond b, rows 21, 22 and 23 (H100,
+#   0.12–0.16) 36.4, 36.3 and 36.3: 36 + b = 38 B per logit in bf16.
+SAMPLER_BYTES_SORT = 36
+# - FlashInfer top-k/top-p sampling, and the Triton top-k/top-p of 0.17–0.20 (in place on the
+#   fp32 logits: fp32 copy, probabilities, noise): 4 + 4 + 4 + b, plus kernel scratch, about
+#   18 B per logit in bf16. Row 26 (0.19, A100 whose size is assumed) implies 21.7 beyond b.
+SAMPLER_BYTES_FAST = 16
+# Which implementation a release's V1 sampler runs on CUDA (v1/sample/ops/topk_topp_sampler.py):
+SAMPLER_SORT = "sort"  # PyTorch-native: logits.sort over the full vocabulary
+SAMPLER_FLASHINFER = "flashinfer"
+SAMPLER_TRITON = "triton"
+SAMPLER_RELEASES: tuple[tuple[tuple[int, ...], str, str], ...] = (
+    # (first release, implementation, where it was read), newest first.
+    ((0, 21), SAMPLER_FLASHINFER,
+     "vllm 0.21.0 envs.py l.729 (VLLM_USE_FLASHINFER_SAMPLER defaults to True); 0.33.0 "
+     "envs.py l.890, topk_topp_sampler.py l.120"),
+    ((0, 17), SAMPLER_TRITON,
+     "vllm 0.17.0 topk_topp_sampler.py l.50 (FlashInfer opt-in), l.252 "
+     "(apply_top_k_top_p_triton); same in 0.20.0"),
+    ((0, 12), SAMPLER_SORT,
+     "vllm 0.12.0 topk_topp_sampler.py l.35/46 (FlashInfer opt-in), l.258 (logits.sort); "
+     "same in 0.16.0 l.262"),
+    ((0, 8), SAMPLER_FLASHINFER,
+     "vllm 0.10.1 topk_topp_sampler.py l.41, 0.11.0 l.46 (FlashInfer used when installed "
+     "unless VLLM_USE_FLASHINFER_SAMPLER=0)"),
+    ((0, 0), SAMPLER_SORT, "V0 sampler (sort-based top-k/top-p)"),
+)
+
+
+def sampler_impl(version: str | None) -> tuple[str, int, str]:
+    """(implementation, bytes per logit beyond b, source) of the release's sampler warm-up."""
+    pv = parse_version(version) or (99,)
+    for first, impl, src in SAMPLER_RELEASES:
+        if pv >= first:
+            extra = SAMPLER_BYTES_SORT if impl == SAMPLER_SORT else SAMPLER_BYTES_FAST
+            return impl, extra, src
+    raise AssertionError("SAMPLER_RELEASES ends with (0, 0)")
+
+
+def non_torch_bytes(version: str | None, t: int) -> int:
+    """Non-torch memory at t = 1 for the era, plus NCCL and custom all-reduce buffers at t > 1."""
+    base = NON_TORCH_BYTES if engine_era(version) == ERA_V0 else NON_TORCH_BYTES_V1
+    if t <= 1:
+        return base
+    return round(base + NCCL_BYTES_PER_8_RANKS * t / 8 + CUSTOM_AR_BYTES)
+
+
+# How far the predicted pool may be from the engine's: the calibration bar (issue 19: no
+# published start-up off by more than 15 % or 1 GiB without a stated reason). A refusal whose
+# shortfall is inside it is a likely refusal, not a certain one.
+POOL_ERROR_BAND = GIB
+
 # CUDA graph estimate: first capture + per-graph memory × graphs, per mode
 # (FULL_AND_PIECEWISE: one FULL and one PIECEWISE graph per capture size). The per-graph
 # figure is not measured by any observation row (every calibrated row predates v0.21).
@@ -80,9 +137,10 @@ def engine_era(version: str | None) -> str:
 def v0_batched_tokens(max_model_len: int) -> int:
     """V0's default max_num_batched_tokens: max(max_model_len, 2048) without chunked prefill.
 
-    V0 turned chunked prefill on by default past 32K context (then 2048 is assumed here).
+    Past 32K context V0 turns chunked prefill on and then schedules 512 tokens (vllm 0.6.4
+    engine/arg_utils.py l.996-1012, config.py SchedulerConfig l.1103-1118).
     """
-    return max(max_model_len, 2048) if max_model_len <= 32768 else 2048
+    return max(max_model_len, 2048) if max_model_len <= 32768 else 512
 
 
 def cuda_graph_sizes(max_num_seqs: int, max_num_batched_tokens: int) -> int:
@@ -105,6 +163,7 @@ def reserve(
     version: str | None = None,
     experts_per_token: int = 0,
     expert_ffn_per_rank: int = 0,
+    sampler_bytes: float | None = None,
 ) -> Formula:
     """R, the non-KV reserve of a vLLM start-up, as named terms.
 
@@ -113,6 +172,7 @@ def reserve(
     output is held). CUDA graphs are subtracted from 0.21 on; non-torch memory grows with t.
     ``ffn_per_rank`` is the dense (or shared-expert) FFN width per rank; MoE layers add
     ``experts_per_token`` slices of ``expert_ffn_per_rank`` per token (fused-MoE caches).
+    ``sampler_bytes`` replaces the release's bytes per logit beyond b (calibration refits).
     """
     era = engine_era(version)
     n = max_num_batched_tokens
@@ -121,7 +181,9 @@ def reserve(
     per_tok = 3 * f + k * (3 * fe + hidden) + ACT_HIDDEN_BUFFERS * hidden
     act = n * b * per_tok
     rows = min(max_num_seqs, n)
-    per_logit = b + (SAMPLER_BYTES_033 if era == ERA_V1 else SAMPLER_BYTES_SORT)
+    impl, table_extra, impl_src = sampler_impl(version)
+    extra = table_extra if sampler_bytes is None else sampler_bytes
+    per_logit = b + extra
     sampler = rows * vocab * per_logit + n * hidden * b
     peak = max(act, sampler)
     if enforce_eager or era != ERA_V1:
@@ -129,15 +191,16 @@ def reserve(
     else:
         n_graphs = cuda_graph_sizes(max_num_seqs, n) * CUDA_GRAPH_MODES
     graphs = n_graphs * CUDA_GRAPH_BYTES_PER_GRAPH
-    nontorch = NON_TORCH_BYTES + (NCCL_BYTES_PER_8_RANKS * t / 8 if t > 1 else 0)
+    nontorch = non_torch_bytes(version, t)
     act_expr = "N·b·(3·f/t + 3·d)" if not k else "N·b·(3·f/t + k·(3·f_e/t + d) + 3·d)"
     act_vals: dict[str, Scalar] = {"N": n, "b": b, "f/t": f, "d": hidden}
     if k:
         act_vals.update({"k": k, "f_e/t": fe})
     forward = Formula("R_forward", act_expr, act_vals, act, "B", ACT_SRC)
     samp = Formula("R_sampler", "min(S, N)·V·(b + s) + N·d·b",
-                   {"S": max_num_seqs, "N": n, "V": vocab, "b": b, "s": per_logit - b,
-                    "d": hidden}, sampler, "B", SAMPLER_SRC)
+                   {"S": max_num_seqs, "N": n, "V": vocab, "b": b, "s": extra,
+                    "d": hidden, "sampler": impl}, sampler, "B",
+                   f"{SAMPLER_SRC}; {impl}: {impl_src}")
     terms = (
         Formula("R_activation", "max(R_forward, R_sampler)",
                 {"R_forward": act, "R_sampler": sampler, "era": era}, peak, "B", ACT_SRC,
@@ -145,9 +208,10 @@ def reserve(
         Formula("R_cuda_graphs", "0 if enforce_eager or version < 0.21 else n_graphs·g",
                 {"enforce_eager": enforce_eager, "era": era, "n_graphs": n_graphs,
                  "g": CUDA_GRAPH_BYTES_PER_GRAPH}, graphs, "B", GRAPH_SRC),
-        Formula("R_non_torch", "C + c_nccl·t/8 (t > 1)",
-                {"C": NON_TORCH_BYTES, "c_nccl": NCCL_BYTES_PER_8_RANKS, "t": t}, nontorch, "B",
-                NON_TORCH_SRC),
+        Formula("R_non_torch", "C + (c_nccl·t/8 + c_ar if t > 1)",
+                {"C": NON_TORCH_BYTES if era == ERA_V0 else NON_TORCH_BYTES_V1,
+                 "c_nccl": NCCL_BYTES_PER_8_RANKS, "c_ar": CUSTOM_AR_BYTES, "t": t}, nontorch,
+                "B", NON_TORCH_SRC),
     )
     total = peak + graphs + nontorch
     return Formula("reserve_bytes_per_gpu", "R_activation + R_cuda_graphs + R_non_torch",
@@ -156,22 +220,25 @@ def reserve(
 
 def reserve_for(shape: ModelShape, t: int, *, b: float, max_num_batched_tokens: int,
                 max_num_seqs: int, enforce_eager: bool = False, version: str | None = None,
-                moe_group: int | None = None) -> Formula:
+                moe_group: int | None = None, expert_parallel: bool = False,
+                sampler_bytes: float | None = None) -> Formula:
     """``reserve`` with the FFN widths read from the shape (dense, shared and routed experts).
 
     Routed experts are split over ``moe_group`` ranks (vLLM: t·dp); shared experts over t.
+    With expert parallelism the MoE layer runs at MoE-TP 1 (whole experts per rank), so the
+    fused-MoE workspace holds the full expert width (fused_moe/config.py l.1117-1243, 0.33.0).
     """
     moe = shape.moe
     dense = shape.ffn // t if shape.ffn else 0
     k = fe = 0
     if moe is not None:
-        g = moe_group or t
+        g = 1 if expert_parallel else (moe_group or t)
         k, fe = moe.experts_per_token, max(moe.expert_ffn // g, 1)
         dense += moe.num_shared_experts * moe.shared_expert_ffn // t
     return reserve(hidden=shape.hidden, ffn_per_rank=dense, vocab=shape.vocab, b=b, t=t,
                    max_num_batched_tokens=max_num_batched_tokens, max_num_seqs=max_num_seqs,
                    enforce_eager=enforce_eager, version=version, experts_per_token=k,
-                   expert_ffn_per_rank=fe)
+                   expert_ffn_per_rank=fe, sampler_bytes=sampler_bytes)
 
 
 def fixed_reserve(value: float) -> Formula:

@@ -199,17 +199,20 @@ def evaluate(shape: ModelShape, t: int, opts: Options) -> Evaluation:
         "B",
         "--hbm" if opts.memory is not None else (opts.gpu.source if opts.gpu else ""),
     )
-    seqs_d, _ = d.batch_defaults(mem, gpu_name, "llm" if opts.entrypoint == "llm" else "serve")
+    seqs_d, _ = d.batch_defaults(mem, gpu_name, "llm" if opts.entrypoint == "llm" else "serve",
+                                 c)
     if opts.max_num_seqs is not None:
         seqs = opts.max_num_seqs
     else:
         seqs = int(seqs_d.value)
         defaults["max_num_seqs"] = f"{seqs} ({seqs_d.source})"
     ntok, ntok_src = prefill_tokens(eng, opts.engine_version, opts.entrypoint, opts.gpu, mem,
-                                    opts.max_num_batched_tokens)
+                                    opts.max_num_batched_tokens, c)
     if opts.max_num_batched_tokens is None:
         name = "chunked_prefill_size" if eng == "sglang" else "max_num_batched_tokens"
-        defaults[name] = f"{ntok} ({ntok_src})"
+        # prefill_tokens says "default NAME (SOURCE)"; the table of defaults names it once.
+        bare = ntok_src.removeprefix(f"default {name} (")
+        defaults[name] = f"{ntok} ({bare[:-1] if bare != ntok_src else ntok_src})"
     if opts.utilization is not None:
         u = opts.utilization
         uf = Formula("u", "u (given)", {"u": u}, u, "", "flag")
@@ -233,6 +236,7 @@ def evaluate(shape: ModelShape, t: int, opts: Options) -> Evaluation:
         res = memory.reserve_for(
             shape, t, b=b, max_num_batched_tokens=ntok, max_num_seqs=seqs,
             enforce_eager=opts.enforce_eager, version=d.version, moe_group=moe_group,
+            expert_parallel=opts.expert_parallel,
         )
     pool = memory.pool_per_gpu(
         memory=mem, utilization=u, weights=w.result, reserve_bytes=res.result, engine=eng

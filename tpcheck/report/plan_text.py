@@ -38,6 +38,16 @@ def _comm(decode: Formula | None, prefill: Formula | None) -> str:
     return f"{_pct(decode)}/{_pct(prefill)}"
 
 
+def plan_release(opts: Options) -> str:
+    """The release plan's defaults and reserve assume, and where it came from (issue 19)."""
+    from tpcheck.engines.defaults import release_for
+
+    rel = release_for("sglang" if opts.engine == "sglang" else "vllm",
+                      setting=opts.engine_version, setting_from="--engine-version")
+    src = rel.source if rel.pinned else "newest known: pass --engine-version to be exact"
+    return f"{rel.version} ({src})"
+
+
 def render_plan(model: str, where: str, shape: ModelShape, rows: Sequence[Evaluation],
                 opts: Options, it_be: tuple[Formula, Formula | None] | None,
                 color: bool = False, prefill: Sequence[Formula | None] | None = None,
@@ -54,7 +64,7 @@ def render_plan(model: str, where: str, shape: ModelShape, rows: Sequence[Evalua
         gpu = opts.gpu.key if opts.gpu else "-"
         mem = _gib(first.memory)
         util = "-" if first.utilization is None else f"{first.utilization.result:g}"
-        out.append(f"  engine={opts.engine} gpu={gpu} M={mem} GiB u={util} "
+        out.append(f"  engine={opts.engine} {plan_release(opts)} gpu={gpu} M={mem} GiB u={util} "
                    f"context c={first.context.result:,} ({first.context.expression})")
         for k, v in first.defaults.items():
             if k != "gpu_memory_utilization":

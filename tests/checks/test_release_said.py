@@ -1,0 +1,135 @@
+"""Memory findings and the plan header say which engine release they assume (issue 19)."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from tpcheck.engines.defaults import NOT_PINNED, release_for
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def lint(tmp_path: Path, name: str, text: str, *args: str) -> list[dict[str, object]]:
+    (tmp_path / name).write_text(text)
+    p = subprocess.run([sys.executable, "-m", "tpcheck.cli", "--format", "json", "--offline",
+                        *args, name], capture_output=True, text=True, cwd=tmp_path, timeout=60)
+    assert p.returncode in (0, 1), p.stderr
+    doc = json.loads(p.stdout)
+    assert doc["errors"] == []
+    return doc["findings"]  # type: ignore[no-any-return]
+
+
+def one(findings: list[dict[str, object]], code: str) -> dict[str, object]:
+    [f] = [f for f in findings if f["code"] == code]
+    return f
+
+
+@pytest.mark.parametrize(("kw", "version", "source", "pinned"), [
+    ({"image": "vllm/vllm-openai:v0.21.0", "image_version": "0.21.0"}, "0.21.0",
+     "from the image tag vllm-openai:v0.21.0", True),
+    ({"setting": "0.12.0", "setting_from": "--engine-version"}, "0.12.0",
+     "from --engine-version", True),
+    ({"image": "vllm/vllm-openai:latest"}, "0.33.0",
+     "newest known (image vllm-openai:latest not pinned: pin it to be exact)", False),
+    ({"image": "vllm/vllm-openai:nightly"}, "0.33.0",
+     "newest known (image vllm-openai:nightly not pinned: pin it to be exact)", False),
+    ({}, "0.33.0", NOT_PINNED, False),
+    # NGC's year.month tag and a wrapper's own version are not vLLM releases tpcheck has read.
+    ({"image": "nvcr.io/nvidia/vllm:26.02-py3", "image_version": "26.02-py3"}, "0.33.0",
+     "newest known (the image tag vllm:26.02-py3 names no release tpcheck has read: pin a "
+     "known one to be exact)", False),
+])
+def test_release_for(kw: dict[str, str], version: str, source: str, pinned: bool) -> None:
+    r = release_for("vllm", **kw)  # type: ignore[arg-type]
+    assert (r.version, r.source, r.pinned) == (version, source, pinned)
+
+
+# Llama-3.2-3B on a T4 (14.75 GiB): the pool holds 60,800 tokens with 0.21.0-0.33.0 (u 0.92,
+# CUDA-graph estimate, FlashInfer sampler), 61,776 with 0.10.1 and 0.17.0 (u 0.9, no graph
+# estimate, 18 B per logit), 64,528 with 0.20.0 (u 0.92, no graph estimate) and 56,048 with
+# 0.12.0 (sort sampler). 61,000 tokens (3,813 blocks of 16 = 61,008) fit only with 0.10.1, 0.17.0
+# and 0.20.0.
+FLIPS = "vllm serve meta-llama/Llama-3.2-3B-Instruct --max-model-len 61000\n"
+
+
+def test_unpinned_verdict_that_flips_says_so_and_stays_below_error(tmp_path: Path) -> None:
+    f = one(lint(tmp_path, "run.sh", FLIPS, "--gpu", "t4"), "TP204")
+    msg = str(f["message"])
+    assert f["severity"] == "warning"
+    assert f"(assumes vLLM 0.33.0, {NOT_PINNED})" in msg
+    assert "it does not hold with 0.10.1, 0.17.0, 0.20.0, so pin the image to know" in msg
+
+
+def test_pinned_release_is_named_with_its_source(tmp_path: Path) -> None:
+    f = one(lint(tmp_path, "run.sh", FLIPS, "--gpu", "t4", "--engine-version", "0.12.0"),
+            "TP204")
+    msg = str(f["message"])
+    assert "(assumes vLLM 0.12.0, from --engine-version)" in msg
+    assert "depends on the release" not in msg and "every known release" not in msg
+    # 0.12.0's pool: 56,048 tokens (sort sampler)
+    assert "(56,048 tokens)" in msg
+
+
+def test_settings_file_is_named(tmp_path: Path) -> None:
+    (tmp_path / ".tpcheck.toml").write_text('engine-version = "0.17.0"\n')
+    fs = lint(tmp_path, "run.sh", FLIPS, "--gpu", "t4")
+    assert [f for f in fs if f["code"] == "TP204"] == []  # 61,776 tokens hold 61,008 with 0.17
+    (tmp_path / ".tpcheck.toml").write_text('engine-version = "0.21.0"\n')
+    f = one(lint(tmp_path, "run.sh", FLIPS, "--gpu", "t4"), "TP204")
+    assert "(assumes vLLM 0.21.0, from [tool.tpcheck] engine-version in .tpcheck.toml)" in str(
+        f["message"])
+
+
+def test_verdict_that_holds_everywhere_says_so_and_stays_an_error(tmp_path: Path) -> None:
+    # rules/TP204.md's example: 40,960 tokens of Qwen3-32B need 10 GiB; the pool is about 7 GiB
+    # with every known release, a shortfall beyond the 1 GiB error band.
+    f = one(lint(tmp_path, "run.sh", "vllm serve Qwen/Qwen3-32B --max-model-len 40960\n",
+                 "--gpu", "h100-sxm"), "TP204")
+    assert f["severity"] == "error"
+    assert "it holds for every known release (0.10.1 to 0.33.0)" in str(f["message"])
+
+
+MANIFEST = """\
+apiVersion: apps/v1
+kind: Deployment
+metadata: {name: m}
+spec:
+  template:
+    spec:
+      containers:
+        - name: vllm
+          image: IMAGE
+          args: ["vllm", "serve", "Qwen/Qwen3-32B", "--tensor-parallel-size", "16",
+                 "--max-model-len", "32768"]
+          resources: {limits: {nvidia.com/gpu: 16}}
+"""
+
+
+@pytest.mark.parametrize(("image", "said"), [
+    ("vllm/vllm-openai:v0.21.0", "(assumes vLLM 0.21.0, from the image tag vllm-openai:v0.21.0)"),
+    ("vllm/vllm-openai:latest",
+     "(assumes vLLM 0.33.0, newest known (image vllm-openai:latest not pinned: pin it to be "
+     "exact))"),
+])
+def test_tp201_names_the_image_release(tmp_path: Path, image: str, said: str) -> None:
+    f = one(lint(tmp_path, "d.yaml", MANIFEST.replace("IMAGE", image), "--gpu", "h100-sxm"),
+            "TP201")
+    assert said in str(f["message"])
+
+
+def test_plan_header_names_the_release_and_each_default_once() -> None:
+    p = subprocess.run([sys.executable, "-m", "tpcheck.cli", "plan",
+                        "meta-llama/Llama-3.1-8B-Instruct", "--gpu", "h100-sxm", "--offline",
+                        "--engine-version", "0.9.2", "--tp", "1"],
+                       capture_output=True, text=True, cwd=ROOT, timeout=60)
+    assert p.returncode == 0, p.stderr
+    assert "engine=vllm 0.9.2 (from --engine-version)" in p.stdout
+    assert "default max_num_batched_tokens (" not in p.stdout
+    [line] = [x for x in p.stdout.splitlines() if "default max_num_batched_tokens" in x]
+    assert line.strip().startswith("default max_num_batched_tokens = 8192 (vllm 0.9.2 ")
+    assert "0.33.0" not in line

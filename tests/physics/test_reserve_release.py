@@ -1,0 +1,163 @@
+"""The reserve R follows the vLLM release (issue 19): each term pinned to the release and the
+source line it was read from in that release's wheel."""
+
+from __future__ import annotations
+
+import pytest
+
+from tpcheck.engines.defaults import defaults_for
+from tpcheck.formula import GIB, MIB
+from tpcheck.models import catalog
+from tpcheck.models.config import load_config, parse_config
+from tpcheck.models.shape import ModelShape
+from tpcheck.physics import memory
+
+
+def _shape(model_id: str) -> ModelShape:
+    e = catalog.find(model_id)
+    assert e is not None
+    return parse_config(load_config(e.config_path), name=model_id)
+
+
+@pytest.mark.parametrize(("version", "impl", "cited"), [
+    # V0's sampler sorts the logits.
+    ("0.6.4", memory.SAMPLER_SORT, "V0 sampler"),
+    # 0.10.1 l.41 and 0.11.0 l.46: FlashInfer unless VLLM_USE_FLASHINFER_SAMPLER=0.
+    ("0.10.1", memory.SAMPLER_FLASHINFER, "0.10.1 topk_topp_sampler.py l.41"),
+    ("0.11.0", memory.SAMPLER_FLASHINFER, "0.11.0 l.46"),
+    # 0.12.0 l.35/46: FlashInfer opt-in; forward_native sorts (l.258); same in 0.16.0 (l.262).
+    ("0.12.0", memory.SAMPLER_SORT, "0.12.0 topk_topp_sampler.py l.35/46"),
+    ("0.16.0", memory.SAMPLER_SORT, "0.16.0 l.262"),
+    # 0.17.0 l.252: apply_top_k_top_p_triton; FlashInfer still opt-in until 0.20.
+    ("0.17.0", memory.SAMPLER_TRITON, "0.17.0 topk_topp_sampler.py l.50"),
+    ("0.20.0", memory.SAMPLER_TRITON, "l.252"),
+    # 0.21.0 envs.py l.729: VLLM_USE_FLASHINFER_SAMPLER defaults to True (0.33.0: l.890).
+    ("0.21.0", memory.SAMPLER_FLASHINFER, "0.21.0 envs.py l.729"),
+    ("0.33.0", memory.SAMPLER_FLASHINFER, "0.33.0 envs.py l.890"),
+    (None, memory.SAMPLER_FLASHINFER, "0.21.0"),  # newest known
+])
+def test_sampler_implementation_by_release(version: str | None, impl: str, cited: str) -> None:
+    got, extra, src = memory.sampler_impl(version)
+    assert got == impl
+    assert cited in src
+    assert extra == (memory.SAMPLER_BYTES_SORT if impl == memory.SAMPLER_SORT
+                     else memory.SAMPLER_BYTES_FAST)
+
+
+def test_sampler_term_by_release_on_h100() -> None:
+    # Llama-3.1-8B, serve on H100: 1024 rows of V = 128,256 logits, N = 8192 hidden states held.
+    s = _shape("meta-llama/Llama-3.1-8B-Instruct")
+
+    def sampler(v: str) -> float:
+        r = memory.reserve_for(s, 1, b=2, max_num_batched_tokens=8192, max_num_seqs=1024,
+                               version=v)
+        return r.terms[0].terms[1].result
+
+    held = 8192 * 4096 * 2
+    assert sampler("0.12.0") == 1024 * 128_256 * (2 + 36) + held  # sort: 38 B per logit
+    assert sampler("0.19.0") == 1024 * 128_256 * (2 + 16) + held  # Triton: 18 B per logit
+    assert sampler("0.11.0") == sampler("0.33.0") == 1024 * 128_256 * 18 + held  # FlashInfer
+
+
+def test_transient_peak_is_the_larger_not_the_sum() -> None:
+    # profile_run (0.33.0 gpu_model_runner.py l.6072-6143) frees the forward's buffers before
+    # _dummy_sampler_run; only the N·d·b hidden states stay, counted in R_sampler.
+    s = _shape("meta-llama/Llama-3.1-8B-Instruct")
+    r = memory.reserve_for(s, 1, b=2, max_num_batched_tokens=8192, max_num_seqs=1024,
+                           version="0.33.0")
+    fwd, samp = r.terms[0].terms
+    assert fwd.result == 8192 * 2 * (3 * 14336 + 3 * 4096) == 905_969_664
+    assert r.terms[0].result == max(fwd.result, samp.result) == samp.result
+    # A long prefill with few sequences: the forward is the peak.
+    r = memory.reserve_for(s, 1, b=2, max_num_batched_tokens=65536, max_num_seqs=8,
+                           version="0.33.0")
+    fwd, samp = r.terms[0].terms
+    assert r.terms[0].result == fwd.result == 65536 * 2 * (3 * 14336 + 3 * 4096)
+
+
+def test_expert_parallel_workspace_uses_the_full_expert_width() -> None:
+    # Qwen3-30B-A3B: 8 of 128 experts per token, moe_intermediate_size 768, hidden 2048.
+    # Without EP the fused-MoE width is split over t·dp = 4; with --enable-expert-parallel the
+    # MoE layer runs at MoE-TP 1 (fused_moe/config.py FusedMoEParallelConfig.make, 0.33.0).
+    s = _shape("Qwen/Qwen3-30B-A3B")
+    assert s.moe is not None and s.moe.experts_per_token == 8 and s.moe.expert_ffn == 768
+
+    def forward(ep: bool) -> float:
+        r = memory.reserve_for(s, 4, b=2, max_num_batched_tokens=8192, max_num_seqs=8,
+                               version="0.33.0", moe_group=4, expert_parallel=ep)
+        return r.terms[0].terms[0].result
+
+    # per token: k·(3·f_e/g + d) + 3·d, dense FFN 0 (every layer is MoE)
+    assert forward(False) == 8192 * 2 * (8 * (3 * 192 + 2048) + 3 * 2048)
+    assert forward(True) == 8192 * 2 * (8 * (3 * 768 + 2048) + 3 * 2048)
+
+
+def test_non_torch_by_era_and_tp() -> None:
+    # V0: 0.35 GiB (observation rows 0-1); V1: 0.13 GiB (row 23's printed breakdown).
+    assert memory.non_torch_bytes("0.6.4", 1) == round(0.35 * GIB)
+    assert memory.non_torch_bytes("0.12.0", 1) == round(0.13 * GIB)
+    # t = 2: + NCCL 0.25 GiB·2/8 + custom all-reduce 3 × 8 MiB = 0.0859 GiB more than t = 1.
+    grow = memory.non_torch_bytes("0.33.0", 2) - memory.non_torch_bytes("0.33.0", 1)
+    assert grow == round(GIB / 4 * 2 / 8 + 24 * MIB)
+
+
+def test_cuda_graph_term_only_where_the_release_profiles_it() -> None:
+    # VLLM_MEMORY_PROFILER_ESTIMATE_CUDAGRAPHS default since v0.21.0 (0.33.0 envs.py).
+    s = _shape("meta-llama/Llama-3.1-8B-Instruct")
+
+    def graphs(v: str, eager: bool = False) -> float:
+        return memory.reserve_for(s, 1, b=2, max_num_batched_tokens=8192, max_num_seqs=1024,
+                                  version=v, enforce_eager=eager).terms[1].result
+
+    assert graphs("0.20.0") == 0
+    assert graphs("0.21.0") == 51 * 2 * 4 * MIB  # 51 capture sizes × 2 modes × 4 MiB
+    assert graphs("0.33.0", eager=True) == 0
+
+
+@pytest.mark.parametrize(("version", "gib", "name", "expected"), [
+    # >= 160 GiB tier (16384 tokens for serve): from 0.28.0 arg_utils.py l.2582; absent in 0.27.0
+    # (get_batch_defaults l.2515) and 0.26.0 (l.2431), which put a B200 on the >= 70 GiB tier.
+    ("0.26.0", 178, "NVIDIA B200", (1024, 8192)),
+    ("0.27.0", 178, "NVIDIA B200", (1024, 8192)),
+    ("0.28.0", 178, "NVIDIA B200", (1024, 16384)),
+    ("0.33.0", 178, "NVIDIA B200", (1024, 16384)),
+    # GB10 (cc 12.1) kept on the small tier from 0.33.0 (l.2963); 0.32.0 has no such check.
+    ("0.32.0", 119, "NVIDIA GB10", (1024, 8192)),
+    ("0.33.0", 119, "NVIDIA GB10", (256, 2048)),
+    # A100 80GB stays on the small tier in every release read (0.10.1 l.1638 ... 0.33.0 l.2985).
+    ("0.10.1", 79, "NVIDIA A100-SXM4-80GB", (256, 2048)),
+    ("0.33.0", 79, "NVIDIA H100 80GB HBM3", (1024, 8192)),
+])
+def test_batch_defaults_by_release(version: str, gib: int, name: str,
+                                   expected: tuple[int, int]) -> None:
+    seqs, toks = defaults_for("vllm", version).batch_defaults(gib * GIB, name, "serve")
+    assert (seqs.value, toks.value) == expected
+    assert f"vllm {version} engine/arg_utils.py" in toks.source
+
+
+@pytest.mark.parametrize(("version", "u"), [
+    ("0.10.1", 0.9),  # config/cache.py l.43
+    ("0.17.0", 0.9),  # l.49
+    ("0.19.0", 0.9),  # l.41
+    ("0.20.0", 0.92),  # l.66: the change
+    ("0.21.0", 0.92),  # l.66
+    ("0.33.0", 0.92),  # l.215
+])
+def test_gpu_memory_utilization_by_release(version: str, u: float) -> None:
+    d = defaults_for("vllm", version).gpu_memory_utilization()
+    assert d.value == u and not d.assumed
+
+
+@pytest.mark.parametrize(("max_model_len", "tokens"), [
+    (4096, 4096),  # max(max_model_len, 2048), config.py l.1118 (0.6.4)
+    (1024, 2048),
+    (32768, 32768),
+    (131072, 512),  # > 32K: chunked prefill on (arg_utils.py l.996-1012), 512 tokens (l.1114)
+])
+def test_v0_batch_defaults_follow_max_model_len(max_model_len: int, tokens: int) -> None:
+    # V0 has no memory tiers: 256 sequences (engine/arg_utils.py l.123) on any GPU.
+    seqs, toks = defaults_for("vllm", "0.6.4").batch_defaults(80 * GIB, "NVIDIA H100", "serve",
+                                                             max_model_len)
+    assert (seqs.value, toks.value) == (256, tokens)
+    assert toks.value == memory.v0_batched_tokens(max_model_len)
+    assert "V0" in toks.source and not toks.assumed
