@@ -38,7 +38,7 @@ import json
 import os
 import re
 import time
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 
 from tpcheck.models import catalog, hints
@@ -387,11 +387,14 @@ class Resolver:
         served_name: str | None = None,
         revision: str | None = None,
         base_dir: str | None = None,
+        file_hints: Sequence[tuple[str, str]] = (),
     ) -> Resolution:
         """``resolve``, then, when the reference is a local path that does not resolve or an
-        expression, the hints the file gives: the path's folder names, then
-        ``--served-model-name``. A hinted Resolution says which hint in ``hint``; when no hint
-        resolves, the first error is raised with the hints tried added to it."""
+        expression (or empty), the hints the file gives: ``file_hints`` as (hub id or path,
+        where it was read) — env values, Python ``os.getenv`` defaults, KServe ``storageUri`` —,
+        the path's folder names, then ``--served-model-name``. A hinted Resolution says which
+        hint in ``hint``; when no hint resolves, the first error is raised with the hints tried
+        added to it."""
         try:
             return self.resolve(model, revision=revision, base_dir=base_dir)
         except ResolveError as e:
@@ -401,6 +404,9 @@ class Resolver:
             raise error
         is_path = error.kind == "not-found" and _looks_like_path(ref) and not is_expression(ref)
         candidates: list[tuple[str, str]] = []
+        if is_path or error.kind == "unresolved":
+            for value, origin in file_hints:
+                candidates.extend(_file_hint(value, origin))
         if is_path:
             folder = hints.folder_hint(ref)
             if folder is not None:
@@ -605,6 +611,21 @@ class Resolver:
         config, quant = parsed
         assert config is not None  # config_path is a str
         return Resolution(repo, config, quant, source, config_path, tried)
+
+
+def _file_hint(value: str, origin: str) -> list[tuple[str, str]]:
+    """(hub id, how it was found) for one hint a file gives: a hub id as it stands, else the
+    folder names of a path (``s3://bucket/models/Qwen3-8B``), as for ``--model``."""
+    ref = value.strip()
+    if not ref:
+        return []
+    if not _looks_like_path(ref):
+        return [(ref, f"model taken from {origin}")]
+    # an expression earlier in the path (s3://${bucket}/...) does not hide the folder's name
+    folder = hints.folder_hint(ref.split("://", 1)[-1])
+    if folder is None:
+        return []
+    return [(folder[0], f"model taken from the folder name `{folder[1]}` in {origin}")]
 
 
 def _drop_cache_entry(path: Path) -> bool:

@@ -25,7 +25,7 @@ from tpcheck.sources.argv import (
     infer_engine,
     set_typed,
 )
-from tpcheck.sources.base import Deployment, Span
+from tpcheck.sources.base import Deployment, ModelHint, Span
 from tpcheck.sources.positions import Located
 from tpcheck.sources.shell import Vars, Word, _shell_c, read_commands, read_shell_text
 from tpcheck.sources.yamlctx import Ctx, scalar
@@ -230,7 +230,7 @@ class Walker:
             cls = type(node)
             if cls is scalar_node:
                 if id(node) not in consumed:
-                    self.visit_scalar(node)
+                    self.visit_scalar(node, link)
                 continue
             if cls is mapping:
                 self.visit_mapping(node, link)
@@ -377,6 +377,7 @@ class Walker:
             d = deployment_from_words(
                 ctx.path, cmd, la, env=env, extra=kw, extra_spans=extra_spans, notes=dnotes
             )
+            d = self.model_hints(d, anc, _storage_uri_hint(keys.get("storageUri"), ctx))
             self.found.append(self.apply_parallelism(d, anc))
 
     @staticmethod
@@ -473,6 +474,31 @@ class Walker:
                     spans["group_size"] = ctx.span(size)
         return extra, spans, notes
 
+    def model_hints(
+        self, d: Deployment, anc: tuple[Any, ...], first: ModelHint | None = None
+    ) -> Deployment:
+        """Where else the document names the model, for a ``--model`` that is an expression or
+        a path: ``first`` (KServe's ``storageUri``), then an llm-d-benchmark scenario's
+        ``model.huggingfaceId`` (its launch reads ``/model-cache/$MODEL_PATH``, a variable the
+        harness fills from that block at run time)."""
+        if d.model is not None and not d.model.startswith("/"):
+            return d  # a hub id as written: nothing to hint
+        found = [first] if first is not None else []
+        for a in reversed(anc):
+            if not isinstance(a, yaml.MappingNode):
+                continue
+            hub = mpath(a, "model", "huggingfaceId") or mpath(a, "common", "model",
+                                                               "huggingfaceId")
+            if isinstance(hub, yaml.ScalarNode) and isinstance(hub.value, str) and hub.value:
+                found.append(ModelHint(hub.value, f"model.huggingfaceId `{hub.value}` "
+                                                  f"(line {hub.start_mark.line + 1})"))
+                break
+        if not found:
+            return d
+        from tpcheck.record import replace
+
+        return replace(d, model_hints=(*d.model_hints, *found))
+
     def apply_parallelism(self, d: Deployment, anc: tuple[Any, ...]) -> Deployment:
         """KServe ``parallelism: {tensor, pipeline, data, expert}`` for fields flags left unset."""
         par = None
@@ -567,7 +593,7 @@ class Walker:
         )
 
     # -- scalars ---------------------------------------------------------------------------
-    def visit_scalar(self, node: Any) -> None:
+    def visit_scalar(self, node: Any, link: Any = None) -> None:
         value = node.value
         if not isinstance(value, str) or len(value) < 10:
             return
@@ -578,7 +604,11 @@ class Walker:
             return
         loc = self.ctx.locate(node)
         vars_ = Vars(shell=dict(self.top_vars.shell))
-        self.found.extend(read_shell_text(loc, self.ctx.path, vars_))
+        found = read_shell_text(loc, self.ctx.path, vars_)
+        if found and link is not None:
+            anc = _ancestors(link)
+            found = [self.model_hints(d, anc) for d in found]
+        self.found.extend(found)
 
     def embedded_yaml(self, node: Any) -> None:
         """Ray ``serveConfigV2: |`` holds a YAML document; read it with positions mapped back."""
@@ -591,6 +621,21 @@ class Walker:
         for doc in docs:
             if doc is not None:
                 self.found.extend(Walker(sub).run(doc))
+
+
+def _storage_uri_hint(node: Any, ctx: Ctx) -> ModelHint | None:
+    """KServe ``storageUri``: ``hf://org/name`` names a hub id; another URI (``s3://``,
+    ``gs://``, ``pvc://``) a folder whose name may spell the model."""
+    if not isinstance(node, yaml.ScalarNode) or not isinstance(node.value, str):
+        return None
+    uri = node.value.strip()
+    if not uri:
+        return None
+    where = f"storageUri `{uri}` (line {node.start_mark.line + 1})"
+    if uri.startswith("hf://"):
+        repo = uri[len("hf://"):].split(":", 1)[0].strip("/")  # hf://org/name[:revision]
+        return ModelHint(repo, where) if repo else None
+    return ModelHint(uri, where)
 
 
 def _ancestors(link: Any) -> tuple[Any, ...]:

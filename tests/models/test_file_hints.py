@@ -1,0 +1,145 @@
+"""Model hints a file gives outside ``--model``: KServe ``storageUri``, an llm-d-benchmark
+scenario's ``model.huggingfaceId``, Python ``os.getenv`` defaults, and the ``org--name`` folder.
+
+Offline with an empty HF cache throughout, so only the bundled catalog answers; each hinted
+finding must say which hint named its model.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from tpcheck.cli import main
+from tpcheck.models import hints
+from tpcheck.models.resolve import ResolveError, Resolver
+from tpcheck.sources import read_path
+from tpcheck.sources.base import ModelHint
+
+
+@pytest.fixture(autouse=True)
+def _empty_cache(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
+    monkeypatch.setenv("HF_HUB_CACHE", str(tmp_path / "hf-cache"))
+    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
+    hints._by_name.cache_clear()
+    yield
+    hints._by_name.cache_clear()
+
+
+def _lint(path: Path, capsys: pytest.CaptureFixture[str]) -> list[dict[str, str]]:
+    main(["--offline", "--format", "json", str(path)])
+    found: list[dict[str, str]] = json.loads(capsys.readouterr().out)["findings"]
+    return found
+
+
+def test_org_dash_dash_name_folder_needs_a_catalog_id() -> None:
+    # the catalog lists the hub's old name as an alias of meta-llama/Llama-3.1-8B-Instruct
+    assert hints.folder_hint("/bucket/models/meta-llama--Meta-Llama-3.1-8B-Instruct") == (
+        "meta-llama/Meta-Llama-3.1-8B-Instruct", "meta-llama--Meta-Llama-3.1-8B-Instruct")
+    assert hints.folder_hint(".tpcheck/models/Qwen--Qwen3-8B") == ("Qwen/Qwen3-8B",
+                                                                  "Qwen--Qwen3-8B")
+    assert hints.folder_hint("/models/my--finetune") is None  # no hub id anyone can check
+    assert hints.folder_hint("/models/Qwen--Qwen3-8B-ft") is None  # exact, never a prefix
+
+
+KSERVE = """\
+apiVersion: serving.kserve.io/v1beta1
+kind: InferenceService
+metadata:
+  name: {name}
+spec:
+  predictor:
+    model:
+      modelFormat:
+        name: huggingface
+      args:
+        - --tensor-parallel-size=3
+        - --max-model-len=1024
+      storageUri: {uri}
+      resources:
+        limits:
+          nvidia.com/gpu: "3"
+"""
+
+
+@pytest.mark.parametrize(("uri", "why", "heads"), [
+    # hf://org/name names the hub id itself
+    ("hf://Qwen/Qwen3-8B", "storageUri `hf://Qwen/Qwen3-8B` (line 13) -> Qwen/Qwen3-8B", 32),
+    # another scheme: the folder name, even behind an expression earlier in the path
+    ("s3://${bucket}/models/Qwen--Qwen3-32B",
+     "the folder name `Qwen--Qwen3-32B` in storageUri `s3://${bucket}/models/Qwen--Qwen3-32B` "
+     "(line 13) -> Qwen/Qwen3-32B", 64),
+])
+def test_kserve_storage_uri(tmp_path: Path, capsys: pytest.CaptureFixture[str], uri: str,
+                            why: str, heads: int) -> None:
+    f = tmp_path / "isvc.yaml"
+    f.write_text(KSERVE.format(name="x", uri=uri))
+    (d,) = read_path(str(f)).deployments
+    assert d.model is None and d.model_hints[0].value == uri.removeprefix("hf://")
+    found = _lint(f, capsys)
+    # Qwen3-8B has 32 query heads, Qwen3-32B 64; neither divides by t = 3: TP101 fires
+    (tp101,) = [x for x in found if x["code"] == "TP101"]
+    assert tp101["message"].startswith(
+        f"vllm refuses tensor parallel size 3 for this model: h mod t = {heads % 3} "
+        f"(h={heads}, t=3)")
+    assert tp101["message"].endswith(f"[model taken from {why}; map it in "
+                                     "[tool.tpcheck.models] to be exact]")
+
+
+def test_kserve_storage_uri_naming_nothing_is_still_tp000(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    f = tmp_path / "isvc.yaml"
+    f.write_text(KSERVE.format(name="x", uri="pvc://models/my-finetune"))
+    assert [x["code"] for x in _lint(f, capsys)] == ["TP000"]
+
+
+SCENARIO = """\
+scenario:
+  - name: guide
+    common:
+      model:
+        name: Qwen/Qwen3-32B
+        path: models/Qwen/Qwen3-32B
+        huggingfaceId: {hub}
+    modelservice:
+      decode:
+        vllm:
+          customCommand: |
+            . /shared-config/llmdbench_env.sh
+            vllm serve /model-cache/$MODEL_PATH \\
+            --served-model-name $MODEL_NAME \\
+            --tensor-parallel-size 3
+"""
+
+
+def test_llm_d_benchmark_scenario_huggingface_id(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    f = tmp_path / "scenario.yaml"
+    f.write_text(SCENARIO.format(hub="Qwen/Qwen3-32B"))
+    (d,) = read_path(str(f)).deployments
+    assert d.model_hints == (ModelHint("Qwen/Qwen3-32B",
+                                       "model.huggingfaceId `Qwen/Qwen3-32B` (line 7)"),)
+    found = _lint(f, capsys)
+    (tp101,) = [x for x in found if x["code"] == "TP101"]  # 64 heads % 3 = 1
+    assert tp101["message"].endswith("[model taken from model.huggingfaceId `Qwen/Qwen3-32B` "
+                                     "(line 7) -> Qwen/Qwen3-32B; map it in "
+                                     "[tool.tpcheck.models] to be exact]")
+    # a hint that resolves nowhere: TP000 with what was tried
+    f.write_text(SCENARIO.format(hub="acme/never-published"))
+    (tp000,) = _lint(f, capsys)
+    assert tp000["code"] == "TP000"
+    assert ("also tried: model taken from model.huggingfaceId `acme/never-published` (line 7) "
+            "-> acme/never-published: not-found") in tp000["message"]
+
+
+def test_a_hub_id_as_written_wins_over_file_hints(tmp_path: Path) -> None:
+    r = Resolver(offline=True, cwd=str(tmp_path))
+    res = r.resolve_hinted("Qwen/Qwen3-8B", file_hints=[("Qwen/Qwen3-32B", "env MODEL_ID")])
+    assert res.hint is None and res.config["num_attention_heads"] == 32
+    res = r.resolve_hinted("$(MODEL_ID)", file_hints=[("Qwen/Qwen3-32B", "env MODEL_ID")])
+    assert res.config["num_attention_heads"] == 64 and res.hint is not None
+    with pytest.raises(ResolveError):
+        r.resolve_hinted("$(MODEL_ID)", file_hints=[("", "env MODEL_ID")])
