@@ -143,3 +143,71 @@ def test_a_hub_id_as_written_wins_over_file_hints(tmp_path: Path) -> None:
     assert res.config["num_attention_heads"] == 64 and res.hint is not None
     with pytest.raises(ResolveError):
         r.resolve_hinted("$(MODEL_ID)", file_hints=[("", "env MODEL_ID")])
+
+
+SERVE_PY = '''\
+import os
+import subprocess
+
+from vllm import LLM
+
+TP = int(os.getenv("TENSOR_PARALLEL_SIZE", "3"))
+
+
+def main() -> None:
+    model_id = os.environ.get("MODEL_ID", "Qwen/Qwen3-8B")
+    LLM(model=model_id, tensor_parallel_size=TP,
+        max_num_seqs=int(os.environ.get("MAX_NUM_SEQS", default="64")))
+    LLM(os.environ["MODEL_ID"], tensor_parallel_size=2)
+    subprocess.run(["vllm", "serve", os.getenv("MODEL", "Qwen/Qwen3-32B"),
+                    "--tensor-parallel-size", os.getenv("TP", "3")])
+'''
+
+
+def test_python_environment_defaults_are_read(tmp_path: Path) -> None:
+    f = tmp_path / "serve.py"
+    f.write_text(SERVE_PY)
+    d1, d2, d3 = read_path(str(f)).deployments
+    # the model is a hint (the environment may name another); int options take the default
+    assert d1.model is None and d1.unresolved["model"] == "model_id"
+    assert d1.model_hints == (ModelHint(
+        "Qwen/Qwen3-8B", 'the default of os.getenv("MODEL_ID") `Qwen/Qwen3-8B` (line 10)'),)
+    assert (d1.tensor_parallel_size, d1.max_num_seqs) == (3, 64)
+    tp = d1.spans["tensor_parallel_size"]  # underlines the "3" of the default on line 6
+    assert (tp.line, tp.column, tp.end_column) == (6, 45, 46)
+    assert any("is the default of os.getenv('TENSOR_PARALLEL_SIZE')" in n for n in d1.notes)
+    # os.environ["X"] has no default: nothing to take
+    assert d2.model is None and d2.model_hints == () and d2.tensor_parallel_size == 2
+    # in a subprocess list too
+    assert d3.unresolved["model"] == 'os.getenv("MODEL", "Qwen/Qwen3-32B")'
+    assert [h.value for h in d3.model_hints] == ["Qwen/Qwen3-32B"]
+    assert d3.tensor_parallel_size == 3
+
+
+def test_python_defaults_a_name_bound_twice_is_not_taken(tmp_path: Path) -> None:
+    f = tmp_path / "serve.py"
+    f.write_text('import os\nfrom vllm import LLM\nm = os.getenv("M", "Qwen/Qwen3-8B")\n'
+                 'if os.getenv("BIG"):\n    m = os.getenv("M2", "Qwen/Qwen3-32B")\n'
+                 'LLM(model=m, tensor_parallel_size=int(os.getenv("TP")))\n')
+    (d,) = read_path(str(f)).deployments
+    assert d.model_hints == () and d.tensor_parallel_size is None  # no default for TP either
+
+
+def test_python_defaults_reach_the_findings(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    f = tmp_path / "serve.py"
+    f.write_text(SERVE_PY)
+    found = _lint(f, capsys)
+    by_line: dict[int, list[str]] = {}
+    for x in found:
+        by_line.setdefault(x["line"], []).append(x["code"])
+    # line 6 (TP's default 3 with Qwen3-8B: 32 heads, 8 KV heads, 151,936 vocab rows, all
+    # indivisible by 3); line 13 names no default (TP000); line 15 (Qwen3-32B: f = 25,600 too)
+    assert by_line == {6: ["TP101", "TP102", "TP104"], 13: ["TP000"],
+                       15: ["TP101", "TP102", "TP103", "TP104"]}
+    tails = {x["message"].split(" [model taken", 1)[-1] for x in found if x["line"] in (6, 15)}
+    assert tails == {
+        ' from the default of os.getenv("MODEL_ID") `Qwen/Qwen3-8B` (line 10) -> '
+        "Qwen/Qwen3-8B; map it in [tool.tpcheck.models] to be exact]",
+        ' from the default of os.getenv("MODEL") `Qwen/Qwen3-32B` (line 14) -> '
+        "Qwen/Qwen3-32B; map it in [tool.tpcheck.models] to be exact]"}

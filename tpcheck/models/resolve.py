@@ -404,7 +404,9 @@ class Resolver:
             raise error
         is_path = error.kind == "not-found" and _looks_like_path(ref) and not is_expression(ref)
         candidates: list[tuple[str, str]] = []
-        if is_path or error.kind == "unresolved":
+        # readers give file hints only for a reference that is not a literal (an expression, a
+        # Python name, a path, none at all), so they are tried whatever the first error was
+        if file_hints:
             for value, origin in file_hints:
                 candidates.extend(_file_hint(value, origin))
         if is_path:
