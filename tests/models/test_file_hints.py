@@ -10,6 +10,7 @@ from __future__ import annotations
 import json
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -29,9 +30,9 @@ def _empty_cache(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[No
     hints._by_name.cache_clear()
 
 
-def _lint(path: Path, capsys: pytest.CaptureFixture[str]) -> list[dict[str, str]]:
+def _lint(path: Path, capsys: pytest.CaptureFixture[str]) -> list[dict[str, Any]]:
     main(["--offline", "--format", "json", str(path)])
-    found: list[dict[str, str]] = json.loads(capsys.readouterr().out)["findings"]
+    found: list[dict[str, Any]] = json.loads(capsys.readouterr().out)["findings"]
     return found
 
 

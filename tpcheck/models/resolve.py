@@ -319,8 +319,11 @@ class Resolver:
         timeout: float = 5.0,
         base_dir: str | None = None,
         cwd: str | None = None,
+        use_catalog: bool = True,
     ) -> None:
         self.cwd = Path(cwd) if cwd is not None else Path.cwd()
+        # `tpcheck models pull` wants the hub's own file (HF cache or hub), not the catalog's copy
+        self.use_catalog = use_catalog
         self.base_dir = Path(base_dir) if base_dir is not None else self.cwd
         self.model_config = model_config
         self.mappings = dict(mappings or {})
@@ -379,6 +382,15 @@ class Resolver:
             result.location,
             tried + result.tried,
         )
+
+    def fetch(self, repo: str, revision: str | None = None) -> Resolution:
+        """``repo``'s config.json from the HF cache or the hub only (steps 3 and 5), for
+        `tpcheck models pull`; the location is then a cache snapshot path, whose folder name is
+        the commit."""
+        result = self._remote_cached(repo, revision)
+        if isinstance(result, ResolveError):
+            raise result
+        return result
 
     def resolve_hinted(
         self,
@@ -535,7 +547,7 @@ class Resolver:
 
     def _after_cache(self, repo: str, revision: str | None, tried: list[str]) -> Resolution:
         rev = revision or "main"
-        entry = catalog.find(repo)
+        entry = catalog.find(repo) if self.use_catalog else None
         if entry is not None:
             config = load_json(entry.config_path)
             tried.append(f"bundled catalog {entry.folder.name}")
@@ -547,7 +559,8 @@ class Resolver:
                 str(entry.config_path),
                 tuple(tried),
             )
-        tried.append(f"bundled catalog: no entry for {repo}")
+        if self.use_catalog:
+            tried.append(f"bundled catalog: no entry for {repo}")
 
         if self.offline or is_offline_env():
             why = "--offline" if self.offline else "HF_HUB_OFFLINE"
