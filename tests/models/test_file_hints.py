@@ -212,3 +212,42 @@ def test_python_defaults_reach_the_findings(
         "Qwen/Qwen3-8B; map it in [tool.tpcheck.models] to be exact]",
         ' from the default of os.getenv("MODEL") `Qwen/Qwen3-32B` (line 14) -> '
         "Qwen/Qwen3-32B; map it in [tool.tpcheck.models] to be exact]"}
+
+
+RAY_SERVICE = """\
+apiVersion: ray.io/v1
+kind: RayService
+metadata:
+  name: llm
+spec:
+  serveConfigV2: |
+    applications:
+    - name: llm
+      import_path: serve:model
+      runtime_env:
+        env_vars:
+          MODEL_ID: "Qwen/Qwen3-8B"
+          TENSOR_PARALLEL_SIZE: "{tp}"
+          MAX_NUM_SEQS: "64"
+"""
+
+
+def test_ray_serve_runtime_env_vars(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    f = tmp_path / "ray.yaml"
+    f.write_text(RAY_SERVICE.format(tp=3))
+    (d,) = read_path(str(f)).deployments
+    assert (d.engine, d.entrypoint, d.tensor_parallel_size, d.max_num_seqs) == ("vllm", "llm",
+                                                                               3, 64)
+    tp = d.spans["tensor_parallel_size"]  # the 3 on line 13 of the file, not of the block
+    assert (tp.line, tp.column) == (13, 34)
+    assert d.model_hints == (ModelHint("Qwen/Qwen3-8B",
+                                       "runtime_env.env_vars MODEL_ID `Qwen/Qwen3-8B` (line 12)"),)
+    assert any("serve:model is assumed to pass to vLLM" in n for n in d.notes)
+    found = _lint(f, capsys)
+    # Qwen3-8B: 32 heads, 8 KV heads, vocab 151,936 rows: none divides by 3
+    assert sorted(x["code"] for x in found) == ["TP101", "TP102", "TP104"]
+    assert all("[model taken from runtime_env.env_vars MODEL_ID `Qwen/Qwen3-8B` (line 12)"
+               in x["message"] for x in found)
+    # without a literal TENSOR_PARALLEL_SIZE the script's layout is unknown: no deployment
+    f.write_text(RAY_SERVICE.format(tp="$TP"))
+    assert read_path(str(f)).deployments == ()

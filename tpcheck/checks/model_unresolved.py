@@ -22,8 +22,8 @@ def check(ctx: CheckContext) -> Iterator[Finding]:
     # a hub id, or a guess from a hint, is what `tpcheck models pull` can fetch and map once
     fetchable = "also tried" in ctx.model_problem or (
         d.model is not None and "offline" in ctx.model_problem)
-    pull = (f"; `tpcheck models pull {d.path}` fetches and maps it once for offline runs"
-            if fetchable and d.path not in ("-", "") else "")
+    pull = ("; `tpcheck models pull` on this file, run once online, fetches and maps it for "
+            "offline runs" if fetchable and d.path not in ("-", "") else "")
     yield ctx.finding(
         sys.modules[__name__],
         f"{ctx.model_problem}; rules that need the model's shape were skipped for this "

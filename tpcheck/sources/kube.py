@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import re
 from bisect import bisect_left
-from collections.abc import Iterator, Mapping, MutableMapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, MutableMapping, Sequence
 
 import yaml
 
@@ -189,7 +189,7 @@ _SCALAR = yaml.ScalarNode
 # Keys visit_mapping reacts to: a mapping with none of them is only walked through.
 _MAPPING_KEYS = frozenset({
     "modelSpec", "vllmConfig", "tensorParallelSize", "engine_kwargs", "resourceProfile",
-    "command", "args", "entrypoint", "extraArgs",
+    "command", "args", "entrypoint", "extraArgs", "runtime_env",
 })
 
 
@@ -281,6 +281,9 @@ class Walker:
             return
         if "engine_kwargs" in keys and isinstance(keys["engine_kwargs"], yaml.MappingNode):
             self.ray_llm_config(m, keys)
+            return
+        if "runtime_env" in keys and "import_path" in keys:
+            self.ray_serve_env_app(m, keys)
             return
         if "resourceProfile" in keys and ("url" in keys or "args" in keys):
             self.kubeai_model(m, keys, _ancestors(link))
@@ -377,7 +380,7 @@ class Walker:
             d = deployment_from_words(
                 ctx.path, cmd, la, env=env, extra=kw, extra_spans=extra_spans, notes=dnotes
             )
-            d = self.model_hints(d, anc, _storage_uri_hint(keys.get("storageUri"), ctx))
+            d = self.model_hints(d, anc, _storage_uri_hint(keys.get("storageUri"), ctx.span))
             self.found.append(self.apply_parallelism(d, anc))
 
     @staticmethod
@@ -491,7 +494,7 @@ class Walker:
                                                                "huggingfaceId")
             if isinstance(hub, yaml.ScalarNode) and isinstance(hub.value, str) and hub.value:
                 found.append(ModelHint(hub.value, f"model.huggingfaceId `{hub.value}` "
-                                                  f"(line {hub.start_mark.line + 1})"))
+                                                  f"(line {self.ctx.span(hub).line})"))
                 break
         if not found:
             return d
@@ -592,12 +595,53 @@ class Walker:
             deployment_from_fields(ctx.path, "vllm", ctx.span(m), f, extra=extra, extra_spans=spans)
         )
 
+    def ray_serve_env_app(self, m: Any, keys: dict[str, Any]) -> None:
+        """A Ray Serve application whose own script builds the engine from its environment:
+        ``runtime_env.env_vars`` with ``MODEL_ID`` and ``TENSOR_PARALLEL_SIZE`` (the names of
+        KubeRay's and GKE's vLLM serve samples; also PIPELINE_PARALLEL_SIZE, MAX_NUM_SEQS,
+        MAX_MODEL_LEN). The script is not read, so the model is a hint (the finding says so) and
+        only a literal TENSOR_PARALLEL_SIZE makes this a deployment."""
+        env = mpath(m, "runtime_env", "env_vars")
+        if not isinstance(env, yaml.MappingNode):
+            return
+        vals = {k.value: v for k, v in env.value
+                if isinstance(k, yaml.ScalarNode) and isinstance(v, yaml.ScalarNode)}
+        tp = vals.get("TENSOR_PARALLEL_SIZE")
+        if tp is None or _int(tp.value) is None:
+            return
+        ctx = self.ctx
+        f = Fields()
+        for var, name in _RAY_ENV_FIELDS:
+            node = vals.get(var)
+            if node is not None:
+                loc = ctx.locate(node)
+                set_typed(f, name, VLLM_KWARGS[name][1], Word(loc, loc.fallback))
+                self.consumed.add(id(node))
+        hints: tuple[ModelHint, ...] = ()
+        model = vals.get("MODEL_ID")
+        if model is not None and model.value:
+            f.unresolved_value("model", "$MODEL_ID", ctx.span(model))
+            hints = (ModelHint(model.value, f"runtime_env.env_vars MODEL_ID `{model.value}` "
+                                            f"(line {ctx.span(model).line})"),)
+        extra: dict[str, Any] = {"entrypoint": "llm", "model_hints": hints or None}
+        spans: dict[str, Span] = {}
+        acc = vals.get("ACCELERATOR_TYPE")
+        if acc is not None and acc.value:
+            extra["gpu_product"] = acc.value
+            spans["gpu_product"] = ctx.span(acc)
+        imp = keys["import_path"]
+        script = imp.value if isinstance(imp, yaml.ScalarNode) else "the serve script"
+        note = (f"layout read from runtime_env.env_vars, which {script} is assumed to pass to "
+                "vLLM (the script itself is not read)")
+        self.found.append(deployment_from_fields(ctx.path, "vllm", ctx.span(m), f, extra=extra,
+                                                 extra_spans=spans, notes=[note]))
+
     # -- scalars ---------------------------------------------------------------------------
     def visit_scalar(self, node: Any, link: Any = None) -> None:
         value = node.value
         if not isinstance(value, str) or len(value) < 10:
             return
-        if "applications:" in value and "engine_kwargs" in value:
+        if "applications:" in value and ("engine_kwargs" in value or "env_vars" in value):
             self.embedded_yaml(node)
             return
         if not LAUNCH_HINT.search(value):
@@ -623,7 +667,16 @@ class Walker:
                 self.found.extend(Walker(sub).run(doc))
 
 
-def _storage_uri_hint(node: Any, ctx: Ctx) -> ModelHint | None:
+# Ray Serve runtime_env.env_vars a serve script reads → the vLLM engine argument it sets
+_RAY_ENV_FIELDS = (
+    ("TENSOR_PARALLEL_SIZE", "tensor_parallel_size"),
+    ("PIPELINE_PARALLEL_SIZE", "pipeline_parallel_size"),
+    ("MAX_NUM_SEQS", "max_num_seqs"),
+    ("MAX_MODEL_LEN", "max_model_len"),
+)
+
+
+def _storage_uri_hint(node: Any, span: Callable[[Any], Span]) -> ModelHint | None:
     """KServe ``storageUri``: ``hf://org/name`` names a hub id; another URI (``s3://``,
     ``gs://``, ``pvc://``) a folder whose name may spell the model."""
     if not isinstance(node, yaml.ScalarNode) or not isinstance(node.value, str):
@@ -631,7 +684,7 @@ def _storage_uri_hint(node: Any, ctx: Ctx) -> ModelHint | None:
     uri = node.value.strip()
     if not uri:
         return None
-    where = f"storageUri `{uri}` (line {node.start_mark.line + 1})"
+    where = f"storageUri `{uri}` (line {span(node).line})"
     if uri.startswith("hf://"):
         repo = uri[len("hf://"):].split(":", 1)[0].strip("/")  # hf://org/name[:revision]
         return ModelHint(repo, where) if repo else None
@@ -655,7 +708,7 @@ def _ancestors(link: Any) -> tuple[Any, ...]:
 # simple pattern: a case-insensitive alternation costs five times more on a 1,000-file run.
 _HINT_WORDS = (
     "vllm", "sglang", "modelspec", "vllmconfig", "tensorparallelsize", "engine_kwargs",
-    "resourceprofile",
+    "resourceprofile", "tensor_parallel_size",
 )
 _HINT_FLAGS = (
     ENGINE_ONLY_FLAGS["vllm"] | ENGINE_ONLY_FLAGS["sglang"]
