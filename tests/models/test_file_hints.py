@@ -251,3 +251,32 @@ def test_ray_serve_runtime_env_vars(tmp_path: Path, capsys: pytest.CaptureFixtur
     # without a literal TENSOR_PARALLEL_SIZE the script's layout is unknown: no deployment
     f.write_text(RAY_SERVICE.format(tp="$TP"))
     assert read_path(str(f)).deployments == ()
+
+
+def test_k8s_env_values_expand_earlier_variables(tmp_path: Path) -> None:
+    f = tmp_path / "pod.yaml"
+    f.write_text("""\
+apiVersion: v1
+kind: Pod
+metadata: {name: a}
+spec:
+  containers:
+  - name: a
+    image: vllm/vllm-openai:v0.8.0
+    env:
+    - name: ORG
+      value: Qwen
+    - name: MODEL_ID
+      value: $(ORG)/Qwen3-8B
+    - name: LATER
+      value: $(NOT_YET)/x
+    - name: NOT_YET
+      value: defined-after
+    args: ["--model", "$(MODEL_ID)", "--served-model-name", "$(LATER)"]
+""")
+    (d,) = read_path(str(f)).deployments
+    # the kubelet expands $(VAR) in an env value from the variables defined before it
+    assert d.model == "Qwen/Qwen3-8B" and d.env["MODEL_ID"] == "Qwen/Qwen3-8B"
+    m = d.spans["model"]  # "Qwen" comes from line 10, the rest from line 12
+    assert (m.line, m.column) == (10, 14)
+    assert d.served_model_name == "$(NOT_YET)/x"  # a later variable stays as written

@@ -305,6 +305,13 @@ class Walker:
             for item in env_nodes.value:
                 name, value = mget(item, "name"), mget(item, "value")
                 if isinstance(name, yaml.ScalarNode) and isinstance(value, yaml.ScalarNode):
+                    if isinstance(value.value, str) and "$(" in value.value:
+                        # the kubelet expands $(VAR) in a value from the variables defined
+                        # before it (an unknown one stays as written)
+                        expanded = k8s_word(ctx.locate(value), k8s_env).text
+                        k8s_env[name.value] = expanded
+                        plain_env[name.value] = expanded.value
+                        continue
                     k8s_env.defer(name.value, value, 0)
                     plain_env[name.value] = value.value
                 elif isinstance(item, yaml.ScalarNode) and "=" in item.value:
