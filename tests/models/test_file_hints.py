@@ -176,7 +176,8 @@ def test_python_environment_defaults_are_read(tmp_path: Path) -> None:
     assert (d1.tensor_parallel_size, d1.max_num_seqs) == (3, 64)
     tp = d1.spans["tensor_parallel_size"]  # underlines the "3" of the default on line 6
     assert (tp.line, tp.column, tp.end_column) == (6, 45, 46)
-    assert any("is the default of os.getenv('TENSOR_PARALLEL_SIZE')" in n for n in d1.notes)
+    assert ('tensor_parallel_size = 3 is the default of os.getenv("TENSOR_PARALLEL_SIZE"); the '
+            "environment or command line may set another") in d1.notes
     # os.environ["X"] has no default: nothing to take
     assert d2.model is None and d2.model_hints == () and d2.tensor_parallel_size == 2
     # in a subprocess list too
@@ -280,3 +281,37 @@ spec:
     m = d.spans["model"]  # "Qwen" comes from line 10, the rest from line 12
     assert (m.line, m.column) == (10, 14)
     assert d.served_model_name == "$(NOT_YET)/x"  # a later variable stays as written
+
+
+ARGPARSE_PY = """\
+import argparse
+
+from vllm import LLM
+
+parser = argparse.ArgumentParser()
+parser.add_argument("--model", "-m", default="Qwen/Qwen3-32B")
+parser.add_argument("--tensor-parallel-size", "--tp", type=int, default=3)
+parser.add_argument("--seqs", dest="max_seqs", default="32")
+parser.add_argument("--twice", default="a")
+parser.add_argument("--twice", default="b")
+args = parser.parse_args()
+LLM(model=args.model, tensor_parallel_size=args.tensor_parallel_size,
+    max_num_seqs=int(args.max_seqs), max_model_len=args.twice)
+"""
+
+
+def test_python_argparse_defaults(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    f = tmp_path / "serve.py"
+    f.write_text(ARGPARSE_PY)
+    (d,) = read_path(str(f)).deployments
+    assert d.unresolved["model"] == "args.model"
+    assert d.model_hints == (ModelHint("Qwen/Qwen3-32B",
+                                       "the default of --model `Qwen/Qwen3-32B` (line 6)"),)
+    assert (d.tensor_parallel_size, d.max_num_seqs) == (3, 32)  # dest= is honoured
+    assert d.max_model_len is None  # an option declared twice: either default, so neither
+    found = _lint(f, capsys)
+    # Qwen3-32B: 64 heads % 3 = 1, 8 KV heads % 3 = 2, f = 25,600 % 3 = 1, 151,936 % 3 = 1
+    assert sorted(x["code"] for x in found) == ["TP101", "TP102", "TP103", "TP104"]
+    assert all(x["line"] == 7 for x in found)  # the 3 in default=3
+    assert all("[model taken from the default of --model `Qwen/Qwen3-32B` (line 6)"
+               in x["message"] for x in found)

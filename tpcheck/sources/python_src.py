@@ -13,6 +13,8 @@ so, since the environment may name another), for other options as the value, wit
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+
 from tpcheck.engines.flags import SGLANG_KWARGS, VLLM_KWARGS
 from tpcheck.sources.argv import (
     Fields,
@@ -96,17 +98,17 @@ def read_python(path: str, text: str) -> ReadResult:
                     and _literal(small.value) is not None
                 ):
                     consts[small.targets[0].target.value] = small.value
-    consts.update(_env_names(wrapper.module, consts))
+    flags = _argparse_defaults(wrapper.module)
+    consts.update(_env_names(wrapper.module, consts, flags))
 
     def env_default(node: Any) -> tuple[str, Any] | None:
-        """(variable, default literal node) when ``node`` (or the name bound to it) reads the
-        environment with a literal default."""
+        """(what is read, default literal node) when ``node`` (or the name bound to it) reads
+        the environment or an argparse option with a literal default."""
         target = consts.get(node.value, node) if isinstance(node, cst.Name) else node
-        return _env_default(target)
+        return _env_default(target, flags)
 
-    def env_origin(node: Any, var: str, lit: Any) -> str:
-        return (f"the default of os.getenv(\"{var}\") `{_literal(lit)}` "
-                f"(line {span(lit).line})")
+    def env_origin(node: Any, label: str, lit: Any) -> str:
+        return f"the default of {label} `{_literal(lit)}` (line {span(lit).line})"
 
     def word(node: Any) -> Word | None:
         """A literal (or a constant naming one, or an environment read's literal default) as a
@@ -114,7 +116,7 @@ def read_python(path: str, text: str) -> ReadResult:
         target = node
         if isinstance(node, cst.Name) and node.value in consts:
             target = consts[node.value]
-        env = _env_default(target)
+        env = _env_default(target, flags)
         if env is not None:
             target = env[1]
         lit = _literal(target)
@@ -173,8 +175,8 @@ def read_python(path: str, text: str) -> ReadResult:
                                 model_hints=(*d.model_hints,
                                              ModelHint(value, env_origin(lit, var, lit))))
                 else:
-                    notes.append(f"{value!r} is the default of os.getenv({var!r}); "
-                                 "the environment may set another")
+                    notes.append(f"{value!r} is the default of {var}; the environment or "
+                                 "command line may set another")
             return replace(d, notes=tuple(notes)) if notes != list(d.notes) else d
 
         def kwargs_call(self, node: cst.Call, engine: Any, table: dict[str, Any]) -> Deployment:
@@ -195,8 +197,8 @@ def read_python(path: str, text: str) -> ReadResult:
                     return
                 set_typed(f, name, kind, w)
                 if env is not None and name in f.values:
-                    f.notes.append(f"{name} = {w.value} is the default of os.getenv({env[0]!r}); "
-                                   "the environment may set another")
+                    f.notes.append(f"{name} = {w.value} is the default of {env[0]}; the "
+                                   "environment or command line may set another")
 
             for k, arg in enumerate(node.args):
                 if arg.keyword is None:
@@ -221,16 +223,21 @@ _ENV_READERS = frozenset({"getenv", "get"})  # os.getenv / getenv / os.environ.g
 _CASTS = frozenset({"int", "float", "str"})
 
 
-def _env_default(node: Any) -> tuple[str, Any] | None:
-    """(variable, default literal node) for ``os.getenv("V", lit)``, ``os.environ.get("V", lit)``
-    (also ``default=lit``), optionally inside ``int()``, ``float()`` or ``str()``."""
+def _env_default(node: Any, flags: Mapping[str, tuple[str, Any]] | None = None
+                 ) -> tuple[str, Any] | None:
+    """(what is read, default literal node) for ``os.getenv("V", lit)``,
+    ``os.environ.get("V", lit)`` (also ``default=lit``) and ``args.dest`` of an argparse option
+    in ``flags``, optionally inside ``int()``, ``float()`` or ``str()``."""
     import libcst as cst
 
+    if (flags and isinstance(node, cst.Attribute) and isinstance(node.value, cst.Name)
+            and node.attr.value in flags):
+        return flags[node.attr.value]
     if not isinstance(node, cst.Call):
         return None
     fn = node.func
     if isinstance(fn, cst.Name) and fn.value in _CASTS and len(node.args) == 1:
-        return _env_default(node.args[0].value)
+        return _env_default(node.args[0].value, flags)
     if isinstance(fn, cst.Name) and fn.value == "getenv":
         pass
     elif isinstance(fn, cst.Attribute) and fn.attr.value in _ENV_READERS:
@@ -256,10 +263,40 @@ def _env_default(node: Any) -> tuple[str, Any] | None:
             default = a.value
     if not isinstance(var, str) or default is None or _literal(default) is None:
         return None
-    return var, default
+    return f'os.getenv("{var}")', default
 
 
-def _env_names(module: Any, consts: dict[str, Any]) -> dict[str, Any]:
+def _argparse_defaults(module: Any) -> dict[str, tuple[str, Any]]:
+    """argparse dest → (its option, default literal node) for every ``add_argument("--x", ...,
+    default=lit)`` in the file; a dest declared twice could hold either default and is left
+    out."""
+    import libcst as cst
+
+    found: dict[str, tuple[str, Any]] = {}
+    seen: dict[str, int] = {}
+
+    class Options(cst.CSTVisitor):
+        def visit_Call(self, node: cst.Call) -> None:
+            fn = node.func
+            if not (isinstance(fn, cst.Attribute) and fn.attr.value == "add_argument"):
+                return
+            names = [_literal(a.value) for a in node.args if a.keyword is None]
+            opts = [n for n in names if isinstance(n, str) and n.startswith("-")]
+            kw = {a.keyword.value: a.value for a in node.args if a.keyword is not None}
+            if not opts or "default" not in kw or _literal(kw["default"]) is None:
+                return
+            opt = next((o for o in opts if o.startswith("--")), opts[0])
+            dest = _literal(kw["dest"]) if "dest" in kw else opt.lstrip("-").replace("-", "_")
+            if isinstance(dest, str) and dest:
+                seen[dest] = seen.get(dest, 0) + 1
+                found[dest] = (opt, kw["default"])
+
+    module.visit(Options())
+    return {d: v for d, v in found.items() if seen[d] == 1}
+
+
+def _env_names(module: Any, consts: dict[str, Any],
+               flags: Mapping[str, tuple[str, Any]] | None = None) -> dict[str, Any]:
     """Names bound exactly once in the file (at any depth) to an environment read with a literal
     default: ``model = os.getenv("MODEL_ID", "org/name")`` inside ``main()`` is common. A name
     bound twice could hold either value, so it is left alone."""
@@ -283,7 +320,7 @@ def _env_names(module: Any, consts: dict[str, Any]) -> dict[str, Any]:
     module.visit(Binds())
     return {n: v for n, v in values.items()
             if counts[n] == 1 and n not in consts and v is not None
-            and _env_default(v) is not None}
+            and _env_default(v, flags) is not None}
 
 
 def _literal(node: Any) -> Any:
