@@ -149,6 +149,10 @@ def test_candidates_follow_the_resolvers_order(tmp_path: Path) -> None:
     d1, d2 = read_path(str(f)).deployments
     assert [c[0] for c in hub_candidates(d1)] == ["Qwen/Qwen3-32B", "acme/x"]
     assert hub_candidates(d2) == [("Qwen/Qwen3-8B", "as written")]
+    # a mapping wins: to a hub id, that id is pulled; to a local config, nothing is
+    assert hub_candidates(d1, {"/models/Qwen3-32B": "acme/ft-32b"}) == [
+        ("acme/ft-32b", "mapped from '/models/Qwen3-32B'")]
+    assert hub_candidates(d1, {"/models/Qwen3-32B": "configs/ft/config.json"}) == []
 
 
 # ---- the settings-file edit -------------------------------------------------------------
@@ -194,3 +198,17 @@ def test_a_settings_file_that_cannot_be_edited_is_one_line_and_nothing_is_fetche
     assert proc.returncode == 2 and len(proc.stderr.splitlines()) == 1
     assert "add the mapping by hand" in proc.stderr
     assert not (proj / ".tpcheck").exists() and asked == []
+
+
+def test_a_mapping_to_a_pulled_hub_id_is_followed_once(tmp_path: Path) -> None:
+    from tpcheck.models.resolve import Resolver
+
+    folder = tmp_path / ".tpcheck" / "models" / "acme--ft-32b"
+    folder.mkdir(parents=True)
+    (folder / "config.json").write_bytes(REAL_CONFIG)
+    r = Resolver(offline=True, base_dir=str(tmp_path), cwd=str(tmp_path), mappings={
+        "/models/Qwen3-32B": "acme/ft-32b", "acme/ft-32b": ".tpcheck/models/acme--ft-32b"})
+    res = r.resolve("/models/Qwen3-32B")
+    assert res.source == "mapping" and res.config["num_attention_heads"] == 32  # Llama-3.1-8B's
+    assert res.tried == ("mapping '/models/Qwen3-32B' -> 'acme/ft-32b'",
+                         f"mapping 'acme/ft-32b' -> {folder}")

@@ -77,10 +77,19 @@ class PullResult:
 
 # ---- what the files name ---------------------------------------------------------------------
 
-def hub_candidates(d: Deployment) -> list[tuple[str, str]]:
-    """(hub id, how it was found) for one deployment, in the resolver's order: the reference
-    when it is a hub id; else the file's hints, the path's folder names, the served name."""
+def hub_candidates(d: Deployment, mappings: Mapping[str, str] | None = None
+                   ) -> list[tuple[str, str]]:
+    """(hub id, how it was found) for one deployment, in the resolver's order: the hub id a
+    ``[tool.tpcheck.models]`` mapping gives the reference (none when it maps to a path); the
+    reference when it is a hub id; else the file's hints, the path's folder names, the served
+    name."""
     ref = (d.model or d.unresolved.get("model") or "").strip()
+    target = (mappings or {}).get(ref)
+    if target is not None:
+        target = target.strip()
+        mapped_id = not _looks_like_path(target) and not target.startswith(
+            MODELS_DIR.as_posix())
+        return [(target, f"mapped from {ref!r}")] if mapped_id else []
     if ref and not is_expression(ref) and not _looks_like_path(ref):
         return [(ref, "as written")]
     out: list[tuple[str, str]] = []
@@ -96,7 +105,8 @@ def hub_candidates(d: Deployment) -> list[tuple[str, str]]:
     return out
 
 
-def collect(paths: Sequence[str]) -> tuple[list[Wanted], list[str], list[SourceError]]:
+def collect(paths: Sequence[str], mappings: Mapping[str, str] | None = None
+            ) -> tuple[list[Wanted], list[str], list[SourceError]]:
     """(hub ids in first-seen order, deployments that name none, read errors)."""
     from tpcheck.sources import iter_files, read_path
 
@@ -108,9 +118,11 @@ def collect(paths: Sequence[str]) -> tuple[list[Wanted], list[str], list[SourceE
         errors.extend(result.errors)
         for d in result.deployments:
             where = f"{d.path}:{d.span.line}"
-            cands = hub_candidates(d)
+            cands = hub_candidates(d, mappings)
             if not cands:
                 ref = d.model or d.unresolved.get("model")
+                if ref is not None and mappings and ref.strip() in mappings:
+                    continue  # mapped to a local config by hand: nothing to fetch
                 skipped.append(f"{where}: model {ref!r} names no hub id; map it by hand"
                                if ref else f"{where}: the deployment names no model")
                 continue
@@ -165,7 +177,7 @@ def pull(paths: Sequence[str], *, cwd: Path | None = None, offline: bool | None 
     target = found if found is not None else _new_settings_file(here)
     project = target.parent
     _check_editable(target)  # fail before fetching anything
-    wanted, skipped, errors = collect(paths)
+    wanted, skipped, errors = collect(paths, settings.models)
     resolver = Resolver(offline=offline or settings.offline or None,
                         timeout=timeout or settings.hub_timeout, use_catalog=False,
                         cwd=str(project))

@@ -353,6 +353,13 @@ class Resolver:
                 return self._from_file(model, path, "mapping", (f"mapping {model!r} -> {path}",))
             tried = (f"mapping {model!r} -> {target!r}",)
             ref = target.strip()
+            pulled = self.mappings.get(ref)
+            if pulled is not None and ref != model and (
+                    _looks_like_path(pulled) or self._anchor(pulled).exists()):
+                # the hub id is itself mapped, as `tpcheck models pull` maps what it stored
+                path = self._anchor(pulled)
+                return self._from_file(model, path, "mapping",
+                                       (*tried, f"mapping {ref!r} -> {path}"))
         if is_expression(ref):
             what = f"{model!r}, an expression tpcheck cannot evaluate" if ref else "empty"
             raise ResolveError(
