@@ -44,7 +44,9 @@ def git_blob_sha(data: bytes) -> str:
 class HubServer:
     """``files``: repo -> {filename: bytes}. ``gated``: repos answering 401 GatedRepo.
     ``missing``: repos answering ``status`` with RepoNotFound (the hub says 401 to anonymous
-    callers, 404 to authenticated ones). ``hang``: repos whose requests never get an answer."""
+    callers, 404 to authenticated ones). ``hang``: repos whose requests never get an answer.
+    ``token``: a gated repo that has ``files`` answers a request carrying ``Bearer <token>``
+    (an account that accepted the licence), and 401 GatedRepo to any other."""
 
     def __init__(
         self,
@@ -54,7 +56,9 @@ class HubServer:
         missing: Mapping[str, int] | None = None,
         hang: Iterable[str] = (),
         lifetime: float = 60.0,
+        token: str | None = None,
     ) -> None:
+        self.token = token
         self.files = {repo: dict(f) for repo, f in (files or {}).items()}
         self.gated = frozenset(gated)
         self.missing = dict(missing or {})
@@ -122,13 +126,15 @@ class HubServer:
         with self._lock:
             self._requests.append(request)
 
-    def answer(self, path: str) -> tuple[int, dict[str, str], bytes]:
+    def answer(self, path: str, authorization: str | None = None
+               ) -> tuple[int, dict[str, str], bytes]:
         m = _RESOLVE.match(path.split("?", 1)[0])
         if m is None:
             return 404, {}, b"not found"
         repo, rev, name = m["repo"], unquote(m["rev"]), unquote(m["file"])
         commit = commit_of(repo)
-        if repo in self.gated:
+        licensed = self.token is not None and authorization == f"Bearer {self.token}"
+        if repo in self.gated and not (licensed and repo in self.files):
             msg = f"Access to model {repo} is restricted. You must be authenticated to access it."
             return 401, {"X-Error-Code": "GatedRepo", "X-Error-Message": msg}, msg.encode()
         if repo in self.missing or repo not in self.files:
@@ -163,7 +169,7 @@ def _make_handler(hub: HubServer) -> type[BaseHTTPRequestHandler]:
                 hub._release.wait(hub.lifetime)
                 self.close_connection = True
                 return
-            status, headers, body = hub.answer(self.path)
+            status, headers, body = hub.answer(self.path, self.headers.get("Authorization"))
             self.send_response(status)
             for key, value in headers.items():
                 self.send_header(key, value)

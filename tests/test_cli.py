@@ -80,7 +80,8 @@ def test_top_level_help_lists_every_command(capsys: pytest.CaptureFixture[str],
     assert out.startswith("usage: tpcheck [OPTIONS] PATH...\n       tpcheck COMMAND")
     lines = out.splitlines()
     listed = [ln.split()[0] for ln in lines[lines.index("commands:") + 1:] if ln.startswith("  ")]
-    assert listed[:6] == ["check", "inspect", "plan", "rules", "explain", "lsp"] == list(COMMANDS)
+    assert listed[:7] == ["check", "inspect", "plan", "rules", "explain", "lsp", "models"] == list(
+        COMMANDS)
     for name, (_, summary) in COMMANDS.items():
         assert f"  {name}" in out and summary in out
     assert "tpcheck PATH...            lint manifests" in out  # the shortcut is documented

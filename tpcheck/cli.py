@@ -37,6 +37,8 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "rules": ("tpcheck.commands.rules", "list the rule codes, names and default severities"),
     "explain": ("tpcheck.commands.explain", "print the documentation of a rule code"),
     "lsp": ("tpcheck.commands.lsp", "run the Language Server on stdin/stdout, for editors"),
+    "models": ("tpcheck.commands.models", "pull the models the files name into .tpcheck/models "
+               "(offline CI afterwards), or list them"),
 }
 
 DEFAULT_COMMAND = "check"
@@ -48,6 +50,7 @@ Check vLLM and SGLang tensor-parallel layouts before anyone books a GPU.
   tpcheck inspect PATH...    show what was read from each file
   tpcheck plan MODEL --gpu   capacity table across tensor-parallel sizes
   tpcheck rules / explain    the rule codes and their documentation
+  tpcheck models pull PATH   fetch every named model's config.json for offline runs
 """
 
 EPILOG = """\

@@ -30,6 +30,11 @@ TYPE_CHECKING = False  # typing's constant without importing typing (start-up, i
 if TYPE_CHECKING:
     from typing import Any
 
+    from tpcheck.sources.base import ModelHint
+
+    # (model, revision, the file's folder, served name, the file's other model hints)
+    ResolveKey = tuple[str, str | None, str | None, str | None, tuple[ModelHint, ...]]
+
 IGNORE_RE = re.compile(r"#\s*tpcheck:\s*ignore(?:\[([A-Za-z0-9_,\s]*)\])?", re.IGNORECASE)
 
 
@@ -92,7 +97,7 @@ class Linter:
                                  offline=settings.offline or None, timeout=settings.hub_timeout,
                                  base_dir=settings.root)
         self.shapes: dict[tuple[str, str], ModelShape | str] = {}
-        self._resolved: dict[tuple[str, str | None, str | None, str | None], Any] = {}
+        self._resolved: dict[ResolveKey, Any] = {}
         self._evaluations: dict[tuple[int, int, Options], Evaluation] = {}
         self.gpu_flag: GPU | None = None
         self.gpu_setting: GPU | None = None
@@ -126,16 +131,18 @@ class Linter:
         from tpcheck.models.resolve import ResolveError
 
         model = d.model if d.model is not None else d.unresolved.get("model")
-        if not model:
+        if not model and not d.model_hints:
             if RECOVERED_NOTE in d.notes:
                 return None, None, None  # the parse error already speaks for this file
             return None, "the deployment names no model", None
+        model = model or ""  # no reference, only hints (KServe storageUri): they are tried
         rkey = self._resolve_key(d, model)
         r_or_e = self._resolved.get(rkey)
         if r_or_e is None:
             try:
-                r_or_e = self.resolver.resolve_hinted(model, served_name=d.served_model_name,
-                                                      revision=d.revision, base_dir=rkey[2])
+                r_or_e = self.resolver.resolve_hinted(
+                    model, served_name=d.served_model_name, revision=d.revision,
+                    base_dir=rkey[2], file_hints=[(h.value, h.origin) for h in d.model_hints])
             except ResolveError as e:
                 r_or_e = e
             except (OSError, RuntimeError, ValueError, RecursionError) as e:
@@ -161,20 +168,20 @@ class Linter:
         return cached, None, f"{r.source}: {r.location}{hint}"
 
     @staticmethod
-    def _resolve_key(d: Deployment, model: str) -> tuple[str, str | None, str | None, str | None]:
-        """(model, revision, the file's folder, served name): one lookup per key in a run, since
-        a repository names the same few models in hundreds of files, and each lookup probes the
-        file system. The folder is where a relative model path is looked for."""
+    def _resolve_key(d: Deployment, model: str) -> ResolveKey:
+        """(model, revision, the file's folder, served name, other hints): one lookup per key in
+        a run, since a repository names the same few models in hundreds of files, and each lookup
+        probes the file system. The folder is where a relative model path is looked for."""
         base = (os.path.dirname(d.path) or ".") if d.path not in ("-", "") else None
-        return (model, d.revision, base, d.served_model_name)
+        return (model, d.revision, base, d.served_model_name, d.model_hints)
 
     def model_hint(self, d: Deployment) -> str | None:
         """After ``shape_for``: the hint that named ``d``'s model (folder name, served name),
         None when the reference resolved as written."""
         model = d.model if d.model is not None else d.unresolved.get("model")
-        if not model:
+        if not model and not d.model_hints:
             return None
-        hit = self._resolved.get(self._resolve_key(d, model))
+        hit = self._resolved.get(self._resolve_key(d, model or ""))
         return getattr(hit, "hint", None)
 
     def gpu_for(self, d: Deployment) -> tuple[GPU | None, str]:

@@ -44,9 +44,12 @@ def refusal_findings(ctx: CheckContext, rule: ModuleType) -> Iterator[Finding]:
         for x in (below, above)
         if x is not None and "tensor_parallel_size" in ctx.deployment.spans
     ), key=lambda e: not e.preferred))
+    d = ctx.deployment
+    # the reference as written; an expression or a hint-only model (KServe storageUri) has none
+    model = d.model or d.unresolved.get("model") or "this model"
     for r in refs:
         msg = (
-            f"{engine} refuses tensor parallel size {ctx.tp} for {ctx.deployment.model}: "
+            f"{engine} refuses tensor parallel size {ctx.tp} for {model}: "
             f"{r.formula.expression} = {r.formula.result} ({r.formula.substituted()}). "
             f'The engine says: "{r.engine_message.rstrip(".")}". Legal sizes for this model: '
             f"{sizes}"

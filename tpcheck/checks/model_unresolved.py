@@ -19,10 +19,17 @@ def check(ctx: CheckContext) -> Iterator[Finding]:
     if ctx.shape is not None or ctx.model_problem is None:
         return
     d = ctx.deployment
+    # a hub id, or a guess from a hint, is what `tpcheck models pull` can fetch and map once
+    fetchable = "also tried" in ctx.model_problem or (
+        d.model is not None and "offline" in ctx.model_problem)
+    pull = ("; `tpcheck models pull` on this file, run once online, fetches and maps it for "
+            "offline runs" if fetchable and d.path not in ("-", "") else "")
     yield ctx.finding(
         sys.modules[__name__],
-        f"{ctx.model_problem}; rules that need the model's shape were skipped for this deployment",
+        f"{ctx.model_problem}; rules that need the model's shape were skipped for this "
+        f"deployment{pull}",
         span=d.span_of("model"),
-        fix="pass --model-config PATH, map the name in [tool.tpcheck.models], or populate the "
-        "Hugging Face cache (huggingface-cli download MODEL config.json)",
+        fix="run `tpcheck models pull PATH...` once online (it fetches every model the files "
+        "name into .tpcheck/models/ and maps it in [tool.tpcheck.models]), pass --model-config "
+        "PATH, or map the name in [tool.tpcheck.models] by hand",
     )

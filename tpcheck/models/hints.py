@@ -46,7 +46,8 @@ def _by_folder_name(name: str) -> str | None:
 
 def folder_hint(ref: str) -> tuple[str, str] | None:
     """(hub id, the folder text that named it) for a local path, tried in this order: a Hugging
-    Face cache folder ``models--org--name`` anywhere in the path; the last two components as an
+    Face cache folder ``models--org--name`` anywhere in the path; a last component
+    ``org--name`` that the catalog holds as ``org/name``; the last two components as an
     ``org/name`` the catalog holds; the last component as a catalog name part."""
     parts = [p for p in _SEPARATORS.split(ref.strip()) if p and p not in (".", "..", "~")]
     for part in reversed(parts):
@@ -54,6 +55,13 @@ def folder_hint(ref: str) -> tuple[str, str] | None:
             org, sep, name = part[len(_CACHE_PREFIX):].partition("--")
             if sep and _REPO_PART.fullmatch(org) and _REPO_PART.fullmatch(name):
                 return f"{org}/{name}", part
+    if parts and "--" in parts[-1]:
+        # ``org--name``: the layout of `tpcheck models pull` and of many bucket mirrors; only a
+        # catalog id counts (``my--finetune`` is no hub id anyone could check)
+        org, _, name = parts[-1].partition("--")
+        entry = catalog.find(f"{org}/{name}") if org and name else None
+        if entry is not None:
+            return entry.model_id, parts[-1]
     if len(parts) >= 2:
         two = f"{parts[-2]}/{parts[-1]}"
         entry = catalog.find(two)

@@ -38,7 +38,7 @@ import json
 import os
 import re
 import time
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 
 from tpcheck.models import catalog, hints
@@ -319,8 +319,11 @@ class Resolver:
         timeout: float = 5.0,
         base_dir: str | None = None,
         cwd: str | None = None,
+        use_catalog: bool = True,
     ) -> None:
         self.cwd = Path(cwd) if cwd is not None else Path.cwd()
+        # `tpcheck models pull` wants the hub's own file (HF cache or hub), not the catalog's copy
+        self.use_catalog = use_catalog
         self.base_dir = Path(base_dir) if base_dir is not None else self.cwd
         self.model_config = model_config
         self.mappings = dict(mappings or {})
@@ -350,6 +353,13 @@ class Resolver:
                 return self._from_file(model, path, "mapping", (f"mapping {model!r} -> {path}",))
             tried = (f"mapping {model!r} -> {target!r}",)
             ref = target.strip()
+            pulled = self.mappings.get(ref)
+            if pulled is not None and ref != model and (
+                    _looks_like_path(pulled) or self._anchor(pulled).exists()):
+                # the hub id is itself mapped, as `tpcheck models pull` maps what it stored
+                path = self._anchor(pulled)
+                return self._from_file(model, path, "mapping",
+                                       (*tried, f"mapping {ref!r} -> {path}"))
         if is_expression(ref):
             what = f"{model!r}, an expression tpcheck cannot evaluate" if ref else "empty"
             raise ResolveError(
@@ -380,6 +390,15 @@ class Resolver:
             tried + result.tried,
         )
 
+    def fetch(self, repo: str, revision: str | None = None) -> Resolution:
+        """``repo``'s config.json from the HF cache or the hub only (steps 3 and 5), for
+        `tpcheck models pull`; the location is then a cache snapshot path, whose folder name is
+        the commit."""
+        result = self._remote_cached(repo, revision)
+        if isinstance(result, ResolveError):
+            raise result
+        return result
+
     def resolve_hinted(
         self,
         model: str,
@@ -387,11 +406,14 @@ class Resolver:
         served_name: str | None = None,
         revision: str | None = None,
         base_dir: str | None = None,
+        file_hints: Sequence[tuple[str, str]] = (),
     ) -> Resolution:
         """``resolve``, then, when the reference is a local path that does not resolve or an
-        expression, the hints the file gives: the path's folder names, then
-        ``--served-model-name``. A hinted Resolution says which hint in ``hint``; when no hint
-        resolves, the first error is raised with the hints tried added to it."""
+        expression (or empty), the hints the file gives: ``file_hints`` as (hub id or path,
+        where it was read) — env values, Python ``os.getenv`` defaults, KServe ``storageUri`` —,
+        the path's folder names, then ``--served-model-name``. A hinted Resolution says which
+        hint in ``hint``; when no hint resolves, the first error is raised with the hints tried
+        added to it."""
         try:
             return self.resolve(model, revision=revision, base_dir=base_dir)
         except ResolveError as e:
@@ -401,6 +423,11 @@ class Resolver:
             raise error
         is_path = error.kind == "not-found" and _looks_like_path(ref) and not is_expression(ref)
         candidates: list[tuple[str, str]] = []
+        # readers give file hints only for a reference that is not a literal (an expression, a
+        # Python name, a path, none at all), so they are tried whatever the first error was
+        if file_hints:
+            for value, origin in file_hints:
+                candidates.extend(_file_hint(value, origin))
         if is_path:
             folder = hints.folder_hint(ref)
             if folder is not None:
@@ -527,7 +554,7 @@ class Resolver:
 
     def _after_cache(self, repo: str, revision: str | None, tried: list[str]) -> Resolution:
         rev = revision or "main"
-        entry = catalog.find(repo)
+        entry = catalog.find(repo) if self.use_catalog else None
         if entry is not None:
             config = load_json(entry.config_path)
             tried.append(f"bundled catalog {entry.folder.name}")
@@ -539,7 +566,8 @@ class Resolver:
                 str(entry.config_path),
                 tuple(tried),
             )
-        tried.append(f"bundled catalog: no entry for {repo}")
+        if self.use_catalog:
+            tried.append(f"bundled catalog: no entry for {repo}")
 
         if self.offline or is_offline_env():
             why = "--offline" if self.offline else "HF_HUB_OFFLINE"
@@ -605,6 +633,21 @@ class Resolver:
         config, quant = parsed
         assert config is not None  # config_path is a str
         return Resolution(repo, config, quant, source, config_path, tried)
+
+
+def _file_hint(value: str, origin: str) -> list[tuple[str, str]]:
+    """(hub id, how it was found) for one hint a file gives: a hub id as it stands, else the
+    folder names of a path (``s3://bucket/models/Qwen3-8B``), as for ``--model``."""
+    ref = value.strip()
+    if not ref:
+        return []
+    if not _looks_like_path(ref):
+        return [(ref, f"model taken from {origin}")]
+    # an expression earlier in the path (s3://${bucket}/...) does not hide the folder's name
+    folder = hints.folder_hint(ref.split("://", 1)[-1])
+    if folder is None:
+        return []
+    return [(folder[0], f"model taken from the folder name `{folder[1]}` in {origin}")]
 
 
 def _drop_cache_entry(path: Path) -> bool:

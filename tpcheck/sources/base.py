@@ -48,6 +48,16 @@ class Span:
 
 
 @record
+class ModelHint:
+    """A model the file names outside ``--model``: a container env value, a Python
+    ``os.getenv`` default, KServe's ``storageUri``. ``value`` is a hub id or a path (whose folder
+    names are matched as for ``--model``); ``origin`` says where it was read, for the finding."""
+
+    value: str
+    origin: str
+
+
+@record
 class Deployment:
     """One engine launch found in a file. Fields are as written; None where not set."""
 
@@ -56,6 +66,9 @@ class Deployment:
     span: Span  # the launch itself (the command, the LLM(...) call, the workload)
     model: str | None = None
     served_model_name: str | None = None  # --served-model-name (first name): a hint, not the model
+    # Other places the file names the model, for a reference that is an expression or a path:
+    # (hub id or path, where it was read), in the order to try them (ModelHint above).
+    model_hints: tuple[ModelHint, ...] = ()
     revision: str | None = None
     tensor_parallel_size: int | None = None
     pipeline_parallel_size: int | None = None

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import re
 from bisect import bisect_left
-from collections.abc import Iterator, Mapping, MutableMapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, MutableMapping, Sequence
 
 import yaml
 
@@ -25,7 +25,7 @@ from tpcheck.sources.argv import (
     infer_engine,
     set_typed,
 )
-from tpcheck.sources.base import Deployment, Span
+from tpcheck.sources.base import Deployment, ModelHint, Span
 from tpcheck.sources.positions import Located
 from tpcheck.sources.shell import Vars, Word, _shell_c, read_commands, read_shell_text
 from tpcheck.sources.yamlctx import Ctx, scalar
@@ -189,7 +189,7 @@ _SCALAR = yaml.ScalarNode
 # Keys visit_mapping reacts to: a mapping with none of them is only walked through.
 _MAPPING_KEYS = frozenset({
     "modelSpec", "vllmConfig", "tensorParallelSize", "engine_kwargs", "resourceProfile",
-    "command", "args", "entrypoint", "extraArgs",
+    "command", "args", "entrypoint", "extraArgs", "runtime_env",
 })
 
 
@@ -230,7 +230,7 @@ class Walker:
             cls = type(node)
             if cls is scalar_node:
                 if id(node) not in consumed:
-                    self.visit_scalar(node)
+                    self.visit_scalar(node, link)
                 continue
             if cls is mapping:
                 self.visit_mapping(node, link)
@@ -282,6 +282,9 @@ class Walker:
         if "engine_kwargs" in keys and isinstance(keys["engine_kwargs"], yaml.MappingNode):
             self.ray_llm_config(m, keys)
             return
+        if "runtime_env" in keys and "import_path" in keys:
+            self.ray_serve_env_app(m, keys)
+            return
         if "resourceProfile" in keys and ("url" in keys or "args" in keys):
             self.kubeai_model(m, keys, _ancestors(link))
             return
@@ -302,6 +305,13 @@ class Walker:
             for item in env_nodes.value:
                 name, value = mget(item, "name"), mget(item, "value")
                 if isinstance(name, yaml.ScalarNode) and isinstance(value, yaml.ScalarNode):
+                    if isinstance(value.value, str) and "$(" in value.value:
+                        # the kubelet expands $(VAR) in a value from the variables defined
+                        # before it (an unknown one stays as written)
+                        expanded = k8s_word(ctx.locate(value), k8s_env).text
+                        k8s_env[name.value] = expanded
+                        plain_env[name.value] = expanded.value
+                        continue
                     k8s_env.defer(name.value, value, 0)
                     plain_env[name.value] = value.value
                 elif isinstance(item, yaml.ScalarNode) and "=" in item.value:
@@ -377,6 +387,7 @@ class Walker:
             d = deployment_from_words(
                 ctx.path, cmd, la, env=env, extra=kw, extra_spans=extra_spans, notes=dnotes
             )
+            d = self.model_hints(d, anc, _storage_uri_hint(keys.get("storageUri"), ctx.span))
             self.found.append(self.apply_parallelism(d, anc))
 
     @staticmethod
@@ -473,6 +484,31 @@ class Walker:
                     spans["group_size"] = ctx.span(size)
         return extra, spans, notes
 
+    def model_hints(
+        self, d: Deployment, anc: tuple[Any, ...], first: ModelHint | None = None
+    ) -> Deployment:
+        """Where else the document names the model, for a ``--model`` that is an expression or
+        a path: ``first`` (KServe's ``storageUri``), then an llm-d-benchmark scenario's
+        ``model.huggingfaceId`` (its launch reads ``/model-cache/$MODEL_PATH``, a variable the
+        harness fills from that block at run time)."""
+        if d.model is not None and not d.model.startswith("/"):
+            return d  # a hub id as written: nothing to hint
+        found = [first] if first is not None else []
+        for a in reversed(anc):
+            if not isinstance(a, yaml.MappingNode):
+                continue
+            hub = mpath(a, "model", "huggingfaceId") or mpath(a, "common", "model",
+                                                               "huggingfaceId")
+            if isinstance(hub, yaml.ScalarNode) and isinstance(hub.value, str) and hub.value:
+                found.append(ModelHint(hub.value, f"model.huggingfaceId `{hub.value}` "
+                                                  f"(line {self.ctx.span(hub).line})"))
+                break
+        if not found:
+            return d
+        from tpcheck.record import replace
+
+        return replace(d, model_hints=(*d.model_hints, *found))
+
     def apply_parallelism(self, d: Deployment, anc: tuple[Any, ...]) -> Deployment:
         """KServe ``parallelism: {tensor, pipeline, data, expert}`` for fields flags left unset."""
         par = None
@@ -566,19 +602,64 @@ class Walker:
             deployment_from_fields(ctx.path, "vllm", ctx.span(m), f, extra=extra, extra_spans=spans)
         )
 
+    def ray_serve_env_app(self, m: Any, keys: dict[str, Any]) -> None:
+        """A Ray Serve application whose own script builds the engine from its environment:
+        ``runtime_env.env_vars`` with ``MODEL_ID`` and ``TENSOR_PARALLEL_SIZE`` (the names of
+        KubeRay's and GKE's vLLM serve samples; also PIPELINE_PARALLEL_SIZE, MAX_NUM_SEQS,
+        MAX_MODEL_LEN). The script is not read, so the model is a hint (the finding says so) and
+        only a literal TENSOR_PARALLEL_SIZE makes this a deployment."""
+        env = mpath(m, "runtime_env", "env_vars")
+        if not isinstance(env, yaml.MappingNode):
+            return
+        vals = {k.value: v for k, v in env.value
+                if isinstance(k, yaml.ScalarNode) and isinstance(v, yaml.ScalarNode)}
+        tp = vals.get("TENSOR_PARALLEL_SIZE")
+        if tp is None or _int(tp.value) is None:
+            return
+        ctx = self.ctx
+        f = Fields()
+        for var, name in _RAY_ENV_FIELDS:
+            node = vals.get(var)
+            if node is not None:
+                loc = ctx.locate(node)
+                set_typed(f, name, VLLM_KWARGS[name][1], Word(loc, loc.fallback))
+                self.consumed.add(id(node))
+        hints: tuple[ModelHint, ...] = ()
+        model = vals.get("MODEL_ID")
+        if model is not None and model.value:
+            f.unresolved_value("model", "$MODEL_ID", ctx.span(model))
+            hints = (ModelHint(model.value, f"runtime_env.env_vars MODEL_ID `{model.value}` "
+                                            f"(line {ctx.span(model).line})"),)
+        extra: dict[str, Any] = {"entrypoint": "llm", "model_hints": hints or None}
+        spans: dict[str, Span] = {}
+        acc = vals.get("ACCELERATOR_TYPE")
+        if acc is not None and acc.value:
+            extra["gpu_product"] = acc.value
+            spans["gpu_product"] = ctx.span(acc)
+        imp = keys["import_path"]
+        script = imp.value if isinstance(imp, yaml.ScalarNode) else "the serve script"
+        note = (f"layout read from runtime_env.env_vars, which {script} is assumed to pass to "
+                "vLLM (the script itself is not read)")
+        self.found.append(deployment_from_fields(ctx.path, "vllm", ctx.span(m), f, extra=extra,
+                                                 extra_spans=spans, notes=[note]))
+
     # -- scalars ---------------------------------------------------------------------------
-    def visit_scalar(self, node: Any) -> None:
+    def visit_scalar(self, node: Any, link: Any = None) -> None:
         value = node.value
         if not isinstance(value, str) or len(value) < 10:
             return
-        if "applications:" in value and "engine_kwargs" in value:
+        if "applications:" in value and ("engine_kwargs" in value or "env_vars" in value):
             self.embedded_yaml(node)
             return
         if not LAUNCH_HINT.search(value):
             return
         loc = self.ctx.locate(node)
         vars_ = Vars(shell=dict(self.top_vars.shell))
-        self.found.extend(read_shell_text(loc, self.ctx.path, vars_))
+        found = read_shell_text(loc, self.ctx.path, vars_)
+        if found and link is not None:
+            anc = _ancestors(link)
+            found = [self.model_hints(d, anc) for d in found]
+        self.found.extend(found)
 
     def embedded_yaml(self, node: Any) -> None:
         """Ray ``serveConfigV2: |`` holds a YAML document; read it with positions mapped back."""
@@ -591,6 +672,30 @@ class Walker:
         for doc in docs:
             if doc is not None:
                 self.found.extend(Walker(sub).run(doc))
+
+
+# Ray Serve runtime_env.env_vars a serve script reads → the vLLM engine argument it sets
+_RAY_ENV_FIELDS = (
+    ("TENSOR_PARALLEL_SIZE", "tensor_parallel_size"),
+    ("PIPELINE_PARALLEL_SIZE", "pipeline_parallel_size"),
+    ("MAX_NUM_SEQS", "max_num_seqs"),
+    ("MAX_MODEL_LEN", "max_model_len"),
+)
+
+
+def _storage_uri_hint(node: Any, span: Callable[[Any], Span]) -> ModelHint | None:
+    """KServe ``storageUri``: ``hf://org/name`` names a hub id; another URI (``s3://``,
+    ``gs://``, ``pvc://``) a folder whose name may spell the model."""
+    if not isinstance(node, yaml.ScalarNode) or not isinstance(node.value, str):
+        return None
+    uri = node.value.strip()
+    if not uri:
+        return None
+    where = f"storageUri `{uri}` (line {span(node).line})"
+    if uri.startswith("hf://"):
+        repo = uri[len("hf://"):].split(":", 1)[0].strip("/")  # hf://org/name[:revision]
+        return ModelHint(repo, where) if repo else None
+    return ModelHint(uri, where)
 
 
 def _ancestors(link: Any) -> tuple[Any, ...]:
@@ -610,7 +715,7 @@ def _ancestors(link: Any) -> tuple[Any, ...]:
 # simple pattern: a case-insensitive alternation costs five times more on a 1,000-file run.
 _HINT_WORDS = (
     "vllm", "sglang", "modelspec", "vllmconfig", "tensorparallelsize", "engine_kwargs",
-    "resourceprofile",
+    "resourceprofile", "tensor_parallel_size",
 )
 _HINT_FLAGS = (
     ENGINE_ONLY_FLAGS["vllm"] | ENGINE_ONLY_FLAGS["sglang"]

@@ -3,9 +3,17 @@
 ``LLM(...)``, ``EngineArgs(...)``, ``AsyncEngineArgs(...)`` (vLLM) and ``sgl.Engine(...)``
 (SGLang) keyword arguments, and ``subprocess`` argument lists that start an engine. A name bound
 at module level to a plain literal is resolved; anything else is kept in ``unresolved``.
+
+An environment read with a literal default — ``os.getenv("MODEL_ID", "org/name")``,
+``os.environ.get("TP", "8")``, wrapped in ``int()``/``float()``/``str()``, inline or through a
+name bound once in the file — counts as its default: for the model as a hint (the finding says
+so, since the environment may name another), for other options as the value, with a note.
+``os.environ["X"]`` has no default and stays unresolved.
 """
 
 from __future__ import annotations
+
+from collections.abc import Mapping
 
 from tpcheck.engines.flags import SGLANG_KWARGS, VLLM_KWARGS
 from tpcheck.sources.argv import (
@@ -15,7 +23,7 @@ from tpcheck.sources.argv import (
     find_launch,
     set_typed,
 )
-from tpcheck.sources.base import Deployment, ReadResult, SourceError, Span
+from tpcheck.sources.base import Deployment, ModelHint, ReadResult, SourceError, Span
 from tpcheck.sources.positions import Located
 from tpcheck.sources.shell import Word
 
@@ -90,12 +98,27 @@ def read_python(path: str, text: str) -> ReadResult:
                     and _literal(small.value) is not None
                 ):
                     consts[small.targets[0].target.value] = small.value
+    flags = _argparse_defaults(wrapper.module)
+    consts.update(_env_names(wrapper.module, consts, flags))
+
+    def env_default(node: Any) -> tuple[str, Any] | None:
+        """(what is read, default literal node) when ``node`` (or the name bound to it) reads
+        the environment or an argparse option with a literal default."""
+        target = consts.get(node.value, node) if isinstance(node, cst.Name) else node
+        return _env_default(target, flags)
+
+    def env_origin(node: Any, label: str, lit: Any) -> str:
+        return f"the default of {label} `{_literal(lit)}` (line {span(lit).line})"
 
     def word(node: Any) -> Word | None:
-        """A literal (or a constant naming one) as a Word with per-character positions."""
+        """A literal (or a constant naming one, or an environment read's literal default) as a
+        Word with per-character positions."""
         target = node
         if isinstance(node, cst.Name) and node.value in consts:
             target = consts[node.value]
+        env = _env_default(target, flags)
+        if env is not None:
+            target = env[1]
         lit = _literal(target)
         if lit is None:
             src = wrapper.module.code_for_node(node)
@@ -127,35 +150,177 @@ def read_python(path: str, text: str) -> ReadResult:
             elif name in SUBPROCESS and node.args:
                 arg0 = node.args[0].value
                 if isinstance(arg0, (cst.List, cst.Tuple)):
-                    words = [word(el.value) for el in arg0.elements
-                             if isinstance(el, cst.Element)]
+                    elements = [el.value for el in arg0.elements if isinstance(el, cst.Element)]
+                    words = [word(el) for el in elements]
                     ws = [w for w in words if w is not None]
                     la = find_launch([w.value for w in ws])
                     if la is not None:
-                        found.append(deployment_from_words(path, ws, la))
+                        d = deployment_from_words(path, ws, la)
+                        envs = [(el, *e) for el in elements
+                                if (e := env_default(el)) is not None]
+                        found.append(self.env_model(d, envs))
+
+        def env_model(self, d: Deployment, envs: list[tuple[Any, str, Any]]) -> Deployment:
+            """A subprocess word that was an environment default: as the model it becomes a
+            hint (the reference stays the expression), elsewhere a note."""
+            from tpcheck.record import replace
+
+            notes = list(d.notes)
+            for node, var, lit in envs:
+                value = str(_literal(lit))
+                where = d.spans.get("model")
+                if d.model == value and where is not None and where.line == span(lit).line:
+                    src = wrapper.module.code_for_node(node)
+                    d = replace(d, model=None, unresolved={**d.unresolved, "model": src},
+                                model_hints=(*d.model_hints,
+                                             ModelHint(value, env_origin(lit, var, lit))))
+                else:
+                    notes.append(f"{value!r} is the default of {var}; the environment or "
+                                 "command line may set another")
+            return replace(d, notes=tuple(notes)) if notes != list(d.notes) else d
 
         def kwargs_call(self, node: cst.Call, engine: Any, table: dict[str, Any]) -> Deployment:
             f = Fields()
+            model_hints: list[ModelHint] = []
+
+            def put(name: str, kind: Any, value: Any) -> None:
+                env = env_default(value)
+                w = word(value)
+                if w is None:
+                    return
+                if env is not None and kind == "model":
+                    # the environment names the model; its default is a hint, not the value
+                    src = wrapper.module.code_for_node(value)
+                    fb = span(value)
+                    set_typed(f, name, kind, Word(Located(src, (), fb, path), fb, unresolved=src))
+                    model_hints.append(ModelHint(w.value, env_origin(value, *env)))
+                    return
+                set_typed(f, name, kind, w)
+                if env is not None and name in f.values:
+                    f.notes.append(f"{name} = {w.value} is the default of {env[0]}; the "
+                                   "environment or command line may set another")
+
             for k, arg in enumerate(node.args):
                 if arg.keyword is None:
                     if k == 0 and arg.star == "":
-                        w = word(arg.value)
-                        if w is not None:
-                            set_typed(f, "model", "model", w)
+                        put("model", "model", arg.value)
                     elif arg.star == "**":
                         f.notes.append("**kwargs not read")
                     continue
                 row = table.get(arg.keyword.value)
                 if row is None:
                     continue
-                w = word(arg.value)
-                if w is not None:
-                    set_typed(f, row[0], row[1], w)
+                put(row[0], row[1], arg.value)
             return deployment_from_fields(path, engine, span(node), f,
-                                          extra={"entrypoint": "llm"})
+                                          extra={"entrypoint": "llm",
+                                                 "model_hints": tuple(model_hints) or None})
 
     wrapper.visit(V())
     return ReadResult(path, tuple(found), (), text)
+
+
+_ENV_READERS = frozenset({"getenv", "get"})  # os.getenv / getenv / os.environ.get / environ.get
+_CASTS = frozenset({"int", "float", "str"})
+
+
+def _env_default(node: Any, flags: Mapping[str, tuple[str, Any]] | None = None
+                 ) -> tuple[str, Any] | None:
+    """(what is read, default literal node) for ``os.getenv("V", lit)``,
+    ``os.environ.get("V", lit)`` (also ``default=lit``) and ``args.dest`` of an argparse option
+    in ``flags``, optionally inside ``int()``, ``float()`` or ``str()``."""
+    import libcst as cst
+
+    if (flags and isinstance(node, cst.Attribute) and isinstance(node.value, cst.Name)
+            and node.attr.value in flags):
+        return flags[node.attr.value]
+    if not isinstance(node, cst.Call):
+        return None
+    fn = node.func
+    if isinstance(fn, cst.Name) and fn.value in _CASTS and len(node.args) == 1:
+        return _env_default(node.args[0].value, flags)
+    if isinstance(fn, cst.Name) and fn.value == "getenv":
+        pass
+    elif isinstance(fn, cst.Attribute) and fn.attr.value in _ENV_READERS:
+        owner = fn.value
+        is_os = isinstance(owner, cst.Name) and owner.value == "os" and fn.attr.value == "getenv"
+        is_environ = (fn.attr.value == "get" and (
+            (isinstance(owner, cst.Name) and owner.value == "environ")
+            or (isinstance(owner, cst.Attribute) and owner.attr.value == "environ"
+                and isinstance(owner.value, cst.Name) and owner.value.value == "os")))
+        if not (is_os or is_environ):
+            return None
+    else:
+        return None
+    args = node.args
+    if not args or args[0].keyword is not None or not isinstance(args[0].value, cst.SimpleString):
+        return None
+    var = _literal(args[0].value)
+    default = None
+    if len(args) >= 2 and args[1].keyword is None:
+        default = args[1].value
+    for a in args[1:]:
+        if a.keyword is not None and a.keyword.value == "default":
+            default = a.value
+    if not isinstance(var, str) or default is None or _literal(default) is None:
+        return None
+    return f'os.getenv("{var}")', default
+
+
+def _argparse_defaults(module: Any) -> dict[str, tuple[str, Any]]:
+    """argparse dest → (its option, default literal node) for every ``add_argument("--x", ...,
+    default=lit)`` in the file; a dest declared twice could hold either default and is left
+    out."""
+    import libcst as cst
+
+    found: dict[str, tuple[str, Any]] = {}
+    seen: dict[str, int] = {}
+
+    class Options(cst.CSTVisitor):
+        def visit_Call(self, node: cst.Call) -> None:
+            fn = node.func
+            if not (isinstance(fn, cst.Attribute) and fn.attr.value == "add_argument"):
+                return
+            names = [_literal(a.value) for a in node.args if a.keyword is None]
+            opts = [n for n in names if isinstance(n, str) and n.startswith("-")]
+            kw = {a.keyword.value: a.value for a in node.args if a.keyword is not None}
+            if not opts or "default" not in kw or _literal(kw["default"]) is None:
+                return
+            opt = next((o for o in opts if o.startswith("--")), opts[0])
+            dest = _literal(kw["dest"]) if "dest" in kw else opt.lstrip("-").replace("-", "_")
+            if isinstance(dest, str) and dest:
+                seen[dest] = seen.get(dest, 0) + 1
+                found[dest] = (opt, kw["default"])
+
+    module.visit(Options())
+    return {d: v for d, v in found.items() if seen[d] == 1}
+
+
+def _env_names(module: Any, consts: dict[str, Any],
+               flags: Mapping[str, tuple[str, Any]] | None = None) -> dict[str, Any]:
+    """Names bound exactly once in the file (at any depth) to an environment read with a literal
+    default: ``model = os.getenv("MODEL_ID", "org/name")`` inside ``main()`` is common. A name
+    bound twice could hold either value, so it is left alone."""
+    import libcst as cst
+
+    counts: dict[str, int] = {}
+    values: dict[str, Any] = {}
+
+    class Binds(cst.CSTVisitor):
+        def visit_Assign(self, node: cst.Assign) -> None:
+            for t in node.targets:
+                if isinstance(t.target, cst.Name):
+                    counts[t.target.value] = counts.get(t.target.value, 0) + 1
+                    values[t.target.value] = node.value
+
+        def visit_AnnAssign(self, node: cst.AnnAssign) -> None:
+            if isinstance(node.target, cst.Name):
+                counts[node.target.value] = counts.get(node.target.value, 0) + 1
+                values[node.target.value] = node.value
+
+    module.visit(Binds())
+    return {n: v for n, v in values.items()
+            if counts[n] == 1 and n not in consts and v is not None
+            and _env_default(v, flags) is not None}
 
 
 def _literal(node: Any) -> Any:
