@@ -21,10 +21,10 @@ from tpcheck.checks.context import CheckContext
 from tpcheck.hardware.gpus import GPU, find_gpu
 from tpcheck.models.shape import ModelShape
 from tpcheck.physics.plan import Evaluation, Options
-from tpcheck.record import field, record
+from tpcheck.record import field, record, replace
 from tpcheck.settings import Settings
 from tpcheck.sources import iter_files, read_path
-from tpcheck.sources.base import RECOVERED_NOTE, Deployment, ReadResult, SourceError
+from tpcheck.sources.base import RECOVERED_NOTE, Deployment, ReadResult, SourceError, Span
 
 TYPE_CHECKING = False  # typing's constant without importing typing (start-up, issue 8)
 if TYPE_CHECKING:
@@ -188,9 +188,10 @@ class Linter:
         sups = inline_suppressions(rr.text)
         used: set[int] = set()
         file_ignores = self._file_ignores(rr.path)
-        for d in rr.deployments:
-            out.deployments += 1
-            for f in self.lint_deployment(d, out):
+        linted = [(d, self.lint_deployment(d, out)) for d in rr.deployments]
+        out.deployments += len(linted)
+        for d, found in merge_groups(linted):
+            for f in found:
                 if f.code in file_ignores:
                     out.suppressed += 1
                     continue
@@ -277,6 +278,41 @@ class Linter:
             self.lint_read(rr, out)
         out.findings.sort(key=lambda f: (f.span.path, f.span.line, f.span.column, f.code))
         return out
+
+
+def merge_groups(linted: list[tuple[Deployment, list[Finding]]]
+                 ) -> list[tuple[Deployment, list[Finding]]]:
+    """One finding per multi-pod group, not per pod template.
+
+    A LeaderWorkerSet's leader and worker templates (one ``leaderWorkerTemplate.size``) launch
+    one engine: a finding both templates get is said once, at the first template's span (the
+    leader's, which LWS writes first), with the others' spans as related information. A code
+    only one template gets stays on that template."""
+    first: dict[Span, int] = {}
+    out: list[tuple[Deployment, list[Finding]]] = []
+    for d, found in linted:
+        key = d.spans.get("group_size") if (d.group_size or 0) > 1 else None
+        if key is None:
+            out.append((d, found))
+            continue
+        lead = first.get(key)
+        if lead is None:
+            first[key] = len(out)
+            out.append((d, list(found)))
+            continue
+        lead_found = out[lead][1]
+        kept: list[Finding] = []
+        for f in found:
+            i = next((k for k, g in enumerate(lead_found) if g.code == f.code), None)
+            if i is None:
+                kept.append(f)
+                continue
+            g = lead_found[i]
+            note = (f"the same {f.code} for the group's other pod template (line {f.span.line}): "
+                    f"{d.group_size} pods run one engine")
+            lead_found[i] = replace(g, related=(*g.related, (f.span, note)))
+        out.append((d, kept))
+    return out
 
 
 # Counts past this are input errors, not layouts: no machine has 4,096 GPUs in one TP/PP/DP
