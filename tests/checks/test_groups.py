@@ -69,7 +69,7 @@ def codes(findings: list[Finding], code: str) -> list[Finding]:
 def test_multi_node_dp_attention_lws_gets_no_tp301(tmp_path: Path) -> None:
     # tp 16, attn_dp 16 → attn_tp = 16 // 16 = 1; deepep → ep = tp = 16, moe_tp = 16 // 16 = 1;
     # --moe-dense-tp-size 1: no group wider than 1 all-reduces, so nothing crosses the nodes.
-    p, found = run(tmp_path, DPA_DEEPEP)
+    _, found = run(tmp_path, DPA_DEEPEP)
     assert codes(found, "TP301") == []
     # The experts' all-to-all does span both pods: one TP303 (info) for the whole group.
     [f] = codes(found, "TP303")
@@ -86,7 +86,7 @@ def test_multi_node_dp_attention_lws_gets_no_tp301(tmp_path: Path) -> None:
 
 
 def test_tp16_lws_without_dp_attention_gets_exactly_one_tp301(tmp_path: Path) -> None:
-    p, found = run(tmp_path, "")
+    _, found = run(tmp_path, "")
     [f] = codes(found, "TP301")
     assert f.span.line == 14 and "t=16 does not fit one node" in f.message
     # the worker template's identical finding is related information, not a second finding
