@@ -45,10 +45,12 @@ def check(ctx: CheckContext) -> Iterator[Finding]:
         f"use --tensor-parallel-size {hkv} and run {t // hkv} replicas (data parallel), or "
         "keep one replica of TP {hkv} with an fp8 KV cache"
     ).replace("{hkv}", str(hkv))
-    if now.seats is None:
+    if now.seats is None or now.fits is False:
+        why = (" (no GPU known: pass --gpu for seats)" if now.seats is None else
+               f" (no seats quoted: at t={t} the weights leave no KV pool — {now.fit_reason()})")
         yield ctx.finding(
             rule,
-            head + " (no GPU known: pass --gpu for seats)",
+            head + why,
             formulas=(rep, kvb),
             fix=fix,
             edits=edits,
