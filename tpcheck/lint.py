@@ -211,7 +211,7 @@ class Linter:
                     out.unused_ignores.append((rr.path, s.line, lines[s.line - 1].strip()))
 
     def lint_deployment(self, d: Deployment, out: LintResult) -> list[Finding]:
-        absurd = _absurd_size(d)
+        absurd = _absurd_size(d) or _below_minimum(d)
         if absurd is not None:
             out.errors.append(absurd)
             return []
@@ -369,6 +369,52 @@ def _absurd_size(d: Deployment) -> SourceError | None:
             return SourceError(d.path, s.line, s.column,
                                f"{label} {shown} is over {MAX_GROUP}; not a layout any machine "
                                "runs, so the deployment is not checked")
+    return None
+
+
+# Values below what the engine accepts (issue 18): each named with the engine's own check.
+# (field, vLLM flag, SGLang flag, lowest accepted, vLLM's check, SGLang's behaviour)
+_MINIMUMS: tuple[tuple[str, str, str, float, str, str], ...] = (
+    ("tensor_parallel_size", "--tensor-parallel-size", "--tp-size", 1,
+     "config/parallel.py:142 Field(ge=1)",
+     "has no check of its own at argument parsing (only its elastic-EP path, "
+     "parallel_hook.py:589, raises \"Invalid attention topology\"); no group of 0 ranks starts"),
+    ("pipeline_parallel_size", "--pipeline-parallel-size", "--pp-size", 1,
+     "config/parallel.py:140 Field(ge=1)",
+     "has no check of its own at argument parsing; no pipeline of 0 stages starts"),
+    ("data_parallel_size", "--data-parallel-size", "--dp-size", 1,
+     "config/parallel.py:147 Field(ge=1)",
+     "has no check of its own at argument parsing; 0 replicas serve nothing"),
+    ("attn_dp_size", "", "--attn-dp-size", 1, "",
+     "arg_groups/parallel_hook.py:285 refuses it: \"--attn-dp-size must be positive\""),
+    ("max_num_seqs", "--max-num-seqs", "--max-running-requests", 1,
+     "config/scheduler.py:62 Field(ge=1)",
+     "runs it silently as 1 request per DP worker: max(1, R // attn_dp_size) "
+     "(mem_cache/kv_cache_configurator.py:3119-3172)"),
+)
+
+
+def _below_minimum(d: Deployment) -> SourceError | None:
+    """tp/pp/dp 0, ``--max-num-seqs -1``, ``--gpu-memory-utilization 0``: one line naming the
+    engine's own check, instead of silence (t = 0 read as unset) or a modulo by zero."""
+    for name, vflag, sflag, lowest, vsrc, sbehaviour in _MINIMUMS:
+        v = getattr(d, name, None)
+        if not isinstance(v, int) or isinstance(v, bool) or v >= lowest:
+            continue
+        s = d.span_of(name)
+        if d.engine == "sglang":
+            msg = f"{sflag} {v}: sglang 0.5.23 {sbehaviour}"
+        else:
+            msg = (f"{vflag} {v}: vllm 0.33 refuses it ({vsrc}: \"Input should be greater than "
+                   f"or equal to {lowest:g}\")")
+        return SourceError(d.path, s.line, s.column, msg + "; the deployment is not checked")
+    u = d.gpu_memory_utilization
+    if d.engine == "vllm" and u is not None and not 0 < u <= 1:
+        s = d.span_of("gpu_memory_utilization")
+        return SourceError(d.path, s.line, s.column,
+                           f"--gpu-memory-utilization {u:g}: vllm 0.33 refuses it "
+                           "(config/cache.py:215 Field(gt=0, le=1): a fraction of the GPU's "
+                           "memory); the deployment is not checked")
     return None
 
 
