@@ -135,3 +135,33 @@ def test_comm_groups_vllm_dp_ep() -> None:
 def test_a2a_bytes_inside_one_node_is_zero() -> None:
     f = a2a_bytes_per_token(moe_layers=58, top_k=8, hidden=7168, b=2, ep=8, per_node=8)
     assert f.result == 0  # (8 − 8)/8 of the experts are elsewhere
+
+
+def test_tp302_judges_the_attention_tp_group_under_dp_attention() -> None:
+    # l40s-2socket-8: GPUs 0-3 on socket 0, 4-7 on socket 1. SGLang tp 8 with attn_dp 4 and
+    # deepep on an MoE model without dense layers (Qwen3-30B-A3B): attn_tp = 8 // 4 = 2,
+    # moe_tp = 8 // 8 = 1, so the all-reduce groups are pairs {0,1}, {2,3}, {4,5}, {6,7} — none
+    # crosses the sockets. Plain TP 8 all-reduces over both sockets.
+    from tpcheck.checks import tp_crosses_sockets
+    from tpcheck.checks.context import CheckContext
+    from tpcheck.hardware.topology import parse_topology
+    from tpcheck.models import catalog
+    from tpcheck.models.config import load_config, parse_config
+    from tpcheck.sources.base import Deployment, Span
+
+    root = Path(__file__).resolve().parents[2] / "fixtures" / "topology"
+    topo = parse_topology((root / "l40s-2socket-8.txt").read_text(), "l40s-2socket-8.txt")
+    entry = catalog.find("Qwen/Qwen3-30B-A3B")
+    assert entry is not None
+    shape = parse_config(load_config(entry.config_path), name="Qwen/Qwen3-30B-A3B")
+    assert shape.moe is not None and shape.dense_layers == 0
+
+    def tp302(**kw: object) -> list[Finding]:
+        d = Deployment(path="x", engine="sglang", span=Span("x", 1, 1, 1, 2),
+                       model="Qwen/Qwen3-30B-A3B", tensor_parallel_size=8, **kw)  # type: ignore[arg-type]
+        ctx = CheckContext(d, shape=shape, settings=Settings(), topology=topo)
+        return list(tp_crosses_sockets.check(ctx))
+
+    assert tp302(attn_dp_size=4, enable_dp_attention=True, moe_a2a_backend="deepep") == []
+    [f] = tp302()
+    assert "the TP group [0, 1, 2, 3, 4, 5, 6, 7]" in f.message and "GPU0–GPU4" in f.message
