@@ -165,3 +165,26 @@ def test_tp302_judges_the_attention_tp_group_under_dp_attention() -> None:
     assert tp302(attn_dp_size=4, enable_dp_attention=True, moe_a2a_backend="deepep") == []
     [f] = tp302()
     assert "the TP group [0, 1, 2, 3, 4, 5, 6, 7]" in f.message and "GPU0–GPU4" in f.message
+
+
+def test_vllm_dp_ep_lws_all_reduces_inside_a_node(tmp_path: Path) -> None:
+    # vLLM TP 8 × DP 2 + --enable-expert-parallel on 2 pods of 8: each DP rank's TP group of 8
+    # is one pod (rank order DP, PP, TP); the experts span t·dp = 16 ranks (fused_moe/config.py
+    # l.1112): no TP301, one TP303 for the all-to-all.
+    text = (LWS.replace('"python3", "-m", "sglang.launch_server", "--model-path",',
+                        '"vllm", "serve",')
+            .replace('"--tp", "16",{flags} "--nnodes", "2",',
+                     '"--tensor-parallel-size", "8", "--data-parallel-size", "2", '
+                     '"--enable-expert-parallel",')
+            .replace('"--node-rank", "0"]', '"--max-model-len", "8192"]')
+            .replace('"--node-rank", "1"]', '"--max-model-len", "8192"]')
+            .replace("lmsysorg/sglang:v0.5.23", "vllm/vllm-openai:v0.33.0"))
+    p = tmp_path / "lws.yaml"
+    p.write_text(text)
+    res = Linter(Settings(offline=True, gpu="h200")).run([str(p)])
+    assert not res.errors, res.errors
+    assert codes(res.findings, "TP301") == []
+    [f] = codes(res.findings, "TP303")
+    grp = next(x for x in f.formulas if x.name == "allreduce_group")
+    assert (grp.values["t"], grp.values["dp"], grp.result) == (8, 2, 8)
+    assert "16 ranks over 2 nodes" in f.message
