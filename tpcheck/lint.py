@@ -21,10 +21,10 @@ from tpcheck.checks.context import CheckContext
 from tpcheck.hardware.gpus import GPU, find_gpu
 from tpcheck.models.shape import ModelShape
 from tpcheck.physics.plan import Evaluation, Options
-from tpcheck.record import field, record
+from tpcheck.record import field, record, replace
 from tpcheck.settings import Settings
 from tpcheck.sources import iter_files, read_path
-from tpcheck.sources.base import RECOVERED_NOTE, Deployment, ReadResult, SourceError
+from tpcheck.sources.base import RECOVERED_NOTE, Deployment, ReadResult, SourceError, Span
 
 TYPE_CHECKING = False  # typing's constant without importing typing (start-up, issue 8)
 if TYPE_CHECKING:
@@ -211,9 +211,10 @@ class Linter:
         sups = inline_suppressions(rr.text)
         used: set[int] = set()
         file_ignores = self._file_ignores(rr.path)
-        for d in rr.deployments:
-            out.deployments += 1
-            for f in self.lint_deployment(d, out):
+        linted = [(d, self.lint_deployment(d, out)) for d in rr.deployments]
+        out.deployments += len(linted)
+        for d, found in merge_groups(linted):
+            for f in found:
                 if f.code.startswith(file_ignores):
                     out.suppressed += 1
                     continue
@@ -233,7 +234,7 @@ class Linter:
                     out.unused_ignores.append((rr.path, s.line, lines[s.line - 1].strip()))
 
     def lint_deployment(self, d: Deployment, out: LintResult) -> list[Finding]:
-        absurd = _absurd_size(d)
+        absurd = _absurd_size(d) or _below_minimum(d)
         if absurd is not None:
             out.errors.append(absurd)
             return []
@@ -259,6 +260,8 @@ class Linter:
                 continue
             if tp_unknown and rule.CODE != "TP000":
                 continue  # t is an expression tpcheck cannot evaluate: nothing to say about it
+            if any(name in d.unresolved for name in DEPENDS_ON.get(rule.CODE, ())):
+                continue  # a value the rule's figures need is an expression: no guessed finding
             try:
                 found.extend(rule.check(ctx))
             except Exception as e:
@@ -303,6 +306,62 @@ class Linter:
         return out
 
 
+# What each rule's figures depend on besides t (issue 18): when the file leaves one of these
+# as an expression tpcheck cannot evaluate (`--data-parallel-size $((LWS_GROUP_SIZE * N))`),
+# the rule says nothing rather than judge the engine default in its place. TP401 checks its
+# own (pp, dp, nnodes); TP101, TP102 and TP104 depend on t alone.
+_LAYOUT = ("pipeline_parallel_size", "data_parallel_size", "attn_dp_size", "ep_size",
+           "moe_dense_tp_size", "moe_a2a_backend", "enable_expert_parallel")
+_MEMORY = ("gpu_memory_utilization", "kv_cache_dtype", "quantization", "dtype", "cpu_offload_gb")
+_BATCH = ("max_num_seqs", "max_model_len", "max_num_batched_tokens")
+DEPENDS_ON: dict[str, tuple[str, ...]] = {
+    "TP103": ("data_parallel_size", "ep_size", "enable_expert_parallel"),  # MoE width over t·dp
+    "TP201": _LAYOUT,
+    "TP202": _LAYOUT,
+    "TP203": _LAYOUT + _MEMORY + _BATCH,
+    "TP204": _LAYOUT + _MEMORY + _BATCH,
+    "TP205": _LAYOUT + _MEMORY,
+    "TP301": (*_LAYOUT, "nnodes"),
+    "TP302": _LAYOUT,
+    "TP303": (*_LAYOUT, "nnodes"),
+}
+
+
+def merge_groups(linted: list[tuple[Deployment, list[Finding]]]
+                 ) -> list[tuple[Deployment, list[Finding]]]:
+    """One finding per multi-pod group, not per pod template.
+
+    A LeaderWorkerSet's leader and worker templates (one ``leaderWorkerTemplate.size``) launch
+    one engine: a finding both templates get is said once, at the first template's span (the
+    leader's, which LWS writes first), with the others' spans as related information. A code
+    only one template gets stays on that template."""
+    first: dict[Span, int] = {}
+    out: list[tuple[Deployment, list[Finding]]] = []
+    for d, found in linted:
+        key = d.spans.get("group_size") if (d.group_size or 0) > 1 else None
+        if key is None:
+            out.append((d, found))
+            continue
+        lead = first.get(key)
+        if lead is None:
+            first[key] = len(out)
+            out.append((d, list(found)))
+            continue
+        lead_found = out[lead][1]
+        kept: list[Finding] = []
+        for f in found:
+            i = next((k for k, g in enumerate(lead_found) if g.code == f.code), None)
+            if i is None:
+                kept.append(f)
+                continue
+            g = lead_found[i]
+            note = (f"the same {f.code} for the group's other pod template (line {f.span.line}): "
+                    f"{d.group_size} pods run one engine")
+            lead_found[i] = replace(g, related=(*g.related, (f.span, note)))
+        out.append((d, kept))
+    return out
+
+
 # Counts past this are input errors, not layouts: no machine has 4,096 GPUs in one TP/PP/DP
 # group (`tpcheck plan --tp` stops at the same bound). Checked before the rules, because some
 # of them scan every size up to t and would run for hours on a 30-digit t.
@@ -334,6 +393,52 @@ def _absurd_size(d: Deployment) -> SourceError | None:
             return SourceError(d.path, s.line, s.column,
                                f"{label} {shown} is over {MAX_GROUP}; not a layout any machine "
                                "runs, so the deployment is not checked")
+    return None
+
+
+# Values below what the engine accepts (issue 18): each named with the engine's own check.
+# (field, vLLM flag, SGLang flag, lowest accepted, vLLM's check, SGLang's behaviour)
+_MINIMUMS: tuple[tuple[str, str, str, float, str, str], ...] = (
+    ("tensor_parallel_size", "--tensor-parallel-size", "--tp-size", 1,
+     "config/parallel.py:142 Field(ge=1)",
+     "has no check of its own at argument parsing (only its elastic-EP path, "
+     "parallel_hook.py:589, raises \"Invalid attention topology\"); no group of 0 ranks starts"),
+    ("pipeline_parallel_size", "--pipeline-parallel-size", "--pp-size", 1,
+     "config/parallel.py:140 Field(ge=1)",
+     "has no check of its own at argument parsing; no pipeline of 0 stages starts"),
+    ("data_parallel_size", "--data-parallel-size", "--dp-size", 1,
+     "config/parallel.py:147 Field(ge=1)",
+     "has no check of its own at argument parsing; 0 replicas serve nothing"),
+    ("attn_dp_size", "", "--attn-dp-size", 1, "",
+     "arg_groups/parallel_hook.py:285 refuses it: \"--attn-dp-size must be positive\""),
+    ("max_num_seqs", "--max-num-seqs", "--max-running-requests", 1,
+     "config/scheduler.py:62 Field(ge=1)",
+     "runs it silently as 1 request per DP worker: max(1, R // attn_dp_size) "
+     "(mem_cache/kv_cache_configurator.py:3119-3172)"),
+)
+
+
+def _below_minimum(d: Deployment) -> SourceError | None:
+    """tp/pp/dp 0, ``--max-num-seqs -1``, ``--gpu-memory-utilization 0``: one line naming the
+    engine's own check, instead of silence (t = 0 read as unset) or a modulo by zero."""
+    for name, vflag, sflag, lowest, vsrc, sbehaviour in _MINIMUMS:
+        v = getattr(d, name, None)
+        if not isinstance(v, int) or isinstance(v, bool) or v >= lowest:
+            continue
+        s = d.span_of(name)
+        if d.engine == "sglang":
+            msg = f"{sflag} {v}: sglang 0.5.23 {sbehaviour}"
+        else:
+            msg = (f"{vflag} {v}: vllm 0.33 refuses it ({vsrc}: \"Input should be greater than "
+                   f"or equal to {lowest:g}\")")
+        return SourceError(d.path, s.line, s.column, msg + "; the deployment is not checked")
+    u = d.gpu_memory_utilization
+    if d.engine == "vllm" and u is not None and not 0 < u <= 1:
+        s = d.span_of("gpu_memory_utilization")
+        return SourceError(d.path, s.line, s.column,
+                           f"--gpu-memory-utilization {u:g}: vllm 0.33 refuses it "
+                           "(config/cache.py:215 Field(gt=0, le=1): a fraction of the GPU's "
+                           "memory); the deployment is not checked")
     return None
 
 

@@ -10,6 +10,7 @@ from types import ModuleType
 
 from tpcheck.checks import (
     context_exceeds_pool,
+    experts_cross_nodes,
     ffn_not_divisible,
     gpu_count_mismatch,
     heads_not_divisible,
@@ -37,6 +38,7 @@ RULES: tuple[ModuleType, ...] = (
     weights_do_not_fit,
     tp_crosses_nodes,
     tp_crosses_sockets,
+    experts_cross_nodes,
     gpu_count_mismatch,
 )
 

@@ -66,4 +66,5 @@ class Finding:
             "formula": f.to_json() if f else None,
             "formulas": [x.to_json() for x in self.formulas],
             "fix": self.fix,
+            "related": [{**sp.to_json(), "message": text} for sp, text in self.related],
         }

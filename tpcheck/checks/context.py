@@ -14,6 +14,7 @@ from tpcheck.engines.defaults import KNOWN_RELEASES, Release, release_for
 from tpcheck.formula import Formula
 from tpcheck.hardware.gpus import GPU
 from tpcheck.models.shape import ModelShape
+from tpcheck.physics.groups import Groups, comm_groups
 from tpcheck.physics.plan import Evaluation, Options, evaluate
 from tpcheck.record import replace
 from tpcheck.settings import Settings
@@ -85,6 +86,17 @@ class CheckContext:
         if d.engine == "sglang" and (d.enable_dp_attention or (d.attn_dp_size or 1) > 1):
             return 1
         return self.dp
+
+    @cached_property
+    def groups(self) -> Groups:
+        """The widths that all-reduce and exchange experts (DP-attention, EP: not always t)."""
+        d, s = self.deployment, self.shape
+        return comm_groups(
+            engine=d.engine, tp=self.tp, dp=self.dp, attn_dp=self.attn_dp,
+            is_moe=bool(s is not None and s.moe is not None and s.moe.moe_layers),
+            dense_layers=s.dense_layers if s is not None else 0, ep_size=d.ep_size,
+            enable_expert_parallel=bool(d.enable_expert_parallel),
+            moe_dense_tp=d.moe_dense_tp_size, a2a_backend=d.moe_a2a_backend)
 
     @property
     def tp_span(self) -> Span:

@@ -41,10 +41,12 @@ def check(ctx: CheckContext) -> Iterator[Finding]:
         f"use --tensor-parallel-size {hkv} and run {t // hkv} replicas (data parallel), or "
         "keep one replica of TP {hkv} with an fp8 KV cache"
     ).replace("{hkv}", str(hkv))
-    if now.seats is None:
+    if now.seats is None or now.fits is False:
+        why = (" (no GPU known: pass --gpu for seats)" if now.seats is None else
+               f" (no seats quoted: at t={t} the weights leave no KV pool — {now.fit_reason()})")
         yield ctx.finding(
             rule,
-            head + " (no GPU known: pass --gpu for seats)",
+            head + why,
             formulas=(rep, kvb),
             fix=fix,
             edits=edits,
@@ -81,7 +83,9 @@ def check(ctx: CheckContext) -> Iterator[Finding]:
             f"{head}. On {gpu} at c={c:,} tokens ({c_from}) t={hkv} alone does not fit "
             f"({fmt_bytes(at.weights.result)} of weights per GPU, no seat), so here the extra "
             f"GPUs buy weight room, not KV capacity: {seats_t} seats at t={t}. TP {hkv} × PP "
-            f"{ctx.pp * replicas} over the same GPUs keeps the cache divided: {pp_seats} seats",
+            f"{ctx.pp * replicas} over the same GPUs keeps the cache divided: "
+            + (f"{pp_seats} seats" if pp_alt.fits is not False else
+               f"but does not start either ({pp_alt.fit_reason()})"),
             formulas=(kvb, rep, replace(at.weights, name="weights_at_h_kv")),
             fix=alt_fix, related=ctx.model_related(),
         )

@@ -18,13 +18,15 @@ SUMMARY = (
     "them (memory binds: preemption)."
 )
 
+SGLANG_PER_WORKER = ("sglang 0.5.23 mem_cache/kv_cache_configurator.py:3119-3172 "
+                     "resolve_max_num_reqs: per_worker = max(1, R // attn_dp_size)")
 WASTE_FACTOR = 4  # pool more than 4x what max-num-seqs can use → warning
 
 
 def check(ctx: CheckContext) -> Iterator[Finding]:
     ev = ctx.evaluation
-    if ev.refusals or ev.seats is None or ev.max_num_seqs is None:
-        return
+    if ev.refusals or ev.seats is None or ev.max_num_seqs is None or ev.fits is False:
+        return  # no pool (TP205/TP204 say why): there are no seats to compare with
     rule = sys.modules[__name__]
     s = ctx.shape
     assert s is not None
@@ -35,6 +37,18 @@ def check(ctx: CheckContext) -> Iterator[Finding]:
     origin = "set in the deployment" if explicit else f"engine default: {ev.max_num_seqs.source}"
     c, c_from = ctx.context
     span = d.span_of("max_num_seqs", "tensor_parallel_size", "model")
+    per_worker: tuple[Formula, ...] = ()
+    written, scale = cap, 1  # the flag as written; workers sharing it
+    if d.engine == "sglang" and explicit and ctx.attn_dp > 1:
+        # Like with like: seats are one attention-DP rank's pool, and SGLang gives each DP
+        # worker R // attn_dp of the written --max-running-requests.
+        pw = Formula("max_running_requests_per_worker", "max(1, R // attn_dp)",
+                     {"R": cap, "attn_dp": ctx.attn_dp}, max(1, cap // ctx.attn_dp),
+                     "sequences", SGLANG_PER_WORKER)
+        per_worker = (pw,)
+        origin = (f"set in the deployment; {cap} // attn_dp {ctx.attn_dp} = {int(pw.result)} "
+                  "per attention-DP worker, each with its own pool")
+        cap, scale = int(pw.result), ctx.attn_dp
     cmp = Formula(
         "binding_limit",
         "min(max_num_seqs, seats)",
@@ -48,9 +62,9 @@ def check(ctx: CheckContext) -> Iterator[Finding]:
         sev = Severity.WARNING if (past_cliff or seats > WASTE_FACTOR * cap) else Severity.INFO
         yield ctx.finding(
             rule,
-            f"{flag} = {cap} ({origin}) binds before memory: the pool seats {seats} sequences of "
-            f"{c:,} tokens ({c_from}), so at most {cap} run and {seats - cap} seats of KV cache "
-            "stay empty; more memory or a larger TP changes nothing measurable"
+            f"{flag} = {written} ({origin}) binds before memory: the pool seats {seats} "
+            f"sequences of {c:,} tokens ({c_from}), so at most {cap} run and {seats - cap} seats "
+            "of KV cache stay empty; more memory or a larger TP changes nothing measurable"
             + (
                 f" (and t={ctx.tp} is past the KV-head cliff h_kv={s.kv_heads})"
                 if past_cliff
@@ -58,8 +72,8 @@ def check(ctx: CheckContext) -> Iterator[Finding]:
             ),
             span=span,
             severity=sev,
-            formulas=(cmp, ev.seats, ev.max_num_seqs),
-            fix=f"raise {flag} toward {seats}, or serve the same load with fewer GPUs",
+            formulas=(cmp, ev.seats, ev.max_num_seqs, *per_worker),
+            fix=f"raise {flag} toward {seats * scale}, or serve the same load with fewer GPUs",
         )
     elif explicit and cap > WASTE_FACTOR * max(seats, 1) and ev.tokens is not None:
         tokens = int(ev.tokens.result)
@@ -68,12 +82,13 @@ def check(ctx: CheckContext) -> Iterator[Finding]:
                       "DESIGN.md (which limit binds)")
         yield ctx.finding(
             rule,
-            f"{flag} = {cap} is {cap / max(seats, 1):.0f}× the {seats} sequences of {c:,} tokens "
+            f"{flag} = {written}{f' ({origin})' if per_worker else ''} is "
+            f"{cap / max(seats, 1):.0f}× the {seats} sequences of {c:,} tokens "
             f"({c_from}) the KV pool holds: with {cap} sequences running, memory binds as soon "
             f"as they average more than {tokens:,} / {cap} = {tokens // cap:,} tokens, and the "
             "scheduler then preempts",
             span=span,
-            formulas=(avg, cmp, ev.seats, ev.max_num_seqs),
+            formulas=(avg, cmp, ev.seats, ev.max_num_seqs, *per_worker),
             fix=f"size {flag} for the expected sequence length (about kv_pool_tokens / typical "
             "tokens per sequence), or shorten the context",
         )

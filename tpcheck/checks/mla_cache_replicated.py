@@ -70,7 +70,10 @@ def check(ctx: CheckContext) -> Iterator[Finding]:
         "(DP attention, experts shared)"
     )
     now = ctx.evaluation
-    if now.seats is None:
+    if now.seats is None or now.fits is False:
+        # No GPU, or no pool at all (TP205/TP204 say why): seats and gains would be fiction.
+        if now.fits is False:
+            fix += f" — once the weights fit (at t={t} they leave no KV pool: {now.fit_reason()})"
         yield ctx.finding(rule, head, formulas=(kvb, spent), fix=fix, related=ctx.model_related())
         return
     seats_now = int(now.seats.result)

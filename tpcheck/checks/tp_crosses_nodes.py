@@ -172,20 +172,26 @@ def _fix(ctx: CheckContext, per_node: int) -> str:
 
 def check(ctx: CheckContext) -> Iterator[Finding]:
     t = ctx.tp
-    if t <= 1 or (ctx.shape is not None and ctx.evaluation.refusals):
+    if ctx.shape is not None and ctx.evaluation.refusals:
+        return
+    groups = ctx.groups
+    width = groups.allreduce
+    if width <= 1:
         return
     size = node_size(ctx)
     if size is None:
         return
-    groups = ctx.pp * ctx.dp_replicas
-    split = split_groups(t, groups, size.per_node)
+    world = t * ctx.pp * ctx.dp_replicas
+    split = split_groups(width, max(world // width, 1), size.per_node) if width > 1 else []
     bad = next((g for g in split if len(g) > 1), None)
-    if bad is None:
-        return
     domain = nvlink_domain(ctx)
-    if domain > size.per_node and all(len(g) == 1 for g in split_groups(t, groups, domain)):
+    if bad is not None and domain > size.per_node and all(
+            len(g) == 1 for g in split_groups(width, max(world // width, 1), domain)):
         return  # rack-scale NVLink (GB200 NVL72): the NVLink domain is the boundary
+    if bad is None:
+        return  # the experts' all-to-all across nodes is TP303's (info)
     rule = sys.modules[__name__]
+    n_groups = max(world // width, 1)
     nodes = len({n for g in split for n, _, _ in g})
     where = "; ".join(
         f"TP rank{'s' if a != b else ''} {a}{f'–{b}' if a != b else ''} on node {n}"
@@ -194,25 +200,48 @@ def check(ctx: CheckContext) -> Iterator[Finding]:
                      {"t": t, "p": ctx.pp, "dp": ctx.dp_replicas, "gpus_per_node": size.per_node},
                      nodes, "nodes", SRC_ORDER, (size.formula,))
     use = network(ctx)
-    costs = link_costs(ctx, use)
-    n_ar = f"{2 * ctx.shape.layers + 1} " if ctx.shape else ""
+    full = width == t and groups.allreduce_what == "TP group"
+    costs = link_costs(ctx, use) if full else ()
+    n_ar = f"{2 * ctx.shape.layers + 1} " if ctx.shape and full else ""
     assumed = " (assumed: no instance type in the manifest)" if use.assumed else ""
     if costs:
         tail = "; " + describe(costs)
+    elif not full:
+        tail = ("; the cost figures are for a t-wide all-reduce in every layer, which this "
+                "layout does not run, so none are given")
     elif ctx.shape is None:
         tail = "; the model's config.json was not found, so no cost figures"
     else:
         tail = "; give --gpu for the cost figures"
     n_bad = sum(len(g) > 1 for g in split)
-    grp = "the TP group" if groups == 1 else f"{n_bad} of {groups} TP groups"
+    what = groups.allreduce_what
+    grp = ("the TP group" if full else "it") if n_groups == 1 else (
+        f"{n_bad} of {n_groups} TP groups" if full else f"{n_bad} of {n_groups} such groups")
     related = (((size.span, size.label),)
                if size.span is not None and size.span != ctx.tp_span else ())
+    head = (f"t={t} does not fit one node" if full else
+            f"the {what} is {width} ranks wide and does not fit one node")
     yield ctx.finding(
         rule,
-        f"t={t} does not fit one node ({size.label}): {grp} spans nodes — {where}. Its "
+        f"{head} ({size.label}): {grp} spans nodes — {where}. Its "
         f"{n_ar}all-reduces per forward pass cross the network instead of NVLink: "
         f"{use.label}{assumed}" + tail,
-        formulas=(layout, use.bandwidth, use.alpha, *costs),
-        fix=_fix(ctx, size.per_node),
+        formulas=(layout, *(() if full else (groups.formula,)), use.bandwidth, use.alpha,
+                  *costs),
+        fix=_group_fix(ctx, what) or _fix(ctx, size.per_node),
         related=related,
     )
+
+
+def _group_fix(ctx: CheckContext, what: str) -> str | None:
+    """Under DP-attention the wide group is the MoE's or the dense MLPs': narrow that one."""
+    if ctx.deployment.engine != "sglang" or ctx.attn_dp <= 1:
+        return None
+    if what.startswith("MoE"):
+        return (f"split the experts instead of their width: --ep-size {ctx.tp} (or "
+                "--moe-a2a-backend deepep): the MoE layers then exchange tokens all-to-all "
+                "and no all-reduce wider than the attention TP group remains")
+    if what.startswith("dense"):
+        return ("add --moe-dense-tp-size 1: the few dense MLP layers then run data parallel "
+                "like the attention")
+    return None

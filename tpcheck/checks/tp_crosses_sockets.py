@@ -100,14 +100,16 @@ def _ids(ids: Sequence[int]) -> str:
 
 def check(ctx: CheckContext) -> Iterator[Finding]:
     topo = ctx.topology
-    t = ctx.tp
+    # The widest group that all-reduces: under DP-attention / EP it is narrower than t.
+    t = ctx.groups.allreduce
     if not isinstance(topo, Topology) or t <= 1 or t > topo.gpu_count:
         return
     if ctx.shape is not None and ctx.evaluation.refusals:
         return
     cvd = ctx.deployment.env.get("CUDA_VISIBLE_DEVICES")
+    world = ctx.tp * ctx.pp * ctx.dp_replicas
     try:
-        found = weakest_group(topo, t, ctx.pp * ctx.dp_replicas, cvd)
+        found = weakest_group(topo, t, max(world // t, 1), cvd)
     except ValueError:
         return  # UUIDs, MIG ids or indices this matrix does not have: nothing to place
     group, cls, (a, b) = found
@@ -119,7 +121,7 @@ def check(ctx: CheckContext) -> Iterator[Finding]:
     glink = gpu_link_of(ctx, topo)
     lk = path_link(cls, glink)
     use: LinkUse = link_use(lk, alpha=alpha_override(ctx))
-    costs = link_costs(ctx, use)
+    costs = link_costs(ctx, use) if t == ctx.tp else ()
     where = topo.path or "the topology"
     what = ("across the CPU sockets (SYS: PCIe plus QPI/UPI)" if crosses_socket(cls)
             else f"over PCIe ({cls}), not NVLink")
@@ -135,6 +137,9 @@ def check(ctx: CheckContext) -> Iterator[Finding]:
         instead = f" instead of {nv.name} at {nv.bandwidth / 1e9:,.0f} GB/s"
     if costs:
         tail = "; " + describe(costs)
+    elif t != ctx.tp:
+        tail = (f"; this {t}-rank group is the widest that all-reduces (DP-attention/EP), and "
+                "the cost figures are for a t-wide group in every layer, so none are given")
     elif ctx.shape is None:
         tail = "; the model's config.json was not found, so no cost figures"
     else:
@@ -158,6 +163,7 @@ def check(ctx: CheckContext) -> Iterator[Finding]:
         f"the TP group {list(group)} ({chosen}) includes GPU{a}–GPU{b}, joined {what} in "
         f"{where}: all-reduces run at {use.label}{instead}"
         + (f" ({lk.source.split('; ', 1)[1]})" if crosses_socket(cls) else "") + tail,
-        formulas=(path_f, use.bandwidth, use.alpha, *costs),
+        formulas=(path_f, *((ctx.groups.formula,) if t != ctx.tp else ()), use.bandwidth,
+                  use.alpha, *costs),
         fix=fix,
     )

@@ -16,6 +16,50 @@ NEEDS_SHAPE = True
 SUMMARY = "Weights per GPU exceed M·u: the engine runs out of memory loading them."
 
 
+SIZES = (1, 2, 4, 8, 16, 32, 64)
+MAX_PP = 8
+
+
+def _starts(ctx: CheckContext, t: int, p: int) -> bool:
+    ev = ctx.evaluate_at(t, pp=p)
+    return not ev.refusals and bool(ev.fits)
+
+
+def more_stages(ctx: CheckContext) -> int | None:
+    """The fewest pipeline stages that start at the written t (TP inside a node, PP across)."""
+    return next((p for p in range(ctx.pp + 1, MAX_PP + 1) if _starts(ctx, ctx.tp, p)), None)
+
+
+def wider_tp(ctx: CheckContext) -> int | None:
+    """The smallest larger TP size (powers of two) that starts at the written p."""
+    return next((t for t in SIZES if t > ctx.tp and _starts(ctx, t, ctx.pp)), None)
+
+
+def _what_fits(ctx: CheckContext) -> str:
+    """Say what would start instead: the smallest TP×PP, or fp8 weights on the same GPUs."""
+    d = ctx.deployment
+    sglang = d.engine == "sglang"
+    parts: list[str] = []
+    tp_flag = "--tp-size" if sglang else "--tensor-parallel-size"
+    pp_flag = "--pp-size" if sglang else "--pipeline-parallel-size"
+    p = more_stages(ctx)
+    if p is not None:
+        parts.append(f"{pp_flag} {p} (TP {ctx.tp} × PP {p} = {ctx.tp * p} GPUs, the fewest "
+                     f"stages that leave a KV pool)")
+    t = wider_tp(ctx)
+    if t is not None:
+        parts.append(f"{tp_flag} {t} ({t * ctx.pp} GPUs)")
+    q = ctx.shape.quant if ctx.shape is not None else None
+    if q is None and not d.quantization:
+        fp8 = ctx.evaluate_at(ctx.tp, quantization="fp8")
+        if fp8.fits:
+            parts.append(f"keep t={ctx.tp} with fp8 weights (--quantization fp8: "
+                         f"{fmt_bytes(fp8.weights.result)} per GPU)")
+    return "use " + ", or ".join(parts) if parts else (
+        "no layout up to 64-way TP × 8 stages starts on this GPU: use a quantized checkpoint "
+        "or a GPU with more memory")
+
+
 def check(ctx: CheckContext) -> Iterator[Finding]:
     ev = ctx.evaluation
     if ev.refusals or ev.memory is None or ev.utilization is None:
@@ -27,16 +71,6 @@ def check(ctx: CheckContext) -> Iterator[Finding]:
     rule = sys.modules[__name__]
     s = ctx.shape
     assert s is not None
-    need_t = next(
-        (
-            t
-            for t in (2, 4, 8, 16, 32, 64)
-            if t > ctx.tp
-            and ctx.evaluate_at(t).weights.result <= budget.result
-            and not ctx.evaluate_at(t).refusals
-        ),
-        None,
-    )
     gpu = ctx.gpu.key if ctx.gpu else "the given memory"
     yield ctx.finding(
         rule,
@@ -45,10 +79,6 @@ def check(ctx: CheckContext) -> Iterator[Finding]:
         + ("loading fails with CUDA out of memory before any KV cache exists" if w > m else
            "the weights load, then vLLM refuses: \"No available memory for the cache blocks\""),
         formulas=(ev.weights, budget),
-        fix=(
-            f"use --tensor-parallel-size {need_t}"
-            if need_t
-            else "add pipeline stages or a quantized checkpoint"
-        ),
+        fix=_what_fits(ctx),
         related=ctx.model_related(),
     )

@@ -234,6 +234,13 @@ def parse_config(
     heads = r.need("num_attention_heads", "n_head", "n_heads", "num_heads")
     vocab = r.need("vocab_size", "padded_vocab_size")
     kv_heads = _kv_heads(r, family, hidden, heads)
+    if kv_heads > heads > 0:
+        # Each KV head must serve a whole number of query heads; no engine starts this.
+        raise ConfigError(
+            f"{where}: {kv_heads} key-value heads > {heads} attention heads: vLLM asserts "
+            f"num_heads % num_kv_heads == 0 on every GPU (model_executor/layers/attention/"
+            f"attention.py:329, \"num_heads ({heads}) is not divisible by num_kv_heads "
+            f"({kv_heads})\" at t=1), which no tensor parallel size satisfies")
 
     mla = _mla(r)
     v_head_dim: int | None = None
@@ -540,6 +547,12 @@ def parse_quant(
         block = r.int_list("weight_block_size")
         if block and len(block) != 2:
             raise ConfigError(f"{where}: field quantization_config.weight_block_size needs 2 ints")
+        if block and min(block) < 1:
+            # vLLM divides the shards by it (quantization/utils/fp8_utils.py
+            # validate_fp8_block_shape l.1296-1373: "... % block_n"): a 0 is a crash, not a size.
+            raise ConfigError(f"{where}: field quantization_config.weight_block_size is "
+                              f"{block}; each block size must be a positive number of elements "
+                              "(vLLM's fp8 block checks divide the weight shards by it)")
         return Quant(
             "fp8",
             8,

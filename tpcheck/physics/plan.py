@@ -85,6 +85,28 @@ class Evaluation:
     def legal(self) -> bool:
         return not self.refusals
 
+    @property
+    def fits(self) -> bool | None:
+        """Whether the weights (and the reserve) leave a KV pool: False means the engine does
+        not start (CUDA OOM loading, or vLLM's "No available memory for the cache blocks").
+        None without a memory figure. Seats and gains of a row that does not fit mean nothing."""
+        if self.pool is None:
+            return None
+        return self.pool.result > 0
+
+    def fit_reason(self) -> str:
+        """Why a row does not start, in one clause (empty when it fits or memory is unknown)."""
+        if self.fits is not False or self.memory is None or self.utilization is None:
+            return ""
+        m, u, w = self.memory.result, self.utilization.result, self.weights.result
+        gib = float(1 << 30)
+        if w > m * u:
+            return (f"weights {w / gib:.1f} GiB per GPU > M·u = {m / gib:.1f}·{u:g} = "
+                    f"{m * u / gib:.1f} GiB")
+        r = self.reserve.result if self.reserve is not None else 0.0
+        return (f"weights {w / gib:.1f} GiB + reserve {r / gib:.1f} GiB per GPU leave no KV pool "
+                f"of M·u = {m * u / gib:.1f} GiB")
+
     def to_row(self) -> dict[str, object]:
         """DESIGN.md's plan row shape."""
 
@@ -94,6 +116,8 @@ class Evaluation:
         return {
             "tp": self.tp,
             "legal": self.legal,
+            "fits": self.fits,
+            "fit_reason": self.fit_reason() or None,
             "refusals": [
                 {"code": x.code, "check": x.check, "message": x.engine_message}
                 for x in self.refusals

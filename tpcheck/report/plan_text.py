@@ -83,19 +83,22 @@ def render_plan(model: str, where: str, shape: ModelShape, rows: Sequence[Evalua
            f"{'pool GiB':>8} {'KV tokens':>9} {'seats':>6}"
            + (f" {'comm dec/pre':>13}" if show_comm else "") + "  capacity")
     out.append(hdr)
-    peak = max((float(r.tokens.result) for r in rows if r.tokens is not None and r.legal),
-               default=0.0)
+    peak = max((float(r.tokens.result) for r in rows
+                if r.tokens is not None and r.legal and r.fits is not False), default=0.0)
     cliff_at = None if shape.is_mla else shape.kv_heads
     for r, p in zip(rows, pre, strict=True):
-        ok = "yes" if r.legal else "NO"
-        seats = "-" if r.seats is None else f"{r.seats.result:,}"
+        starts = r.legal and r.fits is not False
+        ok = "yes" if starts else "NO"
+        seats = "-" if r.seats is None or not starts else f"{r.seats.result:,}"
         bar = ""
-        if r.tokens is not None and peak > 0 and r.legal:
+        if r.tokens is not None and peak > 0 and starts:
             n = round(BAR * float(r.tokens.result) / peak)
             bar = "#" * n
         note = ""
         if not r.legal:
             note = "refused: " + "; ".join(f"{x.code} {x.check}" for x in r.refusals)
+        elif r.fits is False:
+            note = "does not start: " + r.fit_reason()
         elif shape.is_mla and r.tp > 1:
             note = "MLA latent replicated on every rank"
         elif cliff_at and r.tp > cliff_at:
@@ -103,7 +106,8 @@ def render_plan(model: str, where: str, shape: ModelShape, rows: Sequence[Evalua
         elif cliff_at and r.tp == cliff_at:
             note = "<- cliff: t = h_kv, last t that divides the cache"
         out.append(f"{r.tp:>4} {ok:>3} {r.kv_heads_per_gpu.result:>7} {_gib(r.weights):>9} "
-                   f"{_kib(r.kv_bytes_per_token):>10} {_gib(r.pool):>8} {_tok(r.tokens):>9} "
+                   f"{_kib(r.kv_bytes_per_token):>10} {_gib(r.pool):>8} "
+                   f"{_tok(r.tokens) if starts or not r.legal else '-':>9} "
                    f"{seats:>6}" + (f" {_comm(r.comm_share, p):>13}" if show_comm else "")
                    + f"  {bar:<{BAR}} {note}".rstrip())
     if first is not None and first.reserve is not None:

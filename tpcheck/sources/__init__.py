@@ -104,9 +104,13 @@ def read_path(path: str, text: str | bytes | None = None, *,
             from tpcheck.sources.python_src import read_python
 
             return read_python(shown, text)
-        from tpcheck.sources.shell import read_shell
+        from tpcheck.sources.shell import ShellTooLong, read_shell
 
-        return ReadResult(shown, tuple(read_shell(shown, text)), (), text)
+        try:
+            return ReadResult(shown, tuple(read_shell(shown, text)), (), text)
+        except ShellTooLong as e:  # the launches before the limit are still checked
+            return ReadResult(shown, tuple(e.found), (SourceError(shown, e.line, e.column,
+                                                                  str(e)),), text)
     except RecursionError:
         return _err(shown, "nesting too deep to read")
     except (MemoryError, ValueError, ArithmeticError, LookupError, TypeError) as e:

@@ -233,9 +233,8 @@ def _store(f: Fields, flag: Flag, w: Word, start: int) -> None:
 
 
 def _post(engine: Engine, f: Fields) -> None:
-    ep = f.values.pop("ep_size", None)
-    ep_span = f.spans.pop("ep_size", None)
-    f.unresolved.pop("ep_size", None)
+    ep = f.values.get("ep_size")  # kept: TP301 needs the width (SGLang moe_tp = tp // ep)
+    ep_span = f.spans.get("ep_size")
     if isinstance(ep, int) and ep_span is not None:
         f.set("enable_expert_parallel", ep > 1, ep_span)
     if f.values.pop("enable_dp_attention", None) and "enable_dp_attention" in f.spans:

@@ -76,6 +76,9 @@ class Deployment:
     enable_expert_parallel: bool | None = None
     enable_dp_attention: bool | None = None
     attn_dp_size: int | None = None  # SGLang --attn-dp-size (or dp with --enable-dp-attention)
+    ep_size: int | None = None  # SGLang --ep-size (expert-parallel width inside the TP group)
+    moe_dense_tp_size: int | None = None  # SGLang --moe-dense-tp-size (TP of the dense MLPs)
+    moe_a2a_backend: str | None = None  # SGLang --moe-a2a-backend (deepep, ...: EP spans TP)
     max_num_seqs: int | None = None  # SGLang --max-running-requests
     max_model_len: int | None = None  # SGLang --context-length
     max_num_batched_tokens: int | None = None  # SGLang --chunked-prefill-size

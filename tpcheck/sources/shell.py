@@ -23,7 +23,8 @@ _CMD_END = re.compile(r"[\n;&|]")
 _BLANKS = re.compile(r"[ \t\r]+")
 # Work limits, so a hostile script (a 2-MB line, a million commands) is read in well under a
 # second and bounded memory. A real launch has a few dozen words; past MAX_COMMAND_WORDS the
-# rest of that command is skipped to its end, past MAX_WORDS the rest of the text is not read.
+# rest of that command is skipped to its end; past MAX_WORDS the rest of the text is not read,
+# and the reader says so (ShellTooLong: one line, exit 2), never a silent "0 deployments".
 MAX_COMMAND_WORDS = 4096
 MAX_WORDS = 50_000
 # Expansion limits (issue 14 item 5): 28 lines of A="$A$A" doubled a 10-byte value to 2.7 GB.
@@ -199,6 +200,16 @@ class _Builder:
         self.e, self.after = e, after
 
 
+class ShellTooLong(ValueError):
+    """Past MAX_WORDS: said out loud (one line, exit 2), never a silent "0 deployments"."""
+
+    def __init__(self, line: int, column: int) -> None:
+        super().__init__(f"the script is longer than tpcheck reads ({MAX_WORDS:,} words); "
+                         f"nothing from line {line} on is checked")
+        self.line, self.column = line, column
+        self.found: list[Deployment] = []  # the launches before the limit
+
+
 def tokenize(loc: Located, variables: Vars) -> Iterator[list[Word]]:
     """Yield commands (lists of words); expansion reads ``variables`` as it is when reached,
     so assignments made by the consumer between commands are seen by later commands.
@@ -333,7 +344,7 @@ def tokenize(loc: Located, variables: Vars) -> Iterator[list[Word]]:
 
     while i < n:
         if total > MAX_WORDS:
-            return
+            raise ShellTooLong(*src.pos(i))
         c = s[i]
         if c == "\\" and i + 1 < n and s[i + 1] == "\n":
             i += 2
@@ -526,11 +537,15 @@ def read_shell_text(loc: Located, path: str, variables: Vars | None = None,
 
     variables = variables if variables is not None else Vars()
     out: list[Deployment] = []
-    for words, env in read_commands(loc, variables, dict(base_env or {})):
-        launch = find_launch([w.value for w in words])
-        if launch is None:
-            continue
-        out.append(deployment_from_words(path, words, launch, env=env))
+    try:
+        for words, env in read_commands(loc, variables, dict(base_env or {})):
+            launch = find_launch([w.value for w in words])
+            if launch is None:
+                continue
+            out.append(deployment_from_words(path, words, launch, env=env))
+    except ShellTooLong as e:
+        e.found = out
+        raise
     return out
 
 

@@ -1,0 +1,74 @@
+"""TP303 experts-cross-nodes: the all-reduces stay in a node, the experts' all-to-all does not.
+
+What it does: with expert parallelism (SGLang ``--ep-size`` or an all-to-all backend such as
+``--moe-a2a-backend deepep``, which widens EP to the TP group; vLLM ``--enable-expert-parallel``
+with DP, where the expert group is t·dp), each MoE layer sends every token's hidden state to
+its top-k experts and gathers the results back. When that expert group spans nodes, part of
+the traffic crosses the network. This is how wide-EP deployments are meant to run, so it is
+information, with the bytes one token sends off its node per forward pass and the time they
+take on the network — not an all-reduce, and not TP301 (which speaks only of all-reduces).
+
+FAIL (info): SGLang ``--tp 16 --attn-dp-size 16 --moe-a2a-backend deepep`` on 2 pods of 8.
+PASS: the same on one 16-GPU NVLink domain, or any layout whose expert group fits a node.
+"""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import Iterator
+
+from tpcheck.checks.base import Finding, Severity
+from tpcheck.checks.context import CheckContext
+from tpcheck.checks.tp_crosses_nodes import network, node_size, nvlink_domain
+from tpcheck.formula import Formula, fmt_bytes
+from tpcheck.physics import kv
+from tpcheck.physics.groups import a2a_bytes_per_token
+from tpcheck.physics.legality import ceil_div
+
+CODE = "TP303"
+NAME = "experts-cross-nodes"
+SEVERITY = Severity.INFO
+NEEDS_SHAPE = False  # the layout is a fact without the model; the byte figures need it
+SUMMARY = "The expert-parallel group spans nodes: the experts' all-to-all crosses the network."
+
+
+def check(ctx: CheckContext) -> Iterator[Finding]:
+    if ctx.shape is not None and (ctx.evaluation.refusals or ctx.shape.moe is None):
+        return
+    ep = ctx.groups.expert
+    if ep <= 1:
+        return
+    size = node_size(ctx)
+    if size is None:
+        return
+    boundary = max(size.per_node, nvlink_domain(ctx))
+    if ep <= boundary:
+        return
+    s = ctx.shape
+    use = network(ctx)
+    formulas: tuple[Formula, ...] = (ctx.groups.formula, size.formula)
+    cost = ""
+    if s is not None and s.moe is not None:
+        b = kv.dtype_bytes(kv.activation_dtype(s.dtype, ctx.deployment.dtype))
+        per_tok = a2a_bytes_per_token(moe_layers=s.moe.moe_layers, top_k=s.moe.experts_per_token,
+                                      hidden=s.hidden, b=b, ep=ep, per_node=boundary)
+        secs = Formula("a2a_seconds_per_token", "a2a_bytes_per_token / B",
+                       {"a2a_bytes_per_token": per_tok.result, "B": use.bandwidth.result},
+                       per_tok.result / use.bandwidth.result, "s",
+                       "network bandwidth per GPU", (per_tok, use.bandwidth))
+        formulas = (*formulas, per_tok, secs)
+        cost = (f": each token sends {fmt_bytes(per_tok.result)} off its node per forward pass "
+                f"({secs.result * 1e6:,.1f} µs of network time per token at {use.label})")
+    nodes = ceil_div(ep, size.per_node)
+    related = (((size.span, size.label),)
+               if size.span is not None and size.span != ctx.tp_span else ())
+    yield ctx.finding(
+        sys.modules[__name__],
+        f"the expert-parallel group is {ep} ranks over {nodes} nodes ({size.label}), so the "
+        f"experts' all-to-all dispatch and combine (not an all-reduce) cross the network{cost}",
+        formulas=formulas,
+        fix="expected for wide expert parallelism: give the pods RDMA NICs (GPUDirect) and an "
+        "all-to-all backend built for them (SGLang --moe-a2a-backend deepep, vLLM "
+        "--all2all-backend); or keep the expert group inside one node",
+        related=related,
+    )
