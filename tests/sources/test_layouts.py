@@ -59,3 +59,178 @@ def test_heredoc_nested_in_a_manifest_sh_c_string() -> None:
     # line 11: 6 spaces + "vllm serve " (11) + "Qwen/Qwen3-8B " (14) + "--tensor-parallel-size "
     # (23) = 54 characters before the 2 -> column 55
     assert span(d, "tensor_parallel_size") == (11, 55, 11, 56)
+
+
+def test_helm_template_reads_values_with_spans_on_the_actions() -> None:
+    res = read_path(str(FIX / "chart" / "templates" / "deploy.yaml"))
+    assert res.errors == ()
+    (d,) = res.deployments  # values.yaml beside Chart.yaml is not a launch (no vLLM config)
+    # values.yaml: model Qwen/Qwen3-32B, engine.tp 16 (via $eng := .Values.engine),
+    # engine.maxNumSeqs 64, gpus 8, extraArgs [--max-model-len, "32768"], image repo:tag
+    assert (d.engine, d.model, d.tensor_parallel_size, d.max_num_seqs, d.max_model_len) == (
+        "vllm", "Qwen/Qwen3-32B", 16, 64, 32768)
+    assert (d.gpus_requested, d.image, d.engine_version) == (8, "vllm/vllm-openai:v0.8.5",
+                                                             "0.8.5")
+    # multinode.enabled is false: the {{- else }} branch (line 25) is the one read
+    assert d.pipeline_parallel_size == 1
+    assert span(d, "pipeline_parallel_size") == (25, 36, 25, 37)
+    # line 17: 8 spaces + "- --tensor-parallel-size=" (25) -> "{{ $eng.tp }}" at 34..46
+    assert span(d, "tensor_parallel_size") == (17, 34, 17, 47)
+    # line 19: 8 spaces + '- "' (3) -> "{{ $eng.maxNumSeqs }}" (21 characters) at 12..32
+    assert span(d, "max_num_seqs") == (19, 12, 19, 33)
+    # line 21: the toYaml action alone on its line, 8 spaces then 43 characters: 9..51
+    assert span(d, "max_model_len") == (21, 9, 21, 52)
+    # line 29: 12 spaces + "nvidia.com/gpu: " (16) -> the action starts at column 29
+    assert span(d, "gpus_requested")[:2] == (29, 29)
+    # .Release.Name is not in values: unresolved, shown as written
+    assert d.served_model_name is None
+    assert d.unresolved == {"served_model_name": "{{ .Release.Name }}"}
+    assert any(n.startswith("Helm template: values from ") and n.endswith(
+        "3 action(s) left unresolved") for n in d.notes)
+
+
+def test_helm_helpers_and_values_files_yield_nothing() -> None:
+    # _helpers.tpl is define blocks only; values.yaml is read through the templates (and
+    # its `model:` among 6 top-level keys does not make it a vLLM --config file)
+    for name in ("templates/_helpers.tpl", "values.yaml"):
+        res = read_path(str(FIX / "chart" / name))
+        assert (res.errors, res.deployments) == ((), ()), name
+
+
+def test_folder_scan_includes_tpl_files() -> None:
+    from tpcheck.sources import iter_files
+
+    names = sorted(Path(p).name for p in iter_files([str(FIX / "chart")]))
+    assert names == ["Chart.yaml", "_helpers.tpl", "deploy.yaml", "values.yaml"]
+
+
+def test_helm_yaml_tpl_defaults_and_missing_values(tmp_path: Path) -> None:
+    (tmp_path / "Chart.yaml").write_text("apiVersion: v2\nname: s\nversion: 0.1.0\n")
+    (tmp_path / "values.yaml").write_text("enabled: true\nextra: [--enable-metrics]\n")
+    tpl = tmp_path / "templates" / "sts.yaml.tpl"
+    tpl.parent.mkdir()
+    tpl.write_text(
+        "{{- if .Values.enabled }}\n"
+        "apiVersion: apps/v1\n"
+        "kind: StatefulSet\n"
+        "spec:\n"
+        "  template:\n"
+        "    spec:\n"
+        "      containers:\n"
+        "      - image: lmsysorg/sglang:v0.4.6\n"
+        "        command:\n"
+        "        - python3\n"
+        "        - -m\n"
+        "        - sglang.launch_server\n"
+        "        - --model-path={{ .Values.model }}\n"
+        "        - --tp\n"
+        "        - {{ .Values.tp | default 4 }}\n"
+        "        {{- range .Values.extra }}\n"
+        "        - {{ . | quote }}\n"
+        "        {{- end }}\n"
+        "{{- end }}\n")
+    res = read_path(str(tpl))
+    assert res.errors == ()
+    (d,) = res.deployments
+    # enabled: true keeps the body; .Values.tp is not set, so `default 4` gives 4
+    assert (d.engine, d.tensor_parallel_size) == ("sglang", 4)
+    # line 15: 8 spaces + "- " -> "{{ .Values.tp | default 4 }}" at column 11; a value of
+    # one character is placed on the action's first
+    assert span(d, "tensor_parallel_size") == (15, 11, 15, 12)
+    # .Values.model is not set and `.` in the range body is not known: both unresolved
+    assert d.model is None
+    assert d.unresolved["model"] == "{{ .Values.model }}"
+    assert d.notes[-1].endswith("; 2 action(s) left unresolved")
+
+
+def test_template_outside_a_chart_reads_the_first_branch(tmp_path: Path) -> None:
+    f = tmp_path / "templates" / "pod.yaml"
+    f.parent.mkdir()
+    f.write_text(
+        "kind: Pod\n"
+        "spec:\n"
+        "  containers:\n"
+        "  - image: vllm/vllm-openai:v0.8.5\n"
+        "    args:\n"
+        "    {{- if .Values.big }}\n"
+        "    - --tensor-parallel-size=8\n"
+        "    {{- else }}\n"
+        "    - --tensor-parallel-size=1\n"
+        "    {{- end }}\n"
+        "    - --model={{ .Values.model | default \"Qwen/Qwen3-8B\" }}\n")
+    (d,) = read_path(str(f)).deployments
+    # no values.yaml: .Values.big is unknown, the first branch is read; the default is not
+    # taken either, since the user's values are not known
+    assert d.tensor_parallel_size == 8 and span(d, "tensor_parallel_size")[:2] == (7, 30)
+    assert d.unresolved["model"] == '{{ .Values.model | default "Qwen/Qwen3-8B" }}'
+    assert d.notes[-1] == "Go template: actions set aside, no chart values; 1 action(s) " \
+        "left unresolved"
+
+
+def test_helm_template_that_cannot_be_read_is_one_line(tmp_path: Path) -> None:
+    from tpcheck.sources import iter_files
+
+    chart = tmp_path / "chart"
+    (chart / "templates").mkdir(parents=True)
+    (chart / "Chart.yaml").write_text("apiVersion: v2\nname: x\nversion: 1.0.0\n")
+    (chart / "templates" / "a.yaml").write_text("kind: Pod\nspec:\n  x: {{ .Values.y\n")
+    (chart / "templates" / "b.yaml").write_text(
+        "kind: Pod\nspec:\n  containers:\n  - name: {{ .Values.n }}\n   bad: [\n")
+    (chart / "run.sh").write_text("vllm serve Qwen/Qwen3-8B --tensor-parallel-size 2\n")
+    results = [read_path(p) for p in iter_files([str(chart)])]
+    errors = [str(e) for r in results for e in r.errors]
+    assert errors == [
+        f"{chart}/templates/a.yaml:3:6: Helm template action is not closed ('}}}}' missing)",
+        f"{chart}/templates/b.yaml:5:4: Helm template does not parse once its actions are "
+        "set aside: did not find expected key",
+    ]
+    assert [d.tensor_parallel_size for r in results for d in r.deployments] == [2]
+
+
+def test_dstack_gpus_num_takes_the_count_from_resources() -> None:
+    res = read_path(str(FIX / "llama.dstack.yml"))
+    assert res.errors == ()
+    (d,) = res.deployments  # `pip install vllm` is no launch; the file is no vLLM --config
+    assert (d.engine, d.model, d.max_model_len) == (
+        "vllm", "meta-llama/Llama-3.1-70B-Instruct", 8192)
+    # $DSTACK_GPUS_NUM is the 8 of "  gpu: H100:8" (line 18, "  gpu: H100:" is 12 characters)
+    assert (d.tensor_parallel_size, d.gpus_requested, d.gpu_product) == (8, 8, "H100")
+    assert span(d, "tensor_parallel_size") == (18, 13, 18, 14)
+    assert span(d, "gpu_product") == (18, 8, 18, 12)
+    # $MODEL_ID from "  - MODEL_ID=..." on line 7: "  - MODEL_ID=" is 13 characters
+    assert span(d, "model")[:2] == (7, 14)
+
+
+def test_dstack_amd_sglang_service() -> None:
+    (d,) = read_path(str(FIX / "deepseek.dstack.yml")).deployments
+    assert (d.engine, d.model, d.tensor_parallel_size, d.gpus_requested, d.gpu_product) == (
+        "sglang", "deepseek-ai/DeepSeek-R1", 8, 8, "MI300X")
+    assert d.image == "lmsysorg/sglang:v0.4.6-rocm630"
+    # "  gpu: MI300X:" is 14 characters: the count at column 15
+    assert span(d, "tensor_parallel_size") == (18, 15, 18, 16)
+
+
+def test_dstack_multi_node_task_multiplies_nodes(tmp_path: Path) -> None:
+    f = tmp_path / "task.dstack.yml"
+    f.write_text(
+        "type: task\n"
+        "nodes: 2\n"
+        "commands:\n"
+        "  - vllm serve deepseek-ai/DeepSeek-R1 --tensor-parallel-size $DSTACK_GPUS_PER_NODE\n"
+        "    --pipeline-parallel-size $DSTACK_NODES_NUM\n"
+        "  - vllm serve x --tensor-parallel-size $DSTACK_GPUS_NUM\n"
+        "resources:\n"
+        "  gpu: {name: H200, count: 8}\n"
+        "  shm_size: 24GB\n")
+    a, b = read_path(str(f)).deployments
+    assert (a.tensor_parallel_size, a.pipeline_parallel_size, a.gpus_requested) == (8, 2, 8)
+    assert (a.gpu_product, b.tensor_parallel_size) == ("H200", 16)  # 2 nodes x 8 GPUs
+
+
+def test_dstack_count_range_stays_unresolved(tmp_path: Path) -> None:
+    f = tmp_path / ".dstack.yml"
+    f.write_text("type: service\ncommands:\n  - vllm serve m --tensor-parallel-size "
+                 "$DSTACK_GPUS_NUM\nresources:\n  gpu: 24GB:1..2\n")
+    (d,) = read_path(str(f)).deployments
+    assert d.tensor_parallel_size is None and d.gpus_requested is None
+    assert d.unresolved["tensor_parallel_size"] == "$DSTACK_GPUS_NUM"

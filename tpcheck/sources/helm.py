@@ -1,0 +1,432 @@
+"""Helm templates: ``{{ }}`` actions neutralised so the YAML around them can be read.
+
+Nothing is executed: the template language is not run, only recognised. Each action becomes
+one of three things, and every other character keeps its line and column:
+
+- a reference to a values.yaml scalar (``{{ .Values.engine.tp }}``, ``{{ $app.tp | quote }}``,
+  ``{{ .Values.tp | default 8 }}``) becomes that value, its characters placed on the action,
+  so a finding underlines ``{{ .Values.engine.tp }}`` in the template;
+- ``{{ toYaml .Values.args | nindent 10 }}`` alone on its line, where the value is a list of
+  scalars, becomes that list (the ``args`` a values file carries);
+- control actions (``if``/``else``/``end``/``range``/``with``/``define``, comments,
+  ``$x := ...``) become blanks; other output actions (``include``, ``.Release.Name``, a value
+  that is missing or not a scalar) become a placeholder of the same length, which the readers
+  see as an unresolved ``$(...)`` expansion, so nothing is guessed from them.
+
+``if``/``else`` picks the branch values.yaml selects when the condition is a plain value test
+(``.Values.x``, ``not``, ``eq``/``ne`` with a literal), else the first branch; a ``define``
+body is never rendered in place (``_helpers.tpl`` reads as empty). ``range`` and ``with``
+bodies are read once, their ``.`` unresolved.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+
+from tpcheck.sources.base import SourceError, Span
+from tpcheck.sources.positions import LineIndex, Located, Pos
+
+TYPE_CHECKING = False  # typing's constant without importing typing (start-up, issue 8)
+if TYPE_CHECKING:
+    from typing import Any
+
+# An action: ``{{`` (``{{-`` trims), raw strings and quoted strings may hold ``}}``.
+_ACTION = re.compile(
+    r"\{\{(?:-(?=\s))?"
+    r"(?P<body>\s*/\*.*?\*/\s*|(?:`[^`]*`|\"(?:\\.|[^\"\\\n])*\"|[^`\"}]|\}(?!\}))*?)"
+    r"(?:(?<=\s)-)?\}\}",
+    re.S,
+)
+_TOKEN = re.compile(r"`[^`]*`|\"(?:\\.|[^\"\\])*\"|[^\s|()]+|\||\(|\)")
+_PATH = re.compile(r"^(\$?[A-Za-z0-9_]*)((?:\.[A-Za-z0-9_-]+)*)$")
+_SAFE = re.compile(r"[A-Za-z0-9_./:@+=%~-]*")
+_BLOCK_FUNCS = frozenset({"include", "template", "toYaml", "nindent", "indent", "tpl"})
+_CONTROL = frozenset({"if", "else", "end", "range", "with", "define", "block", "break",
+                      "continue"})
+MAX_CHART_DEPTH = 8  # folders walked up from a template to find Chart.yaml
+PLACEHOLDER = re.compile(r"\$\(_H([0-9]+)_*\)")
+
+_MISSING = object()  # a values path that is not set
+_UNKNOWN = object()  # an expression tpcheck does not evaluate
+
+
+class Rendered:
+    """The template with its actions neutralised, and where each character came from."""
+
+    def __init__(self, text: Located, actions: list[str], unresolved: int, chart: str | None,
+                 values_error: str | None) -> None:
+        self.text = text
+        self.actions = actions  # placeholder number -> the action as written
+        self.unresolved = unresolved
+        self.chart = chart
+        self.values_error = values_error
+
+    def restore(self, value: str) -> str:
+        """``value`` with each placeholder put back as the action it stands for."""
+        if "$(_H" not in value:
+            return value
+        return PLACEHOLDER.sub(lambda m: self._action(int(m.group(1))), value)
+
+    def _action(self, k: int) -> str:
+        return self.actions[k] if k < len(self.actions) else "{{ }}"
+
+
+def is_template(path: str, text: str) -> bool:
+    """A file Helm renders: a ``.tpl`` file, or one under a ``templates`` folder, with actions."""
+    if "{{" not in text:
+        return False
+    low = path.replace("\\", "/").lower()
+    return low.endswith(".tpl") or "/templates/" in f"/{low}"
+
+
+def chart_root(path: str) -> str | None:
+    """The folder holding ``Chart.yaml`` at or above the template's folder."""
+    d = os.path.dirname(os.path.abspath(path))
+    for _ in range(MAX_CHART_DEPTH):
+        if os.path.isfile(os.path.join(d, "Chart.yaml")):
+            return d
+        up = os.path.dirname(d)
+        if up == d:
+            break
+        d = up
+    return None
+
+
+_VALUES_CACHE: dict[tuple[str, int, int], tuple[Any, str | None]] = {}
+
+
+def chart_values(root: str | None) -> tuple[Any, str | None]:
+    """values.yaml of the chart (safe loading), or None when there is none (then every
+    ``.Values`` reference is unknown, not missing), with an error saying why it was not used."""
+    if root is None:
+        return None, None
+    path = os.path.join(root, "values.yaml")
+    try:
+        st = os.stat(path)
+    except OSError:
+        return None, None
+    key = (path, st.st_mtime_ns, st.st_size)
+    got = _VALUES_CACHE.get(key)
+    if got is not None:
+        return got
+    import yaml
+
+    from tpcheck.sources import MAX_BYTES
+
+    loader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)  # safe loading only
+
+    result: tuple[Any, str | None]
+    if st.st_size > MAX_BYTES:
+        result = (None, f"{path} is over the {MAX_BYTES}-byte limit; values not used")
+    else:
+        try:
+            with open(path, encoding="utf-8-sig") as fh:
+                data = yaml.load(fh.read(), Loader=loader)
+            result = (data if isinstance(data, dict) else {}, None)
+        except (OSError, UnicodeDecodeError, yaml.YAMLError, RecursionError) as e:
+            first = str(e).splitlines()[0] if str(e) else type(e).__name__
+            result = (None, f"{path} could not be read ({first}); values not used")
+    _VALUES_CACHE[key] = result
+    return result
+
+
+def render(path: str, text: str, values: Any = None, chart: str | None = None,
+           values_error: str | None = None) -> Rendered | SourceError:
+    """Neutralise the actions in ``text`` (see the module docstring)."""
+    index = LineIndex(text)
+    actions = list(_ACTION.finditer(text))
+    opened = text.find("{{")
+    covered = 0
+    for m in actions:
+        if opened != -1 and opened < m.start():
+            break
+        covered = m.end()
+        opened = text.find("{{", covered)
+    if opened != -1 and opened >= covered:
+        line, col = index.pos(opened)
+        return SourceError(path, line, col, "Helm template action is not closed ('}}' missing)")
+    r = _Renderer(text, index, values if isinstance(values, dict) else None)
+    for m in actions:
+        r.action(m)
+    r.tail()
+    out = Located("".join(r.chars), r.pos, Span(path, 1, 1, 1, 1), path)
+    return Rendered(out, r.names, r.unresolved, chart, values_error)
+
+
+class _Renderer:
+    def __init__(self, text: str, index: LineIndex, values: dict[str, Any] | None) -> None:
+        self.text, self.index, self.values = text, index, values
+        self.chars: list[str] = []
+        self.pos: list[Pos] = []
+        self.at = 0  # next character of ``text`` to copy
+        self.stack: list[list[bool]] = []  # per open block: [branch active, a branch taken]
+        self.vars: dict[str, Any] = {}  # $name := expression
+        self.names: list[str] = []
+        self.unresolved = 0
+
+    def active(self) -> bool:
+        return all(b[0] for b in self.stack)
+
+    def copy(self, a: int, b: int, blank: bool) -> None:
+        """Source characters ``a:b``, as written or (``blank``) as spaces, newlines kept."""
+        seg = self.text[a:b]
+        if blank:
+            seg = "".join("\n" if c == "\n" else " " for c in seg)
+        self.chars.append(seg)
+        self.pos.extend(self._positions(a, b))
+
+    def _positions(self, a: int, b: int) -> list[Pos]:
+        if a >= b:
+            return []
+        line, col = self.index.pos(a)
+        out: list[Pos] = []
+        for c in self.text[a:b]:
+            out.append((line, col))
+            if c == "\n":
+                line, col = line + 1, 1
+            else:
+                col += 1
+        return out
+
+    def emit(self, value: str, a: int, b: int) -> None:
+        """``value`` in place of source ``a:b``: first character on ``a``, last on ``b - 1``."""
+        ps = self._positions(a, b)
+        n = len(value)
+        self.chars.append(value)
+        if n == 1:
+            self.pos.append(ps[0])
+            return
+        self.pos.extend(ps[min(k, len(ps) - 1)] if k < n - 1 else ps[-1] for k in range(n))
+
+    def tail(self) -> None:
+        self.copy(self.at, len(self.text), not self.active())
+
+    def action(self, m: re.Match[str]) -> None:
+        a, b = m.start(), m.end()
+        self.copy(self.at, a, not self.active())
+        self.at = b
+        body = m.group("body").strip()
+        line_start = self.text.rfind("\n", 0, a) + 1
+        line_end = self.text.find("\n", b)
+        line_end = len(self.text) if line_end == -1 else line_end
+        alone = not self.text[line_start:a].strip() and not _has_text(self.text[b:line_end])
+        words = _tokens(body)
+        head = words[0] if words else ""
+        if body.startswith("/*") or not words:
+            self.copy(a, b, True)
+            return
+        if head in _CONTROL:
+            self.control(head, words[1:])
+            self.copy(a, b, True)
+            return
+        if len(words) >= 3 and words[0].startswith("$") and words[1] in (":=", "="):
+            if self.active():
+                self.vars[words[0]] = self.expr(words[2:])
+            self.copy(a, b, True)
+            return
+        if not self.active():
+            self.copy(a, b, True)
+            return
+        block = any(w in _BLOCK_FUNCS for w in words)
+        if block and alone:
+            listed = self.block_list(words, a, b)
+            if listed is None:
+                self.unresolved += 1
+                self.copy(a, b, True)
+            return
+        value = self.expr(words)
+        text = _scalar_text(value)
+        if text is None or block:
+            self.placeholder(m.group(0), a, b)
+        else:
+            self.emit(text, a, b)
+
+    def placeholder(self, written: str, a: int, b: int) -> None:
+        """A same-length ``$(_H<k>__)``: the readers' unresolved expansion, numbered so the
+        action can be put back in what a finding shows (``Rendered.restore``)."""
+        k = len(self.names)
+        self.names.append(written)
+        self.unresolved += 1
+        n = b - a
+        tag = f"$(_H{k}"
+        if n >= len(tag) + 1:
+            ph = tag + "_" * (n - len(tag) - 1) + ")"
+        else:  # too short to carry its number (an action is at least 5 characters)
+            ph = "$(" + "_" * (n - 3) + ")"
+        self.chars.append(ph)
+        self.pos.extend(self._positions(a, b))
+
+    def block_list(self, words: list[str], a: int, b: int) -> bool | None:
+        """``toYaml LIST | nindent N`` (or ``LIST | toYaml | indent N``) as YAML lines."""
+        pipes = _split_pipes(words)
+        indent: int | None = None
+        target: Any = _UNKNOWN
+        for cmd in pipes:
+            if cmd[0] == "toYaml" and len(cmd) == 2:
+                target = self.term(cmd[1])
+            elif cmd[0] == "toYaml" and len(cmd) == 1:
+                continue
+            elif cmd[0] in ("nindent", "indent") and len(cmd) == 2 and cmd[1].isdigit():
+                indent = int(cmd[1])
+            elif len(cmd) == 1 and target is _UNKNOWN:
+                target = self.term(cmd[0])
+            else:
+                return None
+        if indent is None or not isinstance(target, list) or not target:
+            return None
+        items = [_scalar_text(v) for v in target]
+        if any(t is None for t in items):
+            return None
+        line_start = self.text.rfind("\n", 0, a) + 1
+        # the action's own line holds the first item (nindent's leading newline dropped)
+        self.chars[-1] = self.chars[-1][: len(self.chars[-1]) - (a - line_start)]
+        del self.pos[len(self.pos) - (a - line_start):]
+        # each item's text spans the whole action, as a substituted scalar does
+        for k, t in enumerate(items):
+            assert t is not None
+            lead = ("\n" if k else "") + " " * indent + "- \""
+            self.chars.append(lead)
+            self.pos.extend([self.index.pos(line_start)] * len(lead))
+            self.emit(json.dumps(t)[1:-1], a, b)
+            self.chars.append('"')
+            self.pos.append(self.index.pos(b - 1))
+        return True
+
+    def control(self, head: str, rest: list[str]) -> None:
+        if head in ("if", "with"):
+            c = self.truth(rest) if self.active() else False
+            on = c is not False
+            self.stack.append([on, on])
+        elif head in ("range", "block"):
+            self.stack.append([True, True])
+        elif head == "define":
+            self.stack.append([False, True])
+        elif head == "else" and self.stack:
+            top = self.stack[-1]
+            if top[1]:
+                top[0] = False
+            elif rest[:1] == ["if"] or rest[:1] == ["with"]:
+                c = self.truth(rest[1:])
+                top[0] = c is not False
+                top[1] = top[0]
+            else:
+                top[0] = top[1] = True
+        elif head == "end" and self.stack:
+            self.stack.pop()
+
+    def truth(self, words: list[str]) -> bool | None:
+        """True/False for a plain value test; None when it is not one (first branch read)."""
+        if words[:1] == ["not"]:
+            t = self.truth(words[1:])
+            return None if t is None else not t
+        if words[:1] in (["eq"], ["ne"]) and len(words) == 3:
+            x, y = self.term(words[1]), self.term(words[2])
+            if x is _UNKNOWN or y is _UNKNOWN:
+                return None
+            same = x == y or (x is _MISSING and y in ("", None))
+            return same if words[0] == "eq" else not same
+        v = self.expr(words)
+        if v is _UNKNOWN:
+            return None
+        return not (v is _MISSING or v in (None, False, 0, "") or v == [] or v == {})
+
+    def expr(self, words: list[str]) -> Any:
+        value: Any = _UNKNOWN
+        for i, cmd in enumerate(_split_pipes(words)):
+            args = [self.term(w) for w in cmd[1:]]
+            if i > 0:
+                args.append(value)
+            head = cmd[0]
+            if i == 0 and len(cmd) == 1:
+                value = self.term(head)
+            elif head in ("quote", "squote") and len(args) == 1:
+                s = _scalar_text(args[0])
+                q = '"' if head == "quote" else "'"
+                value = _UNKNOWN if s is None else q + s.replace(q, "\\" + q) + q
+            elif head == "default" and len(args) == 2:
+                d, v = args
+                empty = v is _MISSING or v in (None, "", False) or v == [] or v == {}
+                value = d if empty else v
+            elif head in ("toString", "trim", "int", "int64", "float64") and len(args) == 1:
+                value = args[0]
+            elif head == "required" and len(args) == 2:
+                value = args[1]
+            else:
+                return _UNKNOWN
+        return value
+
+    def term(self, w: str) -> Any:
+        if w[:1] in ('"', "`"):
+            return w[1:-1] if w[:1] == "`" else _unquote(w)
+        if re.fullmatch(r"-?\d+", w):
+            return int(w)
+        if w in ("true", "false"):
+            return w == "true"
+        m = _PATH.match(w)
+        if m is None:
+            return _UNKNOWN
+        base, rest = m.group(1), m.group(2)
+        keys = [k for k in rest.split(".") if k]
+        node: Any
+        if base in ("", "$") and keys[:1] == ["Values"]:
+            if self.values is None:
+                return _UNKNOWN  # no values.yaml: what the user passes is not known
+            node, keys = self.values, keys[1:]
+        elif base in self.vars:
+            node = self.vars[base]
+        else:
+            return _UNKNOWN  # .Release, .Chart, ``.`` inside range/with, ...
+        for k in keys:
+            if node is _UNKNOWN:
+                return _UNKNOWN
+            if not isinstance(node, dict) or k not in node:
+                return _MISSING
+            node = node[k]
+        return node
+
+
+def _unquote(w: str) -> str:
+    try:
+        v = json.loads(w)
+    except ValueError:
+        return w[1:-1]
+    return v if isinstance(v, str) else w[1:-1]
+
+
+def _tokens(body: str) -> list[str]:
+    return _TOKEN.findall(body)
+
+
+def _split_pipes(words: list[str]) -> list[list[str]]:
+    out: list[list[str]] = [[]]
+    for w in words:
+        if w == "|":
+            out.append([])
+        else:
+            out[-1].append(w)
+    return [c for c in out if c] or [[""]]
+
+
+def _has_text(rest: str) -> bool:
+    """Whether ``rest`` (what follows an action on its line) holds more than blanks and
+    other actions."""
+    return bool(_ACTION.sub("", rest).strip())
+
+
+def _scalar_text(v: Any) -> str | None:
+    """How Helm prints a scalar, when it can be dropped into YAML text as is."""
+    if v is _MISSING or v is _UNKNOWN or v is None or isinstance(v, (list, dict)):
+        return None
+    if isinstance(v, bool):
+        s = "true" if v else "false"
+    elif isinstance(v, float) and v.is_integer():
+        s = str(int(v))
+    else:
+        s = str(v)
+    if s.startswith(("'", '"')) and s.endswith(s[0]) and len(s) >= 2:
+        return s  # already quoted by ``quote``
+    if "\n" in s or not _SAFE.fullmatch(s):
+        return None
+    return s
