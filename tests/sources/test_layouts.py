@@ -234,3 +234,18 @@ def test_dstack_count_range_stays_unresolved(tmp_path: Path) -> None:
     (d,) = read_path(str(f)).deployments
     assert d.tensor_parallel_size is None and d.gpus_requested is None
     assert d.unresolved["tensor_parallel_size"] == "$DSTACK_GPUS_NUM"
+
+
+def test_hostile_templates_are_one_error_or_read_linearly() -> None:
+    # 100,000 unclosed "{{": a scan retried from each one would be 10^10 steps
+    res = read_path("c/templates/x.yaml", "kind: Pod\n" + "{{" * 100_000)
+    assert [str(e) for e in res.errors] == [
+        "c/templates/x.yaml:2:1: Helm template action is not closed ('}}' missing)"]
+    # 5,000 nested ifs and 20,000 actions on one line: no per-action rescan of the stack/line
+    deep = "kind: Pod\n" + "{{ if .Values.a }}\n" * 5000 + "x: 1\n" + "{{ end }}\n" * 5000
+    assert read_path("c/templates/d.yaml", deep).errors == ()
+    wide = "kind: Pod\nx: " + "{{ .Values.a }}" * 10_000 + "\n"
+    assert read_path("c/templates/w.yaml", wide).errors == ()
+    big = "x: {{ .Values.a }}\n" + "y: 1\n" * 60_000  # 300,019 characters
+    assert [e.message for e in read_path("c/templates/b.yaml", big).errors] == [
+        "template is over 262144 characters; not read"]

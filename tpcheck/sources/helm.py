@@ -24,6 +24,7 @@ from __future__ import annotations
 import json
 import os
 import re
+from bisect import bisect_right
 
 from tpcheck.sources.base import SourceError, Span
 from tpcheck.sources.positions import LineIndex, Located, Pos
@@ -32,13 +33,10 @@ TYPE_CHECKING = False  # typing's constant without importing typing (start-up, i
 if TYPE_CHECKING:
     from typing import Any
 
-# An action: ``{{`` (``{{-`` trims), raw strings and quoted strings may hold ``}}``.
-_ACTION = re.compile(
-    r"\{\{(?:-(?=\s))?"
-    r"(?P<body>\s*/\*.*?\*/\s*|(?:`[^`]*`|\"(?:\\.|[^\"\\\n])*\"|[^`\"}]|\}(?!\}))*?)"
-    r"(?:(?<=\s)-)?\}\}",
-    re.S,
-)
+_PLAIN_RUN = re.compile(r"[^`\"}/]+")  # characters inside an action that need no care
+# Real templates are a few KB; every character's position is a tuple, and the YAML of a
+# rendered template is composed again: 256 KiB reads in well under a second.
+MAX_TEMPLATE_BYTES = 256 * 1024
 _TOKEN = re.compile(r"`[^`]*`|\"(?:\\.|[^\"\\])*\"|[^\s|()]+|\||\(|\)")
 _PATH = re.compile(r"^(\$?[A-Za-z0-9_]*)((?:\.[A-Za-z0-9_-]+)*)$")
 _SAFE = re.compile(r"[A-Za-z0-9_./:@+=%~-]*")
@@ -136,23 +134,92 @@ def render(path: str, text: str, values: Any = None, chart: str | None = None,
            values_error: str | None = None) -> Rendered | SourceError:
     """Neutralise the actions in ``text`` (see the module docstring)."""
     index = LineIndex(text)
-    actions = list(_ACTION.finditer(text))
-    opened = text.find("{{")
-    covered = 0
-    for m in actions:
-        if opened != -1 and opened < m.start():
-            break
-        covered = m.end()
-        opened = text.find("{{", covered)
-    if opened != -1 and opened >= covered:
-        line, col = index.pos(opened)
+    if len(text) > MAX_TEMPLATE_BYTES:
+        return SourceError(path, 1, 1, f"template is over {MAX_TEMPLATE_BYTES} characters; "
+                                       "not read")
+    actions = _scan(text)
+    if isinstance(actions, int):
+        line, col = index.pos(actions)
         return SourceError(path, line, col, "Helm template action is not closed ('}}' missing)")
     r = _Renderer(text, index, values if isinstance(values, dict) else None)
-    for m in actions:
-        r.action(m)
+    starts = index.starts
+    for k, (a, b, body) in enumerate(actions):
+        line = bisect_right(starts, a)  # not rfind/find: a 1-MB line of actions is quadratic
+        line_start = starts[line - 1]
+        after = bisect_right(starts, b)
+        line_end = starts[after] - 1 if after < len(starts) else len(text)
+        alone = not text[line_start:a].strip() and _only_actions(text, actions, k, line_end)
+        r.action(a, b, body, alone)
     r.tail()
     out = Located("".join(r.chars), r.pos, Span(path, 1, 1, 1, 1), path)
     return Rendered(out, r.names, r.unresolved, chart, values_error)
+
+
+def _scan(text: str) -> list[tuple[int, int, str]] | int:
+    """Every action as (start, end, body), or the offset of the first one never closed.
+
+    One pass: a comment ends at ``*/``, a raw or quoted string may hold ``}}``; an action
+    that is never closed stops the scan there (no quadratic retry from every ``{{``)."""
+    out: list[tuple[int, int, str]] = []
+    n = len(text)
+    i = text.find("{{")
+    while i != -1:
+        j = i + 2
+        if text.startswith("-", j) and j + 1 < n and text[j + 1].isspace():
+            j += 1
+        k = j
+        while k < n and text[k] in " \t\r\n":
+            k += 1
+        if text.startswith("/*", k):
+            c = text.find("*/", k + 2)
+            if c == -1:
+                return i
+            e = text.find("}}", c + 2)
+            if e == -1 or text[c + 2 : e].strip() not in ("", "-"):
+                return i
+            out.append((i, e + 2, "/*"))
+            i = text.find("{{", e + 2)
+            continue
+        while True:
+            if k >= n:
+                return i
+            ch = text[k]
+            if ch == "`":
+                c = text.find("`", k + 1)
+                if c == -1:
+                    return i
+                k = c + 1
+            elif ch == '"':
+                k += 1
+                while k < n and text[k] not in '"\n':
+                    k += 2 if text[k] == "\\" else 1
+                if k >= n or text[k] == "\n":
+                    return i
+                k += 1
+            elif text.startswith("}}", k):
+                break
+            else:
+                m = _PLAIN_RUN.match(text, k)
+                k = m.end() if m else k + 1
+        body = text[j:k]
+        if body.endswith("-") and body[:-1][-1:].isspace():
+            body = body[:-1]
+        out.append((i, k + 2, body))
+        i = text.find("{{", k + 2)
+    return out
+
+
+def _only_actions(text: str, actions: list[tuple[int, int, str]], k: int, line_end: int) -> bool:
+    """Whether nothing but blanks and further actions follows action ``k`` on its line."""
+    at = actions[k][1]
+    for i in range(k + 1, len(actions)):
+        a, b, _ = actions[i]
+        if a >= line_end:
+            break
+        if text[at:a].strip():
+            return False
+        at = b
+    return not text[at:line_end].strip()
 
 
 class _Renderer:
@@ -162,12 +229,22 @@ class _Renderer:
         self.pos: list[Pos] = []
         self.at = 0  # next character of ``text`` to copy
         self.stack: list[list[bool]] = []  # per open block: [branch active, a branch taken]
+        self.off = 0  # blocks on the stack whose current branch is not rendered
         self.vars: dict[str, Any] = {}  # $name := expression
         self.names: list[str] = []
         self.unresolved = 0
 
     def active(self) -> bool:
-        return all(b[0] for b in self.stack)
+        return self.off == 0
+
+    def push(self, on: bool, taken: bool) -> None:
+        self.stack.append([on, taken])
+        self.off += not on
+
+    def switch(self, on: bool) -> None:
+        top = self.stack[-1]
+        self.off += (not on) - (not top[0])
+        top[0] = on
 
     def copy(self, a: int, b: int, blank: bool) -> None:
         """Source characters ``a:b``, as written or (``blank``) as spaces, newlines kept."""
@@ -203,15 +280,10 @@ class _Renderer:
     def tail(self) -> None:
         self.copy(self.at, len(self.text), not self.active())
 
-    def action(self, m: re.Match[str]) -> None:
-        a, b = m.start(), m.end()
+    def action(self, a: int, b: int, body: str, alone: bool) -> None:
         self.copy(self.at, a, not self.active())
         self.at = b
-        body = m.group("body").strip()
-        line_start = self.text.rfind("\n", 0, a) + 1
-        line_end = self.text.find("\n", b)
-        line_end = len(self.text) if line_end == -1 else line_end
-        alone = not self.text[line_start:a].strip() and not _has_text(self.text[b:line_end])
+        body = body.strip()
         words = _tokens(body)
         head = words[0] if words else ""
         if body.startswith("/*") or not words:
@@ -239,7 +311,7 @@ class _Renderer:
         value = self.expr(words)
         text = _scalar_text(value)
         if text is None or block:
-            self.placeholder(m.group(0), a, b)
+            self.placeholder(self.text[a:b], a, b)
         else:
             self.emit(text, a, b)
 
@@ -296,25 +368,26 @@ class _Renderer:
 
     def control(self, head: str, rest: list[str]) -> None:
         if head in ("if", "with"):
-            c = self.truth(rest) if self.active() else False
-            on = c is not False
-            self.stack.append([on, on])
+            on = self.active() and self.truth(rest) is not False
+            self.push(on, on)
         elif head in ("range", "block"):
-            self.stack.append([True, True])
+            self.push(True, True)
         elif head == "define":
-            self.stack.append([False, True])
+            self.push(False, True)
         elif head == "else" and self.stack:
             top = self.stack[-1]
             if top[1]:
-                top[0] = False
+                self.switch(False)
             elif rest[:1] == ["if"] or rest[:1] == ["with"]:
-                c = self.truth(rest[1:])
-                top[0] = c is not False
-                top[1] = top[0]
+                on = self.off == 0 or (self.off == 1 and not top[0])
+                on = on and self.truth(rest[1:]) is not False
+                self.switch(on)
+                top[1] = on
             else:
-                top[0] = top[1] = True
+                self.switch(True)
+                top[1] = True
         elif head == "end" and self.stack:
-            self.stack.pop()
+            self.off -= not self.stack.pop()[0]
 
     def truth(self, words: list[str]) -> bool | None:
         """True/False for a plain value test; None when it is not one (first branch read)."""
@@ -407,12 +480,6 @@ def _split_pipes(words: list[str]) -> list[list[str]]:
         else:
             out[-1].append(w)
     return [c for c in out if c] or [[""]]
-
-
-def _has_text(rest: str) -> bool:
-    """Whether ``rest`` (what follows an action on its line) holds more than blanks and
-    other actions."""
-    return bool(_ACTION.sub("", rest).strip())
 
 
 def _scalar_text(v: Any) -> str | None:
