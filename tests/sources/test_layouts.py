@@ -249,3 +249,22 @@ def test_hostile_templates_are_one_error_or_read_linearly() -> None:
     big = "x: {{ .Values.a }}\n" + "y: 1\n" * 60_000  # 300,019 characters
     assert [e.message for e in read_path("c/templates/b.yaml", big).errors] == [
         "template is over 262144 characters; not read"]
+
+
+def test_ome_leader_worker_group_is_one_leader_plus_worker_size() -> None:
+    (d,) = read_path(str(FIX / "ome-runtime.yaml")).deployments
+    assert (d.engine, d.model, d.tensor_parallel_size, d.nnodes) == (
+        "sglang", "deepseek-ai/DeepSeek-R1", 16, 2)
+    # a leader pod + worker.size 1 worker pod = 2 pods of 8 GPUs; "      size: 1" on line 28
+    assert (d.group_size, d.gpus_requested) == (2, 8)
+    assert span(d, "group_size") == (28, 13, 28, 14)
+
+
+def test_llmaz_service_workload_template_size() -> None:
+    res = read_path(str(FIX / "llmaz-service.yaml"))
+    (d,) = res.deployments  # the worker's `ray start` is no launch
+    assert (d.model, d.tensor_parallel_size, d.pipeline_parallel_size) == (
+        "meta-llama/Llama-3.1-405B-Instruct", 8, 2)
+    # workloadTemplate.size 2 on line 11 ("    size: 2"): 2 pods of 8 GPUs = t·p = 16
+    assert (d.group_size, d.gpus_requested) == (2, 8)
+    assert span(d, "group_size") == (11, 11, 11, 12)

@@ -462,14 +462,24 @@ class Walker:
                     spans["ignores"] = ctx.span(ign)
             if "group_size" not in extra and (
                 "leaderWorkerTemplate" in ks or "multinode" in ks or "podGroupSize" in ks
+                or "workloadTemplate" in ks
             ):
                 size = mpath(a, "leaderWorkerTemplate", "size")
                 if size is None:
                     size = mpath(a, "multinode", "nodeCount")
                 if size is None:
                     size = mget(a, "podGroupSize")
+                if size is None:  # llmaz Service: an LWS template under another name
+                    size = mpath(a, "workloadTemplate", "size")
                 if isinstance(size, yaml.ScalarNode) and _int(size.value) is not None:
                     extra["group_size"] = _int(size.value)
+                    spans["group_size"] = ctx.span(size)
+            if "group_size" not in extra and "leader" in ks and "worker" in ks:
+                # OME engine/decoder (and its runtimes' engineConfig): a leader pod and
+                # worker.size worker pods per replica (OME docs, concepts/omenative/instances)
+                size = mget(ks["worker"], "size")
+                if isinstance(size, yaml.ScalarNode) and _int(size.value) is not None:
+                    extra["group_size"] = 1 + (_int(size.value) or 0)
                     spans["group_size"] = ctx.span(size)
         return extra, spans, notes
 
