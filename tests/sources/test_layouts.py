@@ -268,3 +268,25 @@ def test_llmaz_service_workload_template_size() -> None:
     # workloadTemplate.size 2 on line 11 ("    size: 2"): 2 pods of 8 GPUs = t·p = 16
     assert (d.group_size, d.gpus_requested) == (2, 8)
     assert span(d, "group_size") == (11, 11, 11, 12)
+
+
+def test_sglang_lws_chart_values_read_per_role() -> None:
+    res = read_path(str(FIX / "sglang-lws-values" / "values.yaml"))
+    assert res.errors == ()
+    prefill, decode = res.deployments
+    for d in (prefill, decode):
+        # global.model.path (line 8) and contextLength (line 9), global.image repository:tag
+        assert (d.engine, d.model, d.max_model_len) == (
+            "sglang", "/models/DeepSeek-R1-0528", 32768)
+        assert (d.image, d.engine_version) == ("lmsysorg/sglang:v0.4.6", "0.4.6")
+        # leaderWorkerSet.size 2 pods of leader.resources.limits["nvidia.com/gpu"] 8
+        assert (d.group_size, d.gpus_requested) == (2, 8)
+    # prefill writes `tp` (a prefix of --tp-size), decode `tpSize`
+    assert prefill.tensor_parallel_size == decode.tensor_parallel_size == 16
+    assert span(prefill, "tensor_parallel_size") == (21, 10, 21, 12)  # '    tp: "16"'
+    assert span(decode, "tensor_parallel_size") == (36, 14, 36, 16)  # '    tpSize: "16"'
+    # dpSize 16 with enableDpAttention: SGLang's attention DP size
+    assert (prefill.enable_dp_attention, prefill.attn_dp_size) == (True, 16)
+    assert (prefill.gpu_memory_utilization, prefill.max_num_seqs) == (0.7, 1024)
+    assert (decode.gpu_memory_utilization, decode.max_num_seqs) == (0.849, 2048)
+    assert decode.enable_dp_attention is None
