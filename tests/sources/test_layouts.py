@@ -290,3 +290,33 @@ def test_sglang_lws_chart_values_read_per_role() -> None:
     assert (prefill.gpu_memory_utilization, prefill.max_num_seqs) == (0.7, 1024)
     assert (decode.gpu_memory_utilization, decode.max_num_seqs) == (0.849, 2048)
     assert decode.enable_dp_attention is None
+
+
+def test_chart_values_with_top_level_tensor_parallel_size() -> None:
+    # the shape of GoogleCloudPlatform's ai-inference chart values (corpus): no vLLM --config
+    # (1 of 9 top-level keys is a vLLM option), read as chart values instead
+    text = (
+        "replicaCount: 1\n"
+        "image:\n"
+        "  repository: vllm/vllm-openai\n"
+        "  tag: v0.19.1\n"
+        "model:\n"
+        "  id: google/gemma-7b-it\n"
+        "resources:\n"
+        "  limits:\n"
+        "    nvidia.com/gpu: \"1\"\n"
+        "nodeSelector:\n"
+        "  cloud.google.com/gke-accelerator: nvidia-l4\n"
+        "hpa:\n"
+        "  enabled: true\n"
+        "tensorParallelSize: 1\n"
+        "maxModelLen: 512\n"
+        "service:\n"
+        "  port: 80\n"
+    )
+    (d,) = read_path("values.yaml", text).deployments
+    assert (d.model, d.tensor_parallel_size, d.max_model_len, d.gpus_requested) == (
+        "google/gemma-7b-it", 1, 512, 1)
+    assert (d.image, d.engine_version, d.notes) == ("vllm/vllm-openai:v0.19.1", "0.19.1", ())
+    assert span(d, "model") == (6, 7, 6, 25)  # "  id: " is 6 characters
+    assert span(d, "tensor_parallel_size") == (14, 21, 14, 22)

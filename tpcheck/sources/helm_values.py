@@ -41,7 +41,7 @@ VLLM_CONFIG_KEYS: dict[str, tuple[str, Any]] = {
 
 
 def read_model_specs(seq: Any, ctx: Ctx, walker: Walker) -> list[Deployment]:
-    from tpcheck.sources.kube import engine_version, k8s_word, mget, product_in_terms
+    from tpcheck.sources.kube import engine_version, k8s_word, mget, mpath, product_in_terms
 
     out: list[Deployment] = []
     for spec in (seq.value if isinstance(seq, yaml.SequenceNode) else [seq]):
@@ -52,10 +52,13 @@ def read_model_specs(seq: Any, ctx: Ctx, walker: Walker) -> list[Deployment]:
         f = Fields()
         extra: dict[str, Any] = {"entrypoint": "serve"}
         spans: dict[str, Span] = {}
-        url = keys.get("modelURL") or mget(keys.get("model"), "modelURL")
+        url = (keys.get("modelURL") or mget(keys.get("model"), "modelURL")
+               or mget(keys.get("model"), "id"))  # a chart's own values: model.id
         if isinstance(url, yaml.ScalarNode):
             f.set("model", url.value, ctx.span(url))
         gpu = keys.get("requestGPU")
+        if gpu is None:  # a chart's own values: resources.limits["nvidia.com/gpu"]
+            gpu = mpath(keys.get("resources"), "limits", "nvidia.com/gpu")
         if isinstance(gpu, yaml.ScalarNode):
             try:
                 extra["gpus_requested"] = int(gpu.value)
@@ -85,6 +88,8 @@ def read_model_specs(seq: Any, ctx: Ctx, walker: Walker) -> list[Deployment]:
             if row is not None and isinstance(v, yaml.ScalarNode) and row[0] not in f.values:
                 set_typed(f, row[0], row[1], Word(ctx.locate(v), ctx.span(v)))
         repo, tag = keys.get("repository"), keys.get("tag")
+        if repo is None and isinstance(keys.get("image"), yaml.MappingNode):
+            repo, tag = mget(keys["image"], "repository"), mget(keys["image"], "tag")
         if isinstance(repo, yaml.ScalarNode):
             image = repo.value + (f":{tag.value}" if isinstance(tag, yaml.ScalarNode) else "")
             extra["image"] = image
