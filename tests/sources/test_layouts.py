@@ -80,6 +80,9 @@ def test_helm_template_reads_values_with_spans_on_the_actions() -> None:
     assert span(d, "max_num_seqs") == (19, 12, 19, 33)
     # line 21: the toYaml action alone on its line, 8 spaces then 43 characters: 9..51
     assert span(d, "max_model_len") == (21, 9, 21, 52)
+    # line 16: 8 spaces + "- " -> "{{ .Values.model | quote }}" (27 characters) at 11..37;
+    # the value inside the quotes `quote` adds spans the whole action
+    assert span(d, "model") == (16, 11, 16, 38)
     # line 29: 12 spaces + "nvidia.com/gpu: " (16) -> the action starts at column 29
     assert span(d, "gpus_requested")[:2] == (29, 29)
     # .Release.Name is not in values: unresolved, shown as written
@@ -137,10 +140,10 @@ def test_helm_yaml_tpl_defaults_and_missing_values(tmp_path: Path) -> None:
     # line 15: 8 spaces + "- " -> "{{ .Values.tp | default 4 }}" at column 11; a value of
     # one character is placed on the action's first
     assert span(d, "tensor_parallel_size") == (15, 11, 15, 12)
-    # .Values.model is not set and `.` in the range body is not known: both unresolved
+    # .Values.model is not set: unresolved; the range over extra is unrolled (1 item)
     assert d.model is None
     assert d.unresolved["model"] == "{{ .Values.model }}"
-    assert d.notes[-1].endswith("; 2 action(s) left unresolved")
+    assert d.notes[-1].endswith("; 1 action(s) left unresolved")
 
 
 def test_template_outside_a_chart_reads_the_first_branch(tmp_path: Path) -> None:
@@ -320,3 +323,62 @@ def test_chart_values_with_top_level_tensor_parallel_size() -> None:
     assert (d.image, d.engine_version, d.notes) == ("vllm/vllm-openai:v0.19.1", "0.19.1", ())
     assert span(d, "model") == (6, 7, 6, 25)  # "  id: " is 6 characters
     assert span(d, "tensor_parallel_size") == (14, 21, 14, 22)
+
+
+def test_helm_range_unrolled_and_compound_conditions(tmp_path: Path) -> None:
+    (tmp_path / "Chart.yaml").write_text("apiVersion: v2\nname: s\nversion: 0.1.0\n")
+    (tmp_path / "values.yaml").write_text(
+        "mode: lws\n"
+        "lws: {enabled: true, size: 2}\n"
+        "args: [--tp-size, \"16\", --dp-size, \"2\"]\n"
+        "env: {TP: \"16\", MODEL: deepseek-ai/DeepSeek-V3}\n")
+    tpl = tmp_path / "templates" / "lws.yaml"
+    tpl.parent.mkdir()
+    tpl.write_text(
+        '{{- if and (eq .Values.mode "lws") .Values.lws.enabled }}\n'
+        "apiVersion: leaderworkerset.x-k8s.io/v1\n"
+        "kind: LeaderWorkerSet\n"
+        "spec:\n"
+        "  leaderWorkerTemplate:\n"
+        "    size: {{ .Values.lws.size }}\n"
+        "    leaderTemplate:\n"
+        "      spec:\n"
+        "        containers:\n"
+        "        - image: lmsysorg/sglang:v0.4.6\n"
+        "          env:\n"
+        "          {{- range $k, $v := .Values.env }}\n"
+        "          - name: {{ $k }}\n"
+        "            value: {{ $v | quote }}\n"
+        "          {{- end }}\n"
+        "          command: [python3, -m, sglang.launch_server, --model-path, $(MODEL)]\n"
+        "          args:\n"
+        "          {{- range .Values.args }}\n"
+        "          - {{ . | quote }}\n"
+        "          {{- end }}\n"
+        "{{- else }}\n"
+        "kind: Deployment\n"
+        "{{- end }}\n")
+    res = read_path(str(tpl))
+    assert res.errors == ()
+    (d,) = res.deployments
+    # the env map (keys sorted: MODEL, TP) and the args list are unrolled from values.yaml
+    assert (d.engine, d.model, d.tensor_parallel_size, d.data_parallel_size) == (
+        "sglang", "deepseek-ai/DeepSeek-V3", 16, 2)
+    assert d.group_size == 2
+    # each args item sits on the action of line 19 ("          - " is 12 characters, the
+    # action "{{ . | quote }}" 15: columns 13..27); "16" is the second pass over the body
+    assert span(d, "tensor_parallel_size") == (19, 13, 19, 28)
+    assert d.notes[-1].startswith("Helm template: values from ")
+    assert "unresolved" not in d.notes[-1]
+
+
+def test_nested_ranges_are_bounded(tmp_path: Path) -> None:
+    (tmp_path / "Chart.yaml").write_text("apiVersion: v2\nname: s\nversion: 0.1.0\n")
+    (tmp_path / "values.yaml").write_text("xs: [" + ", ".join(["1"] * 200) + "]\n")
+    tpl = tmp_path / "templates" / "x.yaml"
+    tpl.parent.mkdir()
+    # 200^4 bodies if unrolled blindly: the unrolling budget stops it at a few hundred KB
+    tpl.write_text("kind: Pod\nx: |\n" + "  {{ range .Values.xs }}\n" * 4 + "  " + "y" * 500
+                   + "\n" + "  {{ end }}\n" * 4)
+    res = read_path(str(tpl))
+    assert res.errors == ()

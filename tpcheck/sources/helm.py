@@ -43,6 +43,7 @@ _SAFE = re.compile(r"[A-Za-z0-9_./:@+=%~-]*")
 _BLOCK_FUNCS = frozenset({"include", "template", "toYaml", "nindent", "indent", "tpl"})
 _CONTROL = frozenset({"if", "else", "end", "range", "with", "define", "block", "break",
                       "continue"})
+MAX_RANGE_ITEMS = 256  # a range is unrolled over at most this many values items
 MAX_CHART_DEPTH = 8  # folders walked up from a template to find Chart.yaml
 PLACEHOLDER = re.compile(r"\$\(_H([0-9]+)_*\)")
 
@@ -143,13 +144,15 @@ def render(path: str, text: str, values: Any = None, chart: str | None = None,
         return SourceError(path, line, col, "Helm template action is not closed ('}}' missing)")
     r = _Renderer(text, index, values if isinstance(values, dict) else None)
     starts = index.starts
-    for k, (a, b, body) in enumerate(actions):
+    alone: list[bool] = []
+    for k, (a, b, _) in enumerate(actions):
         line = bisect_right(starts, a)  # not rfind/find: a 1-MB line of actions is quadratic
         line_start = starts[line - 1]
         after = bisect_right(starts, b)
         line_end = starts[after] - 1 if after < len(starts) else len(text)
-        alone = not text[line_start:a].strip() and _only_actions(text, actions, k, line_end)
-        r.action(a, b, body, alone)
+        alone.append(not text[line_start:a].strip()
+                     and _only_actions(text, actions, k, line_end))
+    r.run(actions, alone, _block_ends(actions), 0, len(actions))
     r.tail()
     out = Located("".join(r.chars), r.pos, Span(path, 1, 1, 1, 1), path)
     return Rendered(out, r.names, r.unresolved, chart, values_error)
@@ -209,6 +212,21 @@ def _scan(text: str) -> list[tuple[int, int, str]] | int:
     return out
 
 
+def _block_ends(actions: list[tuple[int, int, str]]) -> dict[int, int]:
+    """Index of each ``range`` action -> index of its ``end`` (blocks nest)."""
+    out: dict[int, int] = {}
+    stack: list[tuple[int, str]] = []
+    for k, (_, _, body) in enumerate(actions):
+        head = body.split(None, 1)[0] if body.strip() else ""
+        if head in ("if", "range", "with", "define", "block"):
+            stack.append((k, head))
+        elif head == "end" and stack:
+            start, kind = stack.pop()
+            if kind == "range":
+                out[start] = k
+    return out
+
+
 def _only_actions(text: str, actions: list[tuple[int, int, str]], k: int, line_end: int) -> bool:
     """Whether nothing but blanks and further actions follows action ``k`` on its line."""
     at = actions[k][1]
@@ -231,6 +249,9 @@ class _Renderer:
         self.stack: list[list[bool]] = []  # per open block: [branch active, a branch taken]
         self.off = 0  # blocks on the stack whose current branch is not rendered
         self.vars: dict[str, Any] = {}  # $name := expression
+        self.dot: Any = _UNKNOWN  # ``.`` inside a range unrolled over values
+        # characters of range bodies that unrolling may add (nested ranges multiply)
+        self.budget = 2 * MAX_TEMPLATE_BYTES
         self.names: list[str] = []
         self.unresolved = 0
 
@@ -247,12 +268,33 @@ class _Renderer:
         top[0] = on
 
     def copy(self, a: int, b: int, blank: bool) -> None:
-        """Source characters ``a:b``, as written or (``blank``) as spaces, newlines kept."""
-        seg = self.text[a:b]
-        if blank:
-            seg = "".join("\n" if c == "\n" else " " for c in seg)
-        self.chars.append(seg)
-        self.pos.extend(self._positions(a, b))
+        """Source characters ``a:b``, as written, or (``blank``) only their newlines, as a
+        control action or a branch not taken renders nothing. Characters may be dropped:
+        each one kept carries its own position, so nothing after it moves."""
+        if a >= b:
+            return
+        if not blank:
+            self.chars.append(self.text[a:b])
+            self.pos.extend(self._positions(a, b))
+            return
+        i = self.text.find("\n", a, b)
+        while i != -1:
+            self.chars.append("\n")
+            self.pos.append(self.index.pos(i))
+            i = self.text.find("\n", i + 1, b)
+
+    def trim_before(self) -> None:
+        """``{{-``: the blanks before the action on its line are not rendered."""
+        while self.chars and self.chars[-1]:
+            last = self.chars[-1]
+            kept = last.rstrip(" \t")
+            if len(kept) == len(last):
+                return
+            del self.pos[len(self.pos) - (len(last) - len(kept)):]
+            self.chars[-1] = kept
+            if kept:
+                return
+            self.chars.pop()
 
     def _positions(self, a: int, b: int) -> list[Pos]:
         if a >= b:
@@ -268,9 +310,17 @@ class _Renderer:
         return out
 
     def emit(self, value: str, a: int, b: int) -> None:
-        """``value`` in place of source ``a:b``: first character on ``a``, last on ``b - 1``."""
+        """``value`` in place of source ``a:b``: first character on ``a``, last on ``b - 1``
+        (inside the quotes ``quote`` adds, so the value read spans the whole action)."""
         ps = self._positions(a, b)
         n = len(value)
+        if n >= 2 and value[0] == value[-1] and value[0] in "'\"":
+            self.chars.append(value[0])
+            self.pos.append(ps[0])
+            self.emit(value[1:-1], a, b)
+            self.chars.append(value[-1])
+            self.pos.append(ps[-1])
+            return
         self.chars.append(value)
         if n == 1:
             self.pos.append(ps[0])
@@ -280,9 +330,66 @@ class _Renderer:
     def tail(self) -> None:
         self.copy(self.at, len(self.text), not self.active())
 
+    def run(self, actions: list[tuple[int, int, str]], alone: list[bool],
+            ends: dict[int, int], lo: int, hi: int) -> None:
+        """Actions ``lo:hi`` in order; a ``range`` over a values list is unrolled."""
+        k = lo
+        while k < hi:
+            a, b, body = actions[k]
+            items = self.range_items(body) if k in ends and self.active() else None
+            cost = (actions[ends[k]][0] - b) * len(items) if items else 0
+            if items is None or cost > self.budget:
+                self.action(a, b, body, alone[k])
+                k += 1
+                continue
+            self.budget -= cost
+            self.copy(self.at, a, False)
+            if self.text.startswith("{{-", a):
+                self.trim_before()
+            end = ends[k]
+            saved = (self.dot, dict(self.vars))
+            for key, item, _ in items[:MAX_RANGE_ITEMS]:
+                self.dot = item
+                if len(items[0][2]) == 2:
+                    self.vars[items[0][2][0]], self.vars[items[0][2][1]] = key, item
+                elif items[0][2]:
+                    self.vars[items[0][2][0]] = item
+                self.at = b
+                self.run(actions, alone, ends, k + 1, end)
+                self.copy(self.at, actions[end][0], not self.active())
+                if self.text.startswith("{{-", actions[end][0]):
+                    self.trim_before()
+            self.dot, self.vars = saved
+            self.at = actions[end][1]
+            k = end + 1
+
+    def range_items(self, body: str) -> list[tuple[Any, Any, list[str]]] | None:
+        """``range [$k, $v :=] .Values.list`` over a non-empty values list or map: each
+        (key, item, the variable names); None when it is not one (the body is read once)."""
+        words = _tokens(body.strip())
+        if words[:1] != ["range"]:
+            return None
+        rest = words[1:]
+        names: list[str] = []
+        if ":=" in rest:
+            i = rest.index(":=")
+            names = [w.rstrip(",") for w in rest[:i] if w.rstrip(",")]
+            rest = rest[i + 1:]
+        value = self.expr(rest)
+        if isinstance(value, list) and value:
+            return [(i, v, names) for i, v in enumerate(value)]
+        if isinstance(value, dict) and value:
+            return [(k, value[k], names) for k in sorted(value, key=str)]
+        return None
+
     def action(self, a: int, b: int, body: str, alone: bool) -> None:
         self.copy(self.at, a, not self.active())
+        if self.text.startswith("{{-", a):
+            self.trim_before()
         self.at = b
+        if self.text.startswith("-}}", b - 3):
+            while self.at < len(self.text) and self.text[self.at] in " \t":
+                self.at += 1  # ``-}}``: the blanks after it on its line are not rendered
         body = body.strip()
         words = _tokens(body)
         head = words[0] if words else ""
@@ -353,8 +460,7 @@ class _Renderer:
             return None
         line_start = self.text.rfind("\n", 0, a) + 1
         # the action's own line holds the first item (nindent's leading newline dropped)
-        self.chars[-1] = self.chars[-1][: len(self.chars[-1]) - (a - line_start)]
-        del self.pos[len(self.pos) - (a - line_start):]
+        self.trim_before()
         # each item's text spans the whole action, as a substituted scalar does
         for k, t in enumerate(items):
             assert t is not None
@@ -390,45 +496,67 @@ class _Renderer:
             self.off -= not self.stack.pop()[0]
 
     def truth(self, words: list[str]) -> bool | None:
-        """True/False for a plain value test; None when it is not one (first branch read)."""
-        if words[:1] == ["not"]:
-            t = self.truth(words[1:])
-            return None if t is None else not t
-        if words[:1] in (["eq"], ["ne"]) and len(words) == 3:
-            x, y = self.term(words[1]), self.term(words[2])
-            if x is _UNKNOWN or y is _UNKNOWN:
-                return None
-            same = x == y or (x is _MISSING and y in ("", None))
-            return same if words[0] == "eq" else not same
+        """True/False for a value test; None when it cannot be evaluated (first branch read)."""
         v = self.expr(words)
-        if v is _UNKNOWN:
-            return None
-        return not (v is _MISSING or v in (None, False, 0, "") or v == [] or v == {})
+        return None if v is _UNKNOWN else _truthy(v)
 
     def expr(self, words: list[str]) -> Any:
+        items = _nest(words)
+        return _UNKNOWN if items is None else self.evaluate(items)
+
+    def evaluate(self, items: list[Any]) -> Any:
+        """A pipeline: each command gets the previous result as its last argument."""
         value: Any = _UNKNOWN
-        for i, cmd in enumerate(_split_pipes(words)):
-            args = [self.term(w) for w in cmd[1:]]
+        for i, cmd in enumerate(_split_pipes(items)):
+            if i == 0 and len(cmd) == 1:
+                value = self.arg(cmd[0])
+                continue
+            head = cmd[0]
+            if not isinstance(head, str):
+                return _UNKNOWN
+            args = [self.arg(x) for x in cmd[1:]]
             if i > 0:
                 args.append(value)
-            head = cmd[0]
-            if i == 0 and len(cmd) == 1:
-                value = self.term(head)
-            elif head in ("quote", "squote") and len(args) == 1:
-                s = _scalar_text(args[0])
-                q = '"' if head == "quote" else "'"
-                value = _UNKNOWN if s is None else q + s.replace(q, "\\" + q) + q
-            elif head == "default" and len(args) == 2:
-                d, v = args
-                empty = v is _MISSING or v in (None, "", False) or v == [] or v == {}
-                value = d if empty else v
-            elif head in ("toString", "trim", "int", "int64", "float64") and len(args) == 1:
-                value = args[0]
-            elif head == "required" and len(args) == 2:
-                value = args[1]
-            else:
+            value = self.call(head, args)
+            if value is _UNKNOWN:
                 return _UNKNOWN
         return value
+
+    def arg(self, x: Any) -> Any:
+        return self.evaluate(x) if isinstance(x, list) else self.term(x)
+
+    def call(self, head: str, args: list[Any]) -> Any:
+        """The few template functions values flow through; anything else is unknown."""
+        n = len(args)
+        if head in ("and", "or") and n >= 1:
+            # Go: `and` gives the first empty argument, else the last; `or` the first
+            # non-empty one, else the last. An unknown argument before the answer: unknown.
+            for v in args:
+                if v is _UNKNOWN:
+                    return _UNKNOWN
+                if _truthy(v) is (head == "or"):
+                    return v
+            return args[-1]
+        if any(v is _UNKNOWN for v in args):
+            return _UNKNOWN
+        if head in ("eq", "ne") and n == 2:
+            x, y = (None if v is _MISSING else v for v in args)
+            return (x == y) is (head == "eq")
+        if head == "not" and n == 1:
+            return not _truthy(args[0])
+        if head == "empty" and n == 1:
+            return not _truthy(args[0])
+        if head in ("quote", "squote") and n == 1:
+            s = _scalar_text(args[0])
+            q = '"' if head == "quote" else "'"
+            return _UNKNOWN if s is None else q + s.replace(q, "\\" + q) + q
+        if head == "default" and n == 2:
+            return args[1] if _truthy(args[1]) else args[0]
+        if head in ("toString", "trim", "int", "int64", "float64") and n == 1:
+            return args[0]
+        if head == "required" and n == 2:
+            return args[1]
+        return _UNKNOWN
 
     def term(self, w: str) -> Any:
         if w[:1] in ('"', "`"):
@@ -437,6 +565,8 @@ class _Renderer:
             return int(w)
         if w in ("true", "false"):
             return w == "true"
+        if w == ".":
+            return self.dot
         m = _PATH.match(w)
         if m is None:
             return _UNKNOWN
@@ -449,6 +579,8 @@ class _Renderer:
             node, keys = self.values, keys[1:]
         elif base in self.vars:
             node = self.vars[base]
+        elif base == "" and self.dot is not _UNKNOWN:
+            node = self.dot  # inside a range over values: `.name` of the item
         else:
             return _UNKNOWN  # .Release, .Chart, ``.`` inside range/with, ...
         for k in keys:
@@ -458,6 +590,27 @@ class _Renderer:
                 return _MISSING
             node = node[k]
         return node
+
+
+def _truthy(v: Any) -> bool:
+    """Go template truth: false, 0, nil, an empty string, list or map are false."""
+    return not (v is _MISSING or v is None or v is False or v == 0 or v in ("", [], {}))
+
+
+def _nest(words: list[str]) -> list[Any] | None:
+    """Tokens with each parenthesised group as a nested list; None when unbalanced."""
+    stack: list[list[Any]] = [[]]
+    for w in words:
+        if w == "(":
+            stack.append([])
+        elif w == ")":
+            if len(stack) == 1:
+                return None
+            inner = stack.pop()
+            stack[-1].append(inner)
+        else:
+            stack[-1].append(w)
+    return stack[0] if len(stack) == 1 else None
 
 
 def _unquote(w: str) -> str:
@@ -472,8 +625,8 @@ def _tokens(body: str) -> list[str]:
     return _TOKEN.findall(body)
 
 
-def _split_pipes(words: list[str]) -> list[list[str]]:
-    out: list[list[str]] = [[]]
+def _split_pipes(words: list[Any]) -> list[list[Any]]:
+    out: list[list[Any]] = [[]]
     for w in words:
         if w == "|":
             out.append([])
