@@ -382,3 +382,18 @@ def test_nested_ranges_are_bounded(tmp_path: Path) -> None:
                    + "\n" + "  {{ end }}\n" * 4)
     res = read_path(str(tpl))
     assert res.errors == ()
+
+
+def test_shell_template_reads_values_not_braces(tmp_path: Path) -> None:
+    (tmp_path / "Chart.yaml").write_text("apiVersion: v2\nname: s\nversion: 0.1.0\n")
+    (tmp_path / "values.yaml").write_text("tp: 4\n")
+    sh = tmp_path / "templates" / "run.sh.tpl"
+    sh.parent.mkdir()
+    sh.write_text("#!/bin/sh\n"
+                  "exec vllm serve {{ .Values.model }} --tensor-parallel-size {{ .Values.tp }}\n")
+    res = read_path(str(sh))
+    assert res.errors == ()
+    (d,) = res.deployments
+    # line 2: "exec vllm serve {{ .Values.model }} --tensor-parallel-size " is 59 characters
+    assert d.tensor_parallel_size == 4 and span(d, "tensor_parallel_size")[:2] == (2, 60)
+    assert d.model is None and d.unresolved["model"] == "{{ .Values.model }}"
