@@ -100,11 +100,16 @@ def test_helm_helpers_and_values_files_yield_nothing() -> None:
         assert (res.errors, res.deployments) == ((), ()), name
 
 
-def test_folder_scan_includes_tpl_files() -> None:
+def test_folder_scan_includes_tpl_files(tmp_path: Path) -> None:
     from tpcheck.sources import iter_files
 
     names = sorted(Path(p).name for p in iter_files([str(FIX / "chart")]))
     assert names == ["Chart.yaml", "_helpers.tpl", "deploy.yaml", "values.yaml"]
+    for name in ("a.yaml.tpl", "b.yml.tpl", "run.sh.tpl", "job.py.tpl", "svc.tpl",
+                 "nginx.conf.tpl", "mail.html.tpl"):
+        (tmp_path / name).write_text("x: 1\n")
+    assert sorted(Path(p).name for p in iter_files([str(tmp_path)])) == [
+        "a.yaml.tpl", "b.yml.tpl", "job.py.tpl", "run.sh.tpl", "svc.tpl"]
 
 
 def test_helm_yaml_tpl_defaults_and_missing_values(tmp_path: Path) -> None:

@@ -230,11 +230,21 @@ def _walk(top: str, errors: list[SourceError] | None = None) -> Iterator[str]:
             if e.is_dir(follow_symlinks=False):
                 if not any(fnmatch.fnmatch(name, pat) for pat in dir_pats):
                     subdirs.append(e.path)
-            elif name.lower().endswith(exts) and not any(
+            elif name.lower().endswith(exts) and _scanned_template(name) and not any(
                 fnmatch.fnmatch(name, pat) for pat in file_pats
             ):
                 yield e.path
         stack.extend(reversed(subdirs))
+
+
+def _scanned_template(name: str) -> bool:
+    """A ``.tpl`` a folder scan reads: Helm's (``_helpers.tpl``, ``deploy.tpl``) or one of
+    the kinds tpcheck reads (``x.yaml.tpl``, ``run.sh.tpl``); not ``nginx.conf.tpl``."""
+    low = name.lower()
+    if not low.endswith(TPL_EXT):
+        return True
+    inner = low[: -len(TPL_EXT)]
+    return "." not in inner.lstrip("._") or inner.endswith((*YAML_EXT, *SHELL_EXT, *PY_EXT))
 
 
 def _gitignore(path: str) -> list[str]:
