@@ -402,3 +402,34 @@ def test_shell_template_reads_values_not_braces(tmp_path: Path) -> None:
     # line 2: "exec vllm serve {{ .Values.model }} --tensor-parallel-size " is 59 characters
     assert d.tensor_parallel_size == 4 and span(d, "tensor_parallel_size")[:2] == (2, 60)
     assert d.model is None and d.unresolved["model"] == "{{ .Values.model }}"
+
+
+def test_helm_to_yaml_of_a_values_map_and_with(tmp_path: Path) -> None:
+    (tmp_path / "Chart.yaml").write_text("apiVersion: v2\nname: s\nversion: 0.1.0\n")
+    (tmp_path / "values.yaml").write_text(
+        "resources:\n  limits:\n    nvidia.com/gpu: 4\n    memory: 64Gi\n"
+        "nodeSelector:\n  cloud.google.com/gke-accelerator: nvidia-h100-80gb\n")
+    tpl = tmp_path / "templates" / "d.yaml"
+    tpl.parent.mkdir()
+    tpl.write_text(
+        "kind: Deployment\n"
+        "spec:\n"
+        "  template:\n"
+        "    spec:\n"
+        "      containers:\n"
+        "      - image: vllm/vllm-openai:v0.8.5\n"
+        "        args: [Qwen/Qwen3-32B, --tensor-parallel-size, \"2\"]\n"
+        "        resources:\n"
+        "          {{- toYaml .Values.resources | nindent 10 }}\n"
+        "      {{- with .Values.nodeSelector }}\n"
+        "      nodeSelector:\n"
+        "        {{- toYaml . | nindent 8 }}\n"
+        "      {{- end }}\n")
+    res = read_path(str(tpl))
+    assert res.errors == ()
+    (d,) = res.deployments
+    # resources.limits["nvidia.com/gpu"] 4 from values.yaml, placed on the action (line 9)
+    assert (d.tensor_parallel_size, d.gpus_requested) == (2, 4)
+    assert span(d, "gpus_requested")[0] == 9
+    # `with` binds `.` to .Values.nodeSelector: the GKE accelerator label is read (line 12)
+    assert d.gpu_product == "nvidia-h100-80gb" and span(d, "gpu_product")[0] == 12

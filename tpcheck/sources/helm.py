@@ -246,7 +246,7 @@ class _Renderer:
         self.chars: list[str] = []
         self.pos: list[Pos] = []
         self.at = 0  # next character of ``text`` to copy
-        self.stack: list[list[bool]] = []  # per open block: [branch active, a branch taken]
+        self.stack: list[list[Any]] = []  # per open block: [branch active, a branch taken, dot]
         self.off = 0  # blocks on the stack whose current branch is not rendered
         self.vars: dict[str, Any] = {}  # $name := expression
         self.dot: Any = _UNKNOWN  # ``.`` inside a range unrolled over values
@@ -258,8 +258,8 @@ class _Renderer:
     def active(self) -> bool:
         return self.off == 0
 
-    def push(self, on: bool, taken: bool) -> None:
-        self.stack.append([on, taken])
+    def push(self, on: bool, taken: bool, dot: Any) -> None:
+        self.stack.append([on, taken, dot])  # dot: ``.`` to restore at the block's end
         self.off += not on
 
     def switch(self, on: bool) -> None:
@@ -453,11 +453,11 @@ class _Renderer:
                 target = self.term(cmd[0])
             else:
                 return None
-        if indent is None or not isinstance(target, list) or not target:
+        if indent is None or not isinstance(target, (list, dict)) or not target:
             return None
-        items = [_scalar_text(v) for v in target]
+        items = [_scalar_text(v) for v in target] if isinstance(target, list) else [None]
         if any(t is None for t in items):
-            return None
+            return self.block_yaml(target, indent, a, b)
         line_start = self.text.rfind("\n", 0, a) + 1
         # the action's own line holds the first item (nindent's leading newline dropped)
         self.trim_before()
@@ -472,16 +472,45 @@ class _Renderer:
             self.pos.append(self.index.pos(b - 1))
         return True
 
+    def block_yaml(self, target: Any, indent: int, a: int, b: int) -> bool | None:
+        """A values map (``toYaml .Values.resources | nindent 12``) as YAML lines, every
+        character placed on the action: the GPU limit a chart passes through is read."""
+        import yaml
+
+        try:
+            dumped = yaml.safe_dump(target, default_flow_style=False, sort_keys=False,
+                                    width=1 << 20)
+        except yaml.YAMLError:
+            return None
+        if len(dumped) > self.budget:
+            return None
+        self.budget -= len(dumped)
+        self.trim_before()
+        for k, line in enumerate(dumped.rstrip("\n").split("\n")):
+            lead = ("\n" if k else "") + " " * indent
+            self.chars.append(lead)
+            self.pos.extend([self.index.pos(a)] * len(lead))
+            if line:
+                self.emit(line, a, b)
+        return True
+
     def control(self, head: str, rest: list[str]) -> None:
-        if head in ("if", "with"):
+        if head == "with":
+            value = self.expr(rest) if self.active() else _MISSING
+            on = self.active() and (value is _UNKNOWN or _truthy(value))
+            self.push(on, on, self.dot)
+            if on:
+                self.dot = value  # ``.`` is the value inside the block (unknown if unknown)
+        elif head == "if":
             on = self.active() and self.truth(rest) is not False
-            self.push(on, on)
+            self.push(on, on, self.dot)
         elif head in ("range", "block"):
-            self.push(True, True)
+            self.push(True, True, self.dot)
         elif head == "define":
-            self.push(False, True)
+            self.push(False, True, self.dot)
         elif head == "else" and self.stack:
             top = self.stack[-1]
+            self.dot = top[2]  # ``with``'s value is not ``.`` in its else branch
             if top[1]:
                 self.switch(False)
             elif rest[:1] == ["if"] or rest[:1] == ["with"]:
@@ -493,7 +522,9 @@ class _Renderer:
                 self.switch(True)
                 top[1] = True
         elif head == "end" and self.stack:
-            self.off -= not self.stack.pop()[0]
+            top = self.stack.pop()
+            self.off -= not top[0]
+            self.dot = top[2]
 
     def truth(self, words: list[str]) -> bool | None:
         """True/False for a value test; None when it cannot be evaluated (first branch read)."""
