@@ -279,6 +279,11 @@ def test_llmaz_service_workload_template_size() -> None:
 
 
 def test_sglang_lws_chart_values_read_per_role() -> None:
+    # the chart's template takes its command from _helpers.tpl by `include`: no launch is
+    # readable there, so the values file beside Chart.yaml is read (not skipped as a chart's)
+    for name in ("templates/decode.yaml", "templates/_helpers.tpl"):
+        got = read_path(str(FIX / "sglang-lws-values" / name))
+        assert (got.errors, got.deployments) == ((), ()), name
     res = read_path(str(FIX / "sglang-lws-values" / "values.yaml"))
     assert res.errors == ()
     prefill, decode = res.deployments

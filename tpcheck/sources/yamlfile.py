@@ -17,7 +17,7 @@ from tpcheck.sources.yamlctx import LOADER, Ctx
 
 
 def read_yaml(path: str, text: str) -> ReadResult:
-    if os.path.basename(path) == "values.yaml" and _chart_with_templates(path):
+    if os.path.basename(path) == "values.yaml" and _templates_launch(path):
         # the chart's own values are read through its templates (read_template); read here
         # too, a launch in them would be reported twice
         return ReadResult(path, (), (), text)
@@ -47,10 +47,18 @@ def read_yaml(path: str, text: str) -> ReadResult:
     return ReadResult(path, tuple(found), tuple(errors), text)
 
 
-def _chart_with_templates(path: str) -> bool:
+def _templates_launch(path: str) -> bool:
+    """Whether the chart beside this values.yaml has a template that reads as a launch.
+
+    When none does (SGLang's LWS chart builds its command in _helpers.tpl and only
+    ``include``s it), the values file is where the layout is read."""
     folder = os.path.dirname(os.path.abspath(path))
-    return (os.path.isfile(os.path.join(folder, "Chart.yaml"))
-            and os.path.isdir(os.path.join(folder, "templates")))
+    templates = os.path.join(folder, "templates")
+    if not (os.path.isfile(os.path.join(folder, "Chart.yaml")) and os.path.isdir(templates)):
+        return False
+    from tpcheck.sources import iter_files, read_path
+
+    return any(read_path(p).deployments for p in iter_files([templates]))
 
 
 def _compose(text: str, ctx: Ctx, found: list[Deployment]) -> None:
