@@ -27,11 +27,18 @@ MAX_BYTES = 5 * 1024 * 1024
 YAML_EXT = (".yaml", ".yml")
 SHELL_EXT = (".sh", ".bash")
 PY_EXT = (".py",)
+TPL_EXT = ".tpl"  # Helm and other Go templates: foo.yaml.tpl, _helpers.tpl, run.sh.tpl
 
 
 def reader_kind(name: str, text: str) -> str:
-    """'yaml' | 'shell' | 'python' from the extension, else the shebang, else the content."""
+    """'yaml' | 'shell' | 'python' from the extension, else the shebang, else the content.
+
+    A template keeps the kind of the name under its ``.tpl`` (``run.sh.tpl`` is shell); a
+    bare ``.tpl`` is a Helm template, YAML."""
     low = name.lower()
+    if low.endswith(TPL_EXT):
+        inner = low[: -len(TPL_EXT)]
+        return reader_kind(inner, text) if inner.endswith(SHELL_EXT + PY_EXT) else "yaml"
     if low.endswith(YAML_EXT):
         return "yaml"
     if low.endswith(SHELL_EXT):
@@ -104,6 +111,11 @@ def read_path(path: str, text: str | bytes | None = None, *,
             from tpcheck.sources.python_src import read_python
 
             return read_python(shown, text)
+        if "{{" in text:
+            from tpcheck.sources.helm import is_template
+
+            if is_template(shown, text):
+                return _read_shell_template(shown, text)
         from tpcheck.sources.shell import ShellTooLong, read_shell
 
         try:
@@ -118,6 +130,25 @@ def read_path(path: str, text: str | bytes | None = None, *,
         if os.environ.get("TPCHECK_DEBUG"):
             raise
         return _err(shown, f"could not be read ({type(e).__name__}: {e}); please report")
+
+
+def _read_shell_template(path: str, text: str) -> ReadResult:
+    """A shell script kept as a template (``run.sh.tpl``, a chart's ``files/``): read with
+    its actions neutralised, so a ``{{ .Values.tp }}`` is a value or unresolved, not a word."""
+    from tpcheck.sources.helm import chart_root, chart_values, render
+    from tpcheck.sources.shell import read_shell_text
+
+    root = chart_root(path)
+    values, values_error = chart_values(root)
+    r = render(path, text, values, root, values_error)
+    if isinstance(r, SourceError):
+        return ReadResult(path, (), (r,), text)
+    from tpcheck.sources.yamlfile import _restored
+
+    note = "Go template: actions set aside" + (
+        f"; {r.unresolved} action(s) left unresolved" if r.unresolved else "")
+    found = [_restored(d, r.restore, note) for d in read_shell_text(r.text, path)]
+    return ReadResult(path, tuple(found), (), text)
 
 
 def _read_regular(path: str, shown: str, max_bytes: int) -> bytes | ReadResult:
@@ -180,7 +211,7 @@ def _walk(top: str, errors: list[SourceError] | None = None) -> Iterator[str]:
     so a 1,000-file tree costs no stat per file."""
     import fnmatch
 
-    exts = YAML_EXT + SHELL_EXT + PY_EXT
+    exts = (*YAML_EXT, *SHELL_EXT, *PY_EXT, TPL_EXT)
     stack = [top]
     while stack:
         root = stack.pop()
@@ -203,11 +234,21 @@ def _walk(top: str, errors: list[SourceError] | None = None) -> Iterator[str]:
             if e.is_dir(follow_symlinks=False):
                 if not any(fnmatch.fnmatch(name, pat) for pat in dir_pats):
                     subdirs.append(e.path)
-            elif name.lower().endswith(exts) and not any(
+            elif name.lower().endswith(exts) and _scanned_template(name) and not any(
                 fnmatch.fnmatch(name, pat) for pat in file_pats
             ):
                 yield e.path
         stack.extend(reversed(subdirs))
+
+
+def _scanned_template(name: str) -> bool:
+    """A ``.tpl`` a folder scan reads: Helm's (``_helpers.tpl``, ``deploy.tpl``) or one of
+    the kinds tpcheck reads (``x.yaml.tpl``, ``run.sh.tpl``); not ``nginx.conf.tpl``."""
+    low = name.lower()
+    if not low.endswith(TPL_EXT):
+        return True
+    inner = low[: -len(TPL_EXT)]
+    return "." not in inner.lstrip("._") or inner.endswith((*YAML_EXT, *SHELL_EXT, *PY_EXT))
 
 
 def _gitignore(path: str) -> list[str]:

@@ -1,4 +1,6 @@
-"""vLLM production-stack Helm values: ``servingEngineSpec.modelSpec[]``.
+"""Helm values read without their templates: vLLM production-stack and SGLang's LWS chart.
+
+vLLM production-stack: ``servingEngineSpec.modelSpec[]``.
 
 The chart renders ``vllmConfig`` keys into flags
 (``tensorParallelSize`` → ``--tensor-parallel-size``) and ``extraArgs`` verbatim;
@@ -6,6 +8,8 @@ The chart renders ``vllmConfig`` keys into flags
 """
 
 from __future__ import annotations
+
+import re
 
 import yaml
 
@@ -37,7 +41,7 @@ VLLM_CONFIG_KEYS: dict[str, tuple[str, Any]] = {
 
 
 def read_model_specs(seq: Any, ctx: Ctx, walker: Walker) -> list[Deployment]:
-    from tpcheck.sources.kube import engine_version, k8s_word, mget, product_in_terms
+    from tpcheck.sources.kube import engine_version, k8s_word, mget, mpath, product_in_terms
 
     out: list[Deployment] = []
     for spec in (seq.value if isinstance(seq, yaml.SequenceNode) else [seq]):
@@ -48,10 +52,13 @@ def read_model_specs(seq: Any, ctx: Ctx, walker: Walker) -> list[Deployment]:
         f = Fields()
         extra: dict[str, Any] = {"entrypoint": "serve"}
         spans: dict[str, Span] = {}
-        url = keys.get("modelURL") or mget(keys.get("model"), "modelURL")
+        url = (keys.get("modelURL") or mget(keys.get("model"), "modelURL")
+               or mget(keys.get("model"), "id"))  # a chart's own values: model.id
         if isinstance(url, yaml.ScalarNode):
             f.set("model", url.value, ctx.span(url))
         gpu = keys.get("requestGPU")
+        if gpu is None:  # a chart's own values: resources.limits["nvidia.com/gpu"]
+            gpu = mpath(keys.get("resources"), "limits", "nvidia.com/gpu")
         if isinstance(gpu, yaml.ScalarNode):
             try:
                 extra["gpus_requested"] = int(gpu.value)
@@ -81,6 +88,8 @@ def read_model_specs(seq: Any, ctx: Ctx, walker: Walker) -> list[Deployment]:
             if row is not None and isinstance(v, yaml.ScalarNode) and row[0] not in f.values:
                 set_typed(f, row[0], row[1], Word(ctx.locate(v), ctx.span(v)))
         repo, tag = keys.get("repository"), keys.get("tag")
+        if repo is None and isinstance(keys.get("image"), yaml.MappingNode):
+            repo, tag = mget(keys["image"], "repository"), mget(keys["image"], "tag")
         if isinstance(repo, yaml.ScalarNode):
             image = repo.value + (f":{tag.value}" if isinstance(tag, yaml.ScalarNode) else "")
             extra["image"] = image
@@ -94,3 +103,72 @@ def read_model_specs(seq: Any, ctx: Ctx, walker: Walker) -> list[Deployment]:
                                    extra_spans=spans)
         )
     return out
+
+
+# SGLang's LeaderWorkerSet chart (sglang docs/references/multi_node_deployment/lws_pd_helm,
+# values.yaml): per role (prefill, decode) a `config` of camelCase server arguments (`tp` in
+# prefill, `tpSize` in decode, `dpSize`, `enableDpAttention`, `memFractionStatic`,
+# `maxRunningRequests`), `leaderWorkerSet.size` pods per group and
+# `leader.resources.limits["nvidia.com/gpu"]` per pod; `global.model.path`,
+# `global.model.contextLength` and `global.image` are shared. The chart renders the command
+# in its _helpers.tpl, which the templates only `include`: the values are where it is read.
+_SGLANG_ONLY = frozenset({"tp", "tpSize", "memFractionStatic", "maxRunningRequests",
+                          "dpSize", "enableDpAttention", "disaggregationMode"})
+
+
+def is_role_config(keys: dict[str, Any]) -> bool:
+    """A chart role: a ``config`` of SGLang arguments beside a LeaderWorkerSet or leader."""
+    cfg = keys.get("config")
+    if not isinstance(cfg, yaml.MappingNode) or not (
+        "leaderWorkerSet" in keys or "leader" in keys):
+        return False
+    names = {k.value for k, _ in cfg.value if isinstance(k, yaml.ScalarNode)}
+    return bool(names & {"tp", "tpSize"}) and len(names & _SGLANG_ONLY) >= 2
+
+
+def read_role_config(m: Any, keys: dict[str, Any], ctx: Ctx, walker: Walker,
+                     root: Any) -> Deployment:
+    from tpcheck.engines.flags import resolve
+    from tpcheck.sources.argv import _post
+    from tpcheck.sources.kube import engine_version, mget, mpath
+
+    f = Fields()
+    walker.seen.add(id(keys["config"]))
+    for k, v in keys["config"].value:
+        if not isinstance(k, yaml.ScalarNode) or not isinstance(v, yaml.ScalarNode):
+            continue
+        option = "--" + _KEBAB.sub(r"\1-\2", k.value).lower()
+        flag = resolve("sglang", option).flag
+        if flag is None or (flag.kind == "bool" and not flag.value):
+            continue
+        walker.consumed.add(id(v))
+        set_typed(f, flag.field, flag.kind, Word(ctx.locate(v), ctx.span(v)))
+    _post("sglang", f)
+    model = mpath(root, "global", "model", "path")
+    if isinstance(model, yaml.ScalarNode) and "model" not in f.values:
+        f.set("model", model.value, ctx.span(model))
+    length = mpath(root, "global", "model", "contextLength")
+    if isinstance(length, yaml.ScalarNode) and "max_model_len" not in f.values:
+        set_typed(f, "max_model_len", "int", Word(ctx.locate(length), ctx.span(length)))
+    extra: dict[str, Any] = {"entrypoint": "serve"}
+    spans: dict[str, Span] = {}
+    size = mpath(m, "leaderWorkerSet", "size")
+    gpu = mpath(m, "leader", "resources", "limits", "nvidia.com/gpu")
+    for name, node in (("group_size", size), ("gpus_requested", gpu)):
+        if isinstance(node, yaml.ScalarNode):
+            try:
+                extra[name] = int(node.value)
+                spans[name] = ctx.span(node)
+            except ValueError:
+                pass
+    repo, tag = mpath(root, "global", "image", "repository"), mpath(root, "global", "image", "tag")
+    if isinstance(repo, yaml.ScalarNode):
+        image = repo.value + (f":{tag.value}" if isinstance(tag, yaml.ScalarNode) else "")
+        extra["image"] = image
+        extra["engine_version"] = engine_version(image, "sglang")
+    role = mget(m, "config")
+    return deployment_from_fields(ctx.path, "sglang", ctx.span(role), f, extra=extra,
+                                  extra_spans=spans, notes=["SGLang LWS chart values"])
+
+
+_KEBAB = re.compile(r"([a-z0-9])([A-Z])")

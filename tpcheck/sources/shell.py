@@ -2,7 +2,8 @@
 
 Scripts, ``sh -c`` strings in manifests and compose ``command:`` strings are split the way a
 POSIX shell would split them (quotes, ``\\`` continuations, ``&&``/``;``/``|`` chains, comments,
-heredoc bodies skipped) and ``$VAR``/``${VAR:-default}`` expanded from assignments seen earlier.
+heredoc bodies read as scripts of their own) and ``$VAR``/``${VAR:-default}`` expanded from
+assignments seen earlier.
 Nothing is ever executed: a command substitution is kept as written and marked unresolved.
 """
 
@@ -34,6 +35,9 @@ MAX_WORDS = 50_000
 # model path, a JSON --compilation-config — are far under both.
 MAX_WORD_CHARS = 64 * 1024
 MAX_EXPANDED_CHARS = 4 * 1024 * 1024
+MAX_HEREDOC_DEPTH = 2  # a script that writes a script that writes one: deeper is not read
+_INTERPRETERS = ("python", "perl", "ruby", "node", "psql", "mysql", "sqlite")
+_SCRIPT_TAKERS = frozenset({"sh", "bash", "dash", "zsh", "ash", "ksh", "tee"})
 _ASSIGN = re.compile(r"^([A-Za-z_][A-Za-z0-9_]*)=(.*)$", re.S)
 _WRAPPERS = frozenset({"exec", "nohup", "time", "env", "sudo", "command", "stdbuf", "setsid"})
 SHELLS = frozenset({"sh", "bash", "dash", "zsh", "ash", "ksh"})
@@ -210,9 +214,15 @@ class ShellTooLong(ValueError):
         self.found: list[Deployment] = []  # the launches before the limit
 
 
-def tokenize(loc: Located, variables: Vars) -> Iterator[list[Word]]:
+def tokenize(loc: Located, variables: Vars, _depth: int = 0) -> Iterator[list[Word]]:
     """Yield commands (lists of words); expansion reads ``variables`` as it is when reached,
     so assignments made by the consumer between commands are seen by later commands.
+
+    A heredoc body written to a file (``cat <<EOF > run.sh``, ``tee run.sh <<EOF``) or fed to
+    a shell (``bash <<EOF``) is a script: its commands follow the line that writes it, read
+    with a copy of the variables (its own assignments stay inside it). A body printed
+    (``cat <<DOC``, a usage text) or fed to an interpreter (``python3 <<EOF``) is not a
+    launch and is skipped, as are heredocs nested deeper than ``MAX_HEREDOC_DEPTH``.
 
     Words carry offsets into ``loc``, not positions: a word is placed only when asked."""
     s = loc.value
@@ -220,7 +230,8 @@ def tokenize(loc: Located, variables: Vars) -> Iterator[list[Word]]:
     src = _Source(loc)
 
     words: list[Word] = []
-    heredocs: list[tuple[str, bool]] = []
+    heredocs: list[tuple[str, bool, str]] = []  # (delimiter, <<- strips tabs, command name)
+    redirected = False  # a ``>`` output redirection on the line the heredocs were opened on
     b = _Builder()
     i = 0
     skip_next = False
@@ -365,15 +376,27 @@ def tokenize(loc: Located, variables: Vars) -> Iterator[list[Word]]:
             if cmd:
                 yield cmd
             i += 1
-            for delim, strip in heredocs:
+            bodies: list[tuple[int, int]] = []
+            for delim, strip, name in heredocs:
+                read = _depth < MAX_HEREDOC_DEPTH and (
+                    name in _SCRIPT_TAKERS or (redirected and not name.startswith(_INTERPRETERS)))
+                start = end = i
                 while i < n:
                     e = s.find("\n", i)
                     e = n if e == -1 else e
                     line = s[i:e]
+                    end = i
                     i = e + 1
                     if (line.lstrip("\t") if strip else line).rstrip("\r") == delim:
                         break
+                    end = min(i, n)
+                if read and end > start:
+                    bodies.append((start, end))
             heredocs = []
+            redirected = False
+            for a, e in bodies:
+                inner = Vars(shell=dict(variables.shell), k8s=variables.k8s)
+                yield from tokenize(loc.sub(a, e), inner, _depth + 1)
             continue
         if c == "#" and not b.started:
             e = s.find("\n", i)
@@ -395,9 +418,11 @@ def tokenize(loc: Located, variables: Vars) -> Iterator[list[Word]]:
                     j += 1
                 m = re.match(r"""['"]?([A-Za-z0-9_.-]+)['"]?""", s[j:])
                 if m:
-                    heredocs.append((m.group(1), strip))
+                    heredocs.append((m.group(1), strip, _command_name(words, b)))
                     i = j + m.end()
                     continue
+            if c == ">" and not s.startswith(">&", i):
+                redirected = True
             while i < n and s[i] in "<>&":
                 i += 1
             if i < n and s[i].isdigit():
@@ -461,6 +486,12 @@ def tokenize(loc: Located, variables: Vars) -> Iterator[list[Word]]:
     cmd = end_command()
     if cmd:
         yield cmd
+
+
+def _command_name(words: list[Word], b: _Builder) -> str:
+    """The name of the command a heredoc is opened on (``/usr/bin/tee`` → ``tee``)."""
+    first = words[0].value if words else "".join(b.chars)
+    return first.rsplit("/", 1)[-1]
 
 
 def read_commands(

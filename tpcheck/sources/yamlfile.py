@@ -2,11 +2,14 @@
 
 from __future__ import annotations
 
+import os
 import re
+from collections.abc import Callable
 
 import yaml
 
 from tpcheck.sources.base import RECOVERED_NOTE, Deployment, ReadResult, SourceError, Span
+from tpcheck.sources.dstack import is_dstack, read_dstack
 from tpcheck.sources.kube import Walker
 from tpcheck.sources.positions import LineIndex, Located, Runs
 from tpcheck.sources.vllm_config import looks_like_config, read_config
@@ -14,28 +17,123 @@ from tpcheck.sources.yamlctx import LOADER, Ctx
 
 
 def read_yaml(path: str, text: str) -> ReadResult:
+    if os.path.basename(path) == "values.yaml" and _templates_launch(path):
+        # the chart's own values are read through its templates (read_template); read here
+        # too, a launch in them would be reported twice
+        return ReadResult(path, (), (), text)
+    if "{{" in text:
+        from tpcheck.sources.helm import is_template
+
+        if is_template(path, text):
+            return read_template(path, text)
     index = LineIndex(text)
     ctx = Ctx(path, index)
     found: list[Deployment] = []
     errors: list[SourceError] = []
     try:
-        for doc in yaml.compose_all(text, Loader=LOADER):
-            if doc is None:
-                continue
-            if looks_like_config(doc):
-                found.extend(read_config(doc, ctx))
-            else:
-                found.extend(Walker(ctx).run(doc))
+        _compose(text, ctx, found)
     except yaml.MarkedYAMLError as e:
-        mark = e.problem_mark or e.context_mark
-        line, col = (mark.line + 1, mark.column + 1) if mark is not None else (1, 1)
-        problem = (e.problem or e.context or "invalid YAML").strip()
-        errors.append(SourceError(path, line, col, f"YAML does not parse: {problem}"))
+        if "{{" in text and not found:
+            # Go-template actions outside a chart's templates folder (a values file fed to
+            # ``tpl``, a template kept elsewhere): read them neutralised when that parses.
+            res = read_template(path, text, chart=False)
+            if not res.errors:
+                return res
+        errors.append(_parse_error(path, e, None))
         if not found:
             found.extend(_recover(path, index))
     except yaml.YAMLError as e:
         errors.append(SourceError(path, 1, 1, f"YAML does not parse: {str(e).splitlines()[0]}"))
     return ReadResult(path, tuple(found), tuple(errors), text)
+
+
+def _templates_launch(path: str) -> bool:
+    """Whether the chart beside this values.yaml has a template that reads as a launch.
+
+    When none does (SGLang's LWS chart builds its command in _helpers.tpl and only
+    ``include``s it), the values file is where the layout is read."""
+    folder = os.path.dirname(os.path.abspath(path))
+    templates = os.path.join(folder, "templates")
+    if not (os.path.isfile(os.path.join(folder, "Chart.yaml")) and os.path.isdir(templates)):
+        return False
+    from tpcheck.sources import iter_files, read_path
+
+    return any(read_path(p).deployments for p in iter_files([templates]))
+
+
+def _compose(text: str, ctx: Ctx, found: list[Deployment]) -> None:
+    for doc in yaml.compose_all(text, Loader=LOADER):
+        if doc is None:
+            continue
+        if is_dstack(doc):
+            found.extend(read_dstack(doc, ctx))
+        elif looks_like_config(doc):
+            found.extend(read_config(doc, ctx))
+        else:
+            found.extend(Walker(ctx).run(doc))
+
+
+def _parse_error(path: str, e: yaml.MarkedYAMLError, outer: Located | None) -> SourceError:
+    mark = e.problem_mark or e.context_mark
+    line, col = (mark.line + 1, mark.column + 1) if mark is not None else (1, 1)
+    if outer is not None and mark is not None:
+        # a rendered template: back to the character of the file the mark stands on
+        ps = outer.positions
+        off = LineIndex(outer.value).offset_of(mark)
+        if ps:
+            line, col = ps[min(off, len(ps) - 1)]
+    problem = (e.problem or e.context or "invalid YAML").strip()
+    what = "Helm template does not parse once its actions are set aside" if outer else (
+        "YAML does not parse")
+    return SourceError(path, line, col, f"{what}: {problem}")
+
+
+def read_template(path: str, text: str, chart: bool = True) -> ReadResult:
+    """A Helm template: actions neutralised (``tpcheck.sources.helm``), values.yaml applied,
+    positions kept. A template that still does not parse is one error line, no recovery:
+    what the text holds between actions is not a launch anyone can read."""
+    from tpcheck.sources.helm import chart_root, chart_values, render
+
+    root = chart_root(path) if chart else None
+    values, values_error = chart_values(root)
+    r = render(path, text, values, root, values_error)
+    if isinstance(r, SourceError):
+        return ReadResult(path, (), (r,), text)
+    ctx = Ctx(path, LineIndex(r.text.value), r.text)
+    found: list[Deployment] = []
+    errors: list[SourceError] = []
+    try:
+        _compose(r.text.value, ctx, found)
+    except yaml.MarkedYAMLError as e:
+        errors.append(_parse_error(path, e, r.text))
+    except yaml.YAMLError as e:
+        errors.append(SourceError(path, 1, 1, f"YAML does not parse: {str(e).splitlines()[0]}"))
+    if root is not None:
+        note = f"Helm template: values from {os.path.join(root, 'values.yaml')}"
+    else:
+        note = "Go template: actions set aside, no chart values"
+    if r.unresolved:
+        note += f"; {r.unresolved} action(s) left unresolved"
+    if values_error:
+        note += f"; {values_error}"
+    out = tuple(_restored(d, r.restore, note) for d in found)
+    return ReadResult(path, out, tuple(errors), text)
+
+
+def _restored(d: Deployment, restore: Callable[[str], str], note: str) -> Deployment:
+    """The Deployment with each placeholder shown as the action it stands for."""
+    from tpcheck.record import replace
+
+    kw: dict[str, object] = {}
+    for name in ("model", "served_model_name", "revision", "image", "kv_cache_dtype",
+                 "quantization", "dtype", "gpu_product", "distributed_executor_backend"):
+        v = getattr(d, name)
+        if isinstance(v, str) and "$(_H" in v:
+            kw[name] = restore(v)
+    kw["unresolved"] = {k: restore(v) for k, v in d.unresolved.items()}
+    kw["env"] = {k: restore(v) for k, v in d.env.items()}
+    kw["notes"] = (*(restore(n) for n in d.notes), note)
+    return replace(d, **kw)
 
 
 _KEY = re.compile(r"^\s*(?:-\s+)?(?:[A-Za-z0-9_.\-/\"']+:(?:\s+|$))?(?:[|>][-+0-9]*\s*$)?")
