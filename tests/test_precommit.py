@@ -78,11 +78,12 @@ def _snapshot(dest: Path) -> Path:
     return dest
 
 
-def _try_repo(src: Path, infra: Path, home: Path) -> subprocess.CompletedProcess[str]:
+def _try_repo(src: Path, infra: Path, home: Path,
+              hook: str = "tpcheck") -> subprocess.CompletedProcess[str]:
     env = {k: v for k, v in os.environ.items() if not k.startswith(("GIT_", "PRE_COMMIT"))}
     env.update(PRE_COMMIT_HOME=str(home), PIP_DISABLE_PIP_VERSION_CHECK="1", NO_COLOR="1")
     return subprocess.run(
-        [str(PRE_COMMIT), "try-repo", str(src), "tpcheck", "--all-files", "--color", "never"],
+        [str(PRE_COMMIT), "try-repo", str(src), hook, "--all-files", "--color", "never"],
         cwd=infra, env=env, capture_output=True, text=True, timeout=900)
 
 
@@ -121,3 +122,24 @@ def test_try_repo_fails_on_tp101_and_passes_once_fixed(tmp_path: Path) -> None:
     assert good.returncode == 0, out
     assert "Passed" in out
     assert "TP101" not in out
+
+
+@pytest.mark.slow
+def test_templates_hook_reads_tpl_files(tmp_path: Path) -> None:
+    src = _snapshot(tmp_path / "tpcheck")
+    infra = tmp_path / "infra"
+    infra.mkdir()
+    _git("init", "-q", cwd=infra)
+    (infra / "pyproject.toml").write_text('[tool.tpcheck]\noffline = true\n', encoding="utf-8")
+    # A shell template: the `{{ .Values.port }}` action is left unresolved, the TP is literal.
+    (infra / "run.sh.tpl").write_text(
+        "vllm serve meta-llama/Llama-3.1-70B-Instruct --tensor-parallel-size 6 "
+        "--port {{ .Values.port }}\n", encoding="utf-8")
+    (infra / "README.md").write_text("not a deployment\n", encoding="utf-8")
+    _git("add", "-A", cwd=infra)
+    run = _try_repo(src, infra, tmp_path / "pre-commit-home", hook="tpcheck-templates")
+    out = run.stdout + run.stderr
+    assert run.returncode == 1, out
+    # 64 heads mod 6 = 4: the template's launch is checked; README.md is not passed.
+    assert "run.sh.tpl:1:" in out and "TP101 [error]" in out, out
+    assert "README.md" not in out
