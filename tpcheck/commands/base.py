@@ -201,7 +201,47 @@ class Command(click.Command):
             raise click.UsageError(str(e), ctx) from None
 
 
-class LazyGroup(click.Group):
+class Group(click.Group):
+    """A command with subcommands (``tpcheck models pull``): ``@group.command(...)`` makes a
+    ``Command``, and a missing or unknown subcommand is a one-line usage error like any other.
+
+        command = base.Group("models", help=DESCRIPTION)
+
+        @command.command("pull", help="...")
+        @base.paths_argument()
+        @base.offline_option
+        def pull(**params: Any) -> int:
+            return run_pull(base.parsed(params))
+    """
+
+    command_class = Command
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        kwargs["context_settings"] = {**CONTEXT_SETTINGS, **kwargs.get("context_settings", {})}
+        kwargs.setdefault("no_args_is_help", False)
+        super().__init__(*args, **kwargs)
+
+    def parse_args(self, ctx: click.Context, args: list[str]) -> list[str]:
+        if not args and not ctx.resilient_parsing:
+            raise click.UsageError(f"missing command ({self._choices(ctx)})", ctx)
+        try:
+            return super().parse_args(ctx, args)
+        except click.UsageError as e:
+            raise click.UsageError(_message(e, self, args), ctx) from None
+
+    def resolve_command(self, ctx: click.Context,
+                        args: list[str]) -> tuple[str | None, click.Command | None, list[str]]:
+        name = args[0] if args else ""
+        if not ctx.resilient_parsing and not name.startswith("-") \
+                and self.get_command(ctx, name) is None:
+            raise click.UsageError(f"no such command: {name} ({self._choices(ctx)})", ctx)
+        return super().resolve_command(ctx, args)
+
+    def _choices(self, ctx: click.Context) -> str:
+        return "one of: " + ", ".join(self.list_commands(ctx))
+
+
+class LazyGroup(Group):
     """Commands from a registry ``name -> (module, summary)``: a module is imported when its
     command runs, its help is shown or the shell completes it; the group's own help lists the
     registry's summaries and imports none. A first word that is no command name (nor a group
