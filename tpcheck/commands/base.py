@@ -18,12 +18,14 @@ import math
 import os
 from collections.abc import Callable, Sequence
 from types import SimpleNamespace
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
 import click
-from click.shell_completion import CompletionItem
 
 from tpcheck.errors import UsageError
+
+if TYPE_CHECKING:  # click.shell_completion is imported only when the shell asks
+    from click.shell_completion import CompletionItem
 
 F = TypeVar("F", bound=Callable[..., Any])
 
@@ -115,6 +117,8 @@ class FilePath(click.ParamType[str]):
 
     def shell_complete(self, ctx: click.Context, param: click.Parameter,
                        incomplete: str) -> list[CompletionItem]:
+        from click.shell_completion import CompletionItem
+
         return [CompletionItem(incomplete, type="file")]
 
 
@@ -151,6 +155,8 @@ def format_option(*choices: str) -> Callable[[F], F]:
 
 def _complete_gpu(ctx: click.Context, param: click.Parameter,
                   incomplete: str) -> list[CompletionItem]:
+    from click.shell_completion import CompletionItem
+
     from tpcheck.hardware.gpus import gpu_names
 
     return [CompletionItem(n) for n in gpu_names() if n.startswith(incomplete)]

@@ -2,19 +2,23 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import click
-from click.shell_completion import CompletionItem
 
 from tpcheck.commands import base
 from tpcheck.errors import CommandError, UsageError
+
+if TYPE_CHECKING:
+    from click.shell_completion import CompletionItem
 
 DESCRIPTION = "Print the documentation of rule CODE (what, why, formula, example, fix)."
 
 
 def _complete_code(ctx: click.Context, param: click.Parameter,
                    incomplete: str) -> list[CompletionItem]:
+    from click.shell_completion import CompletionItem
+
     from tpcheck.checks import RULES
 
     return [CompletionItem(m.CODE, help=m.NAME) for m in RULES
