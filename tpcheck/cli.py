@@ -6,8 +6,9 @@ only when that command runs or its help is shown, so a one-file lint pays for ne
 pygls, huggingface_hub nor the other commands. ``tpcheck --version`` is answered before click is
 imported. ``tpcheck PATH...`` (no sub-command) lints, as DESIGN.md's contract says.
 
-Adding a command: a module with ``command`` (a ``base.Command``; a ``click.Group`` of them for a
-command with subcommands, e.g. ``models pull`` / ``models list``) and one line in COMMANDS.
+Adding a command: a module with ``command`` (a ``base.Command``, or a ``base.Group`` of them for
+a command with subcommands, e.g. ``models pull`` / ``models list``; see ``tests/commands/
+test_group.py``) and one line in COMMANDS.
 """
 
 from __future__ import annotations
