@@ -111,15 +111,26 @@ def test_mutable_record_is_unhashable() -> None:
 def test_a_lint_imports_neither_dataclasses_inspect_nor_typing() -> None:
     # Why record exists: dataclasses imports inspect and compiles its methods through exec, and
     # typing (imported by overloads and aliases) is another ~5 ms of a one-file lint's start-up.
+    # Since issue 15 the CLI is click, which imports inspect and typing itself: the whole lint
+    # path without the CLI still imports none of the three, and the CLI no dataclasses.
     fixture = Path(__file__).resolve().parents[1] / "fixtures" / "lint" / "qwen3-32b-tp16.yaml"
-    probe = ("import sys, contextlib, io; from tpcheck.cli import main\n"
-             "with contextlib.redirect_stdout(io.StringIO()):\n"
-             "    code = main(['--offline', '--gpu', 'h100-sxm', sys.argv[1]])\n"
-             "print(code, sorted(m for m in ('dataclasses', 'inspect', 'typing') "
-             "if m in sys.modules))")
-    out = subprocess.run([sys.executable, "-c", probe, str(fixture)], capture_output=True,
+    library = ("import sys; from tpcheck.lint import Linter; from tpcheck.report import render\n"
+               "from tpcheck.settings import Settings\n"
+               "s = Settings().with_flags(offline=True)\n"
+               "r = Linter(s, gpu_flag='h100-sxm').run([sys.argv[1]])\n"
+               "text = render('text', r, color=False, statistics=False, quiet=False)\n"
+               "print(sorted({f.code for f in r.findings}), sorted(m for m in "
+               "('dataclasses', 'inspect', 'typing') if m in sys.modules))")
+    out = subprocess.run([sys.executable, "-c", library, str(fixture)], capture_output=True,
                          text=True, check=True).stdout.strip()
-    assert out == "1 []"  # exit 1: the fixture's TP201 fired, so the whole lint path ran
+    assert out == "['TP201'] []"  # the fixture's TP201 fired, so the whole lint path ran
+    cli = ("import sys, contextlib, io; from tpcheck.cli import main\n"
+           "with contextlib.redirect_stdout(io.StringIO()):\n"
+           "    code = main(['--offline', '--gpu', 'h100-sxm', sys.argv[1]])\n"
+           "print(code, 'dataclasses' in sys.modules)")
+    out = subprocess.run([sys.executable, "-c", cli, str(fixture)], capture_output=True,
+                         text=True, check=True).stdout.strip()
+    assert out == "1 False"
 
 
 def test_hand_written_inits_set_every_field_in_order() -> None:

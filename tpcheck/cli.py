@@ -1,30 +1,35 @@
 """Command line entry point.
 
-Sub-commands live in ``tpcheck/commands/``, one module each with ``DESCRIPTION``,
-``add_arguments(parser)`` and ``run(args) -> int``. Only the module of the command being run is
-imported, and only its parser is built, so a one-file lint pays for neither libcst, pygls,
-huggingface_hub nor the other commands, and ``tpcheck --version`` builds no parser at all.
-The parser is the standard library's argparse (``commands/_args.py``): it imports in a few ms,
-where the previous third-party parser took ~50 (issue 8's start-up budget).
-``tpcheck PATH...`` (no sub-command) lints, as DESIGN.md's contract says.
+The CLI is a click group (``tpcheck.commands.base.LazyGroup``) over the registry below: each
+sub-command is a module in ``tpcheck/commands/`` defining ``command`` and ``run(args)``, imported
+only when that command runs or its help is shown, so a one-file lint pays for neither libcst,
+pygls, huggingface_hub nor the other commands. ``tpcheck --version`` is answered before click is
+imported. ``tpcheck PATH...`` (no sub-command) lints, as DESIGN.md's contract says.
+
+Adding a command: a module with ``command`` (a ``base.Command``, or a ``base.Group`` of them for
+a command with subcommands, e.g. ``models pull`` / ``models list``; see ``tests/commands/
+test_group.py``) and one line in COMMANDS.
 """
 
 from __future__ import annotations
 
-import importlib
 import os
 import sys
 
 from tpcheck import __version__
+from tpcheck.errors import CommandError, UsageError
 
-# typing's constant without importing typing (~5 ms of start-up); type checkers take any name
-# TYPE_CHECKING as true. The same two lines recur across the package.
+# typing's constant without importing typing, so `tpcheck --version` stays small (a command run
+# imports typing anyway, with click); type checkers take any name TYPE_CHECKING as true.
 TYPE_CHECKING = False
 if TYPE_CHECKING:
-    import argparse
-    from collections.abc import Callable, Sequence
+    from collections.abc import Sequence
 
-    from tpcheck.commands._args import Parser
+    import click
+
+__all__ = ["COMMANDS", "CommandError", "UsageError", "main"]
+
+COMPLETE_VAR = "_TPCHECK_COMPLETE"  # _TPCHECK_COMPLETE=bash_source tpcheck: the shell script
 
 # name -> (module, one-line summary for `tpcheck --help`). The registry is an explicit list,
 # greppable; the summaries sit here so the top-level help imports no command module.
@@ -46,6 +51,7 @@ DEFAULT_COMMAND = "check"
 DESCRIPTION = """\
 Check vLLM and SGLang tensor-parallel layouts before anyone books a GPU.
 
+\b
   tpcheck PATH...            lint manifests, scripts and Python (same as `tpcheck check`)
   tpcheck inspect PATH...    show what was read from each file
   tpcheck plan MODEL --gpu   capacity table across tensor-parallel sizes
@@ -54,49 +60,50 @@ Check vLLM and SGLang tensor-parallel layouts before anyone books a GPU.
 """
 
 EPILOG = """\
+\b
 Exit codes: 0 nothing at or above --fail-on, 1 findings, 2 usage or input error.
 Run 'tpcheck COMMAND --help' for a command's options."""
 
 
-class UsageError(Exception):
-    """Bad command line: one line on stderr with a pointer to the command's --help, exit 2."""
+def group() -> click.Group:
+    """The top-level click group; builds (and imports click) only when a command runs."""
+    import click
 
-    def __init__(self, message: str, option: str | None = None) -> None:
-        super().__init__(f"argument {option}: {message}" if option else message)
+    from tpcheck.commands.base import LazyGroup
 
-
-class CommandError(Exception):
-    """The command cannot go on (model not found, no doc shipped...): one line, exit 2."""
-
-
-def _top_parser() -> Parser:
-    from tpcheck.commands._args import Parser
-
-    width = max(len(n) for n in COMMANDS) + 3
-    lines = "".join(f"  {name:<{width}}{summary}\n" for name, (_, summary) in COMMANDS.items())
-    p = Parser("tpcheck", description=f"{DESCRIPTION}\ncommands:\n{lines}", epilog=EPILOG,
-               usage="tpcheck [OPTIONS] PATH...\n       tpcheck COMMAND [OPTIONS] [ARGS]...")
-    p.add_argument("--version", action="store_true", help="show the version and exit")
-    p.add_argument("--debug", action="store_true",
-                   help="let an internal error end with its traceback (also TPCHECK_DEBUG=1)")
-    return p
+    g = LazyGroup("tpcheck", COMMANDS, default=DEFAULT_COMMAND, help=DESCRIPTION, epilog=EPILOG,
+                  usage=["[OPTIONS] PATH...", "COMMAND [OPTIONS] [ARGS]..."])
+    g.params += [
+        click.Option(["--version"], is_flag=True, expose_value=False, is_eager=True,
+                     callback=_print_version, help="Show the version and exit."),
+        click.Option(["--debug"], is_flag=True, expose_value=False,
+                     help="Let an internal error end with its traceback (also TPCHECK_DEBUG=1)."),
+    ]
+    return g
 
 
-def _run(name: str, args: list[str], standalone: bool) -> int:
-    """Import the one command module, build its parser, parse, run."""
-    from tpcheck.commands._args import Parser, ParserExit
+def _print_version(ctx: click.Context, param: click.Parameter, value: bool) -> None:
+    if value and not ctx.resilient_parsing:
+        sys.stdout.write(f"tpcheck, version {__version__}\n")
+        ctx.exit(0)
 
-    module = importlib.import_module(COMMANDS[name][0])
-    parser = Parser(f"tpcheck {name}", description=module.DESCRIPTION)
-    module.add_arguments(parser)
-    parser.usage = parser.short_usage()
+
+def _run(args: list[str], standalone: bool) -> int:
+    """Parse with the group, run the one command; --help returns 0 through click's Exit."""
+    import click
+
+    g = group()
     try:
-        ns = parser.parse(args)
-    except ParserExit as e:  # --help printed
-        return e.status
-    ns.standalone = standalone  # the process is ours (console script), not a caller's
-    run: Callable[[argparse.Namespace], int] = module.run
-    return run(ns)
+        with g.make_context("tpcheck", args, obj={"standalone": standalone}) as ctx:
+            rc = g.invoke(ctx)
+    except click.exceptions.Exit as e:  # --help printed
+        return e.exit_code
+    except click.UsageError as e:
+        path = e.ctx.command_path if e.ctx is not None else "tpcheck"
+        return _say_error(e.format_message(), path)
+    except click.ClickException as e:
+        return _say_error(e.format_message(), None)
+    return int(rc or 0)
 
 
 def _say_error(message: str, hint: str | None) -> int:
@@ -107,6 +114,10 @@ def _say_error(message: str, hint: str | None) -> int:
 
 def main(argv: Sequence[str] | None = None) -> int:
     """Run the CLI; no traceback reaches the user unless TPCHECK_DEBUG or --debug asks."""
+    if COMPLETE_VAR in os.environ:  # the shell asks for its script or for completions
+        from click.shell_completion import shell_complete
+
+        return shell_complete(group(), {}, "tpcheck", COMPLETE_VAR, os.environ[COMPLETE_VAR])
     args = list(sys.argv[1:] if argv is None else argv)
     cut = args.index("--") if "--" in args else len(args)  # after --, "--debug" is a file name
     debug = "--debug" in args[:cut] or bool(os.environ.get("TPCHECK_DEBUG"))
@@ -116,14 +127,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 0
     if not args:
         return _say_error("no PATH or COMMAND given", "tpcheck")
-    name = args[0] if args[0] in COMMANDS else DEFAULT_COMMAND
     try:
-        if args[0] in ("-h", "--help"):
-            sys.stdout.write(_top_parser().format_help())
-            return 0
-        return _run(name, args[1:] if args[0] in COMMANDS else args, standalone=argv is None)
-    except UsageError as e:
-        return _say_error(str(e), f"tpcheck {name}")
+        return _run(args, standalone=argv is None)
+    except UsageError as e:  # raised outside a command's run (commands add their own --help)
+        return _say_error(str(e), "tpcheck")
     except CommandError as e:
         return _say_error(str(e), None)
     except KeyboardInterrupt:

@@ -18,6 +18,7 @@ from types import ModuleType
 from tpcheck.checks import UnknownRule, selected
 from tpcheck.checks.base import Finding, Severity
 from tpcheck.checks.context import CheckContext
+from tpcheck.errors import UsageError
 from tpcheck.hardware.gpus import GPU, find_gpu
 from tpcheck.models.shape import ModelShape
 from tpcheck.physics.plan import Evaluation, Options
@@ -473,10 +474,6 @@ def _suppressed_by(f: Finding, sups: list[Suppression], launch_line: int) -> Sup
         if s.line in lines and (s.codes is None or f.code in s.codes):
             return s
     return None
-
-
-class UsageError(ValueError):
-    pass
 
 
 def _gpu_or_error(name: str, where: str) -> GPU:

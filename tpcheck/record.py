@@ -1,14 +1,17 @@
 """Frozen value classes that are cheap to define.
 
 On Python 3.11 ``dataclasses`` compiles up to six methods per class through ``exec`` and imports
-``inspect``: 70 ms of a one-file lint's start-up went there for tpcheck's 41 classes, half of
-issue 8's 150 ms budget. A ``record`` keeps the dataclass contract tpcheck relies on — frozen
-instances, positional or keyword construction, defaults and default factories, ``__post_init__``,
-value equality and hashing, ordering on request, a readable repr, ``replace`` and ``fields`` —
-with one ``__init__`` closure per class, no ``exec``, and the other methods shared. As with
-dataclasses, an ``__init__`` written in the class body is kept: the readers' hottest records
-(tens of thousands per corpus run) store their fields directly, at a third of the cost.
+``inspect``: defining tpcheck's classes that way costs a one-file lint about 24 ms more start-up
+(issue 15's measurement; the 70 ms first seen for issue 8 predates other start-up work).
+A ``record`` keeps the dataclass contract tpcheck relies on — frozen instances, positional or
+keyword construction, defaults and default factories, ``__post_init__``, value equality and
+hashing, ordering on request, a readable repr, ``replace`` and ``fields`` — with one ``__init__``
+closure per class, no ``exec``, and the other methods shared. As with dataclasses, an
+``__init__`` written in the class body is kept: the readers' hottest records (tens of thousands
+per corpus run) store their fields directly, at a third of the cost.
 PEP 681's ``dataclass_transform`` lets mypy check records exactly as it checks frozen dataclasses.
+A record never evaluates its annotations, so every module keeps ``from __future__ import
+annotations`` (ruff's required-imports, I002, enforces it).
 """
 
 from __future__ import annotations

@@ -2,19 +2,36 @@
 
 from __future__ import annotations
 
-import argparse
+from typing import TYPE_CHECKING, Any
 
-from tpcheck import cli
-from tpcheck.commands._args import Parser
+import click
+
+from tpcheck.commands import base
+from tpcheck.errors import CommandError, UsageError
+
+if TYPE_CHECKING:
+    from click.shell_completion import CompletionItem
 
 DESCRIPTION = "Print the documentation of rule CODE (what, why, formula, example, fix)."
 
 
-def add_arguments(p: Parser) -> None:
-    p.add_argument("code", metavar="CODE", help="Rule code, e.g. TP201 (any case).")
+def _complete_code(ctx: click.Context, param: click.Parameter,
+                   incomplete: str) -> list[CompletionItem]:
+    from click.shell_completion import CompletionItem
+
+    from tpcheck.checks import RULES
+
+    return [CompletionItem(m.CODE, help=m.NAME) for m in RULES
+            if m.CODE.startswith(incomplete.upper())]
 
 
-def run(args: argparse.Namespace) -> int:
+@click.command("explain", cls=base.Command, help=DESCRIPTION)
+@click.argument("code", metavar="CODE", shell_complete=_complete_code)
+def command(**params: Any) -> int:
+    return run(base.parsed(params))
+
+
+def run(args: base.Args) -> int:
     from tpcheck.checks import UnknownRule, get
     from tpcheck.ruledocs import NOTICES, doc
 
@@ -23,9 +40,9 @@ def run(args: argparse.Namespace) -> int:
         try:
             code = get(code).CODE
         except UnknownRule as e:
-            raise cli.UsageError(str(e).strip("'\"")) from None
+            raise UsageError(str(e).strip("'\"")) from None
     text = doc(code)
     if text is None:
-        raise cli.CommandError(f"no documentation shipped for {code}")
+        raise CommandError(f"no documentation shipped for {code}")
     print(text.rstrip("\n"))
     return 0

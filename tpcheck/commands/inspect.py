@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
-import argparse
 import json
 import sys
+from typing import Any
 
-from tpcheck import cli
-from tpcheck.commands._args import Parser
+import click
+
+from tpcheck.commands import base
+from tpcheck.errors import UsageError
 from tpcheck.sources import iter_files, read_path, read_stdin
 from tpcheck.sources.base import Deployment, ReadResult, SourceError
 
@@ -66,7 +68,7 @@ class _ModelSources:
         try:
             settings = load_settings(find_settings_file(Path.cwd()))
         except SettingsError as e:
-            raise cli.UsageError(str(e)) from None
+            raise UsageError(str(e)) from None
         settings = settings.with_flags(offline=offline, model_config=model_config)
         self.linter = Linter(settings)
 
@@ -87,23 +89,19 @@ def _cell(v: object) -> str:
     return "-" if v is None else str(v)
 
 
-def add_arguments(p: Parser) -> None:
-    p.add_argument("paths", nargs="+", metavar="PATHS",
-                   help="Files or folders to read; - reads stdin.")
-    p.add_argument("--format", dest="fmt", choices=["text", "json"], default="text",
-                   help="Output format (default: text).")
-    p.add_argument("-v", "--verbose", action="store_true",
-                   help="Also list files with no engine launch.")
-    p.add_argument("--stdin-filename", metavar="NAME",
-                   help="Name (and reader) for stdin given as -.")
-    p.add_argument("--offline", action="store_true", default=None,
-                   help="Never contact the hub.")
-    p.add_argument("--model-config", metavar="PATH",
-                   help="config.json (or folder) for every model.")
+@click.command("inspect", cls=base.Command, help=DESCRIPTION)
+@base.paths_argument()
+@base.format_option("text", "json")
+@base.option("-v", "--verbose", is_flag=True, help="Also list files with no engine launch.")
+@base.stdin_filename_option
+@base.offline_option
+@base.model_config_option
+def command(**params: Any) -> int:
+    return run(base.parsed(params))
 
 
-def run(args: argparse.Namespace) -> int:
-    paths: list[str] = args.paths
+def run(args: base.Args) -> int:
+    paths: list[str] = list(args.paths)
     fmt: str = args.fmt
     verbose: bool = args.verbose
     stdin_filename: str | None = args.stdin_filename

@@ -2,14 +2,16 @@
 
 from __future__ import annotations
 
-import argparse
 import gc
 import os
 import sys
 from pathlib import Path
+from typing import Any
 
-from tpcheck import cli
-from tpcheck.commands._args import FilePath, IntRange, Parser
+import click
+
+from tpcheck.commands import base
+from tpcheck.errors import UsageError
 
 TYPE_CHECKING = False  # typing's constant without importing typing (start-up)
 if TYPE_CHECKING:
@@ -21,51 +23,45 @@ Lint vLLM / SGLang deployments in PATHS (files, folders, or - for stdin).
 Exit 0: nothing at or above --fail-on; 1: findings; 2: usage or input error."""
 
 
-def add_arguments(p: Parser) -> None:
-    p.add_argument("paths", nargs="+", metavar="PATHS",
-                   help="Files or folders to lint; - reads stdin.")
-    p.add_argument("--format", dest="fmt", choices=["text", "json", "sarif", "github"],
-                   default="text", help="Output format (default: text).")
-    p.add_argument("--sarif-file", type=Path, metavar="FILE",
-                   help="Also write SARIF 2.1.0 to FILE, from the same run (any --format).")
-    p.add_argument("--select", metavar="CODES",
-                   help="Comma-separated codes or prefixes to run (TP1,TP201).")
-    p.add_argument("--ignore", metavar="CODES", help="Comma-separated codes or prefixes to skip.")
-    p.add_argument("--fail-on", choices=["error", "warning", "info"],
-                   help="Lowest severity that makes the exit code 1 (default: warning).")
-    p.add_argument("--gpu", metavar="NAME",
-                   help="GPU for deployments whose manifest names none (h100-sxm, l40s, ...).")
-    p.add_argument("--context", type=IntRange(1), metavar="TOKENS",
-                   help="Tokens per sequence for capacity.")
-    p.add_argument("--topology", type=FilePath(), metavar="FILE",
-                   help="Saved `nvidia-smi topo -m`.")
-    p.add_argument("--model-config", metavar="PATH",
-                   help="config.json (or folder) for every model.")
-    p.add_argument("--offline", action="store_true", default=None,
-                   help="Never contact the hub.")
-    p.add_argument("--engine-version", metavar="VERSION",
-                   help="Engine release whose defaults apply when no image pins one.")
-    p.add_argument("--config", dest="config_file", type=FilePath(), metavar="FILE",
-                   help="Settings file (default: nearest .tpcheck.toml or pyproject.toml).")
-    p.add_argument("--stdin-filename", metavar="NAME",
-                   help="Name (and so reader) for input read from `-`.")
-    p.add_argument("--report-unused-ignores", action="store_true",
-                   help="Report suppressions that match nothing.")
-    p.add_argument("--statistics", action="store_true", help="Count findings per rule.")
-    p.add_argument("-q", "--quiet", action="store_true",
-                   help="Findings only: no formulas, no summary.")
-    p.add_argument("--color", action=argparse.BooleanOptionalAction, default=None,
-                   help="Colour (default: on a terminal, unless NO_COLOR).")
+@click.command("check", cls=base.Command, help=DESCRIPTION)
+@base.paths_argument()
+@base.format_option("text", "json", "sarif", "github")
+@base.option("--sarif-file", type=click.Path(dir_okay=False, path_type=Path), metavar="FILE",
+             help="Also write SARIF 2.1.0 to FILE, from the same run (any --format).")
+@base.select_option
+@base.ignore_option
+@base.option("--fail-on", type=base.Choice(["error", "warning", "info"]),
+             help="Lowest severity that makes the exit code 1 (default: warning).")
+@base.gpu_option("GPU for deployments whose manifest names none (h100-sxm, l40s, ...).")
+@base.option("--context", type=base.IntRange(1), metavar="TOKENS",
+             help="Tokens per sequence for capacity.")
+@base.option("--topology", type=base.FilePath(), metavar="FILE",
+             help="Saved `nvidia-smi topo -m`.")
+@base.model_config_option
+@base.offline_option
+@base.option("--engine-version", metavar="VERSION",
+             help="Engine release whose defaults apply when no image pins one.")
+@base.option("--config", "config_file", type=base.FilePath(), metavar="FILE",
+             help="Settings file (default: nearest .tpcheck.toml or pyproject.toml).")
+@base.stdin_filename_option
+@base.option("--report-unused-ignores", is_flag=True,
+             help="Report suppressions that match nothing.")
+@base.option("--statistics", is_flag=True, help="Count findings per rule.")
+@base.option("-q", "--quiet", is_flag=True, help="Findings only: no formulas, no summary.")
+@base.option("--color/--no-color", default=None,
+             help="Colour (default: on a terminal, unless NO_COLOR).")
+def command(**params: Any) -> int:
+    return run(base.parsed(params))
 
 
-def run(args: argparse.Namespace) -> int:
+def run(args: base.Args) -> int:
     from tpcheck.checks import UnknownRule
-    from tpcheck.lint import Linter, UsageError, exit_code, run_with_nearest_settings
+    from tpcheck.lint import Linter, exit_code, run_with_nearest_settings
     from tpcheck.report import render
     from tpcheck.settings import Settings, SettingsError, load_settings
     from tpcheck.sources import read_stdin
 
-    paths: list[str] = args.paths
+    paths: list[str] = list(args.paths)
     fmt: str = args.fmt
     config_file: str | None = args.config_file
     linters: dict[Path | None, Linter] = {}
@@ -74,7 +70,7 @@ def run(args: argparse.Namespace) -> int:
         try:
             settings = load_settings(sfile)
         except SettingsError as e:
-            raise cli.UsageError(str(e)) from None
+            raise UsageError(str(e)) from None
         return settings.with_flags(
             select=_codes(args.select),
             ignore=_codes(args.ignore),
@@ -95,7 +91,7 @@ def run(args: argparse.Namespace) -> int:
                 linters[key] = Linter(settings_from(key), gpu_flag=args.gpu,
                                       report_unused_ignores=args.report_unused_ignores)
             except (UsageError, UnknownRule) as err:
-                raise cli.UsageError(str(err).strip("'\"")) from None
+                raise UsageError(str(err).strip("'\"")) from None
         return linters[key]
 
     # Usage errors in flags or in the current folder's settings surface before any input is read.

@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
-import argparse
 import logging
+from typing import Any
 
-from tpcheck.commands._args import FilePath, IntRange, Parser
+import click
+
+from tpcheck.commands import base
 
 DESCRIPTION = """\
 Run the tpcheck Language Server on stdin/stdout.
@@ -16,18 +18,19 @@ Workspace settings: tpcheck.gpu, tpcheck.context, tpcheck.offline (default true 
 editor: no hub lookups unless set to false); [tool.tpcheck] applies as on the command line."""
 
 
-def add_arguments(p: Parser) -> None:
-    p.add_argument("--stdio", action="store_true",
-                   help="Talk over stdin/stdout (the default and only mode; accepted because "
-                   "many editors pass it).")
-    p.add_argument("--log-file", type=FilePath(writable=True), metavar="FILE",
-                   help="Write the server's log here (stdout carries the protocol).")
-    p.add_argument("--debounce-ms", type=IntRange(0, 5000), default=150, metavar="MS",
-                   help="Wait this long after the last keystroke before re-linting "
-                   "(default: 150).")
+@click.command("lsp", cls=base.Command, help=DESCRIPTION)
+@base.option("--stdio", is_flag=True,
+             help="Talk over stdin/stdout (the default and only mode; accepted because many "
+             "editors pass it).")
+@base.option("--log-file", type=base.FilePath(writable=True), metavar="FILE",
+             help="Write the server's log here (stdout carries the protocol).")
+@base.option("--debounce-ms", type=base.IntRange(0, 5000), default=150, metavar="MS",
+             help="Wait this long after the last keystroke before re-linting (default: 150).")
+def command(**params: Any) -> int:
+    return run(base.parsed(params))
 
 
-def run(args: argparse.Namespace) -> int:
+def run(args: base.Args) -> int:
     log_file: str | None = args.log_file
     debounce_ms: int = args.debounce_ms
     if log_file:

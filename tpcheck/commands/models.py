@@ -3,52 +3,61 @@
 
 from __future__ import annotations
 
-import argparse
 import json
 import sys
+from typing import Any
 
-from tpcheck import cli
-from tpcheck.commands._args import Parser
+from tpcheck.commands import base
+from tpcheck.errors import CommandError
 
 DESCRIPTION = """\
-pull PATH...   fetch the config.json of every model the files name (from the HF cache or the
-               hub; HF_TOKEN and HF_ENDPOINT honoured) into .tpcheck/models/<org--name>/ with
-               its revision, and map each in [tool.tpcheck.models]: commit both, and every
-               later run resolves those models offline and reproducibly.
-list           the project's pulled models and the bundled catalog.
+Fetch and list the model configs the project relies on.
 
 Exit 0; 2 when a model could not be fetched, a file could not be read, the settings file cannot
 be edited safely, or the command line is wrong."""
 
+PULL_HELP = """\
+Fetch the config.json of every model the files in PATHS name (from the HF cache or the hub;
+HF_TOKEN and HF_ENDPOINT honoured) into .tpcheck/models/<org--name>/ with its revision, and map
+each in [tool.tpcheck.models]: commit both, and every later run resolves those models offline
+and reproducibly."""
 
-def add_arguments(p: Parser) -> None:
-    p.add_argument("action", metavar="ACTION", choices=("pull", "list"), help="pull or list")
-    p.add_argument("paths", metavar="PATH", nargs="*", help="files or folders (pull)")
-    p.add_argument("--format", choices=("text", "json"), default="text",
-                   help="output format (list)")
-    p.add_argument("--offline", action="store_true", default=None,
-                   help="pull from the HF cache only, never the hub")
+command = base.Group("models", help=DESCRIPTION)
 
 
-def run(args: argparse.Namespace) -> int:
-    from tpcheck.models.pull import PullError, list_models, pull
+@command.command("pull", help=PULL_HELP)
+@base.paths_argument()
+@base.option("--offline", is_flag=True, default=None,
+             help="Pull from the HF cache only, never the hub.")
+def pull_command(**params: Any) -> int:
+    return run_pull(base.parsed(params))
 
-    if args.action == "list":
-        if args.paths:
-            raise cli.UsageError(f"unexpected extra argument: {args.paths[0]}")
-        rows = list_models()
-        if args.format == "json":
-            print(json.dumps(rows, indent=2))
-        else:
-            for r in rows:
-                print(f"{r['id']:<56} {r['source']:<8} {r['revision'] or '-'}")
-        return 0
-    if not args.paths:
-        raise cli.UsageError("the following arguments are required: PATH")
+
+@command.command("list", help="The project's pulled models and the bundled catalog.")
+@base.format_option("text", "json")
+def list_command(**params: Any) -> int:
+    return run_list(base.parsed(params))
+
+
+def run_list(args: base.Args) -> int:
+    from tpcheck.models.pull import list_models
+
+    rows = list_models()
+    if args.fmt == "json":
+        print(json.dumps(rows, indent=2))
+    else:
+        for r in rows:
+            print(f"{r['id']:<56} {r['source']:<8} {r['revision'] or '-'}")
+    return 0
+
+
+def run_pull(args: base.Args) -> int:
+    from tpcheck.models.pull import PullError, pull
+
     try:
-        result = pull(args.paths, offline=args.offline)
+        result = pull(list(args.paths), offline=args.offline)
     except PullError as e:
-        raise cli.CommandError(str(e)) from None
+        raise CommandError(str(e)) from None
     for p in result.pulled:
         print(f"{p.model_id} @ {p.revision or 'unknown revision'} ({p.fetched_from}) -> "
               f"{p.folder}")

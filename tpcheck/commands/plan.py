@@ -2,18 +2,19 @@
 
 from __future__ import annotations
 
-import argparse
 import json
 import sys
+from typing import Any
 
-from tpcheck import cli
-from tpcheck.commands._args import FloatRange, IntRange, Parser
+import click
+
+from tpcheck.commands import base
+from tpcheck.errors import UsageError
 from tpcheck.formula import Formula
 
 TYPE_CHECKING = False  # typing's constant without importing typing (start-up, issue 8)
 if TYPE_CHECKING:
     from collections.abc import Sequence
-    from typing import Any
 
     from tpcheck.hardware.gpus import GPU
     from tpcheck.models.shape import ModelShape
@@ -25,7 +26,7 @@ def _parse_set(items: Sequence[str]) -> dict[str, Any]:
     out: dict[str, Any] = {}
     for item in items:
         if "=" not in item:
-            raise cli.UsageError(f"expected key=value, got {item!r}", "--set")
+            raise UsageError(f"expected key=value, got {item!r}", "--set")
         k, v = item.split("=", 1)
         try:
             out[k.strip()] = json.loads(v)
@@ -47,7 +48,7 @@ def _parse_tps(text: str | None) -> list[int] | None:
         elif part:
             out.append(_posint(part))
     if not out:
-        raise cli.UsageError("no sizes given", "--tp")
+        raise UsageError("no sizes given", "--tp")
     return sorted(set(out))
 
 
@@ -55,9 +56,9 @@ def _posint(s: str) -> int:
     try:
         v = int(s.strip())
     except ValueError:
-        raise cli.UsageError(f"{s!r} is not a whole number", "--tp") from None
+        raise UsageError(f"{s!r} is not a whole number", "--tp") from None
     if v < 1 or v > 4096:
-        raise cli.UsageError(f"{v} is out of range 1..4096", "--tp")
+        raise UsageError(f"{v} is out of range 1..4096", "--tp")
     return v
 
 
@@ -69,61 +70,57 @@ the KV pool and how many sequences of --context tokens it seats — with the KV-
 marked where more GPUs stop buying cache."""
 
 
-def add_arguments(p: Parser) -> None:
-    p.add_argument("model", metavar="MODEL",
-                   help="A config.json, a folder holding one, or a hub id (org/name).")
-    p.add_argument("--gpu", dest="gpu_name", metavar="NAME",
-                   help="GPU: h100-sxm, h200, a100-sxm-80gb, l40s, H100, ...")
-    p.add_argument("--hbm", metavar="SIZE",
-                   help="Memory per GPU as the driver reports it (80GB, 79.2GiB); overrides "
-                   "--gpu's.")
-    p.add_argument("--gpu-memory-utilization", "--mem-fraction-static", dest="util",
-                   type=FloatRange(0, 1, lo_open=True), metavar="FRACTION",
-                   help="Fraction of GPU memory the engine may use (default: the engine "
-                   "version's).")
-    p.add_argument("--engine", choices=["vllm", "sglang"], default="vllm",
-                   help="Engine whose rules and defaults apply (default: vllm).")
-    p.add_argument("--engine-version", metavar="VERSION",
-                   help="Engine release whose defaults apply (default: newest known).")
-    p.add_argument("--tp", dest="tps", metavar="SIZES",
-                   help="TP sizes: 1,2,4,8 or 1-16 (default: powers of two to 64 and the legal "
-                   "others).")
-    p.add_argument("--pp", type=IntRange(1, 1024), default=1, metavar="N",
-                   help="Pipeline-parallel size (default: 1).")
-    p.add_argument("--dp", type=IntRange(1, 1024), default=1, metavar="N",
-                   help="Data-parallel replicas (default: 1).")
-    p.add_argument("--enable-expert-parallel", action="store_true",
-                   help="As the engines' flag: MoE experts spread whole across the GPUs.")
-    p.add_argument("--attn-dp", type=IntRange(1, 1024), default=1, metavar="N",
-                   help="SGLang attention DP groups.")
-    p.add_argument("--max-num-seqs", type=IntRange(1), metavar="N",
-                   help="Sequences running at once (default: the engine version's).")
-    p.add_argument("--max-num-batched-tokens", type=IntRange(1), metavar="N",
-                   help="Tokens per scheduler step (default: the engine version's).")
-    p.add_argument("--reserve", metavar="SIZE",
-                   help="Non-KV reserve per GPU (e.g. 4GiB; 0 allowed). Default: estimated.")
-    p.add_argument("--context", type=IntRange(1), metavar="TOKENS",
-                   help="Tokens per sequence for seats (default: model max, capped at 32768).")
-    p.add_argument("--kv-cache-dtype", metavar="DTYPE",
-                   help="auto, bfloat16, fp8, fp8_e4m3, fp8_e5m2 ...")
-    p.add_argument("--quantization", metavar="METHOD",
-                   help="Override the checkpoint's quantization (fp8, awq, gptq, ...).")
-    p.add_argument("--dtype", metavar="DTYPE",
-                   help="Override the activation dtype (bfloat16, float16).")
-    p.add_argument("--set", dest="sets", action="append", default=None, metavar="KEY=VALUE",
-                   help="Override a config.json field (repeatable).")
-    p.add_argument("--batch", type=IntRange(1), default=1, metavar="N",
-                   help="Decode batch for the step model (default: 1).")
-    p.add_argument("--alpha", type=FloatRange(0), metavar="SECONDS",
-                   help="Fixed all-reduce cost in seconds (default 10e-6).")
-    p.add_argument("--link", metavar="CLASS",
-                   help="Link class for the TP group: nvlink4, pcie5, ib-ndr, ...")
-    p.add_argument("--offline", action="store_true", help="Never contact the hub.")
-    p.add_argument("--format", dest="fmt", choices=["text", "json"], default="text",
-                   help="Output format (default: text).")
+@click.command("plan", cls=base.Command, help=DESCRIPTION)
+@click.argument("model", metavar="MODEL")
+@base.gpu_option("GPU: h100-sxm, h200, a100-sxm-80gb, l40s, H100, ...", dest="gpu_name")
+@base.option("--hbm", metavar="SIZE",
+             help="Memory per GPU as the driver reports it (80GB, 79.2GiB); overrides --gpu's.")
+@base.option("--gpu-memory-utilization", "--mem-fraction-static", "util",
+             type=base.FloatRange(0, 1, lo_open=True), metavar="FRACTION",
+             help="Fraction of GPU memory the engine may use (default: the engine version's).")
+@base.option("--engine", type=base.Choice(["vllm", "sglang"]), default="vllm",
+             help="Engine whose rules and defaults apply (default: vllm).")
+@base.option("--engine-version", metavar="VERSION",
+             help="Engine release whose defaults apply (default: newest known).")
+@base.option("--tp", "tps", metavar="SIZES",
+             help="TP sizes: 1,2,4,8 or 1-16 (default: powers of two to 64 and the legal others).")
+@base.option("--pp", type=base.IntRange(1, 1024), default=1, metavar="N",
+             help="Pipeline-parallel size (default: 1).")
+@base.option("--dp", type=base.IntRange(1, 1024), default=1, metavar="N",
+             help="Data-parallel replicas (default: 1).")
+@base.option("--enable-expert-parallel", is_flag=True,
+             help="As the engines' flag: MoE experts spread whole across the GPUs.")
+@base.option("--attn-dp", type=base.IntRange(1, 1024), default=1, metavar="N",
+             help="SGLang attention DP groups.")
+@base.option("--max-num-seqs", type=base.IntRange(1), metavar="N",
+             help="Sequences running at once (default: the engine version's).")
+@base.option("--max-num-batched-tokens", type=base.IntRange(1), metavar="N",
+             help="Tokens per scheduler step (default: the engine version's).")
+@base.option("--reserve", metavar="SIZE",
+             help="Non-KV reserve per GPU (e.g. 4GiB; 0 allowed). Default: estimated.")
+@base.option("--context", type=base.IntRange(1), metavar="TOKENS",
+             help="Tokens per sequence for seats (default: model max, capped at 32768).")
+@base.option("--kv-cache-dtype", metavar="DTYPE",
+             help="auto, bfloat16, fp8, fp8_e4m3, fp8_e5m2 ...")
+@base.option("--quantization", metavar="METHOD",
+             help="Override the checkpoint's quantization (fp8, awq, gptq, ...).")
+@base.option("--dtype", metavar="DTYPE",
+             help="Override the activation dtype (bfloat16, float16).")
+@base.option("--set", "sets", multiple=True, metavar="KEY=VALUE",
+             help="Override a config.json field (repeatable).")
+@base.option("--batch", type=base.IntRange(1), default=1, metavar="N",
+             help="Decode batch for the step model (default: 1).")
+@base.option("--alpha", type=base.FloatRange(0), metavar="SECONDS",
+             help="Fixed all-reduce cost in seconds (default 10e-6).")
+@base.option("--link", metavar="CLASS",
+             help="Link class for the TP group: nvlink4, pcie5, ib-ndr, ...")
+@base.offline_option
+@base.format_option("text", "json")
+def command(**params: Any) -> int:
+    return run(base.parsed(params))
 
 
-def run(args: argparse.Namespace) -> int:
+def run(args: base.Args) -> int:
     model: str = args.model
     gpu_name: str | None = args.gpu_name
     hbm: str | None = args.hbm
@@ -140,27 +137,27 @@ def run(args: argparse.Namespace) -> int:
     if gpu_name:
         gpu = find_gpu(gpu_name)
         if gpu is None:
-            raise cli.UsageError(f"unknown GPU {gpu_name!r}; known: {', '.join(gpu_names())}",
+            raise UsageError(f"unknown GPU {gpu_name!r}; known: {', '.join(gpu_names())}",
                                  "--gpu")
     mem = None
     if hbm:
         try:
             mem = parse_size(hbm)
         except ValueError as e:
-            raise cli.UsageError(str(e), "--hbm") from None
+            raise UsageError(str(e), "--hbm") from None
     res_b = None
     if reserve is not None:
         try:
             res_b = parse_size(reserve)
         except ValueError as e:
-            raise cli.UsageError(str(e), "--reserve") from None
+            raise UsageError(str(e), "--reserve") from None
     link_bw = link_alpha = None
     if link:
         from tpcheck.hardware.links import find_link, link_names
 
         lk = find_link(link)
         if lk is None:
-            raise cli.UsageError(f"unknown link {link!r}; known: {', '.join(link_names())}",
+            raise UsageError(f"unknown link {link!r}; known: {', '.join(link_names())}",
                                  "--link")
         link_bw, link_alpha = lk.bandwidth, lk.alpha
     shape, where = load_shape(model, overrides=_parse_set(args.sets or ()),
@@ -176,7 +173,7 @@ def run(args: argparse.Namespace) -> int:
     try:
         rows = sweep(shape, opts, _parse_tps(args.tps))
     except ValueError as e:  # an unknown --quantization / --dtype / --kv-cache-dtype name
-        raise cli.UsageError(str(e)) from None
+        raise UsageError(str(e)) from None
     use = _link_use(link, gpu, alpha)
     prefill = _prefill(shape, rows, opts, use)
     if fmt == "json":

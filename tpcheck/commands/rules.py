@@ -2,18 +2,22 @@
 
 from __future__ import annotations
 
-import argparse
+from typing import Any
 
-from tpcheck.commands._args import Parser
+import click
+
+from tpcheck.commands import base
 
 DESCRIPTION = "List the rule codes, names and default severities."
 
 
-def add_arguments(p: Parser) -> None:
+@click.command("rules", cls=base.Command, help=DESCRIPTION)
+def command(**params: Any) -> int:
     """No options: the table is the same for every run."""
+    return run(base.parsed(params))
 
 
-def run(args: argparse.Namespace) -> int:
+def run(args: base.Args) -> int:
     from tpcheck.checks import RULES
 
     for m in RULES:

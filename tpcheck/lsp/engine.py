@@ -133,7 +133,7 @@ class DocumentLinter:
              config: EditorConfig = _NO_SETTINGS) -> DocResult:
         """Findings and read errors for ``text`` standing for ``path``; never raises."""
         from tpcheck.checks import UnknownRule
-        from tpcheck.lint import UsageError
+        from tpcheck.errors import UsageError
         from tpcheck.settings import SettingsError
         from tpcheck.sources import read_path
 

@@ -30,9 +30,9 @@ from tpcheck.models.resolve import (
     QUANT_NAME,
     ResolveError,
     Resolver,
-    _file_hint,
-    _looks_like_path,
+    file_hint,
     is_expression,
+    looks_like_path,
 )
 from tpcheck.record import field, record
 from tpcheck.sources.base import Deployment, SourceError
@@ -87,15 +87,15 @@ def hub_candidates(d: Deployment, mappings: Mapping[str, str] | None = None
     target = (mappings or {}).get(ref)
     if target is not None:
         target = target.strip()
-        mapped_id = not _looks_like_path(target) and not target.startswith(
+        mapped_id = not looks_like_path(target) and not target.startswith(
             MODELS_DIR.as_posix())
         return [(target, f"mapped from {ref!r}")] if mapped_id else []
-    if ref and not is_expression(ref) and not _looks_like_path(ref):
+    if ref and not is_expression(ref) and not looks_like_path(ref):
         return [(ref, "as written")]
     out: list[tuple[str, str]] = []
     for h in d.model_hints:
-        out.extend(_file_hint(h.value, h.origin))
-    if ref and _looks_like_path(ref) and not is_expression(ref):
+        out.extend(file_hint(h.value, h.origin))
+    if ref and looks_like_path(ref) and not is_expression(ref):
         folder = hints.folder_hint(ref)
         if folder is not None:
             out.append((folder[0], f"model taken from the folder name `{folder[1]}`"))

@@ -109,7 +109,7 @@ def is_repo_id(model: str) -> bool:
     )
 
 
-def _looks_like_path(ref: str) -> bool:
+def looks_like_path(ref: str) -> bool:
     return ref.startswith(("/", ".", "~", "\\")) or ref.endswith(".json") or not is_repo_id(ref)
 
 
@@ -348,14 +348,14 @@ class Resolver:
         tried: tuple[str, ...] = ()
         ref = model.strip()
         if target is not None:
-            if _looks_like_path(target) or self._anchor(target).exists():
+            if looks_like_path(target) or self._anchor(target).exists():
                 path = self._anchor(target)
                 return self._from_file(model, path, "mapping", (f"mapping {model!r} -> {path}",))
             tried = (f"mapping {model!r} -> {target!r}",)
             ref = target.strip()
             pulled = self.mappings.get(ref)
             if pulled is not None and ref != model and (
-                    _looks_like_path(pulled) or self._anchor(pulled).exists()):
+                    looks_like_path(pulled) or self._anchor(pulled).exists()):
                 # the hub id is itself mapped, as `tpcheck models pull` maps what it stored
                 path = self._anchor(pulled)
                 return self._from_file(model, path, "mapping",
@@ -371,7 +371,7 @@ class Resolver:
         if isinstance(local, Resolution):
             return local
         tried = local
-        if _looks_like_path(ref):
+        if looks_like_path(ref):
             raise ResolveError(
                 "not-found",
                 f"{ref}: no such local folder with {CONFIG_NAME} and not a hub id; "
@@ -421,13 +421,13 @@ class Resolver:
         ref = model.strip()
         if model in self.mappings or ref in self.mappings or self.model_config is not None:
             raise error
-        is_path = error.kind == "not-found" and _looks_like_path(ref) and not is_expression(ref)
+        is_path = error.kind == "not-found" and looks_like_path(ref) and not is_expression(ref)
         candidates: list[tuple[str, str]] = []
         # readers give file hints only for a reference that is not a literal (an expression, a
         # Python name, a path, none at all), so they are tried whatever the first error was
         if file_hints:
             for value, origin in file_hints:
-                candidates.extend(_file_hint(value, origin))
+                candidates.extend(file_hint(value, origin))
         if is_path:
             folder = hints.folder_hint(ref)
             if folder is not None:
@@ -635,13 +635,13 @@ class Resolver:
         return Resolution(repo, config, quant, source, config_path, tried)
 
 
-def _file_hint(value: str, origin: str) -> list[tuple[str, str]]:
+def file_hint(value: str, origin: str) -> list[tuple[str, str]]:
     """(hub id, how it was found) for one hint a file gives: a hub id as it stands, else the
     folder names of a path (``s3://bucket/models/Qwen3-8B``), as for ``--model``."""
     ref = value.strip()
     if not ref:
         return []
-    if not _looks_like_path(ref):
+    if not looks_like_path(ref):
         return [(ref, f"model taken from {origin}")]
     # an expression earlier in the path (s3://${bucket}/...) does not hide the folder's name
     folder = hints.folder_hint(ref.split("://", 1)[-1])

@@ -10,7 +10,7 @@ import stat
 import sys
 from collections.abc import Iterable, Iterator
 
-from tpcheck.sources.base import Deployment, ReadResult, SourceError, Span
+from tpcheck.sources.base import MAX_BYTES, Deployment, ReadResult, SourceError, Span
 
 __all__ = [
     "MAX_BYTES",
@@ -23,7 +23,6 @@ __all__ = [
     "read_stdin",
 ]
 
-MAX_BYTES = 5 * 1024 * 1024
 YAML_EXT = (".yaml", ".yml")
 SHELL_EXT = (".sh", ".bash")
 PY_EXT = (".py",)
@@ -143,11 +142,11 @@ def _read_shell_template(path: str, text: str) -> ReadResult:
     r = render(path, text, values, root, values_error)
     if isinstance(r, SourceError):
         return ReadResult(path, (), (r,), text)
-    from tpcheck.sources.yamlfile import _restored
+    from tpcheck.sources.yamlfile import restored
 
     note = "Go template: actions set aside" + (
         f"; {r.unresolved} action(s) left unresolved" if r.unresolved else "")
-    found = [_restored(d, r.restore, note) for d in read_shell_text(r.text, path)]
+    found = [restored(d, r.restore, note) for d in read_shell_text(r.text, path)]
     return ReadResult(path, tuple(found), (), text)
 
 
@@ -193,9 +192,10 @@ def _err(path: str, message: str) -> ReadResult:
 def iter_files(paths: Iterable[str], errors: list[SourceError] | None = None) -> Iterator[str]:
     """Files to read: as given, and inside folders the YAML, shell and Python files.
 
-    Hidden folders are skipped, simple ``.gitignore`` names and ``dir/`` patterns honoured, and
-    symlinks are never followed (so a link cannot lead the walk out of the tree). A folder that
-    cannot be listed is an error in ``errors`` (its files went unchecked: that must not pass).
+    Hidden folders are skipped, what git ignores is skipped (``sources.ignores``: git's own
+    listing in a work tree, the .gitignore files outside one), and symlinks are never followed
+    (so a link cannot lead the walk out of the tree). A folder that cannot be listed is an
+    error in ``errors`` (its files went unchecked: that must not pass).
     """
     for p in paths:
         if p == "-" or not os.path.isdir(p):
@@ -209,12 +209,13 @@ def _walk(top: str, errors: list[SourceError] | None = None) -> Iterator[str]:
 
     ``os.scandir`` entries know from the directory listing whether they are links or folders,
     so a 1,000-file tree costs no stat per file."""
-    import fnmatch
+    from tpcheck.sources.ignores import for_folder
 
     exts = (*YAML_EXT, *SHELL_EXT, *PY_EXT, TPL_EXT)
-    stack = [top]
+    rules = for_folder(top)
+    stack = [(top, "")]  # (folder, its path relative to top, "/"-separated)
     while stack:
-        root = stack.pop()
+        root, rel = stack.pop()
         try:
             with os.scandir(root) as it:
                 entries = sorted(it, key=lambda e: e.name)
@@ -223,20 +224,17 @@ def _walk(top: str, errors: list[SourceError] | None = None) -> Iterator[str]:
                 errors.append(SourceError(root, 1, 1, f"cannot list folder: {exc.strerror or exc}; "
                                                       "the files in it were not checked"))
             continue
-        ignores = _gitignore(os.path.join(root, ".gitignore"))
-        file_pats = [pat for pat in ignores if not pat.endswith("/")]
-        dir_pats = [pat.rstrip("/") for pat in ignores]
-        subdirs: list[str] = []
+        rules.enter(root, rel)
+        subdirs: list[tuple[str, str]] = []
         for e in entries:
             name = e.name
             if name.startswith(".") or e.is_symlink():
                 continue
+            sub = f"{rel}/{name}" if rel else name
             if e.is_dir(follow_symlinks=False):
-                if not any(fnmatch.fnmatch(name, pat) for pat in dir_pats):
-                    subdirs.append(e.path)
-            elif name.lower().endswith(exts) and _scanned_template(name) and not any(
-                fnmatch.fnmatch(name, pat) for pat in file_pats
-            ):
+                if rules.keep_dir(sub):
+                    subdirs.append((e.path, sub))
+            elif name.lower().endswith(exts) and _scanned_template(name) and rules.keep_file(sub):
                 yield e.path
         stack.extend(reversed(subdirs))
 
@@ -249,15 +247,3 @@ def _scanned_template(name: str) -> bool:
         return True
     inner = low[: -len(TPL_EXT)]
     return "." not in inner.lstrip("._") or inner.endswith((*YAML_EXT, *SHELL_EXT, *PY_EXT))
-
-
-def _gitignore(path: str) -> list[str]:
-    try:
-        with open(path, encoding="utf-8") as fh:
-            lines = fh.read().splitlines()
-    except (OSError, UnicodeDecodeError):
-        return []
-    return [
-        ln.strip().lstrip("/") for ln in lines
-        if ln.strip() and not ln.startswith(("#", "!")) and "/" not in ln.strip().strip("/")
-    ]

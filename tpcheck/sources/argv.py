@@ -221,7 +221,7 @@ def parse_args(engine: Engine, words: Sequence[Word], positional_model: bool) ->
             continue
         f.notes.append(f"{opt} has no value")
         i += 1
-    _post(engine, f)
+    post_process(engine, f)
     return f
 
 
@@ -232,7 +232,7 @@ def _store(f: Fields, flag: Flag, w: Word, start: int) -> None:
     set_typed(f, flag.field, flag.kind, w, start)
 
 
-def _post(engine: Engine, f: Fields) -> None:
+def post_process(engine: Engine, f: Fields) -> None:
     ep = f.values.get("ep_size")  # kept: TP301 needs the width (SGLang moe_tp = tp // ep)
     ep_span = f.spans.get("ep_size")
     if isinstance(ep, int) and ep_span is not None:

@@ -19,6 +19,7 @@ if TYPE_CHECKING:
 
 # Note on a deployment the YAML reader recovered from the raw text of a file that does not parse.
 RECOVERED_NOTE = "recovered from text: the YAML does not parse"
+MAX_BYTES = 5 * 1024 * 1024  # default cap on one input file (settings: max-file-size)
 
 
 @record(order=True)

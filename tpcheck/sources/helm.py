@@ -26,7 +26,7 @@ import os
 import re
 from bisect import bisect_right
 
-from tpcheck.sources.base import SourceError, Span
+from tpcheck.sources.base import MAX_BYTES, SourceError, Span
 from tpcheck.sources.positions import LineIndex, Located, Pos
 
 TYPE_CHECKING = False  # typing's constant without importing typing (start-up, issue 8)
@@ -111,8 +111,6 @@ def chart_values(root: str | None) -> tuple[Any, str | None]:
     if got is not None:
         return got
     import yaml
-
-    from tpcheck.sources import MAX_BYTES
 
     loader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)  # safe loading only
 

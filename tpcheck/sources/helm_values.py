@@ -129,7 +129,7 @@ def is_role_config(keys: dict[str, Any]) -> bool:
 def read_role_config(m: Any, keys: dict[str, Any], ctx: Ctx, walker: Walker,
                      root: Any) -> Deployment:
     from tpcheck.engines.flags import resolve
-    from tpcheck.sources.argv import _post
+    from tpcheck.sources.argv import post_process
     from tpcheck.sources.kube import engine_version, mget, mpath
 
     f = Fields()
@@ -143,7 +143,7 @@ def read_role_config(m: Any, keys: dict[str, Any], ctx: Ctx, walker: Walker,
             continue
         walker.consumed.add(id(v))
         set_typed(f, flag.field, flag.kind, Word(ctx.locate(v), ctx.span(v)))
-    _post("sglang", f)
+    post_process("sglang", f)
     model = mpath(root, "global", "model", "path")
     if isinstance(model, yaml.ScalarNode) and "model" not in f.values:
         f.set("model", model.value, ctx.span(model))

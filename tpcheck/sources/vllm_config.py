@@ -9,7 +9,7 @@ from __future__ import annotations
 import yaml
 
 from tpcheck.engines.flags import FLAGS
-from tpcheck.sources.argv import Fields, _post, deployment_from_fields, set_typed
+from tpcheck.sources.argv import Fields, deployment_from_fields, post_process, set_typed
 from tpcheck.sources.base import Deployment
 from tpcheck.sources.shell import Word
 from tpcheck.sources.yamlctx import Ctx
@@ -55,7 +55,7 @@ def read_config(root: Any, ctx: Ctx) -> list[Deployment]:
         if flag is None or not isinstance(v, yaml.ScalarNode) or flag.field == "config":
             continue
         set_typed(f, flag.field, flag.kind, Word(ctx.locate(v), ctx.span(v)))
-    _post("vllm", f)
+    post_process("vllm", f)
     return [deployment_from_fields(ctx.path, "vllm", ctx.span(root), f,
                                    extra={"entrypoint": "serve"},
                                    notes=["vLLM --config file"])]

@@ -116,11 +116,11 @@ def read_template(path: str, text: str, chart: bool = True) -> ReadResult:
         note += f"; {r.unresolved} action(s) left unresolved"
     if values_error:
         note += f"; {values_error}"
-    out = tuple(_restored(d, r.restore, note) for d in found)
+    out = tuple(restored(d, r.restore, note) for d in found)
     return ReadResult(path, out, tuple(errors), text)
 
 
-def _restored(d: Deployment, restore: Callable[[str], str], note: str) -> Deployment:
+def restored(d: Deployment, restore: Callable[[str], str], note: str) -> Deployment:
     """The Deployment with each placeholder shown as the action it stands for."""
     from tpcheck.record import replace
 

@@ -1,0 +1,21 @@
+"""The two ways a run stops early, shared by the CLI, the orchestrator and the LSP server.
+
+A leaf module (it imports nothing) so ``lint``, ``lsp`` and the commands can raise them without
+importing the CLI, and ``tpcheck --version`` pays nothing for it.
+"""
+
+from __future__ import annotations
+
+
+class UsageError(ValueError):
+    """Bad command line or settings: one line on stderr with a pointer to --help, exit 2.
+
+    The package's only UsageError: click's own parse errors are turned into the same one-line
+    shape by ``tpcheck.commands.base``."""
+
+    def __init__(self, message: str, option: str | None = None) -> None:
+        super().__init__(f"argument {option}: {message}" if option else message)
+
+
+class CommandError(Exception):
+    """The command cannot go on (model not found, no doc shipped...): one line, exit 2."""
