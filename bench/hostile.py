@@ -13,7 +13,9 @@ is that any file the cap lets through finishes in seconds.
 from __future__ import annotations
 
 import argparse
+import os
 import re
+import signal
 import subprocess
 import tempfile
 from collections.abc import Callable
@@ -71,18 +73,22 @@ def run(path: Path, timeout: float) -> tuple[float | None, int | None, int | Non
     """(seconds, peak RSS in KiB, exit code, the summary line) for one lint of ``path``."""
     cmd = ["/usr/bin/time", "-v", str(BIN / "tpcheck"), "--offline", "--gpu", "h100-sxm",
            "--format", "json", str(path)]
-    try:
-        p = subprocess.run(cmd, capture_output=True, text=True, env=bench_env(),
-                           timeout=timeout)
-    except subprocess.TimeoutExpired:
-        return None, None, None, f"timeout after {timeout:.0f} s"
-    wall = re.search(r"Elapsed \(wall clock\) time.*: (?:(\d+):)?(\d+):([\d.]+)", p.stderr)
-    rss = re.search(r"Maximum resident set size \(kbytes\): (\d+)", p.stderr)
+    # its own session, so a timeout ends tpcheck too and not only /usr/bin/time
+    with subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                          env=bench_env(), start_new_session=True) as p:
+        try:
+            stdout, stderr = p.communicate(timeout=timeout)
+        except subprocess.TimeoutExpired:
+            os.killpg(p.pid, signal.SIGKILL)
+            p.communicate()
+            return None, None, None, f"timeout after {timeout:.0f} s"
+    wall = re.search(r"Elapsed \(wall clock\) time.*: (?:(\d+):)?(\d+):([\d.]+)", stderr)
+    rss = re.search(r"Maximum resident set size \(kbytes\): (\d+)", stderr)
     seconds = None
     if wall:
         h, m, s = wall.groups()
         seconds = int(h or 0) * 3600 + int(m) * 60 + float(s)
-    summary = re.search(r'"deployments": (\d+)', p.stdout)
+    summary = re.search(r'"deployments": (\d+)', stdout)
     return (seconds, int(rss.group(1)) if rss else None, p.returncode,
             f"{summary.group(1) if summary else '?'} deployments")
 
