@@ -44,7 +44,9 @@ def git_blob_sha(data: bytes) -> str:
 class HubServer:
     """``files``: repo -> {filename: bytes}. ``gated``: repos answering 401 GatedRepo.
     ``missing``: repos answering ``status`` with RepoNotFound (the hub says 401 to anonymous
-    callers, 404 to authenticated ones). ``hang``: repos whose requests never get an answer."""
+    callers, 404 to authenticated ones). ``hang``: repos whose requests never get an answer.
+    ``stall_body``: repos whose GET sends the headers and the first KiB of the body, then stalls
+    (a slow download caught by the timeout half-way)."""
 
     def __init__(
         self,
@@ -53,12 +55,14 @@ class HubServer:
         gated: Iterable[str] = (),
         missing: Mapping[str, int] | None = None,
         hang: Iterable[str] = (),
+        stall_body: Iterable[str] = (),
         lifetime: float = 60.0,
     ) -> None:
         self.files = {repo: dict(f) for repo, f in (files or {}).items()}
         self.gated = frozenset(gated)
         self.missing = dict(missing or {})
         self.hang = frozenset(hang)
+        self.stall_body = frozenset(stall_body)
         self.lifetime = lifetime
         self._requests: list[Request] = []
         self._lock = threading.Lock()
@@ -169,6 +173,12 @@ def _make_handler(hub: HubServer) -> type[BaseHTTPRequestHandler]:
                 self.send_header(key, value)
             self.send_header("Content-Length", str(len(body)))
             self.end_headers()
+            if with_body and m is not None and m["repo"] in hub.stall_body:
+                self.wfile.write(body[:1024])
+                self.wfile.flush()
+                hub._release.wait(hub.lifetime)
+                self.close_connection = True
+                return
             if with_body:
                 self.wfile.write(body)
 

@@ -740,3 +740,75 @@ def test_a_hub_answer_that_is_not_json_does_not_stay_in_the_cache(tmp_path: Path
         [sys.executable, "-m", "tpcheck", "--offline", "--gpu", "h100-sxm", "r.sh"],
         capture_output=True, text=True, timeout=60, cwd=tmp_path, env=env)
     assert "malformed JSON" not in second.stdout and "offline" in second.stdout, second.stdout
+
+
+def _cache_leftovers(hf_home: Path) -> list[str]:
+    """Config files, blobs and partial downloads of any repo in the HF cache under ``hf_home``."""
+    hub = hf_home / "hub"
+    found = [*hub.rglob("config.json"), *hub.rglob("blobs/*"), *hub.rglob("*.incomplete")]
+    return sorted(str(p.relative_to(hf_home)) for p in found)
+
+
+# Issue 14 item 12: a 300 MB hub body left a 210 MB partial file in the cache after the timeout.
+def test_a_hub_body_past_the_cap_is_not_downloaded(tmp_path: Path) -> None:
+    from tests.hubserver import HubServer
+    from tpcheck.models.resolve import MAX_CONFIG_BYTES
+
+    big = b'{"x": "' + b"a" * MAX_CONFIG_BYTES + b'"}'  # 8 MiB + 10 bytes: one object past the cap
+    (tmp_path / "r.sh").write_text("vllm serve acme/huge -tp 2\n")
+    with HubServer({"acme/huge": {"config.json": big}}) as hub:
+        proc = subprocess.run([sys.executable, "-m", "tpcheck", "--gpu", "h100-sxm", "r.sh"],
+                              capture_output=True, text=True, timeout=120, cwd=tmp_path,
+                              env=_hub_env(tmp_path, hub.endpoint))
+        gets = [r for r in hub.requests if r.method == "GET"]
+    assert "Traceback" not in proc.stderr, proc.stderr
+    assert f"{len(big):,} bytes, over the {MAX_CONFIG_BYTES:,}-byte limit" in proc.stdout, (
+        proc.stdout)
+    assert gets == []  # refused on the HEAD's Content-Length: no byte of the body was fetched
+    assert _cache_leftovers(tmp_path / "hf") == []
+
+
+def test_a_download_cut_by_the_timeout_leaves_no_partial_file(tmp_path: Path) -> None:
+    from tests.hubserver import HubServer
+
+    body = json.dumps({"architectures": ["LlamaForCausalLM"], "pad": "x" * 4096}).encode()
+    (tmp_path / "r.sh").write_text("vllm serve acme/slow -tp 2\n")
+    (tmp_path / ".tpcheck.toml").write_text("hub-timeout = 2\n", encoding="utf-8")
+    with HubServer({"acme/slow": {"config.json": body}}, stall_body=["acme/slow"]) as hub:
+        proc = subprocess.run([sys.executable, "-m", "tpcheck", "--gpu", "h100-sxm", "r.sh"],
+                              capture_output=True, text=True, timeout=120, cwd=tmp_path,
+                              env=_hub_env(tmp_path, hub.endpoint))
+        gets = [r for r in hub.requests if r.method == "GET"]
+    assert "Traceback" not in proc.stderr, proc.stderr
+    assert "did not answer within 2 s" in proc.stdout, proc.stdout
+    assert gets, "the download must have started (a partial blob was being written)"
+    assert _cache_leftovers(tmp_path / "hf") == []
+
+
+_THREADS_AFTER_RUN = """
+import sys, threading
+from tpcheck.cli import main
+try:
+    main(["--gpu", "h100-sxm", "r.sh"])
+except SystemExit:
+    pass
+print("THREADS", sorted(t.name for t in threading.enumerate()))
+"""
+
+
+# Issue 14 item 7: a hub thread still running at interpreter shutdown ended the process with
+# SIGSEGV (hub-timeout = nan); no thread may outlive the run.
+def test_no_thread_outlives_a_run_against_a_stalled_hub(tmp_path: Path) -> None:
+    from tests.hubserver import HubServer
+
+    (tmp_path / "r.sh").write_text("vllm serve acme/stalled -tp 2\n")
+    (tmp_path / ".tpcheck.toml").write_text("hub-timeout = 0.5\n", encoding="utf-8")
+    with HubServer(hang=["acme/stalled"]) as hub:
+        proc = subprocess.run([sys.executable, "-c", _THREADS_AFTER_RUN], capture_output=True,
+                              text=True, timeout=120, cwd=tmp_path,
+                              env=_hub_env(tmp_path, hub.endpoint))
+        asked = [r.path for r in hub.requests]
+    assert proc.returncode == 0 and "Traceback" not in proc.stderr, proc.stderr
+    assert "did not answer within 0.5 s" in proc.stdout, proc.stdout
+    assert proc.stdout.strip().splitlines()[-1] == "THREADS ['MainThread']", proc.stdout
+    assert asked == ["/acme/stalled/resolve/main/config.json"]  # the hub was really asked
