@@ -40,7 +40,7 @@ def _too_deep(path: str, text: str) -> SourceError | None:
     import ast
 
     try:
-        tree = ast.parse(text)
+        tree = _quiet_parse(text)
     except SyntaxError as e:
         if "too many nested" not in str(e.msg):
             return None
@@ -202,12 +202,23 @@ _LINE_BREAK = re.compile(r"\r\n|\r|\n")
 _SIMPLE_STRING = re.compile(r"([rRbBuU]{0,2})('\'\'|\"\"\"|'|\")(.*)\2", re.DOTALL)
 
 
+def _quiet_parse(text: str) -> Any:
+    """``ast.parse`` without its warnings on stderr ("invalid escape sequence" is the user's
+    code's business, not the linter's output)."""
+    import ast
+    import warnings
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        return ast.parse(text)
+
+
 def _read_with_ast(path: str, text: str) -> ReadResult | None:
     """``read_python`` with ``ast``; None when ``ast`` refuses the file (libcst reads it then)."""
     import ast
 
     try:
-        tree = ast.parse(text)
+        tree = _quiet_parse(text)
     except (SyntaxError, ValueError, RecursionError, MemoryError):
         return None
     src = _Source(text)
