@@ -812,3 +812,51 @@ def test_no_thread_outlives_a_run_against_a_stalled_hub(tmp_path: Path) -> None:
     assert "did not answer within 0.5 s" in proc.stdout, proc.stdout
     assert proc.stdout.strip().splitlines()[-1] == "THREADS ['MainThread']", proc.stdout
     assert asked == ["/acme/stalled/resolve/main/config.json"]  # the hub was really asked
+
+
+# Found by tests/property/test_readers.py::test_mutated_real_files_never_raise on
+# fixtures/lint/llama70b-tp6.sh: a quoted word that runs across git conflict markers into
+# "$MODEL" took its first character from line 6 and its last from MODEL's value on line 3, and
+# the span ran backwards: Span(line=6, end_line=3).
+@pytest.mark.parametrize("text", [
+    ("#!/bin/sh\nMODEL=meta-llama/Llama-3.1-70B-Instruct\nex\n<<<<<<< HEAD\n"
+     'ec vllm serve "\n=======\n>>>>>>> x\n$MODEL" \\\n    --tensor-parallel-size 6\n'),
+    "MODEL=org/m\nvllm serve x$MODEL -tp 2\n",  # the same on one line: 2:12 to 1:12
+])
+def test_a_word_mixing_written_and_expanded_characters_never_spans_backwards(text: str) -> None:
+    from tpcheck.sources import read_path
+
+    [d] = read_path("x.sh", text).deployments
+    s = d.span_of("model")
+    assert (s.line, s.column) <= (s.end_line, s.end_column), s
+    # the word as written stands for it: it starts where the quote or the x is
+    line = text.splitlines()[s.line - 1]
+    assert line[s.column - 1] in ('"', "x"), (s, line)
+
+
+# A variable assigned from a command substitution (or from another unknown variable) has no
+# value tpcheck can know: `vllm serve $X` named the model "$(hostname)" as if written literally.
+@pytest.mark.parametrize("assign", ["X=$(hostname)", "X=`hostname`", "X=$UNSET_ELSEWHERE",
+                                    "X=org/m\nX=$(f)"])
+def test_a_variable_with_an_unknown_value_expands_unresolved(assign: str) -> None:
+    from tpcheck.sources import read_path
+
+    [d] = read_path("x.sh", f"{assign}\nvllm serve $X -tp 2\n").deployments
+    assert d.model is None and d.unresolved == {"model": "$X"}, (d.model, d.unresolved)
+    assert d.tensor_parallel_size == 2  # the rest of the command is still read
+    [known] = read_path("x.sh", "X=org/m\nvllm serve $X -tp 2\n").deployments
+    assert known.model == "org/m" and known.unresolved == {}
+
+
+# A FIFO (or a file over the size cap) is skipped unread: the summary counted it "1 file read".
+@pytest.mark.skipif(not hasattr(os, "mkfifo"), reason="needs mkfifo")
+def test_skipped_files_are_not_counted_as_read(tmp_path: Path) -> None:
+    os.mkfifo(tmp_path / "x.yaml")
+    (tmp_path / "good.yaml").write_text(GOOD.read_text(encoding="utf-8"), encoding="utf-8")
+    (tmp_path / ".tpcheck.toml").write_text("max-file-size = 1000\n", encoding="utf-8")
+    (tmp_path / "big.sh").write_text("vllm serve m -tp 2\n" + "#" * 2000 + "\n")
+    proc = _cli(["--gpu", "h100-sxm", "--offline", "x.yaml", "big.sh", "good.yaml"],
+                cwd=tmp_path)
+    assert proc.returncode == 2, proc.stderr
+    assert len(proc.stderr.strip().splitlines()) == 2, proc.stderr  # one line per skipped file
+    assert proc.stdout.strip().splitlines()[-1].endswith("(1 file read)"), proc.stdout
