@@ -46,7 +46,9 @@ class HubServer:
     ``missing``: repos answering ``status`` with RepoNotFound (the hub says 401 to anonymous
     callers, 404 to authenticated ones). ``hang``: repos whose requests never get an answer.
     ``token``: a gated repo that has ``files`` answers a request carrying ``Bearer <token>``
-    (an account that accepted the licence), and 401 GatedRepo to any other."""
+    (an account that accepted the licence), and 401 GatedRepo to any other.
+    ``stall_body``: repos whose GET sends the headers and the first KiB of the body, then stalls
+    (a slow download caught by the timeout half-way)."""
 
     def __init__(
         self,
@@ -55,6 +57,7 @@ class HubServer:
         gated: Iterable[str] = (),
         missing: Mapping[str, int] | None = None,
         hang: Iterable[str] = (),
+        stall_body: Iterable[str] = (),
         lifetime: float = 60.0,
         token: str | None = None,
     ) -> None:
@@ -63,6 +66,7 @@ class HubServer:
         self.gated = frozenset(gated)
         self.missing = dict(missing or {})
         self.hang = frozenset(hang)
+        self.stall_body = frozenset(stall_body)
         self.lifetime = lifetime
         self._requests: list[Request] = []
         self._lock = threading.Lock()
@@ -175,6 +179,12 @@ def _make_handler(hub: HubServer) -> type[BaseHTTPRequestHandler]:
                 self.send_header(key, value)
             self.send_header("Content-Length", str(len(body)))
             self.end_headers()
+            if with_body and m is not None and m["repo"] in hub.stall_body:
+                self.wfile.write(body[:1024])
+                self.wfile.flush()
+                hub._release.wait(hub.lifetime)
+                self.close_connection = True
+                return
             if with_body:
                 self.wfile.write(body)
 

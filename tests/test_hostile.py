@@ -653,10 +653,10 @@ def test_expansion_past_the_word_limit_is_unresolved_not_built() -> None:
     assert d.model == "x" * 10 * 2**12 and MAX_WORD_CHARS >= 10 * 2**12
     [d] = read_shell("big.sh", fits + 'vllm serve "$A$A" --tensor-parallel-size 2\n')
     assert d.tensor_parallel_size == 2 and "model" in d.unresolved, d
-    # An assignment past the limit keeps the expansion that did not fit as written, as it keeps
-    # $(hostname): later uses see 40,960 x's then "$A" (40,962 characters), not 81,920.
+    # An assignment past the limit leaves A's value unknown, as A=$(hostname) does: later uses
+    # of $A are unresolved (they once saw 40,960 x's then a literal "$A").
     [d] = read_shell("big.sh", fits + 'A="$A$A"\nvllm serve $A --tensor-parallel-size 2\n')
-    assert d.tensor_parallel_size == 2 and d.model == "x" * 40_960 + "$A", len(d.model or "")
+    assert d.tensor_parallel_size == 2 and d.model is None and d.unresolved == {"model": "$A"}
 
 
 def test_expansion_total_per_text_is_bounded() -> None:
@@ -740,3 +740,123 @@ def test_a_hub_answer_that_is_not_json_does_not_stay_in_the_cache(tmp_path: Path
         [sys.executable, "-m", "tpcheck", "--offline", "--gpu", "h100-sxm", "r.sh"],
         capture_output=True, text=True, timeout=60, cwd=tmp_path, env=env)
     assert "malformed JSON" not in second.stdout and "offline" in second.stdout, second.stdout
+
+
+def _cache_leftovers(hf_home: Path) -> list[str]:
+    """Config files, blobs and partial downloads of any repo in the HF cache under ``hf_home``."""
+    hub = hf_home / "hub"
+    found = [*hub.rglob("config.json"), *hub.rglob("blobs/*"), *hub.rglob("*.incomplete")]
+    return sorted(str(p.relative_to(hf_home)) for p in found)
+
+
+# Issue 14 item 12: a 300 MB hub body left a 210 MB partial file in the cache after the timeout.
+def test_a_hub_body_past_the_cap_is_not_downloaded(tmp_path: Path) -> None:
+    from tests.hubserver import HubServer
+    from tpcheck.models.resolve import MAX_CONFIG_BYTES
+
+    big = b'{"x": "' + b"a" * MAX_CONFIG_BYTES + b'"}'  # 8 MiB + 10 bytes: one object past the cap
+    (tmp_path / "r.sh").write_text("vllm serve acme/huge -tp 2\n")
+    with HubServer({"acme/huge": {"config.json": big}}) as hub:
+        proc = subprocess.run([sys.executable, "-m", "tpcheck", "--gpu", "h100-sxm", "r.sh"],
+                              capture_output=True, text=True, timeout=120, cwd=tmp_path,
+                              env=_hub_env(tmp_path, hub.endpoint))
+        gets = [r for r in hub.requests if r.method == "GET"]
+    assert "Traceback" not in proc.stderr, proc.stderr
+    assert f"{len(big):,} bytes, over the {MAX_CONFIG_BYTES:,}-byte limit" in proc.stdout, (
+        proc.stdout)
+    assert gets == []  # refused on the HEAD's Content-Length: no byte of the body was fetched
+    assert _cache_leftovers(tmp_path / "hf") == []
+
+
+def test_a_download_cut_by_the_timeout_leaves_no_partial_file(tmp_path: Path) -> None:
+    from tests.hubserver import HubServer
+
+    body = json.dumps({"architectures": ["LlamaForCausalLM"], "pad": "x" * 4096}).encode()
+    (tmp_path / "r.sh").write_text("vllm serve acme/slow -tp 2\n")
+    (tmp_path / ".tpcheck.toml").write_text("hub-timeout = 2\n", encoding="utf-8")
+    with HubServer({"acme/slow": {"config.json": body}}, stall_body=["acme/slow"]) as hub:
+        proc = subprocess.run([sys.executable, "-m", "tpcheck", "--gpu", "h100-sxm", "r.sh"],
+                              capture_output=True, text=True, timeout=120, cwd=tmp_path,
+                              env=_hub_env(tmp_path, hub.endpoint))
+        gets = [r for r in hub.requests if r.method == "GET"]
+    assert "Traceback" not in proc.stderr, proc.stderr
+    assert "did not answer within 2 s" in proc.stdout, proc.stdout
+    assert gets, "the download must have started (a partial blob was being written)"
+    assert _cache_leftovers(tmp_path / "hf") == []
+
+
+_THREADS_AFTER_RUN = """
+import sys, threading
+from tpcheck.cli import main
+try:
+    main(["--gpu", "h100-sxm", "r.sh"])
+except SystemExit:
+    pass
+print("THREADS", sorted(t.name for t in threading.enumerate()))
+"""
+
+
+# Issue 14 item 7: a hub thread still running at interpreter shutdown ended the process with
+# SIGSEGV (hub-timeout = nan); no thread may outlive the run.
+def test_no_thread_outlives_a_run_against_a_stalled_hub(tmp_path: Path) -> None:
+    from tests.hubserver import HubServer
+
+    (tmp_path / "r.sh").write_text("vllm serve acme/stalled -tp 2\n")
+    (tmp_path / ".tpcheck.toml").write_text("hub-timeout = 0.5\n", encoding="utf-8")
+    with HubServer(hang=["acme/stalled"]) as hub:
+        proc = subprocess.run([sys.executable, "-c", _THREADS_AFTER_RUN], capture_output=True,
+                              text=True, timeout=120, cwd=tmp_path,
+                              env=_hub_env(tmp_path, hub.endpoint))
+        asked = [r.path for r in hub.requests]
+    assert proc.returncode == 0 and "Traceback" not in proc.stderr, proc.stderr
+    assert "did not answer within 0.5 s" in proc.stdout, proc.stdout
+    assert proc.stdout.strip().splitlines()[-1] == "THREADS ['MainThread']", proc.stdout
+    assert asked == ["/acme/stalled/resolve/main/config.json"]  # the hub was really asked
+
+
+# Found by tests/property/test_readers.py::test_mutated_real_files_never_raise on
+# fixtures/lint/llama70b-tp6.sh: a quoted word that runs across git conflict markers into
+# "$MODEL" took its first character from line 6 and its last from MODEL's value on line 3, and
+# the span ran backwards: Span(line=6, end_line=3).
+@pytest.mark.parametrize("text", [
+    ("#!/bin/sh\nMODEL=meta-llama/Llama-3.1-70B-Instruct\nex\n<<<<<<< HEAD\n"
+     'ec vllm serve "\n=======\n>>>>>>> x\n$MODEL" \\\n    --tensor-parallel-size 6\n'),
+    "MODEL=org/m\nvllm serve x$MODEL -tp 2\n",  # the same on one line: 2:12 to 1:12
+])
+def test_a_word_mixing_written_and_expanded_characters_never_spans_backwards(text: str) -> None:
+    from tpcheck.sources import read_path
+
+    [d] = read_path("x.sh", text).deployments
+    s = d.span_of("model")
+    assert (s.line, s.column) <= (s.end_line, s.end_column), s
+    # the word as written stands for it: it starts where the quote or the x is
+    line = text.splitlines()[s.line - 1]
+    assert line[s.column - 1] in ('"', "x"), (s, line)
+
+
+# A variable assigned from a command substitution (or from another unknown variable) has no
+# value tpcheck can know: `vllm serve $X` named the model "$(hostname)" as if written literally.
+@pytest.mark.parametrize("assign", ["X=$(hostname)", "X=`hostname`", "X=$UNSET_ELSEWHERE",
+                                    "X=org/m\nX=$(f)"])
+def test_a_variable_with_an_unknown_value_expands_unresolved(assign: str) -> None:
+    from tpcheck.sources import read_path
+
+    [d] = read_path("x.sh", f"{assign}\nvllm serve $X -tp 2\n").deployments
+    assert d.model is None and d.unresolved == {"model": "$X"}, (d.model, d.unresolved)
+    assert d.tensor_parallel_size == 2  # the rest of the command is still read
+    [known] = read_path("x.sh", "X=org/m\nvllm serve $X -tp 2\n").deployments
+    assert known.model == "org/m" and known.unresolved == {}
+
+
+# A FIFO (or a file over the size cap) is skipped unread: the summary counted it "1 file read".
+@pytest.mark.skipif(not hasattr(os, "mkfifo"), reason="needs mkfifo")
+def test_skipped_files_are_not_counted_as_read(tmp_path: Path) -> None:
+    os.mkfifo(tmp_path / "x.yaml")
+    (tmp_path / "good.yaml").write_text(GOOD.read_text(encoding="utf-8"), encoding="utf-8")
+    (tmp_path / ".tpcheck.toml").write_text("max-file-size = 1000\n", encoding="utf-8")
+    (tmp_path / "big.sh").write_text("vllm serve m -tp 2\n" + "#" * 2000 + "\n")
+    proc = _cli(["--gpu", "h100-sxm", "--offline", "x.yaml", "big.sh", "good.yaml"],
+                cwd=tmp_path)
+    assert proc.returncode == 2, proc.stderr
+    assert len(proc.stderr.strip().splitlines()) == 2, proc.stderr  # one line per skipped file
+    assert proc.stdout.strip().splitlines()[-1].endswith("(1 file read)"), proc.stdout

@@ -207,7 +207,8 @@ class Linter:
 
     # ---- one file ---------------------------------------------------------------------------
     def lint_read(self, rr: ReadResult, out: LintResult) -> None:
-        out.files += 1
+        if not rr.skipped:  # a FIFO or a file over the cap was never read: not "1 file read"
+            out.files += 1
         out.errors.extend(rr.errors)
         sups = inline_suppressions(rr.text)
         used: set[int] = set()

@@ -6,6 +6,7 @@ must not silently turn a rule off.
 
 from __future__ import annotations
 
+import math
 import re
 import sys
 from collections.abc import Mapping
@@ -152,6 +153,12 @@ def settings_from_table(table: Mapping[str, Any], where: str) -> Settings:
         elif key == "hub-timeout" and not 0 < value <= MAX_HUB_TIMEOUT:  # False for nan too
             raise SettingsError(f"{where}: {raw_key} must be a number of seconds above 0 and at "
                                 f"most {MAX_HUB_TIMEOUT:g}, got {value}")
+        elif key == "max-file-size" and value < 1:  # 0 would skip every file as too big
+            raise SettingsError(f"{where}: {raw_key} must be a positive number of bytes, "
+                                f"got {value}")
+        elif key == "alpha" and not 0 <= value < math.inf:  # False for nan too
+            raise SettingsError(f"{where}: {raw_key} must be a finite number of seconds, 0 or "
+                                f"more, got {value}")
         else:
             kw[attr] = float(value) if key in ("hub-timeout", "alpha") else value
     if "engine_version" in kw:

@@ -284,8 +284,10 @@ def test_hanging_hub_times_out_on_time_once_per_run(tmp_path: Path) -> None:
     assert first["kind"] == second["kind"] == "timeout"
     one_line(first["message"])
     one_line(second["message"])
-    # waited the timeout, and not more than a scheduling margin beyond it
-    assert timeout <= first["elapsed"] < timeout + 0.5, first["elapsed"]
+    # waited the timeout, and not huggingface_hub's own 60 s retry: the margin is the hub child
+    # process's start (an interpreter importing huggingface_hub and its HTTP client, ~1-1.5 s
+    # here under load), which the timeout does not count
+    assert timeout <= first["elapsed"] < timeout + 5.0, first["elapsed"]
     # a hub that stalled once is not asked again in the same run
     assert second["elapsed"] < 0.2, second["elapsed"]
     assert "timed out earlier in this run" in second["message"]

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 
 from tpcheck.models import catalog
@@ -138,3 +140,33 @@ def test_awq_marlin_tile_refusal() -> None:
     rs = [r for r in refusals(s, 2) if r.code == "TP103"]
     assert rs, refusals(s, 2)
     assert "14784" in rs[0].engine_message
+
+
+def test_legal_sizes_are_computed_once_per_shape_and_options(tmp_path: Path) -> None:
+    # Issue 14 item 8: 10,000 refused launches of one model in one file took 32 s, because
+    # TP101-TP104 each recomputed the legal sizes (64 refusal checks) for every deployment.
+    from tpcheck.lint import Linter
+    from tpcheck.physics.legality import _legal_sizes
+    from tpcheck.settings import Settings
+
+    n = 200
+    (tmp_path / "r.sh").write_text("vllm serve Qwen/Qwen3-32B --tensor-parallel-size 3\n" * n)
+    _legal_sizes.cache_clear()
+    result = Linter(Settings(offline=True), gpu_flag="h100-sxm").run([str(tmp_path / "r.sh")])
+    # t = 3 against Qwen3-32B: 64 mod 3 = 1 (TP101), 8 mod 3 = 2 (TP102), FFN 25600 mod 3 = 1
+    # (TP103), padded vocab 151936 = 64·2374 and 151936 mod 3 = 1 (TP104): four rules per launch
+    assert result.deployments == n
+    assert sorted({f.code for f in result.findings}) == ["TP101", "TP102", "TP103", "TP104"]
+    info = _legal_sizes.cache_info()
+    # one shape, one engine, one set of options: the list up to 64 is the only key (the
+    # nearest-size search looks up to max(64, 2·3) = 64 too); every other ask is a hit
+    assert info.misses == 1, info
+    assert info.hits >= 2 * 4 * n - 1, info  # 2 asks (list + nearest) per rule per launch
+
+
+def test_legal_sizes_returns_a_fresh_list_each_time() -> None:
+    # the memo must not hand out its own storage: a caller that edits its list edits only its own
+    s = _shape("Qwen/Qwen3-32B")
+    first = legal_sizes(s)
+    first.append(999)
+    assert legal_sizes(s) == [1, 2, 4, 8, 16, 32, 64]  # 64 heads, 8 KV heads: powers of two

@@ -17,9 +17,11 @@ returns a :class:`Resolution` or raises :class:`ResolveError`. Places are tried 
    holds one revision per model, so a pinned ``revision`` not in the cache falls back to it.
 5. The hub via ``hf_hub_download`` (``HF_ENDPOINT``, ``HF_TOKEN`` honoured) unless offline:
    ``offline=True`` or ``HF_HUB_OFFLINE``/``TRANSFORMERS_OFFLINE`` set. The download runs in a
-   daemon thread joined with ``timeout`` seconds, because huggingface_hub retries a timed-out
-   request with a much longer timeout; the file lands in the normal cache, so the next run finds
-   it in step 3 (source ``hub`` this time, ``hf-cache`` after).
+   child process (``tpcheck.models.hubfetch``) killed after ``timeout`` seconds, because
+   huggingface_hub retries a timed-out request with a much longer timeout and a thread cannot be
+   stopped; the partial blob it leaves is removed, and a body over ``MAX_CONFIG_BYTES`` by its
+   HEAD is not downloaded. The file lands in the normal cache, so the next run finds it in step 3
+   (source ``hub`` this time, ``hf-cache`` after).
 
 ``hf_quant_config.json`` beside the config (same folder, snapshot or repo) fills ``quant_config``.
 References that are still template expressions (``$(MODEL_ID)``, ``${MODEL}``, ``{{ .Values.m }}``,
@@ -262,49 +264,83 @@ def _classify(error: BaseException, repo: str, endpoint: str) -> ResolveError:
     )
 
 
-class _Download:
-    """config.json (one probing HEAD, then hf_hub_download), then best-effort
-    hf_quant_config.json, in a daemon thread.
+class _Fetched:
+    """What the hub child process answered (see tpcheck.models.hubfetch)."""
 
-    A thread rather than only huggingface_hub's own timeouts: after a timed-out HEAD it retries with
-    a 60 s timeout and backoff, and the GET has its own (10 s) timeout, so only a join bounds us.
-    An abandoned thread finishes or dies with the process; it can only ever fill the cache."""
-
-    def __init__(self, hub: Any, repo: str, revision: str | None, timeout: float) -> None:
-        import threading  # only a hub lookup needs it
-
+    def __init__(self) -> None:
         self.config_path: str | None = None
         self.quant_path: str | None = None
-        self.error: BaseException | None = None
-        self.config_done = threading.Event()
-        self.all_done = threading.Event()
-        self._args = (hub, repo, revision, timeout)
-        threading.Thread(target=self._run, name=f"tpcheck-hub-{repo}", daemon=True).start()
+        self.error: ResolveError | None = None
 
-    def _run(self) -> None:
-        hub, repo, revision, timeout = self._args
+
+# Starting the child (an interpreter importing huggingface_hub) is not the hub's time: it gets
+# its own bound, generous for a loaded CI box, before ``hub-timeout`` starts to count.
+_CHILD_START_SECONDS = 30.0
+_CHILD_KINDS = ("gated", "not-found", "timeout", "bad-json", "network")
+
+
+def _fetch(repo: str, revision: str | None, timeout: float) -> _Fetched:
+    """config.json (and best-effort hf_quant_config.json) of ``repo`` from the hub, in a child
+    process killed at ``timeout``; the partial blobs it leaves in the HF cache are removed."""
+    import selectors
+    import subprocess
+    import sys
+
+    out = _Fetched()
+    blobs = _cache_folder(repo) / "blobs"
+    before = set(blobs.glob("*.incomplete")) if blobs.is_dir() else set()
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "tpcheck.models.hubfetch", repo, revision or "", repr(timeout)],
+        stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL)
+    assert proc.stdout is not None
+    fd = proc.stdout.fileno()
+    buffer = b""
+    sel = selectors.DefaultSelector()
+    sel.register(fd, selectors.EVENT_READ)
+
+    def line(deadline: float) -> dict[str, Any] | None:
+        """The child's next answer, None at the deadline or when it ended without one."""
+        nonlocal buffer
+        while b"\n" not in buffer:
+            left = deadline - time.monotonic()
+            if left <= 0 or not sel.select(left):
+                return None
+            chunk = os.read(fd, 65536)
+            if not chunk:
+                return None
+            buffer += chunk
+        raw, buffer = buffer.split(b"\n", 1)
         try:
-            try:
-                # One HEAD without retries first: hf_hub_download retries refused connections and
-                # 5xx with backoff, which would turn "unreachable" into a timeout.
-                url = hub.hf_hub_url(repo, CONFIG_NAME, revision=revision)
-                hub.get_hf_file_metadata(url, timeout=timeout)
-                self.config_path = hub.hf_hub_download(
-                    repo, CONFIG_NAME, revision=revision, etag_timeout=timeout
-                )
-            except BaseException as e:  # handed to the caller's thread, never raised here
-                self.error = e
-                return
-            finally:
-                self.config_done.set()
-            try:
-                self.quant_path = hub.hf_hub_download(
-                    repo, QUANT_NAME, revision=revision, etag_timeout=timeout
-                )
-            except Exception:
-                self.quant_path = None  # most repos have none; a 404 is the normal answer
-        finally:
-            self.all_done.set()
+            answer = json.loads(raw)
+        except ValueError:
+            return None
+        return answer if isinstance(answer, dict) else None
+
+    try:
+        ready = line(time.monotonic() + _CHILD_START_SECONDS)
+        deadline = time.monotonic() + timeout
+        answer = line(deadline) if ready is not None else None
+        if answer is None:
+            out.error = ResolveError("timeout", "")  # the caller words it
+        elif "config_path" in answer:
+            out.config_path = str(answer["config_path"])
+            quant = line(deadline)
+            if quant is not None and isinstance(quant.get("quant_path"), str):
+                out.quant_path = quant["quant_path"]
+        else:
+            kind = answer.get("kind")
+            out.error = ResolveError(kind if kind in _CHILD_KINDS else "network",
+                                     str(answer.get("message", "no answer from the hub")))
+    finally:
+        sel.close()
+        if proc.poll() is None:
+            proc.kill()
+        proc.wait()
+        proc.stdout.close()
+        if blobs.is_dir():
+            for partial in set(blobs.glob("*.incomplete")) - before:
+                partial.unlink(missing_ok=True)
+    return out
 
 
 class Resolver:
@@ -591,21 +627,18 @@ class Resolver:
                 tuple(tried),
             )
         tried.append(f"hub {endpoint} ({repo}@{rev})")
-        started = time.monotonic()
-        job = _Download(hub, repo, revision, self.timeout)
-        if not job.config_done.wait(self.timeout):
+        job = _fetch(repo, revision, self.timeout)
+        if job.config_path is not None:
+            return self._read_snapshot(repo, job.config_path, job.quant_path, "hub", tuple(tried))
+        if job.error is None or (job.error.kind == "timeout" and not job.error.message):
             error = ResolveError(
                 "timeout",
                 f"{repo}: {endpoint} did not answer within {self.timeout:g} s "
                 "(raise the timeout, or go offline to use the cache and catalog only)",
                 tuple(tried),
             )
-        elif job.error is not None or job.config_path is None:
-            err = job.error if job.error is not None else RuntimeError("no path returned")
-            error = _classify(err, repo, endpoint).with_tried(tuple(tried))
         else:
-            job.all_done.wait(max(0.0, self.timeout - (time.monotonic() - started)))
-            return self._read_snapshot(repo, job.config_path, job.quant_path, "hub", tuple(tried))
+            error = job.error.with_tried(tuple(tried))
         if error.kind in ("timeout", "network"):
             self._hub_down = error  # one stall per run, not one per model
         raise error

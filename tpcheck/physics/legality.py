@@ -8,6 +8,8 @@ that TP does not divide. See ../shared/engines/*.md for file and line.
 
 from __future__ import annotations
 
+from functools import lru_cache
+
 from tpcheck.formula import Formula
 from tpcheck.models.shape import ModelShape
 from tpcheck.record import record
@@ -283,8 +285,19 @@ def _block_refusals(sym: str, width: int, div: int, per: int,
 
 
 def legal_sizes(shape: ModelShape, upto: int = 64, **kw: object) -> list[int]:
-    """Every t in 1..upto the engine starts with (same keyword options as ``refusals``)."""
-    return [t for t in range(1, upto + 1) if not refusals(shape, t, **kw)]  # type: ignore[arg-type]
+    """Every t in 1..upto the engine starts with (same keyword options as ``refusals``).
+
+    Memoised per shape and options: a file of ten thousand refused launches of one model asks
+    the same question ten thousand times (issue 14 item 8)."""
+    return list(_legal_sizes(shape, upto, tuple(sorted(kw.items()))))
+
+
+@lru_cache(maxsize=1024)
+def _legal_sizes(shape: ModelShape, upto: int,
+                 kw: tuple[tuple[str, object], ...]) -> tuple[int, ...]:
+    options = dict(kw)
+    return tuple(t for t in range(1, upto + 1)
+                 if not refusals(shape, t, **options))  # type: ignore[arg-type]
 
 
 def nearest_legal(

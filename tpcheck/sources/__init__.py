@@ -82,13 +82,14 @@ def read_path(path: str, text: str | bytes | None = None, *,
     if isinstance(text, bytes):  # a file's bytes, or stdin as read_stdin gives it
         if len(text) > max_bytes:
             what = "input" if path == "-" else "file"
-            return _err(shown, f"{what} is over the {max_bytes}-byte limit; skipped")
+            return _err(shown, f"{what} is over the {max_bytes}-byte limit; skipped",
+                        skipped=True)
         try:
             text = text.decode("utf-8-sig")
         except UnicodeDecodeError as e:
             return _err(shown, f"not UTF-8 text (byte {e.start})")
     elif len(text) > max_bytes:
-        return _err(shown, f"input is over the {max_bytes}-byte limit; skipped")
+        return _err(shown, f"input is over the {max_bytes}-byte limit; skipped", skipped=True)
     elif not text.isascii():
         # Text handed in (stdin read with surrogateescape, an editor buffer) can hold lone
         # surrogates that no UTF-8 file can: the YAML and libcst readers cannot encode them.
@@ -160,11 +161,12 @@ def _read_regular(path: str, shown: str, max_bytes: int) -> bytes | ReadResult:
         with open(os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0)), "rb") as fh:
             st = os.fstat(fh.fileno())
             if not stat.S_ISREG(st.st_mode):
-                return _err(shown, f"not a regular file ({_file_type(st.st_mode)}); skipped")
+                return _err(shown, f"not a regular file ({_file_type(st.st_mode)}); skipped",
+                            skipped=True)
             size = st.st_size
             if size > max_bytes:
                 return _err(shown, f"file is {size} bytes, over the {max_bytes}-byte limit; "
-                                   "skipped")
+                                   "skipped", skipped=True)
             # read(n) allocates n bytes up front: ask for what stat reported (+1 to see a file
             # that grew), not the 5 MB cap, which cost a large allocation per file. A file that
             # reports size 0 (procfs, sysfs) is read to the cap.
@@ -185,8 +187,8 @@ def _file_type(mode: int) -> str:
     return next((name for test, name in kinds if test(mode)), "a special file")
 
 
-def _err(path: str, message: str) -> ReadResult:
-    return ReadResult(path, (), (SourceError(path, 1, 1, message),))
+def _err(path: str, message: str, *, skipped: bool = False) -> ReadResult:
+    return ReadResult(path, (), (SourceError(path, 1, 1, message),), skipped=skipped)
 
 
 def iter_files(paths: Iterable[str], errors: list[SourceError] | None = None) -> Iterator[str]:

@@ -139,3 +139,4 @@ class ReadResult:
     deployments: tuple[Deployment, ...] = ()
     errors: tuple[SourceError, ...] = ()
     text: str | None = None  # kept for inline suppressions
+    skipped: bool = False  # never read (not a regular file, over the size cap): not counted

@@ -201,6 +201,10 @@ class Located:
             return self.fallback
         a = self.positions[start]
         b = self.positions[end - 1]
+        if b[0] < a[0] or (b[0] == a[0] and b[1] < a[1]):
+            # the characters come from two places (x$MODEL: the word, then the value where MODEL
+            # was assigned above): no span runs backwards, the token as written stands for them
+            return self.fallback
         return Span(self.path, a[0], a[1], b[0], b[1] + 1)
 
     def sub(self, start: int, end: int) -> Located:

@@ -80,7 +80,7 @@ def read_python(path: str, text: str) -> ReadResult:
         msg = str(e.message).splitlines()[0] if e.message else "syntax error"
         return ReadResult(path, (), (SourceError(path, e.raw_line, e.raw_column + 1,
                                                  f"Python does not parse: {msg}"),), text)
-    wrapper = MetadataWrapper(module)
+    wrapper = MetadataWrapper(module, unsafe_skip_copy=True)  # read only: no second tree
     positions = wrapper.resolve(PositionProvider)
 
     def span(node: Any) -> Span:

@@ -517,7 +517,10 @@ def read_commands(
                 break
             name = m.group(1)
             start = len(name) + 1
-            variables.shell[name] = w.text.sub(start, len(w.value))
+            if w.unresolved:  # X=$(hostname): X's value is unknown, so a later $X is unresolved
+                variables.shell.pop(name, None)
+            else:
+                variables.shell[name] = w.text.sub(start, len(w.value))
             cmd_env[name] = m.group(2)
             k += 1
         rest = words[k:]
