@@ -15,16 +15,16 @@ from collections.abc import Iterable, Mapping
 from pathlib import Path
 from types import ModuleType
 
-from tpcheck.checks import selected
+from tpcheck.checks import bad_option_value, selected
 from tpcheck.checks.base import Finding, Severity
 from tpcheck.checks.context import CheckContext
 from tpcheck.hardware.gpus import GPU, find_gpu
 from tpcheck.models.shape import ModelShape
 from tpcheck.physics.plan import Evaluation, Options
-from tpcheck.record import field, record
+from tpcheck.record import field, record, replace
 from tpcheck.settings import Settings
 from tpcheck.sources import iter_files, read_path
-from tpcheck.sources.base import RECOVERED_NOTE, Deployment, ReadResult, SourceError
+from tpcheck.sources.base import RECOVERED_NOTE, Deployment, ReadResult, SourceError, Span
 
 TYPE_CHECKING = False  # typing's constant without importing typing (start-up, issue 8)
 if TYPE_CHECKING:
@@ -222,19 +222,31 @@ class Linter:
                            topology=self.topology,
                            evaluations=self._evaluations)
         found: list[Finding] = []
+        late: list[Finding] = []  # after the rules: TP003 from the table words it better
         tp_unknown = "tensor_parallel_size" in d.unresolved
         tpu = is_tpu(d)  # GPU memory and link physics do not apply to a TPU slice
         if shape is not None and not tp_unknown and not tpu:
             refused = _refused_value(d, ctx)
-            if refused is not None:
+            if isinstance(refused, SourceError):
                 out.errors.append(refused)
                 return []
+            if refused is not None:
+                # The manifest's value, not tpcheck's input, is wrong: say so (TP003) and check
+                # the rest as the engine's default would run it (issue 17).
+                name, message = refused
+                if any(r.CODE == "TP003" for r in self.rules):
+                    late.append(bad_option_value.refused(ctx, name, message))
+                d = replace(d, **{name: None})
+                ctx = CheckContext(d, shape=shape, settings=self.settings, gpu=gpu,
+                                   gpu_origin=origin, model_problem=problem,
+                                   model_source=source, model_hint=ctx.model_hint,
+                                   topology=self.topology, evaluations=self._evaluations)
         for rule in self.rules:
             if tpu and rule.CODE.startswith(("TP2", "TP3")):
                 continue
             if rule.NEEDS_SHAPE and shape is None:
                 continue
-            if tp_unknown and rule.CODE != "TP000":
+            if tp_unknown and not rule.CODE.startswith("TP00"):
                 continue  # t is an expression tpcheck cannot evaluate: nothing to say about it
             try:
                 found.extend(rule.check(ctx))
@@ -245,7 +257,7 @@ class Linter:
                     "(rerun with --debug)"))
                 if os.environ.get("TPCHECK_DEBUG"):
                     raise
-        return found
+        return _one_per_span(found + late)
 
     def _file_ignores(self, path: str) -> set[str]:
         pfi: Mapping[str, tuple[str, ...]] = self.settings.per_file_ignores
@@ -313,22 +325,34 @@ def _absurd_size(d: Deployment) -> SourceError | None:
     return None
 
 
-def _refused_value(d: Deployment, ctx: CheckContext) -> SourceError | None:
-    """The physics every rule shares, computed once up front: a value it cannot use (an unknown
-    --dtype or --quantization, which the engine's argparse refuses too) is one error at that
-    flag, instead of one "internal error" per rule."""
+def _refused_value(d: Deployment, ctx: CheckContext) -> tuple[str, str] | SourceError | None:
+    """The physics every rule shares, computed once up front. A value it cannot use (an unknown
+    --dtype, --quantization or --kv-cache-dtype, which the engine refuses too) comes back as
+    (field, message) for a TP003 finding; anything else is one error instead of one "internal
+    error" per rule."""
     try:
         ctx.evaluation  # noqa: B018 - cached; the rules reuse it
     except (ValueError, ArithmeticError) as e:
         for name in ("quantization", "dtype", "kv_cache_dtype"):
             v = getattr(d, name, None)
             if v is not None and repr(v) in str(e):
-                s = d.span_of(name)
-                return SourceError(d.path, s.line, s.column,
-                                   f"{e}; the deployment is not checked")
+                return name, str(e)
         return SourceError(d.path, d.span.line, d.span.column,
                            f"{e}; the deployment is not checked")
     return None
+
+
+def _one_per_span(found: list[Finding]) -> list[Finding]:
+    """TP003 from the option table and TP003 from the physics can name the same value: once."""
+    seen: set[tuple[str, Span]] = set()
+    out = []
+    for f in found:
+        if f.code == "TP003":
+            if (f.code, f.span) in seen:
+                continue
+            seen.add((f.code, f.span))
+        out.append(f)
+    return out
 
 
 def is_tpu(d: Deployment) -> bool:

@@ -12,7 +12,7 @@ from collections.abc import Mapping, Sequence
 
 from tpcheck.engines.flags import ENGINE_ONLY_FLAGS, Flag, Resolved, resolve
 from tpcheck.record import field, fields, record
-from tpcheck.sources.base import Deployment, Span
+from tpcheck.sources.base import Deployment, OptionUse, Span
 from tpcheck.sources.shell import Word
 
 TYPE_CHECKING = False  # typing's constant without importing typing (start-up, issue 8)
@@ -124,6 +124,7 @@ class Fields:
     spans: dict[str, Span] = field(default_factory=dict)
     unresolved: dict[str, str] = field(default_factory=dict)
     notes: list[str] = field(default_factory=list)
+    options: list[OptionUse] = field(default_factory=list)
 
     def set(self, name: str, value: Any, span: Span) -> None:
         self.values[name] = value
@@ -141,6 +142,7 @@ class Fields:
         for k, e in other.unresolved.items():
             self.unresolved_value(k, e, other.spans[k])
         self.notes.extend(other.notes)
+        self.options.extend(other.options)
 
 
 def set_typed(fields: Fields, name: str, kind: Kind, word: Word, start: int = 0) -> None:
@@ -186,13 +188,17 @@ def parse_args(engine: Engine, words: Sequence[Word], positional_model: bool) ->
     if positional_model and n and not words[0].value.startswith("-"):
         set_typed(f, "model", "model", words[0])
         i = 1
+    after_dashes = False  # argparse: every word after "--" is positional
     while i < n:
         w = words[i]
         v = w.value
+        after_dashes = after_dashes or v == "--"
         if not v.startswith("-") or v in ("-", "--") or _is_number(v):
             i += 1
             continue
         opt, eq, _ = v.partition("=")
+        if not after_dashes:
+            f.options.append(_option_use(w, opt, eq, words[i + 1] if i + 1 < n else None))
         r = _resolve(engine, opt)
         if r.error is not None:
             f.notes.append(f"{engine} refuses {opt}: {r.error}")
@@ -223,6 +229,22 @@ def parse_args(engine: Engine, words: Sequence[Word], positional_model: bool) ->
         i += 1
     _post(engine, f)
     return f
+
+
+def _option_use(w: Word, opt: str, eq: str, nxt: Word | None) -> OptionUse:
+    """The option word and the value argparse would give it (the next word when it looks like
+    one); the spans are placed only if a rule reports on it."""
+    if w.unresolved is not None:
+        return OptionUse(w.value, None, lambda: (w.raw_span, None))
+    if eq:
+        start = len(opt) + 1
+        return OptionUse(opt, w.value[start:],
+                         lambda: (w.value_span(0, len(opt)), w.value_span(start)),
+                         attached=True)
+    if nxt is not None and _looks_like_value(nxt.value):
+        value = None if nxt.unresolved is not None else nxt.value
+        return OptionUse(opt, value, lambda: (w.value_span(), nxt.value_span()))
+    return OptionUse(opt, None, lambda: (w.value_span(), None))
 
 
 def _store(f: Fields, flag: Flag, w: Word, start: int) -> None:
@@ -306,6 +328,7 @@ def deployment_from_fields(
         spans=spans,
         unresolved=unresolved,
         notes=all_notes,
+        options=tuple(f.options),
         **kw,
     )
 

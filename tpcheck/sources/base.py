@@ -7,7 +7,7 @@ None. ``spans`` maps a field name to where its value was read, so a finding can 
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 
 from tpcheck.record import field, record
 
@@ -45,6 +45,21 @@ class Span:
             "end_line": self.end_line,
             "end_column": self.end_column,
         }
+
+
+@record
+class OptionUse:
+    """One option as written (a command-line word or a Python keyword), for the TP0xx rules.
+
+    Spans are worked out only when a rule reports on the option (``locate``): most options of a
+    repository are fine, and placing every word costs the corpus lint time (see shell.Word).
+    """
+
+    written: str  # as written, without "=value"
+    value: str | None  # the value after "=" or the word that follows (None: none, or unresolved)
+    locate: Callable[[], tuple[Span, Span | None]]  # (the option, its value)
+    keyword: bool = False  # a Python keyword argument, not a command-line word
+    attached: bool = False  # written as --option=value
 
 
 @record
@@ -87,6 +102,7 @@ class Deployment:
     unresolved: Mapping[str, str] = field(default_factory=dict)  # field -> expression as written
     ignores: Mapping[int, frozenset[str]] = field(default_factory=dict)  # annotation suppressions
     notes: tuple[str, ...] = ()
+    options: tuple[OptionUse, ...] = ()  # every option as written, in order
 
     def span_of(self, *names: str) -> Span:
         """The span of the first named field that has one, else the launch span."""

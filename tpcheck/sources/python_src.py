@@ -15,7 +15,7 @@ from tpcheck.sources.argv import (
     find_launch,
     set_typed,
 )
-from tpcheck.sources.base import Deployment, ReadResult, SourceError, Span
+from tpcheck.sources.base import Deployment, OptionUse, ReadResult, SourceError, Span
 from tpcheck.sources.positions import Located
 from tpcheck.sources.shell import Word
 
@@ -145,10 +145,11 @@ def read_python(path: str, text: str) -> ReadResult:
                     elif arg.star == "**":
                         f.notes.append("**kwargs not read")
                     continue
+                w = word(arg.value)
+                f.options.append(_keyword_use(arg.keyword.value, w, span(arg.keyword)))
                 row = table.get(arg.keyword.value)
                 if row is None:
                     continue
-                w = word(arg.value)
                 if w is not None:
                     set_typed(f, row[0], row[1], w)
             return deployment_from_fields(path, engine, span(node), f,
@@ -156,6 +157,13 @@ def read_python(path: str, text: str) -> ReadResult:
 
     wrapper.visit(V())
     return ReadResult(path, tuple(found), (), text)
+
+
+def _keyword_use(name: str, w: Word | None, at: Span) -> OptionUse:
+    """A keyword argument for the TP0xx rules: its name and its literal value, if it has one."""
+    value = None if w is None or w.unresolved is not None else w.value
+    return OptionUse(name, value, lambda: (at, w.value_span() if w is not None else None),
+                     keyword=True)
 
 
 def _literal(node: Any) -> Any:
