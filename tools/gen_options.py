@@ -351,7 +351,7 @@ def explicit_kwargs(call: ast.Call, aliases: Aliases, deprecated_actions: dict[s
 
 def gen_vllm(archive: Archive) -> list[dict[str, Any]]:
     aliases = Aliases(archive, "vllm/")
-    classes = Classes(archive, ("vllm/config/", "vllm/entrypoints/", "vllm/engine/"))
+    classes = Classes(archive, ("vllm/config", "vllm/entrypoints/", "vllm/engine/"))
     entries: list[dict[str, Any]] = []
     for rel in VLLM_ARG_FILES:
         tree = archive.tree(rel)
@@ -373,13 +373,20 @@ def gen_vllm(archive: Archive) -> list[dict[str, Any]]:
                      if isinstance(a, ast.Constant) and isinstance(a.value, str)]
             info: dict[str, Any] = {"kind": "str", "where": f"{rel}:{call.lineno}"}
             field_src = None
-            for kw in call.keywords:
-                if kw.arg is None and isinstance(kw.value, ast.Subscript):
-                    var = kw.value.value
+            spread = [kw.value for kw in call.keywords if kw.arg is None]
+            for d in [x for x in spread if isinstance(x, ast.Dict)]:
+                # **{**cache_kwargs["x"], "default": None}: the field, then written overrides
+                spread += [v for k, v in zip(d.keys, d.values, strict=True) if k is None]
+                call.keywords += [ast.keyword(arg=k.value, value=v)
+                                  for k, v in zip(d.keys, d.values, strict=True)
+                                  if isinstance(k, ast.Constant) and isinstance(k.value, str)]
+            for sub in spread:
+                if isinstance(sub, ast.Subscript):
+                    var = sub.value
                     cls = kw_vars.get(_name(var), "")
                     if isinstance(var, ast.Call) and _name(var.func) == "get_kwargs":
                         cls = _name(var.args[0]) if var.args else ""
-                    key = kw.value.slice
+                    key = sub.slice
                     if cls and isinstance(key, ast.Constant) and isinstance(key.value, str):
                         field_src = (cls, key.value)
             if field_src is not None:

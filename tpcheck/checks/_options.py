@@ -14,7 +14,7 @@ import re
 from collections.abc import Iterator
 from types import ModuleType
 
-from tpcheck.checks.base import Edit, Finding
+from tpcheck.checks.base import Edit, Finding, Severity
 from tpcheck.checks.context import CheckContext
 from tpcheck.engines.flags import (
     Option,
@@ -25,7 +25,8 @@ from tpcheck.engines.flags import (
     normalize,
 )
 from tpcheck.record import record
-from tpcheck.sources.base import Deployment, OptionUse
+from tpcheck.sources.argv import PASSTHROUGH_NOTE
+from tpcheck.sources.base import RECOVERED_NOTE, Deployment, OptionUse
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -76,6 +77,12 @@ def analyze(d: Deployment) -> Analysis:
     verdicts = tuple(
         v for v in (_verdict(d.engine, table, u) for u in d.options) if v is not None
     )
+    if RECOVERED_NOTE in d.notes:
+        verdicts = ()  # words read from text that does not parse: not what the engine gets
+    elif PASSTHROUGH_NOTE in d.notes or "dynamo" in (d.image or "").lower():
+        # dynamo / the SGLang router parse options of their own first: only the engine's own
+        # options, found by name, are judged
+        verdicts = tuple(v for v in verdicts if v.outcome in ("bad_value", "deprecated"))
     a = Analysis(d.engine, release, note, verdicts)
     if len(_CACHE) > 256:
         _CACHE.clear()
@@ -154,8 +161,8 @@ def _keyword_verdict(engine: str, table: OptionTable, use: OptionUse) -> Verdict
 def _value_verdict(engine: str, use: OptionUse, option: Option, *, keyword: bool) -> Verdict | None:
     """argparse's type and choices check, then pydantic's range check on the config field."""
     v = use.value
-    if v is None or not option.takes_value:
-        return None
+    if v is None or not option.takes_value or not v.strip() or "$" in v or "`" in v:
+        return None  # no value, or one the shell or the pod fills in at run time
     arg = "/".join(option.names[:2]) if not keyword else use.written
     if not keyword:
         if option.kind == "int" and not _is_int(v):
@@ -287,4 +294,8 @@ def findings(ctx: CheckContext, rule: ModuleType, outcome: Outcome,
             if outcome in ("unknown", "removed") or (outcome == "bad_value" and value_span):
                 edits = (Edit(value_span if outcome == "bad_value" and value_span else opt_span,
                               target, f"replace with {target}"),)
-        yield ctx.finding(rule, msg, span=span, fix=fix, edits=edits)
+        severity = None
+        if outcome == "removed" and d.engine_version is None:
+            severity = Severity.WARNING  # refused by the newest release; an older image runs it
+            msg += "; pin the image to the release you run"
+        yield ctx.finding(rule, msg, span=span, fix=fix, edits=edits, severity=severity)

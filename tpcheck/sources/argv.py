@@ -31,6 +31,12 @@ SGLANG_MODULES = frozenset(
 )
 
 
+# Launchers that parse options of their own before handing the engine's on: an option the
+# engine does not know may be theirs, so TP001/TP002/TP004 stay quiet (issue 17).
+PASSTHROUGH_MODULES = frozenset({"dynamo.vllm", "dynamo.sglang", "sglang_router.launch_server"})
+PASSTHROUGH_NOTE = "the launcher adds options of its own to the engine's"
+_OPTION_WORD = re.compile(r"^--?[A-Za-z][\w.-]*$")
+
 _NOT_LAUNCHERS = frozenset({"echo", "printf", "cat", "grep", "#", "test", "[", "curl", "wget"})
 
 
@@ -197,7 +203,7 @@ def parse_args(engine: Engine, words: Sequence[Word], positional_model: bool) ->
             i += 1
             continue
         opt, eq, _ = v.partition("=")
-        if not after_dashes:
+        if not after_dashes and _OPTION_WORD.match(opt):
             f.options.append(_option_use(w, opt, eq, words[i + 1] if i + 1 < n else None))
         r = _resolve(engine, opt)
         if r.error is not None:
@@ -351,6 +357,9 @@ def deployment_from_words(
     span = Span(first.path, first.line, first.column, last.end_line, last.end_column)
     kw: dict[str, Any] = {"entrypoint": "serve"}
     kw.update(extra or {})
+    module = words[launch.index + 1].value if launch.index + 1 < len(words) else ""
+    if words[launch.index].value == "-m" and module in PASSTHROUGH_MODULES:
+        notes = (*notes, PASSTHROUGH_NOTE)
     return deployment_from_fields(
         path, launch.engine, span, f, env=env, extra=kw, extra_spans=extra_spans, notes=notes
     )
