@@ -508,7 +508,7 @@ def keywords(engine: str, archive: Archive) -> list[str]:
     return sorted(out)
 
 
-def write(engine: str, version: str, archive: Archive | None) -> Path:
+def write(engine: str, version: str, archive: Archive | None, out: Path = OUT) -> Path:
     if archive is None:
         entries = gen_hand(engine, version)
     else:
@@ -529,8 +529,8 @@ def write(engine: str, version: str, archive: Archive | None) -> Path:
         "keywords": keywords(engine, archive) if archive else None,
         "options": kept,
     }
-    OUT.mkdir(parents=True, exist_ok=True)
-    path = OUT / f"{engine}-{version}.json"
+    out.mkdir(parents=True, exist_ok=True)
+    path = out / f"{engine}-{version}.json"
     path.write_text(json.dumps(data, indent=1, sort_keys=False) + "\n", encoding="utf-8")
     return path
 
