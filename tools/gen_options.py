@@ -22,6 +22,7 @@ from __future__ import annotations
 import argparse
 import ast
 import json
+import re
 import subprocess
 import sys
 import tarfile
@@ -344,7 +345,9 @@ def explicit_kwargs(call: ast.Call, aliases: Aliases, deprecated_actions: dict[s
                 info["nargs"] = "?"
         elif kw.arg == "deprecated":
             if isinstance(kw.value, ast.Constant) and kw.value.value:
-                info["deprecated"] = info.get("deprecated") or "deprecated"
+                helps = [_literal_text(k.value) for k in call.keywords if k.arg == "help"]
+                said = helps[0] if helps and "eprecat" in helps[0] else "deprecated"
+                info["deprecated"] = info.get("deprecated") or said
         elif kw.arg in ("gt", "ge", "lt", "le"):
             pass
 
@@ -443,6 +446,13 @@ def _add_entry(entries: list[dict[str, Any]], names: list[str], info: dict[str, 
     if info.get("kind") == "bool_optional":
         names = names + ["--no-" + n[2:] for n in names if n.startswith("--")]
     info.pop("choices_unknown", None)
+    if info.get("deprecated") and not info.get("replacement"):
+        # the first other option the engine's deprecation text names is its replacement
+        named = [m for m in re.findall(r"--[a-z][a-z0-9-]*[a-z0-9](?:\.[a-z0-9_]+)*",
+                                       info["deprecated"])
+                 if m not in names]
+        if named:
+            info["replacement"] = named[0]
     entries.append({"names": names, **{k: info[k] for k in sorted(info)}})
 
 

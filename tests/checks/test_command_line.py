@@ -232,3 +232,20 @@ def test_invalid_kv_cache_dtype_is_a_finding_and_the_rest_is_checked(tmp_path: P
     assert "TP201" in codes
     [bad] = [f for f in res.findings if f.code == "TP003"]
     assert bad.span.column == col(line, "fp9")
+
+
+def test_pin_between_two_tables_judges_only_what_both_neighbours_refuse(tmp_path: Path) -> None:
+    # --enable-cumem-allocator is not in the 0.21.0 table but is in 0.26.0: a 0.23.0 image may
+    # well have it, so it is not reported; the misspelling is refused by both neighbours.
+    text = (
+        "apiVersion: v1\nkind: Pod\nmetadata: {name: p}\nspec:\n  containers:\n"
+        "    - name: v\n      image: vllm/vllm-openai:v0.23.0\n"
+        "      command: [vllm, serve]\n"
+        "      args: [m, --enable-cumem-allocator, --max-num-seqz, '8']\n"
+    )
+    [f] = lint(tmp_path, "pod.yaml", text)
+    assert f.code == "TP001"
+    assert f.message.startswith("vllm serve: error: unrecognized arguments: --max-num-seqz; "
+                                "did you mean --max-num-seqs?")
+    assert "vllm 0.23.0 has no option table: checked against 0.21.0, the nearest known" in (
+        f.message)

@@ -77,6 +77,17 @@ def analyze(d: Deployment) -> Analysis:
     verdicts = tuple(
         v for v in (_verdict(d.engine, table, u) for u in d.options) if v is not None
     )
+    newer = _next_release(d.engine, release) if note else None
+    if note and d.engine_version and _older_than_all(d.engine, d.engine_version):
+        # pinned before the oldest table: what that release registered is not known here
+        verdicts = tuple(v for v in verdicts if v.outcome in ("bad_value", "deprecated"))
+    elif newer is not None:
+        # A pin between two tables: judge only what the newer neighbour refuses too (an
+        # option may have come in between the two releases).
+        nt = load_table(d.engine, newer)
+        verdicts = tuple(v for v in verdicts
+                         if (w := _verdict(d.engine, nt, v.use)) is not None
+                         and w.outcome == v.outcome)
     if RECOVERED_NOTE in d.notes:
         verdicts = ()  # words read from text that does not parse: not what the engine gets
     elif PASSTHROUGH_NOTE in d.notes or "dynamo" in (d.image or "").lower():
@@ -132,10 +143,8 @@ def _unknown(engine: str, table: OptionTable, use: OptionUse, opt: str,
     msg = f"{PROG[engine]}: error: unrecognized arguments: {use.written}"
     if removed is not None:
         rel, old = removed
-        repl = old.replacement or (close[0] if close else None)
         msg += f" (registered up to {engine} {rel} at {old.where}; gone in {table.version})"
-        return Verdict(use, "removed", msg, old, suggestion=close[0] if close else None,
-                       replacement=repl)
+        return Verdict(use, "removed", msg, old, replacement=old.replacement)
     return Verdict(use, "unknown", msg, suggestion=close[0] if close else None)
 
 
@@ -234,9 +243,9 @@ _KEYWORDS: dict[tuple[str, str], frozenset[str] | None] = {}
 def _last_release_with(engine: str, version: str, name: str, *,
                        keyword: bool) -> tuple[str, Option] | None:
     """The newest release older than ``version`` that accepted ``name`` (exact), if any."""
-    from tpcheck.engines.flags import _version_key
+    from tpcheck.engines.flags import version_key
 
-    older = [r for r in known_releases(engine) if _version_key(r) < _version_key(version)]
+    older = [r for r in known_releases(engine) if version_key(r) < version_key(version)]
     for rel in reversed(older):
         if keyword:
             kws = keywords_of(engine, rel)
@@ -249,11 +258,24 @@ def _last_release_with(engine: str, version: str, name: str, *,
     return None
 
 
+def _older_than_all(engine: str, version: str) -> bool:
+    from tpcheck.engines.flags import version_key
+
+    return version_key(version.lstrip("vV")) < version_key(known_releases(engine)[0])
+
+
+def _next_release(engine: str, version: str) -> str | None:
+    from tpcheck.engines.flags import version_key
+
+    newer = [r for r in known_releases(engine) if version_key(r) > version_key(version)]
+    return newer[0] if newer else None
+
+
 def _ambiguous_since(engine: str, opt: str, version: str) -> str | None:
     """In which release the prefix stopped naming one option, when an older table knows."""
-    from tpcheck.engines.flags import _version_key
+    from tpcheck.engines.flags import version_key
 
-    older = [r for r in known_releases(engine) if _version_key(r) < _version_key(version)]
+    older = [r for r in known_releases(engine) if version_key(r) < version_key(version)]
     newer_ambiguous = version
     for rel in reversed(older):
         names = load_table(engine, rel).by_name

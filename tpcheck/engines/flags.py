@@ -220,10 +220,10 @@ def known_releases(engine: str) -> list[str]:
         for n in os.listdir(_OPTIONS_DIR)
         if n.startswith(engine + "-") and n.endswith(".json")
     ]
-    return sorted(out, key=_version_key)
+    return sorted(out, key=version_key)
 
 
-def _version_key(v: str) -> tuple[int, ...]:
+def version_key(v: str) -> tuple[int, ...]:
     import re
 
     return tuple(int(x) for x in re.findall(r"\d+", v)[:4])
@@ -241,10 +241,10 @@ def nearest_release(engine: str, version: str | None) -> tuple[str, str | None]:
     known = known_releases(engine)
     if v in known:
         return v, None
-    key = _version_key(v)
+    key = version_key(v)
     if not key:
         return DEFAULT_RELEASE[engine], None
-    older = [k for k in known if _version_key(k) <= key]
+    older = [k for k in known if version_key(k) <= key]
     pick = older[-1] if older else known[0]
     return pick, f"{engine} {v} has no option table: checked against {pick}, the nearest known"
 

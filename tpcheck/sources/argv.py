@@ -241,7 +241,7 @@ def _option_use(w: Word, opt: str, eq: str, nxt: Word | None) -> OptionUse:
     """The option word and the value argparse would give it (the next word when it looks like
     one); the spans are placed only if a rule reports on it."""
     if w.unresolved is not None:
-        return OptionUse(w.value, None, lambda: (w.raw_span, None))
+        return OptionUse(opt, None, lambda: (w.raw_span, None))
     if eq:
         start = len(opt) + 1
         return OptionUse(opt, w.value[start:],
