@@ -191,6 +191,15 @@ class Option:
     deprecated: str | None = None  # the engine's deprecation text
     replacement: str | None = None
 
+    def __init__(self, names: tuple[str, ...], kind: str, where: str,
+                 choices: tuple[str, ...] | None = None,
+                 range: tuple[tuple[str, float], ...] = (),  # noqa: A002 - the JSON key
+                 deprecated: str | None = None, replacement: str | None = None) -> None:
+        # Written out (like Span's): a table builds ~400 of these when a launch is read
+        d = self.__dict__
+        d["names"], d["kind"], d["where"], d["choices"] = names, kind, where, choices
+        d["range"], d["deprecated"], d["replacement"] = range, deprecated, replacement
+
     @property
     def takes_value(self) -> bool:
         return self.kind not in ("flag", "bool_optional")
@@ -261,14 +270,15 @@ def load_table(engine: str, version: str) -> OptionTable:
         by_name: dict[str, Option] = {}
         for e in data["options"]:
             ch = e.get("choices")
+            rng = e.get("range")
             opt = Option(
-                names=tuple(e["names"]),
-                kind=e.get("kind", "str"),
-                where=e.get("where", ""),
-                choices=tuple(str(c) for c in ch) if ch is not None else None,
-                range=tuple(sorted((e.get("range") or {}).items())),
-                deprecated=e.get("deprecated"),
-                replacement=e.get("replacement"),
+                tuple(e["names"]),
+                e.get("kind", "str"),
+                e.get("where", ""),
+                tuple(str(c) for c in ch) if ch is not None else None,
+                tuple(sorted(rng.items())) if rng else (),
+                e.get("deprecated"),
+                e.get("replacement"),
             )
             for n in opt.names:
                 by_name.setdefault(n, opt)
