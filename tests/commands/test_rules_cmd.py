@@ -39,8 +39,8 @@ def test_rules_lists_every_code_with_name_and_severity() -> None:
     assert table["TP001"] == ("unknown-option", "error")
     assert table["TP005"] == ("deprecated-option", "warning")
     assert [ln.split()[0] for ln in lines] == [
-        "TP000", "TP001", "TP002", "TP003", "TP004", "TP005", "TP101", "TP102", "TP103", "TP104", "TP201", "TP202", "TP203", "TP204",
-        "TP205", "TP301", "TP302", "TP401",
+        "TP000", "TP001", "TP002", "TP003", "TP004", "TP005", "TP101", "TP102", "TP103",
+        "TP104", "TP201", "TP202", "TP203", "TP204", "TP205", "TP301", "TP302", "TP401",
     ]
 
 

@@ -193,7 +193,7 @@ class Option:
 
     def __init__(self, names: tuple[str, ...], kind: str, where: str,
                  choices: tuple[str, ...] | None = None,
-                 range: tuple[tuple[str, float], ...] = (),  # noqa: A002 - the JSON key
+                 range: tuple[tuple[str, float], ...] = (),  # the JSON key
                  deprecated: str | None = None, replacement: str | None = None) -> None:
         # Written out (like Span's): a table builds ~400 of these when a launch is read
         d = self.__dict__
