@@ -24,7 +24,7 @@ from tpcheck.engines.flags import (
     nearest_release,
     normalize,
 )
-from tpcheck.record import record
+from tpcheck.record import record, replace
 from tpcheck.sources.argv import PASSTHROUGH_NOTE
 from tpcheck.sources.base import RECOVERED_NOTE, Deployment, OptionUse
 
@@ -101,7 +101,23 @@ def analyze(d: Deployment) -> Analysis:
     return a
 
 
+_JUDGED: dict[tuple[str, str, str, str | None, bool], Verdict | None] = {}
+
+
 def _verdict(engine: str, table: OptionTable, use: OptionUse) -> Verdict | None:
+    """``_judge`` remembered per written option and value: a repository repeats the same few
+    hundred, and an unknown one costs a prefix scan and a did-you-mean search."""
+    key = (engine, table.version, use.written, use.value, use.keyword)
+    if key in _JUDGED:
+        v = _JUDGED[key]
+        return None if v is None else replace(v, use=use)
+    v = _judge(engine, table, use)
+    if len(_JUDGED) < 8192:  # bounded: a hostile file cannot grow it without limit
+        _JUDGED[key] = v
+    return v
+
+
+def _judge(engine: str, table: OptionTable, use: OptionUse) -> Verdict | None:
     if use.keyword:
         return _keyword_verdict(engine, table, use)
     opt = normalize(engine, use.written)
