@@ -154,14 +154,21 @@ def _judge(engine: str, table: OptionTable, use: OptionUse) -> Verdict | None:
 def _unknown(engine: str, table: OptionTable, use: OptionUse, opt: str,
              names: list[str]) -> Verdict:
     removed = _last_release_with(engine, table.version, opt, keyword=False)
-    close = difflib.get_close_matches(opt, [n for n in names if n.startswith("--")], n=1,
-                                      cutoff=0.75)
     msg = f"{PROG[engine]}: error: unrecognized arguments: {use.written}"
     if removed is not None:
         rel, old = removed
         msg += f" (registered up to {engine} {rel} at {old.where}; gone in {table.version})"
         return Verdict(use, "removed", msg, old, replacement=old.replacement)
-    return Verdict(use, "unknown", msg, suggestion=close[0] if close else None)
+    return Verdict(use, "unknown", msg, suggestion=_closest(opt, names))
+
+
+def _closest(word: str, names: list[str]) -> str | None:
+    """The nearest name (difflib ratio ≥ 0.75); only names of about the same length can reach
+    that ratio, so the rest are not compared."""
+    pool = [n for n in names if abs(len(n) - len(word)) <= max(3, len(word) // 4)
+            and n[:2] == word[:2]]
+    close = difflib.get_close_matches(word, pool, n=1, cutoff=0.75)
+    return close[0] if close else None
 
 
 def _keyword_verdict(engine: str, table: OptionTable, use: OptionUse) -> Verdict | None:
@@ -169,14 +176,13 @@ def _keyword_verdict(engine: str, table: OptionTable, use: OptionUse) -> Verdict
     if kws is None:
         return None  # a transcribed release: its keyword names were not read
     if use.written not in kws:
-        close = difflib.get_close_matches(use.written, sorted(kws), n=1, cutoff=0.75)
         msg = (f"TypeError: {KEYWORD_OWNER[engine]} got an unexpected keyword argument "
                f"'{use.written}'")
         removed = _last_release_with(engine, table.version, use.written, keyword=True)
         if removed is not None:
             msg += f" (accepted up to {engine} {removed[0]}; gone in {table.version})"
-            return Verdict(use, "removed", msg, suggestion=close[0] if close else None)
-        return Verdict(use, "unknown", msg, suggestion=close[0] if close else None)
+            return Verdict(use, "removed", msg)
+        return Verdict(use, "unknown", msg, suggestion=_closest(use.written, sorted(kws)))
     option = table.by_name.get("--" + use.written.replace("_", "-"))
     if option is None:
         return None

@@ -220,22 +220,34 @@ _TABLES: dict[tuple[str, str], OptionTable] = {}
 DEFAULT_RELEASE = {"vllm": VLLM_VERSION_READ, "sglang": SGLANG_VERSION_READ}
 
 
-def known_releases(engine: str) -> list[str]:
-    """Releases with a generated table, oldest first."""
-    import os
+_RELEASES: dict[str, list[str]] = {}
 
-    out = [
-        n[len(engine) + 1 : -5]
-        for n in os.listdir(_OPTIONS_DIR)
-        if n.startswith(engine + "-") and n.endswith(".json")
-    ]
-    return sorted(out, key=version_key)
+
+def known_releases(engine: str) -> list[str]:
+    """Releases with a generated table, oldest first (listed once per process)."""
+    out = _RELEASES.get(engine)
+    if out is None:
+        import os
+
+        out = sorted((n[len(engine) + 1 : -5] for n in os.listdir(_OPTIONS_DIR)
+                      if n.startswith(engine + "-") and n.endswith(".json")), key=version_key)
+        _RELEASES[engine] = out
+    return out
+
+
+_KEYS: dict[str, tuple[int, ...]] = {}
 
 
 def version_key(v: str) -> tuple[int, ...]:
-    import re
+    """``0.5.10.post1`` → (0, 5, 10, 1): release order."""
+    k = _KEYS.get(v)
+    if k is None:
+        import re
 
-    return tuple(int(x) for x in re.findall(r"\d+", v)[:4])
+        k = tuple(int(x) for x in re.findall(r"\d+", v)[:4])
+        if len(_KEYS) < 1024:
+            _KEYS[v] = k
+    return k
 
 
 def nearest_release(engine: str, version: str | None) -> tuple[str, str | None]:
