@@ -15,7 +15,7 @@ from collections.abc import Callable, Iterable, Mapping
 from pathlib import Path
 from types import ModuleType
 
-from tpcheck.checks import UnknownRule, selected
+from tpcheck.checks import UnknownRule, bad_option_value, selected
 from tpcheck.checks.base import Finding, Severity
 from tpcheck.checks.context import CheckContext
 from tpcheck.errors import UsageError
@@ -236,7 +236,7 @@ class Linter:
                     out.unused_ignores.append((rr.path, s.line, lines[s.line - 1].strip()))
 
     def lint_deployment(self, d: Deployment, out: LintResult) -> list[Finding]:
-        absurd = _absurd_size(d) or _below_minimum(d)
+        absurd = _absurd_size(d)
         if absurd is not None:
             out.errors.append(absurd)
             return []
@@ -248,19 +248,45 @@ class Linter:
                            topology=self.topology,
                            evaluations=self._evaluations)
         found: list[Finding] = []
+        late: list[Finding] = []  # after the rules: TP003 from the table words it better
+        below = _below_minimum(d)
+        if below is not None:
+            # A size or limit the engine refuses: TP003 says so (issue 17: the manifest's
+            # mistake, not tpcheck's input error). Only the command-line rules run on such a
+            # launch; the layout rules would compute with a value no engine accepts (issue 18).
+            name, message = below
+            if any(r.CODE == "TP003" for r in self.rules):
+                late.append(ctx.finding(
+                    bad_option_value, message + "; the layout rules were not run",
+                    span=d.span_of(name), fix="give it a value the engine accepts"))
+            for rule in self.rules:
+                if rule.CODE.startswith("TP00") and rule.CODE != "TP000":
+                    found.extend(rule.check(ctx))
+            return _one_per_span(found + late)
         tp_unknown = "tensor_parallel_size" in d.unresolved
         tpu = is_tpu(d)  # GPU memory and link physics do not apply to a TPU slice
         if shape is not None and not tp_unknown and not tpu:
             refused = _refused_value(d, ctx)
-            if refused is not None:
+            if isinstance(refused, SourceError):
                 out.errors.append(refused)
                 return []
+            if refused is not None:
+                # The manifest's value, not tpcheck's input, is wrong: say so (TP003) and check
+                # the rest as the engine's default would run it (issue 17).
+                name, message = refused
+                if any(r.CODE == "TP003" for r in self.rules):
+                    late.append(bad_option_value.refused(ctx, name, message))
+                d = replace(d, **{name: None})
+                ctx = CheckContext(d, shape=shape, settings=self.settings, gpu=gpu,
+                                   gpu_origin=origin, model_problem=problem,
+                                   model_source=source, model_hint=ctx.model_hint,
+                                   topology=self.topology, evaluations=self._evaluations)
         for rule in self.rules:
             if tpu and rule.CODE.startswith(("TP2", "TP3")):
                 continue
             if rule.NEEDS_SHAPE and shape is None:
                 continue
-            if tp_unknown and rule.CODE != "TP000":
+            if tp_unknown and not rule.CODE.startswith("TP00"):
                 continue  # t is an expression tpcheck cannot evaluate: nothing to say about it
             if any(name in d.unresolved for name in DEPENDS_ON.get(rule.CODE, ())):
                 continue  # a value the rule's figures need is an expression: no guessed finding
@@ -273,7 +299,7 @@ class Linter:
                     "(rerun with --debug)"))
                 if os.environ.get("TPCHECK_DEBUG"):
                     raise
-        return found
+        return _one_per_span(found + late)
 
     def _file_ignores(self, path: str) -> tuple[str, ...]:
         """Codes and prefixes (``TP2``) ignored for ``path``; ``ALL`` ignores every code."""
@@ -420,46 +446,55 @@ _MINIMUMS: tuple[tuple[str, str, str, float, str, str], ...] = (
 )
 
 
-def _below_minimum(d: Deployment) -> SourceError | None:
-    """tp/pp/dp 0, ``--max-num-seqs -1``, ``--gpu-memory-utilization 0``: one line naming the
-    engine's own check, instead of silence (t = 0 read as unset) or a modulo by zero."""
+def _below_minimum(d: Deployment) -> tuple[str, str] | None:
+    """tp/pp/dp 0, ``--max-num-seqs -1``, ``--gpu-memory-utilization 0``: (field, the engine's
+    own check) for a TP003 finding, instead of silence (t = 0 read as unset) or a modulo by
+    zero. The option tables catch most of these too; this also covers SGLang, whose table has no
+    ranges, and Python keywords."""
     for name, vflag, sflag, lowest, vsrc, sbehaviour in _MINIMUMS:
         v = getattr(d, name, None)
         if not isinstance(v, int) or isinstance(v, bool) or v >= lowest:
             continue
-        s = d.span_of(name)
         if d.engine == "sglang":
-            msg = f"{sflag} {v}: sglang 0.5.23 {sbehaviour}"
-        else:
-            msg = (f"{vflag} {v}: vllm 0.33 refuses it ({vsrc}: \"Input should be greater than "
-                   f"or equal to {lowest:g}\")")
-        return SourceError(d.path, s.line, s.column, msg + "; the deployment is not checked")
+            return name, f"{sflag} {v}: sglang 0.5.23 {sbehaviour}"
+        return name, (f"{vflag} {v}: vllm 0.33 refuses it ({vsrc}: \"Input should be greater "
+                      f"than or equal to {lowest:g}\")")
     u = d.gpu_memory_utilization
     if d.engine == "vllm" and u is not None and not 0 < u <= 1:
-        s = d.span_of("gpu_memory_utilization")
-        return SourceError(d.path, s.line, s.column,
-                           f"--gpu-memory-utilization {u:g}: vllm 0.33 refuses it "
-                           "(config/cache.py:215 Field(gt=0, le=1): a fraction of the GPU's "
-                           "memory); the deployment is not checked")
+        return "gpu_memory_utilization", (
+            f"--gpu-memory-utilization {u:g}: vllm 0.33 refuses it (config/cache.py:215 "
+            "Field(gt=0, le=1): a fraction of the GPU's memory)")
     return None
 
 
-def _refused_value(d: Deployment, ctx: CheckContext) -> SourceError | None:
-    """The physics every rule shares, computed once up front: a value it cannot use (an unknown
-    --dtype or --quantization, which the engine's argparse refuses too) is one error at that
-    flag, instead of one "internal error" per rule."""
+def _refused_value(d: Deployment, ctx: CheckContext) -> tuple[str, str] | SourceError | None:
+    """The physics every rule shares, computed once up front. A value it cannot use (an unknown
+    --dtype, --quantization or --kv-cache-dtype, which the engine refuses too) comes back as
+    (field, message) for a TP003 finding; anything else is one error instead of one "internal
+    error" per rule."""
     try:
         ctx.evaluation  # noqa: B018 - cached; the rules reuse it
     except (ValueError, ArithmeticError) as e:
         for name in ("quantization", "dtype", "kv_cache_dtype"):
             v = getattr(d, name, None)
             if v is not None and repr(v) in str(e):
-                s = d.span_of(name)
-                return SourceError(d.path, s.line, s.column,
-                                   f"{e}; the deployment is not checked")
+                return name, str(e)
         return SourceError(d.path, d.span.line, d.span.column,
                            f"{e}; the deployment is not checked")
     return None
+
+
+def _one_per_span(found: list[Finding]) -> list[Finding]:
+    """TP003 from the option table and TP003 from the physics can name the same value: once."""
+    seen: set[tuple[str, Span]] = set()
+    out = []
+    for f in found:
+        if f.code == "TP003":
+            if (f.code, f.span) in seen:
+                continue
+            seen.add((f.code, f.span))
+        out.append(f)
+    return out
 
 
 def is_tpu(d: Deployment) -> bool:

@@ -9,7 +9,10 @@ from __future__ import annotations
 from types import ModuleType
 
 from tpcheck.checks import (
+    ambiguous_option,
+    bad_option_value,
     context_exceeds_pool,
+    deprecated_option,
     experts_cross_nodes,
     ffn_not_divisible,
     gpu_count_mismatch,
@@ -19,14 +22,21 @@ from tpcheck.checks import (
     max_num_seqs_binds,
     mla_cache_replicated,
     model_unresolved,
+    removed_option,
     tp_crosses_nodes,
     tp_crosses_sockets,
+    unknown_option,
     vocab_padding,
     weights_do_not_fit,
 )
 
 RULES: tuple[ModuleType, ...] = (
     model_unresolved,
+    unknown_option,
+    ambiguous_option,
+    bad_option_value,
+    removed_option,
+    deprecated_option,
     heads_not_divisible,
     kv_heads_not_divisible,
     ffn_not_divisible,

@@ -187,6 +187,8 @@ def _shape(d: Deployment) -> tuple[object, ...]:
         if f.name in _SKIP:
             continue
         v = getattr(d, f.name)
+        if f.name == "options":  # option uses carry a span locator: compare what was written
+            v = tuple((o.written, o.value, o.keyword, o.attached) for o in v)
         out.append(tuple(sorted(v.items())) if isinstance(v, Mapping) else v)
     return tuple(out)
 

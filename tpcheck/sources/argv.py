@@ -12,7 +12,7 @@ from collections.abc import Mapping, Sequence
 
 from tpcheck.engines.flags import ENGINE_ONLY_FLAGS, Flag, Resolved, resolve
 from tpcheck.record import field, fields, record
-from tpcheck.sources.base import Deployment, Span
+from tpcheck.sources.base import Deployment, OptionUse, Span
 from tpcheck.sources.shell import Word
 
 TYPE_CHECKING = False  # typing's constant without importing typing (start-up, issue 8)
@@ -30,6 +30,12 @@ SGLANG_MODULES = frozenset(
     {"sglang.launch_server", "sglang_router.launch_server", "dynamo.sglang"}
 )
 
+
+# Launchers that parse options of their own before handing the engine's on: an option the
+# engine does not know may be theirs, so TP001/TP002/TP004 stay quiet (issue 17).
+PASSTHROUGH_MODULES = frozenset({"dynamo.vllm", "dynamo.sglang", "sglang_router.launch_server"})
+PASSTHROUGH_NOTE = "the launcher adds options of its own to the engine's"
+_OPTION_WORD = re.compile(r"^--?[A-Za-z][\w.-]*$")
 
 _NOT_LAUNCHERS = frozenset({"echo", "printf", "cat", "grep", "#", "test", "[", "curl", "wget"})
 
@@ -124,6 +130,7 @@ class Fields:
     spans: dict[str, Span] = field(default_factory=dict)
     unresolved: dict[str, str] = field(default_factory=dict)
     notes: list[str] = field(default_factory=list)
+    options: list[OptionUse] = field(default_factory=list)
 
     def set(self, name: str, value: Any, span: Span) -> None:
         self.values[name] = value
@@ -141,6 +148,7 @@ class Fields:
         for k, e in other.unresolved.items():
             self.unresolved_value(k, e, other.spans[k])
         self.notes.extend(other.notes)
+        self.options.extend(other.options)
 
 
 def set_typed(fields: Fields, name: str, kind: Kind, word: Word, start: int = 0) -> None:
@@ -186,13 +194,17 @@ def parse_args(engine: Engine, words: Sequence[Word], positional_model: bool) ->
     if positional_model and n and not words[0].value.startswith("-"):
         set_typed(f, "model", "model", words[0])
         i = 1
+    after_dashes = False  # argparse: every word after "--" is positional
     while i < n:
         w = words[i]
         v = w.value
+        after_dashes = after_dashes or v == "--"
         if not v.startswith("-") or v in ("-", "--") or _is_number(v):
             i += 1
             continue
         opt, eq, _ = v.partition("=")
+        if not after_dashes and _OPTION_WORD.match(opt):
+            f.options.append(_option_use(w, opt, eq, words[i + 1] if i + 1 < n else None))
         r = _resolve(engine, opt)
         if r.error is not None:
             f.notes.append(f"{engine} refuses {opt}: {r.error}")
@@ -223,6 +235,22 @@ def parse_args(engine: Engine, words: Sequence[Word], positional_model: bool) ->
         i += 1
     post_process(engine, f)
     return f
+
+
+def _option_use(w: Word, opt: str, eq: str, nxt: Word | None) -> OptionUse:
+    """The option word and the value argparse would give it (the next word when it looks like
+    one); the spans are placed only if a rule reports on it."""
+    if w.unresolved is not None:
+        return OptionUse(opt, None, lambda: (w.raw_span, None))
+    if eq:
+        start = len(opt) + 1
+        return OptionUse(opt, w.value[start:],
+                         lambda: (w.value_span(0, len(opt)), w.value_span(start)),
+                         attached=True)
+    if nxt is not None and _looks_like_value(nxt.value):
+        value = None if nxt.unresolved is not None else nxt.value
+        return OptionUse(opt, value, lambda: (w.value_span(), nxt.value_span()))
+    return OptionUse(opt, None, lambda: (w.value_span(), None))
 
 
 def _store(f: Fields, flag: Flag, w: Word, start: int) -> None:
@@ -305,6 +333,7 @@ def deployment_from_fields(
         spans=spans,
         unresolved=unresolved,
         notes=all_notes,
+        options=tuple(f.options),
         **kw,
     )
 
@@ -327,6 +356,9 @@ def deployment_from_words(
     span = Span(first.path, first.line, first.column, last.end_line, last.end_column)
     kw: dict[str, Any] = {"entrypoint": "serve"}
     kw.update(extra or {})
+    module = words[launch.index + 1].value if launch.index + 1 < len(words) else ""
+    if words[launch.index].value == "-m" and module in PASSTHROUGH_MODULES:
+        notes = (*notes, PASSTHROUGH_NOTE)
     return deployment_from_fields(
         path, launch.engine, span, f, env=env, extra=kw, extra_spans=extra_spans, notes=notes
     )

@@ -7,7 +7,7 @@ None. ``spans`` maps a field name to where its value was read, so a finding can 
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 
 from tpcheck.record import field, record
 
@@ -59,6 +59,21 @@ class ModelHint:
 
 
 @record
+class OptionUse:
+    """One option as written (a command-line word or a Python keyword), for the TP0xx rules.
+
+    Spans are worked out only when a rule reports on the option (``locate``): most options of a
+    repository are fine, and placing every word costs the corpus lint time (see shell.Word).
+    """
+
+    written: str  # as written, without "=value"
+    value: str | None  # the value after "=" or the word that follows (None: none, or unresolved)
+    locate: Callable[[], tuple[Span, Span | None]]  # (the option, its value)
+    keyword: bool = False  # a Python keyword argument, not a command-line word
+    attached: bool = False  # written as --option=value
+
+
+@record
 class Deployment:
     """One engine launch found in a file. Fields are as written; None where not set."""
 
@@ -104,6 +119,7 @@ class Deployment:
     unresolved: Mapping[str, str] = field(default_factory=dict)  # field -> expression as written
     ignores: Mapping[int, frozenset[str]] = field(default_factory=dict)  # annotation suppressions
     notes: tuple[str, ...] = ()
+    options: tuple[OptionUse, ...] = ()  # every option as written, in order
 
     def span_of(self, *names: str) -> Span:
         """The span of the first named field that has one, else the launch span."""

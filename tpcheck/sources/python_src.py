@@ -23,7 +23,7 @@ from tpcheck.sources.argv import (
     find_launch,
     set_typed,
 )
-from tpcheck.sources.base import Deployment, ModelHint, ReadResult, SourceError, Span
+from tpcheck.sources.base import Deployment, ModelHint, OptionUse, ReadResult, SourceError, Span
 from tpcheck.sources.positions import Located
 from tpcheck.sources.shell import Word
 
@@ -207,6 +207,8 @@ def read_python(path: str, text: str) -> ReadResult:
                     elif arg.star == "**":
                         f.notes.append("**kwargs not read")
                     continue
+                w = word(arg.value)
+                f.options.append(_keyword_use(arg.keyword.value, w, span(arg.keyword)))
                 row = table.get(arg.keyword.value)
                 if row is None:
                     continue
@@ -321,6 +323,13 @@ def _env_names(module: Any, consts: dict[str, Any],
     return {n: v for n, v in values.items()
             if counts[n] == 1 and n not in consts and v is not None
             and _env_default(v, flags) is not None}
+
+
+def _keyword_use(name: str, w: Word | None, at: Span) -> OptionUse:
+    """A keyword argument for the TP0xx rules: its name and its literal value, if it has one."""
+    value = None if w is None or w.unresolved is not None else w.value
+    return OptionUse(name, value, lambda: (at, w.value_span() if w is not None else None),
+                     keyword=True)
 
 
 def _literal(node: Any) -> Any:

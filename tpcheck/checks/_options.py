@@ -1,0 +1,345 @@
+"""What the engine's argument parser makes of each option a deployment writes (TP001-TP005).
+
+One pass per deployment resolves every option against the generated table of the pinned
+release (``tpcheck/engines/options``), the way argparse would: exact name, else a unique
+``--`` prefix (``allow_abbrev`` is left on by both engines), else refused. The rules then pick
+the outcomes they speak for. Python keyword arguments are checked against the release's
+``EngineArgs``/``LLM`` (vLLM) or ``ServerArgs`` (SGLang) field names instead.
+"""
+
+from __future__ import annotations
+
+import difflib
+import re
+from collections.abc import Iterator
+from types import ModuleType
+
+from tpcheck.checks.base import Edit, Finding, Severity
+from tpcheck.checks.context import CheckContext
+from tpcheck.engines.flags import (
+    Option,
+    OptionTable,
+    known_releases,
+    load_table,
+    nearest_release,
+    normalize,
+)
+from tpcheck.record import record, replace
+from tpcheck.sources.argv import PASSTHROUGH_NOTE
+from tpcheck.sources.base import RECOVERED_NOTE, Deployment, OptionUse
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Literal
+
+    Outcome = Literal["ok", "unknown", "ambiguous", "removed", "bad_value", "deprecated"]
+
+# How each engine names its parser in its error lines (argparse's ``prog``).
+PROG = {"vllm": "vllm serve", "sglang": "sglang serve"}
+KEYWORD_OWNER = {"vllm": "EngineArgs.__init__()", "sglang": "ServerArgs.__init__()"}
+_HUMAN = re.compile(r"^-?\d+(\.\d+)?[kKmMgGtT]?$")
+
+
+@record
+class Verdict:
+    """One option use and what the pinned release does with it."""
+
+    use: OptionUse
+    outcome: Outcome
+    message: str  # the engine's own words (argparse / TypeError / pydantic), then tpcheck's
+    option: Option | None = None
+    suggestion: str | None = None  # the closest real option, for "did you mean"
+    replacement: str | None = None
+
+
+@record
+class Analysis:
+    engine: str
+    release: str
+    note: str | None  # "no table for 0.x: checked against 0.y"
+    verdicts: tuple[Verdict, ...]
+
+
+def release_for(d: Deployment) -> tuple[str, str | None]:
+    return nearest_release(d.engine, d.engine_version)
+
+
+_CACHE: dict[int, tuple[Deployment, Analysis]] = {}
+
+
+def analyze(d: Deployment) -> Analysis:
+    """Every option of ``d`` resolved against its release (computed once per deployment)."""
+    hit = _CACHE.get(id(d))
+    if hit is not None and hit[0] is d:
+        return hit[1]
+    release, note = release_for(d)
+    table = load_table(d.engine, release)
+    verdicts = tuple(
+        v for v in (_verdict(d.engine, table, u) for u in d.options) if v is not None
+    )
+    newer = _next_release(d.engine, release) if note else None
+    if note and d.engine_version and _older_than_all(d.engine, d.engine_version):
+        # pinned before the oldest table: what that release registered is not known here
+        verdicts = tuple(v for v in verdicts if v.outcome in ("bad_value", "deprecated"))
+    elif newer is not None:
+        # A pin between two tables: judge only what the newer neighbour refuses too (an
+        # option may have come in between the two releases).
+        nt = load_table(d.engine, newer)
+        verdicts = tuple(v for v in verdicts
+                         if (w := _verdict(d.engine, nt, v.use)) is not None
+                         and w.outcome == v.outcome)
+    if RECOVERED_NOTE in d.notes:
+        verdicts = ()  # words read from text that does not parse: not what the engine gets
+    elif PASSTHROUGH_NOTE in d.notes or "dynamo" in (d.image or "").lower():
+        # dynamo / the SGLang router parse options of their own first: only the engine's own
+        # options, found by name, are judged
+        verdicts = tuple(v for v in verdicts if v.outcome in ("bad_value", "deprecated"))
+    a = Analysis(d.engine, release, note, verdicts)
+    if len(_CACHE) > 256:
+        _CACHE.clear()
+    _CACHE[id(d)] = (d, a)
+    return a
+
+
+_JUDGED: dict[tuple[str, str, str, str | None, bool], Verdict | None] = {}
+
+
+def _verdict(engine: str, table: OptionTable, use: OptionUse) -> Verdict | None:
+    """``_judge`` remembered per written option and value: a repository repeats the same few
+    hundred, and an unknown one costs a prefix scan and a did-you-mean search."""
+    key = (engine, table.version, use.written, use.value, use.keyword)
+    if key in _JUDGED:
+        v = _JUDGED[key]
+        return None if v is None else replace(v, use=use)
+    v = _judge(engine, table, use)
+    if len(_JUDGED) < 8192:  # bounded: a hostile file cannot grow it without limit
+        _JUDGED[key] = v
+    return v
+
+
+def _judge(engine: str, table: OptionTable, use: OptionUse) -> Verdict | None:
+    if use.keyword:
+        return _keyword_verdict(engine, table, use)
+    opt = normalize(engine, use.written)
+    names = table.by_name
+    if engine == "vllm" and opt.startswith("-O") and not opt.startswith("--"):
+        return None  # -O3, -O.mode=3: FlexibleArgumentParser rewrites them (argparse_utils.py)
+    if engine == "vllm" and opt.startswith("--") and "." in opt:
+        opt = opt.split(".", 1)[0]  # --compilation-config.mode: a key of a JSON option
+    option = names.get(opt)
+    if option is None and not opt.startswith("--"):
+        # a short option with its value attached (-tp8): argparse splits it off
+        short = names.get(opt[:2])
+        if short is not None and short.takes_value:
+            return None
+    if option is None and opt.startswith("--"):
+        matches = sorted(n for n in names if n.startswith(opt))
+        if len(matches) > 1:
+            since = _ambiguous_since(engine, opt, table.version)
+            msg = (f"{PROG[engine]}: error: ambiguous option: {use.written} could match "
+                   f"{', '.join(matches)}")
+            if since:
+                msg += f" ({since})"
+            return Verdict(use, "ambiguous", msg)
+        if len(matches) == 1:
+            option = names[matches[0]]
+    if option is None:
+        return _unknown(engine, table, use, opt, list(names))
+    if option.deprecated:
+        return Verdict(use, "deprecated", option.deprecated, option,
+                       replacement=option.replacement)
+    return _value_verdict(engine, use, option, keyword=False)
+
+
+def _unknown(engine: str, table: OptionTable, use: OptionUse, opt: str,
+             names: list[str]) -> Verdict:
+    removed = _last_release_with(engine, table.version, opt, keyword=False)
+    msg = f"{PROG[engine]}: error: unrecognized arguments: {use.written}"
+    if removed is not None:
+        rel, old = removed
+        msg += f" (registered up to {engine} {rel} at {old.where}; gone in {table.version})"
+        return Verdict(use, "removed", msg, old, replacement=old.replacement)
+    return Verdict(use, "unknown", msg, suggestion=_closest(opt, names))
+
+
+def _closest(word: str, names: list[str]) -> str | None:
+    """The nearest name (difflib ratio ≥ 0.75); only names of about the same length can reach
+    that ratio, so the rest are not compared."""
+    pool = [n for n in names if abs(len(n) - len(word)) <= max(3, len(word) // 4)
+            and n[:2] == word[:2]]
+    close = difflib.get_close_matches(word, pool, n=1, cutoff=0.75)
+    return close[0] if close else None
+
+
+def _keyword_verdict(engine: str, table: OptionTable, use: OptionUse) -> Verdict | None:
+    kws = keywords_of(engine, table.version)
+    if kws is None:
+        return None  # a transcribed release: its keyword names were not read
+    if use.written not in kws:
+        msg = (f"TypeError: {KEYWORD_OWNER[engine]} got an unexpected keyword argument "
+               f"'{use.written}'")
+        removed = _last_release_with(engine, table.version, use.written, keyword=True)
+        if removed is not None:
+            msg += f" (accepted up to {engine} {removed[0]}; gone in {table.version})"
+            return Verdict(use, "removed", msg)
+        return Verdict(use, "unknown", msg, suggestion=_closest(use.written, sorted(kws)))
+    option = table.by_name.get("--" + use.written.replace("_", "-"))
+    if option is None:
+        return None
+    return _value_verdict(engine, use, option, keyword=True)
+
+
+def _value_verdict(engine: str, use: OptionUse, option: Option, *, keyword: bool) -> Verdict | None:
+    """argparse's type and choices check, then pydantic's range check on the config field."""
+    v = use.value
+    if v is None or not option.takes_value or not v.strip() or "$" in v or "`" in v:
+        return None  # no value, or one the shell or the pod fills in at run time
+    arg = "/".join(option.names[:2]) if not keyword else use.written
+    if not keyword:
+        if option.kind == "int" and not _is_int(v):
+            return Verdict(use, "bad_value",
+                           f"{PROG[engine]}: error: argument {arg}: invalid int value: '{v}'",
+                           option)
+        if option.kind == "float" and not _is_float(v):
+            return Verdict(use, "bad_value",
+                           f"{PROG[engine]}: error: argument {arg}: invalid float value: '{v}'",
+                           option)
+        if option.kind == "human_int" and not (_HUMAN.match(v.strip()) or v.strip() == "auto"):
+            return Verdict(use, "bad_value",
+                           f"{PROG[engine]}: error: argument {arg}: invalid value: '{v}' "
+                           "(an integer, optionally with k/m/g/t or K/M/G/T)", option)
+        if option.choices is not None and v not in option.choices:
+            shown = ", ".join(f"'{c}'" for c in option.choices)
+            close = difflib.get_close_matches(v, option.choices, n=1, cutoff=0.6)
+            return Verdict(use, "bad_value",
+                           f"{PROG[engine]}: error: argument {arg}: invalid choice: '{v}' "
+                           f"(choose from {shown})", option,
+                           suggestion=close[0] if close else None)
+    if option.range and _is_float(v):
+        x = float(v)
+        words = {"gt": "greater than", "ge": "greater than or equal to",
+                 "lt": "less than", "le": "less than or equal to"}
+        for op, bound in option.range:
+            ok = {"gt": x > bound, "ge": x >= bound, "lt": x < bound, "le": x <= bound}[op]
+            if not ok:
+                b = int(bound) if float(bound).is_integer() else bound
+                field = option.names[0].lstrip("-").replace("-", "_")
+                return Verdict(use, "bad_value",
+                               f"pydantic ValidationError: {field}: Input should be "
+                               f"{words[op]} {b} [input_value={v}]", option)
+    return None
+
+
+def _is_int(v: str) -> bool:
+    try:
+        int(v)
+    except ValueError:
+        return False
+    return True
+
+
+def _is_float(v: str) -> bool:
+    try:
+        float(v)
+    except ValueError:
+        return False
+    return True
+
+
+def keywords_of(engine: str, version: str) -> frozenset[str] | None:
+    import json
+
+    from tpcheck.engines.flags import _OPTIONS_DIR
+
+    key = (engine, version)
+    if key not in _KEYWORDS:
+        with open(f"{_OPTIONS_DIR}/{engine}-{version}.json", encoding="utf-8") as fh:
+            kws = json.load(fh).get("keywords")
+        _KEYWORDS[key] = frozenset(kws) if kws is not None else None
+    return _KEYWORDS[key]
+
+
+_KEYWORDS: dict[tuple[str, str], frozenset[str] | None] = {}
+
+
+def _last_release_with(engine: str, version: str, name: str, *,
+                       keyword: bool) -> tuple[str, Option] | None:
+    """The newest release older than ``version`` that accepted ``name`` (exact), if any."""
+    from tpcheck.engines.flags import version_key
+
+    older = [r for r in known_releases(engine) if version_key(r) < version_key(version)]
+    for rel in reversed(older):
+        if keyword:
+            kws = keywords_of(engine, rel)
+            if kws is not None and name in kws:
+                return rel, Option((name,), "str", "EngineArgs" if engine == "vllm" else "")
+            continue
+        opt = load_table(engine, rel).by_name.get(name)
+        if opt is not None:
+            return rel, opt
+    return None
+
+
+def _older_than_all(engine: str, version: str) -> bool:
+    from tpcheck.engines.flags import version_key
+
+    return version_key(version.lstrip("vV")) < version_key(known_releases(engine)[0])
+
+
+def _next_release(engine: str, version: str) -> str | None:
+    from tpcheck.engines.flags import version_key
+
+    newer = [r for r in known_releases(engine) if version_key(r) > version_key(version)]
+    return newer[0] if newer else None
+
+
+def _ambiguous_since(engine: str, opt: str, version: str) -> str | None:
+    """In which release the prefix stopped naming one option, when an older table knows."""
+    from tpcheck.engines.flags import version_key
+
+    older = [r for r in known_releases(engine) if version_key(r) < version_key(version)]
+    newer_ambiguous = version
+    for rel in reversed(older):
+        names = load_table(engine, rel).by_name
+        m = [n for n in names if n.startswith(opt)]
+        if opt in names or len(m) == 1:
+            one = opt if opt in names else m[0]
+            return f"it named {one} in {engine} {rel}; ambiguous since {newer_ambiguous}"
+        if len(m) > 1:
+            newer_ambiguous = rel
+    return None
+
+
+def findings(ctx: CheckContext, rule: ModuleType, outcome: Outcome,
+             default_fix: str) -> Iterator[Finding]:
+    """The findings of one outcome, each at the option (or, for a bad value, the value)."""
+    d = ctx.deployment
+    if not d.options:
+        return
+    a = analyze(d)
+    for v in a.verdicts:
+        if v.outcome != outcome:
+            continue
+        opt_span, value_span = v.use.locate()
+        span = value_span if outcome == "bad_value" and value_span is not None else opt_span
+        target = v.replacement or v.suggestion
+        msg = v.message
+        if target and target != v.use.written and target not in msg:
+            msg += f"; did you mean {target}?" if outcome in ("unknown", "bad_value") else (
+                f"; use {target}")
+        if a.note:
+            msg += f" ({a.note})"
+        elif d.engine_version is None:
+            msg += f" (checked against {a.engine} {a.release}: no release pinned)"
+        edits: tuple[Edit, ...] = ()
+        fix = default_fix
+        if target and target != v.use.written:
+            fix = f"use {target}"
+            if outcome in ("unknown", "removed") or (outcome == "bad_value" and value_span):
+                edits = (Edit(value_span if outcome == "bad_value" and value_span else opt_span,
+                              target, f"replace with {target}"),)
+        severity = None
+        if outcome == "removed" and d.engine_version is None:
+            severity = Severity.WARNING  # refused by the newest release; an older image runs it
+            msg += "; pin the image to the release you run"
+        yield ctx.finding(rule, msg, span=span, fix=fix, edits=edits, severity=severity)

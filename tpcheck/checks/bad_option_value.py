@@ -1,0 +1,36 @@
+"""TP003 bad-option-value: a value not of the option's type, choices or range.
+
+The option table of the pinned release decides (``checks._options``); this module reports the
+option uses whose outcome is ``bad_value``.
+"""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import Iterator
+
+from tpcheck.checks._options import findings
+from tpcheck.checks.base import Finding, Severity
+from tpcheck.checks.context import CheckContext
+
+CODE = "TP003"
+NAME = "bad-option-value"
+SEVERITY = Severity.ERROR
+NEEDS_SHAPE = False
+SUMMARY = "A value that is not of the option's type, not one of its choices, or out of its range."
+
+
+def check(ctx: CheckContext) -> Iterator[Finding]:
+    yield from findings(ctx, sys.modules[__name__], "bad_value",
+                        "give a value of the type, choices or range the message quotes")
+
+
+def refused(ctx: CheckContext, field: str, message: str) -> Finding:
+    """A value the option table lets through but the engine's model code refuses (vLLM 0.33
+    takes any string for --kv-cache-dtype at parse time): the physics' own words, at the value.
+    The other rules then run without it."""
+    d = ctx.deployment
+    flag = "--" + field.replace("_", "-")
+    return ctx.finding(sys.modules[__name__], f"{flag} {getattr(d, field)!r}: {message}; the "
+                       "other rules use the engine's default for it", span=d.span_of(field),
+                       fix=f"give {flag} a value this {d.engine} release knows")
