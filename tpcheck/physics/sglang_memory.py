@@ -50,19 +50,19 @@ TOKENS_SRC: dict[str, str] = {
               "(available // cell), kv_cache_configurator.py config_from_budget l.3192",
 }
 
-# What the process cannot see free when T is taken, beyond the card's torch-visible total M.
-# CUDA context and torch's own start-up: 22.05 GiB (L4, torch total) − 21.63 GiB ("Load weight
-# begin. avail mem") − 0.13 GiB ("Init torch distributed ends. mem usage") = 0.29 GiB in
-# observation row 1; 139.81 − 137.29 − 2.01 = 0.51 GiB on an H200 at TP 8 (sglang PR 11716's
-# log, Oct 2025). The mean of the two:
+# What the process cannot see free when T is taken, beyond the card's torch-visible total M:
+# the CUDA context and torch's own start-up, M − "Load weight begin. avail mem" − "Init torch
+# distributed ends. mem usage" in fixtures/observations/sglang-startup.jsonl: 0.29 GiB (row 1,
+# L4), 0.38 and 0.60 (rows 2 and 3, H100), 0.42 (row 11, H200 at TP 8); the median of the four
+# (row 4, a desktop card under WSL2, shows 0.82; row 5's card is not named):
 CONTEXT_BYTES = round(0.40 * GIB)
 # NCCL communicators at t > 1 without custom all-reduce (PCIe, more than two GPUs): the
 # "Init torch distributed ends. mem usage=0.13 GB" of row 1 (4 × L4).
 NCCL_BYTES = round(0.13 * GIB)
-# On NVLink parts SGLang also sets up custom all-reduce (IPC buffers), and NCCL's NVLS/P2P
-# buffers: "Init torch distributed ends. mem usage=2.01 GB" at TP 8 on H200 (PR 11716), so
-# 2.01 − 0.13 = 1.88 GiB beyond the PCIe figure; not growing visibly with t (row 0 at TP 4
-# implies 1.7 GiB). Not read from a wheel: measured.
+# On NVLink parts SGLang also sets up custom all-reduce IPC buffers, and NCCL its NVLS/P2P
+# buffers: "Init torch distributed ends. mem usage=2.01 GB" at TP 8 on H200 (row 11), 2.01 −
+# 0.13 = 1.88 GiB beyond the PCIe figure. Measured, not read from a wheel; one row, so its
+# growth with t is not known (row 0 at TP 4 is consistent with the same figure).
 NVLINK_COMM_BYTES = round(1.88 * GIB)
 
 
@@ -78,14 +78,18 @@ def release_read(version: str | None) -> str:
     return chosen
 
 
-def baseline_overhead(t: int, nvlink: bool) -> Formula:
-    """M − T: the context, plus NCCL (and custom all-reduce on NVLink) buffers when t > 1."""
+def baseline_overhead(t: int, nvlink: bool, context_bytes: float | None = None) -> Formula:
+    """M − T: the context, plus NCCL (and custom all-reduce on NVLink) buffers when t > 1.
+
+    ``context_bytes`` replaces the measured context (calibration refits).
+    """
+    ctx = CONTEXT_BYTES if context_bytes is None else context_bytes
     nccl = NCCL_BYTES if t > 1 else 0
     custom = NVLINK_COMM_BYTES if t > 1 and nvlink else 0
-    total = CONTEXT_BYTES + nccl + custom
+    total = ctx + nccl + custom
     return Formula(
         "sglang_baseline_overhead", "C + (c_nccl + c_nvlink·[NVLink] if t > 1)",
-        {"C": CONTEXT_BYTES, "c_nccl": NCCL_BYTES, "c_nvlink": NVLINK_COMM_BYTES, "t": t,
+        {"C": ctx, "c_nccl": NCCL_BYTES, "c_nvlink": NVLINK_COMM_BYTES, "t": t,
          "nvlink": nvlink},
         total, "B",
         "measured: sglang start-up logs ('Load weight begin. avail mem', 'Init torch "
@@ -94,10 +98,10 @@ def baseline_overhead(t: int, nvlink: bool) -> Formula:
 
 
 def pool_per_gpu(*, memory: float, mfs: float, weights: float, t: int, nvlink: bool,
-                 version: str | None = None) -> Formula:
+                 version: str | None = None, context_bytes: float | None = None) -> Formula:
     """rest = T·mfs − W with T = M − overhead: what profile_max_num_token leaves for the cells."""
     rel = release_read(version)
-    over = baseline_overhead(t, nvlink)
+    over = baseline_overhead(t, nvlink, context_bytes)
     base = memory - over.result
     t_f = Formula("T", "M − overhead", {"M": memory, "overhead": over.result}, base, "B",
                   BUDGET_SRC[rel], (over,))
