@@ -103,3 +103,20 @@ def test_plan_uses_the_sglang_budget_and_names_the_release() -> None:
     expected = (gpu.usable_bytes - sm.CONTEXT_BYTES) * 0.88 - ev.weights.result
     assert ev.pool.result == pytest.approx(expected)
     assert ev.pool.values["release"] == "0.4.6"
+
+
+@pytest.mark.parametrize(("version", "tokens", "context", "expected"), [
+    ("0.4.3", 46_611, 131_072, 2049),  # observation row 1 logged max_running_requests=2049
+    ("0.4.1", 444_500, 131_072, 2049),  # row 2 logged 2049
+    ("0.4.6", 1_000_000, 32_768, 4097),  # 1e6/32768·512 = 15,625 → 4096, + 1 slot
+    ("0.4.6", 3_000, 4_096, 1_500),  # tokens // 2 binds
+    ("0.5.2", 46_611, 131_072, 2048),  # 0.5.2's request pool has no extra slot
+])
+def test_default_max_running_requests_by_release(version: str, tokens: int, context: int,
+                                                 expected: int) -> None:
+    d = sm.default_max_running_requests(version, tokens, context)
+    assert d is not None and d.value == expected
+
+
+def test_max_running_requests_0523_is_resolve_max_num_reqs() -> None:
+    assert sm.default_max_running_requests("0.5.23", 46_611, 131_072) is None

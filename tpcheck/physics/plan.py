@@ -260,7 +260,8 @@ def evaluate(shape: ModelShape, t: int, opts: Options) -> Evaluation:
     if eng == "sglang" and opts.max_num_seqs is None:
         from tpcheck.engines.defaults import sglang_max_running_requests
 
-        md = sglang_max_running_requests(int(tokens.result), c)
+        md = (sglang_memory.default_max_running_requests(d.version, int(tokens.result), c)
+              or sglang_max_running_requests(int(tokens.result), c))
         seqs = int(md.value)
         defaults["max_running_requests"] = f"{seqs} ({md.source})"
         defaults.pop("max_num_seqs", None)

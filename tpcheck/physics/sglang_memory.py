@@ -162,3 +162,23 @@ def default_mem_fraction(version: str | None, gpu_mem_bytes: int, tp: int,
         return Default(_reserved_052(mem, tp, pp, attn_dp > 1),
                        "sglang 0.5.2 server_args.py l.450-496", rel)
     return None
+
+
+def default_max_running_requests(version: str | None, pool_tokens: int,
+                                 context_len: int) -> Default | None:
+    """The release's default max_running_requests; None for 0.5.23+ (resolve_max_num_reqs).
+
+    Both read releases clamp int(tokens / context · 512) to [2048, 4096] (0.4.6
+    model_runner.py l.736-745, 0.5.2 l.1252-1261) and the worker takes min(tokens // 2, the
+    request pool): 0.4.6 sizes that pool max_num_reqs + 1 (l.795; tp_worker.py l.110-118), so
+    its logs print 2049; 0.5.2 sizes it max_num_reqs (l.1335; tp_worker.py l.137-145).
+    """
+    rel = release_read(version)
+    if rel not in ("0.4.6", "0.5.2"):
+        return None
+    est = min(max(int(pool_tokens / max(context_len, 1) * 512), 2048), 4096)
+    slots = est + 1 if rel == "0.4.6" else est
+    src = ("sglang 0.4.6 model_runner.py l.736-745, l.795; managers/tp_worker.py l.110-118"
+           if rel == "0.4.6" else
+           "sglang 0.5.2 model_runner.py l.1252-1261, l.1335; managers/tp_worker.py l.137-145")
+    return Default(min(pool_tokens // 2, slots), src, rel)
