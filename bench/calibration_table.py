@@ -103,7 +103,43 @@ def main() -> int:
     print("excluded rows:")
     for i, reason in sorted(EXCLUDED.items()):
         print(f"  {i:>2}: {reason}")
+    sglang_section()
     return 0
+
+
+def sglang_section() -> None:
+    """Issue 21: SGLang pools against fixtures/observations/sglang-startup.jsonl, before (M·mfs −
+    W, nothing held back) and after (T·mfs − W, the context refitted leaving the row out)."""
+    from tests.physics import test_sglang_calibration as sg
+    from tpcheck.physics import memory
+
+    rows = sg.load_rows()
+    print()
+    print("SGLang: pool per GPU (GiB) against #tokens × cell; 'before' = M·mfs − W (main before "
+          "issue 21), 'after' = T·mfs − W with the context C refitted on the other rows")
+    print(f"{'row':>3} {'model':<34} {'rel':<7} {'logged':>7} {'before':>7} {'err':>7} "
+          f"{'after':>7} {'err':>7} {'C fit':>6} {'tok pred':>9} {'tok log':>9}")
+    before_errs, after_errs = [], []
+    for p, fit in sg.leave_one_out():
+        case = sg.CASES[p.row]
+        mem = sg.memory_of(rows[p.row], case)
+        mfs = float(rows[p.row]["mem_fraction_static"])  # type: ignore[arg-type]
+        old = memory.pool_per_gpu(memory=mem, utilization=mfs, weights=p.weights_gib * GIB,
+                                  reserve_bytes=0, engine="sglang").result / GIB
+        b = (old - p.logged_pool_gib) / p.logged_pool_gib
+        before_errs.append(b)
+        after_errs.append(p.pool_error)
+        miss = f"  [{case.pool_miss[:50]}…]" if case.pool_miss else ""
+        print(f"{p.row:>3} {p.model:<34} {p.version:<7} {p.logged_pool_gib:>7.2f} {old:>7.2f} "
+              f"{_pct(b):>7} {p.pool_gib:>7.2f} {_pct(p.pool_error):>7} {fit / GIB:>6.2f} "
+              f"{p.tokens:>9} {p.logged_tokens:>9}{miss}")
+    bm, bw = summary(before_errs)
+    am, aw = summary(after_errs)
+    print(f"{'all':<16} rows={len(after_errs)}  before median {bm * 100:.1f}% worst "
+          f"{bw * 100:.1f}%  after median {am * 100:.1f}% worst {aw * 100:.1f}%")
+    print("excluded rows:")
+    for i, reason in sorted(sg.EXCLUDED.items()):
+        print(f"  {i:>2}: {reason}")
 
 
 if __name__ == "__main__":

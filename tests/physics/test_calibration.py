@@ -88,7 +88,8 @@ EXCLUDED: dict[int, str] = {
     4: "contradictory source: speculative decoding (EAGLE) may be on; 410,128 tokens = "
        "51.63 GiB / (33 layers × 4 KiB), one layer more than Llama-3.1-8B's 32, so a draft "
        "layer shares the pool and its weights are not in the row",
-    5: "SGLang start-up (mem_fraction_static semantics); Qwen3-235B-A22B-FP8 not in shared/models",
+    5: "SGLang start-up (mem_fraction_static semantics): row 0 of sglang-startup.jsonl, "
+       "calibrated in test_sglang_calibration.py",
     6: "model missing: ibm-granite/granite-4.0-micro is not in shared/models",
     7: "model missing: Qwen/Qwen2.5-7B-Instruct-AWQ is not in shared/models (only the bf16 "
        "Qwen2.5-7B-Instruct, whose config lacks the AWQ quantization_config)",
@@ -112,7 +113,7 @@ EXCLUDED: dict[int, str] = {
     20: "model missing: Qwen2.5-32B FP8; user summary, layout not stated",
     25: "model missing: google/gemma-4-E2B; hybrid attention groups with KV sharing",
     27: "SGLang start-up (DP attention), not vLLM",
-    28: "SGLang start-up, not vLLM",
+    28: "SGLang start-up, not vLLM: row 10 of sglang-startup.jsonl (excluded there too)",
 }
 
 

@@ -155,9 +155,12 @@ class CheckContext:
         rel = self.release
         known = KNOWN_RELEASES.get(self.deployment.engine, ())
         if self.deployment.engine == "sglang" and rel.pinned and rel.version not in known:
-            # Only one SGLang release's memory rules were read; say which one is applied.
-            message = (f"{message} (assumes SGLang {known[-1]}'s memory rules, the only release "
-                       f"read; the deployment names {rel.version}, {rel.source})")
+            # SGLang's budget was read in a few releases; say which one's rules are applied.
+            from tpcheck.physics.sglang_memory import release_read
+
+            message = (f"{message} (assumes SGLang {release_read(rel.version)}'s memory rules, "
+                       f"the nearest release read; the deployment names {rel.version}, "
+                       f"{rel.source})")
             return message, severity
         message = f"{message} (assumes {rel})"
         if rel.pinned or rule.CODE not in VERDICT_CODES:

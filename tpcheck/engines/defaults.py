@@ -136,11 +136,11 @@ def _batch_source(pv: tuple[int, ...]) -> str:
 
 # vLLM releases whose memory model differs in tpcheck's tables (sampler, CUDA-graph estimate,
 # batch-default tiers, gpu_memory_utilization 0.92 from 0.20), from the first V1 release read
-# (0.10.1): a verdict that changes between two of them changes with the release. SGLang: one
-# release read.
+# (0.10.1): a verdict that changes between two of them changes with the release. SGLang: the
+# releases whose KV budget and default mem_fraction_static were read (physics/sglang_memory.py).
 KNOWN_RELEASES: dict[str, tuple[str, ...]] = {
     "vllm": ("0.10.1", "0.12.0", "0.17.0", "0.20.0", "0.21.0", "0.28.0", "0.33.0"),
-    "sglang": ("0.5.23",),
+    "sglang": ("0.4.6", "0.5.2", "0.5.23"),
 }
 NOT_PINNED = "newest known (image not pinned: pin it to be exact)"
 _UNPINNED_TAGS = ("latest", "nightly", "main")

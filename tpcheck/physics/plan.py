@@ -15,7 +15,7 @@ from tpcheck.engines.defaults import (
 from tpcheck.formula import Formula
 from tpcheck.hardware.gpus import GPU
 from tpcheck.models.shape import ModelShape
-from tpcheck.physics import comm, kv, memory
+from tpcheck.physics import comm, kv, memory, sglang_memory
 from tpcheck.physics.legality import Refusal, refusals
 from tpcheck.physics.linkcost import prefill_tokens
 from tpcheck.physics.split import model_params, weight_split
@@ -154,6 +154,11 @@ def default_context(shape: ModelShape, opts: Options) -> Formula:
     )
 
 
+def gpu_nvlink(gpu: GPU | None) -> bool:
+    """Whether SGLang sets up custom all-reduce/NVLink buffers: NVLink parts (unknown: yes)."""
+    return gpu is None or (gpu.link.startswith("nvlink") and gpu.nvlink_domain > 1)
+
+
 def evaluate(shape: ModelShape, t: int, opts: Options) -> Evaluation:
     eng = opts.engine
     pp = max(opts.pp, 1)
@@ -241,7 +246,8 @@ def evaluate(shape: ModelShape, t: int, opts: Options) -> Evaluation:
         u = opts.utilization
         uf = Formula("u", "u (given)", {"u": u}, u, "", "flag")
     elif eng == "sglang":
-        dm = sglang_mem_fraction(mem, t, pp, attn_dp)
+        dm = (sglang_memory.default_mem_fraction(d.version, mem, t, pp, attn_dp)
+              or sglang_mem_fraction(mem, t, pp, attn_dp))
         u = float(dm.value)
         uf = Formula(
             "mem_fraction_static", "round((M − reserved)/M, 3)", {"M": mem}, u, "", dm.source
@@ -262,16 +268,24 @@ def evaluate(shape: ModelShape, t: int, opts: Options) -> Evaluation:
             enforce_eager=opts.enforce_eager, version=d.version, moe_group=moe_group,
             expert_parallel=opts.expert_parallel,
         )
-    pool = memory.pool_per_gpu(
-        memory=mem, utilization=u, weights=w.result, reserve_bytes=res.result, engine=eng
-    )
-    tokens = memory.kv_pool_tokens(pool.result, kvb.result, block)
+    if eng == "sglang" and opts.reserve is None:
+        # SGLang's own budget: T (free after context and communicators) · mfs − W.
+        nvlink = gpu_nvlink(opts.gpu)
+        pool = sglang_memory.pool_per_gpu(memory=mem, mfs=u, weights=w.result, t=t,
+                                          nvlink=nvlink, version=d.version)
+        tokens = sglang_memory.pool_tokens(pool.result, kvb.result, block, d.version)
+    else:
+        pool = memory.pool_per_gpu(
+            memory=mem, utilization=u, weights=w.result, reserve_bytes=res.result, engine=eng
+        )
+        tokens = memory.kv_pool_tokens(pool.result, kvb.result, block)
     conc = memory.max_concurrency(int(tokens.result), c, block)
     seatsf = memory.seats(conc.result)
     if eng == "sglang" and opts.max_num_seqs is None:
         from tpcheck.engines.defaults import sglang_max_running_requests
 
-        md = sglang_max_running_requests(int(tokens.result), c)
+        md = (sglang_memory.default_max_running_requests(d.version, int(tokens.result), c)
+              or sglang_max_running_requests(int(tokens.result), c))
         seqs = int(md.value)
         defaults["max_running_requests"] = f"{seqs} ({md.source})"
         defaults.pop("max_num_seqs", None)

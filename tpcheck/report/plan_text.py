@@ -110,7 +110,17 @@ def render_plan(model: str, where: str, shape: ModelShape, rows: Sequence[Evalua
                    f"{_tok(r.tokens) if starts or not r.legal else '-':>9} "
                    f"{seats:>6}" + (f" {_comm(r.comm_share, p):>13}" if show_comm else "")
                    + f"  {bar:<{BAR}} {note}".rstrip())
-    if first is not None and first.reserve is not None:
+    pool_f = first.pool if first is not None else None
+    if pool_f is not None and pool_f.terms and pool_f.terms[0].name == "T":
+        # SGLang: no reserve is subtracted; mfs applies to T, the memory free after the CUDA
+        # context and communicators (physics/sglang_memory.py).
+        t_f = pool_f.terms[0]
+        out.append("")
+        out.append(f"  SGLang budget per GPU (at the first t, rules of SGLang "
+                   f"{pool_f.values['release']}): pool = T·mfs − W_gpu")
+        for term in (t_f, *t_f.terms):
+            out.append(f"    {term.name} = {term.expression} = {term.result / GIB:.2f} GiB")
+    elif first is not None and first.reserve is not None:
         out.append("")
         out.append("  non-KV reserve R per GPU (at the first t):")
         for term in first.reserve.terms or (first.reserve,):
