@@ -228,3 +228,24 @@ def fit(points: Sequence[tuple[float, int, float, float, float]]) -> tuple[float
             return a, c, k
     a, c = lsq(2)
     return a, c, 1.0
+
+
+def tokens_per_second(batch: int, step: Formula, replicas: int = 1) -> Formula:
+    """Decode tokens/s of ``replicas`` copies, each stepping ``batch`` sequences: r·batch/T_step."""
+    res = replicas * batch / step.result if step.result else 0.0
+    return Formula(
+        "decode_tokens_per_second",
+        "replicas·batch / T_step",
+        {"replicas": replicas, "batch": batch, "T_step": step.result},
+        res,
+        "tokens/s",
+        step.source,
+        (step,),
+    )
+
+
+def basis(step: Formula) -> str:
+    """A few words saying what a step figure stands on: its calibration, or the bare floor."""
+    if step.source.startswith("calibrated: "):
+        return step.source.removeprefix("calibrated: ").split(", ")[0]
+    return "weight-read floor, no published sweep for this release and GPU"
