@@ -66,6 +66,10 @@ def main() -> None:
         print(f"  {sid:<32} TP{t0}→TP{t1}: measured {meas:.3f}×, calibrated {pred:.3f}× "
               f"({pred / meas - 1:+.1%}), floor {fg:.3f}× ({fg / meas - 1:+.1%})")
     print(f"worst gain error {worst:.1%} (bar {GAIN_BAR:.0%})")
+    print("\nexcluded rows:")
+    for r in ROWS:
+        if r.get("excluded"):
+            print(f"  {r['id']!s:<40} measured {r['measured_ms']} ms: {r['excluded']}")
     print("\nlarge-batch rows (not fitted; chunked prefill mixed into decode steps):")
     for r in ROWS:
         if not r.get("large_batch"):

@@ -74,7 +74,9 @@ def era_key(row: dict[str, object]) -> step.Era | None:
 
 
 def small(rows: list[dict[str, object]]) -> list[dict[str, object]]:
-    return [r for r in rows if not r.get("large_batch") and int(str(r["batch"])) <= SMALL_BATCH]
+    """The rows the fit uses: batch ≤ 16, not large-batch, not excluded (the row says why)."""
+    return [r for r in rows if not r.get("large_batch") and not r.get("excluded")
+            and int(str(r["batch"])) <= SMALL_BATCH]
 
 
 def predict(row: dict[str, object], a: float, c: float, k: float) -> float:

@@ -53,10 +53,12 @@ class Era:
 # Constants from ``fit`` over the rows named; tests/physics/test_step.py refits them.
 ERAS: tuple[Era, ...] = (
     Era(
-        "vllm", (0, 5), (0, 6), "hopper", a=1.1046, c=59.23e-6, k=1.0,
+        "vllm", (0, 5), (0, 6), "hopper", a=1.1283, c=57.23e-6, k=1.0,
         rows=("lambda-llama3-70b-h100-tp2", "lambda-llama3-70b-h100-tp4",
               "lambda-llama3-70b-h100-tp8", "lambda-llama3-8b-h100-tp1",
-              "lambda-llama3-8b-h100-tp2", "lambda-llama3-8b-h100-tp8"),
+              "lambda-llama3-8b-h100-tp2", "lambda-llama3-8b-h100-tp4",
+              "lambda-llama3-8b-h100-tp8", "lambda-mistral7b-h100-tp1",
+              "lambda-mistral7b-h100-tp2", "lambda-mistral7b-h100-tp4"),
         source="LambdaLabsML/vllm-benchmark results/prompt_10 (vLLM 0.5.4, H100 SXM)",
     ),
     Era(
