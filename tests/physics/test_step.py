@@ -24,6 +24,7 @@ from tpcheck.models.config import load_config, parse_config
 from tpcheck.models.shape import ModelShape
 from tpcheck.physics import step
 from tpcheck.physics.plan import Options, evaluate
+from tpcheck.record import replace
 
 FIXTURE = Path(__file__).resolve().parents[2] / "fixtures" / "observations" / "step-sweeps.jsonl"
 # Served checkpoints not in the catalog, and the catalog entry with the same architecture.
@@ -253,3 +254,31 @@ def test_plan_cli_reports_calibrated_step_and_tokens_per_gpu() -> None:
     t = subprocess.run(base, capture_output=True, text=True, cwd=root, env=env, timeout=60)
     assert t.returncode == 0, t.stderr
     assert "tok/s/GPU" in t.stdout and era.label in t.stdout
+
+
+def test_tp201_quotes_tokens_per_second_from_the_calibrated_step(tmp_path: Path) -> None:
+    """Llama-3-70B TP16 on H100 with vLLM 0.5.4: TP201's speed clause stands on the 0.5/Hopper
+    calibration, and its figure is replicas·b_h/T(8, b_h) ÷ b_t/T(16, b_t) redone here."""
+    from tpcheck.lint import Linter
+    from tpcheck.settings import Settings
+
+    src = tmp_path / "serve.sh"
+    src.write_text("vllm serve meta-llama/Meta-Llama-3-70B --tensor-parallel-size 16 "
+                   "--max-model-len 8192 --max-num-seqs 64 --distributed-executor-backend ray\n")
+    res = Linter(Settings(offline=True, select=("TP201",), gpu="h100-sxm",
+                          engine_version="0.5.4")).run([str(src)])
+    assert not res.errors, res.errors
+    [f] = res.findings
+    era = step.era_for("vllm", "0.5.4", "h100-sxm")
+    assert era is not None and era.label in f.message
+    shape = shape_of("meta-llama/Meta-Llama-3-70B-Instruct")
+    gpu = find_gpu("h100-sxm")
+    base = Options(engine_version="0.5.4", gpu=gpu, context=8192, max_num_seqs=64)
+    s16, s8 = evaluate(shape, 16, base).seats, evaluate(shape, 8, base).seats
+    assert s16 is not None and s8 is not None
+    b16, b8 = min(int(s16.result), 64), min(int(s8.result), 64)  # the batch each admits
+    t16 = evaluate(shape, 16, replace(base, batch=b16)).step
+    t8 = evaluate(shape, 8, replace(base, batch=b8)).step
+    assert t16 is not None and t8 is not None
+    gain = (2 * b8 / t8.result) / (b16 / t16.result)
+    assert f"≈{gain:.2f}× the tokens/s of t=16" in f.message

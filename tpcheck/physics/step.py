@@ -47,7 +47,9 @@ class Era:
     @property
     def label(self) -> str:
         lo, hi = self.low, self.high
-        return f"{self.engine} {lo[0]}.{lo[1]}–{hi[0]}.{hi[1] - 1}.x on {self.gpu_class}"
+        rel = (f"{lo[0]}.{lo[1]}.x" if hi == (lo[0], lo[1] + 1)
+               else f"{lo[0]}.{lo[1]}–{hi[0]}.{hi[1] - 1}.x")
+        return f"{self.engine} {rel} on {self.gpu_class}"
 
 
 # Constants from ``fit`` over the rows named; tests/physics/test_step.py refits them.
