@@ -64,6 +64,13 @@ ERAS: tuple[Era, ...] = (
         source="LambdaLabsML/vllm-benchmark results/prompt_10 (vLLM 0.5.4, H100 SXM)",
     ),
     Era(
+        "vllm", (0, 5), (0, 6), "a100", a=1.2011, c=70.54e-6, k=16.80,
+        rows=("lambda-llama3-70b-a100-tp2", "lambda-llama3-70b-a100-tp4",
+              "lambda-llama3-70b-a100-tp8", "lambda-llama3-8b-a100-tp1",
+              "lambda-llama3-8b-a100-tp8"),
+        source="LambdaLabsML/vllm-benchmark results/prompt_10 (vLLM 0.5.4, A100 SXM 80GB)",
+    ),
+    Era(
         "vllm", (0, 7), (0, 8), "a100", a=0.9695, c=159.71e-6, k=45.43,
         rows=("vllm16300-qwq32b-a100-b1-tp2", "vllm16300-qwq32b-a100-b1-tp4",
               "vllm16300-qwq32b-a100-b1-tp8", "vllm16300-qwq32b-a100-b16-tp2",
