@@ -282,3 +282,18 @@ def test_tp201_quotes_tokens_per_second_from_the_calibrated_step(tmp_path: Path)
     assert t16 is not None and t8 is not None
     gain = (2 * b8 / t8.result) / (b16 / t16.result)
     assert f"≈{gain:.2f}× the tokens/s of t=16" in f.message
+
+
+def test_moe_and_mla_stay_on_the_floor_even_in_a_calibrated_release() -> None:
+    # every calibration row is a dense GQA model: a calibrated release does not carry over
+    gpu = find_gpu("h100-sxm")
+    for model in ("mistralai/Mixtral-8x7B-v0.1", "deepseek-ai/DeepSeek-V2-Lite"):
+        ev = evaluate(shape_of(model), 2, Options(engine_version="0.5.4", gpu=gpu, batch=8,
+                                                  context=512))
+        assert ev.step is not None and ev.floor is not None
+        assert ev.step.result == ev.floor.result
+        assert step.NOT_DENSE in ev.step.source
+        assert step.basis(ev.step) == "weight-read floor, " + step.NOT_DENSE
+    dense = evaluate(shape_of("meta-llama/Meta-Llama-3-8B-Instruct"), 2,
+                     Options(engine_version="0.5.4", gpu=gpu, batch=8, context=512))
+    assert dense.step is not None and dense.step.source.startswith("calibrated")

@@ -21,7 +21,7 @@ from tpcheck.formula import Formula
 from tpcheck.physics import comm
 from tpcheck.physics.legality import ceil_div
 from tpcheck.physics.linkcost import LinkUse, breakeven, link_use, prefill_share, prefill_tokens
-from tpcheck.physics.step import RATIO_RANGE
+from tpcheck.physics.step import NO_SWEEP, RATIO_RANGE
 
 
 def alpha_override(ctx: CheckContext) -> float | None:
@@ -98,6 +98,13 @@ def _pct(x: float) -> str:
     return f"{x * 100:,.0f}%"
 
 
+def _why(step_source: str) -> str:
+    """Why the step is uncalibrated, as its Formula's source says it."""
+    if step_source.startswith("uncalibrated ("):
+        return step_source.removeprefix("uncalibrated (").split("):")[0]
+    return NO_SWEEP
+
+
 def describe(costs: tuple[Formula, ...]) -> str:
     """The cost figures as one clause each, in the order link_costs gives them."""
     parts: list[str] = []
@@ -109,7 +116,7 @@ def describe(costs: tuple[Formula, ...]) -> str:
             "all-reduces add " + ", ".join(bits) + (
                 f" to the rest of the decode step ({src.split(', ')[0]})"
                 if src.startswith("calibrated") else " to the decode step's weight-read time "
-                "(no published sweep calibrates this release and GPU: measured steps run "
+                f"({_why(src)}: measured steps run "
                 f"{RATIO_RANGE[0]:.1f}–{RATIO_RANGE[1]:.1f}× the floor, so the share is smaller)")
         )
     for f in costs:

@@ -320,13 +320,16 @@ def calibrated(shape: ModelShape, t: int, opts: Options, floor: Formula,
     eng = opts.engine
     version = opts.engine_version or defaults_for("sglang" if eng == "sglang" else "vllm").version
     era = stepmodel.era_for(eng, version, gpu.key) if gpu is not None else None
+    dense = shape.moe is None and not shape.is_mla
+    why = stepmodel.NO_SWEEP if dense or era is None else stepmodel.NOT_DENSE
+    era = era if dense else None
     flops = opts.flops or (gpu.bf16_flops if gpu else None)
     compute = None
     if flops:
         compute = stepmodel.compute_time(model_params(shape, active=True) / pp, opts.batch, t,
                                          flops)
     st = stepmodel.calibrated_step(floor, layers=kv.stage_layers(shape.layers, pp), era=era,
-                                   compute=compute)
+                                   compute=compute, why=why)
     return st, stepmodel.comm_share(st)
 
 

@@ -139,8 +139,12 @@ def comm_split(floor: Formula) -> tuple[float, float]:
     return fixed, max(t_comm - fixed, 0.0)
 
 
+NO_SWEEP = "no published sweep for this release and GPU"
+NOT_DENSE = "the sweeps are dense GQA models; MoE and MLA layers are not calibrated"
+
+
 def calibrated_step(floor: Formula, *, layers: int, era: Era | None,
-                    compute: Formula | None = None) -> Formula:
+                    compute: Formula | None = None, why: str = NO_SWEEP) -> Formula:
     """T_step = max(a·T_mem, T_compute) + c·L + n_AR·α + k·T_bw; the floor when ``era`` is None."""
     t_mem = _term(floor, "T_weights") + _term(floor, "T_kv")
     t_cmp = compute.result if compute is not None else 0.0
@@ -153,8 +157,8 @@ def calibrated_step(floor: Formula, *, layers: int, era: Era | None,
              "range_high": floor.result * hi},
             floor.result,
             "s",
-            f"uncalibrated: the calibrated eras measure {lo:.2f}–{hi:.2f}× the floor "
-            f"({SWEEPS})",
+            f"uncalibrated ({why}): the calibrated eras measure {lo:.2f}–{hi:.2f}× the "
+            f"floor ({SWEEPS})",
             (floor,) + ((compute,) if compute is not None else ()),
         )
     fixed, bw = comm_split(floor)
@@ -259,4 +263,6 @@ def basis(step: Formula) -> str:
     """A few words saying what a step figure stands on: its calibration, or the bare floor."""
     if step.source.startswith("calibrated: "):
         return step.source.removeprefix("calibrated: ").split(", ")[0]
-    return "weight-read floor, no published sweep for this release and GPU"
+    if step.source.startswith("uncalibrated ("):
+        return "weight-read floor, " + step.source.removeprefix("uncalibrated (").split("):")[0]
+    return "weight-read floor, " + NO_SWEEP
