@@ -101,8 +101,8 @@ def check(ctx: CheckContext) -> Iterator[Finding]:
     )
     speed = _speed(ctx, now, at, seats_t, seats_h, replicas)
     if speed is not None:
-        msg += (f", decoding ≈{speed.result:.2f}× the tokens/s of t={t} at full batch "
-                f"({step.basis(speed.terms[0].terms[0])})")
+        msg += (f"; the {replicas} replicas decode ≈{speed.result:.2f}× the tokens/s of t={t}, "
+                f"each at the batch it admits ({step.basis(speed.terms[0].terms[0])})")
     yield ctx.finding(
         rule,
         msg,
