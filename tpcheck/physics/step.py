@@ -1,15 +1,15 @@
 """Decode step time calibrated on published sweeps, not just the weight-read floor (issue 22).
 
 The floor (``comm.decode_step``: weights ÷ HBM bandwidth + KV read + all-reduces) is what a
-perfect engine would reach. Published vLLM sweeps measure 1.3–3× it, and the excess is close to
+perfect engine would reach. Published vLLM sweeps measure 1.3–3.9× it, and the excess is close to
 a fixed cost per layer and step (kernel launches, norms, rotary, sampling, scheduler), so:
 
     T_step = max(a·T_mem, T_compute) + c·L + n_AR·α + k·T_bw
 
 T_mem = weights + KV read ÷ HBM bandwidth; n_AR·α + T_bw = the floor's all-reduces on the real
 link (fixed cost + bytes ÷ link bandwidth); T_compute = 2·P_active·batch / (t·π·η). k ≥ 1 is
-link peak ÷ the bandwidth decode-sized all-reduces reach; it is fitted only where the rows vary
-the batch (else 1, the link peak). a, c (and k) are fitted per engine-release era and GPU class
+link peak ÷ the bandwidth decode-sized all-reduces reach; it is fitted where the rows separate
+it from a and c (else 1, the link peak). a, c, k are fitted per engine-release era and GPU class
 on the rows of ``fixtures/observations/step-sweeps.jsonl`` (``fit`` below;
 ``bench/step_table.py`` prints every row and the leave-one-out errors). Where no era matches,
 the step is the floor and the Formula says so, with the range the calibrated eras span.
