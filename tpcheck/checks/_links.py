@@ -21,6 +21,7 @@ from tpcheck.formula import Formula
 from tpcheck.physics import comm
 from tpcheck.physics.legality import ceil_div
 from tpcheck.physics.linkcost import LinkUse, breakeven, link_use, prefill_share, prefill_tokens
+from tpcheck.physics.step import NO_SWEEP, RATIO_RANGE
 
 
 def alpha_override(ctx: CheckContext) -> float | None:
@@ -33,12 +34,15 @@ def decode_share(ctx: CheckContext, use: LinkUse, batch: int, batch_source: str)
     ev = ctx.evaluate_at(
         ctx.tp, link_bandwidth=use.bandwidth.result, alpha=use.alpha.result, batch=batch
     )
-    if ev.step is None or ev.comm_share is None:
+    if ev.step is None or ev.comm_share is None or ev.floor is None:
         return None
-    sv = ev.step.values
+    sv = ev.floor.values
+    calibrated = not ev.step.expression.startswith("floor")
     return Formula(
         "decode_comm_share",
-        "n_AR·(α + 2(t−1)/t·batch·d·b/B) / (W_gpu/β)",
+        # calibrated (issue 22): what the all-reduces add to the rest of a measured-like step
+        "T_comm / (T_step − T_comm)" if calibrated
+        else "n_AR·(α + 2(t−1)/t·batch·d·b/B) / (W_gpu/β)",
         {
             "n_AR": sv["n_AR"],
             "α": sv["α"],
@@ -50,10 +54,11 @@ def decode_share(ctx: CheckContext, use: LinkUse, batch: int, batch_source: str)
             "W_gpu": sv["W_gpu"],
             "β": sv["β"],
             "batch_source": batch_source,
+            "step": ev.step.source,
         },
         ev.comm_share.result,
         "",
-        comm.SEED_COMM,
+        ev.comm_share.source if calibrated else comm.SEED_COMM,
         (ev.step, ev.comm_share),
     )
 
@@ -93,14 +98,26 @@ def _pct(x: float) -> str:
     return f"{x * 100:,.0f}%"
 
 
+def _why(step_source: str) -> str:
+    """Why the step is uncalibrated, as its Formula's source says it."""
+    if step_source.startswith("uncalibrated ("):
+        return step_source.removeprefix("uncalibrated (").split("):")[0]
+    return NO_SWEEP
+
+
 def describe(costs: tuple[Formula, ...]) -> str:
     """The cost figures as one clause each, in the order link_costs gives them."""
     parts: list[str] = []
     dec = [f for f in costs if f.name == "decode_comm_share"]
     if dec:
         bits = [f"{_pct(f.result)} at batch {f.values['batch']:,}" for f in dec]
+        src = str(dec[0].values.get("step", ""))
         parts.append(
-            "all-reduces add " + ", ".join(bits) + " to the decode step's weight-read time"
+            "all-reduces add " + ", ".join(bits) + (
+                f" to the rest of the decode step ({src.split(', ')[0]})"
+                if src.startswith("calibrated") else " to the decode step's weight-read time "
+                f"({_why(src)}: measured steps run "
+                f"{RATIO_RANGE[0]:.1f}–{RATIO_RANGE[1]:.1f}× the floor, so the share is smaller)")
         )
     for f in costs:
         if f.name == "prefill_comm_share":

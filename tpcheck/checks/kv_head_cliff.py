@@ -12,6 +12,8 @@ from collections.abc import Iterator
 from tpcheck.checks.base import Edit, Finding, Severity
 from tpcheck.checks.context import CheckContext
 from tpcheck.formula import Formula, fmt_bytes
+from tpcheck.physics import step
+from tpcheck.physics.plan import Evaluation
 from tpcheck.record import replace
 
 CODE = "TP201"
@@ -101,13 +103,45 @@ def check(ctx: CheckContext) -> Iterator[Finding]:
         f"{t} GPUs as {replicas} replicas of TP {hkv} seat {dp_seats} ({x(dp_seats)}); with "
         f"an fp8 KV cache, {fp8_seats} ({x(fp8_seats)})"
     )
+    speed = _speed(ctx, now, at, seats_t, seats_h, replicas)
+    if speed is not None:
+        msg += (f"; the {replicas} replicas decode ≈{speed.result:.2f}× the tokens/s of t={t}, "
+                f"each at the batch it admits ({step.basis(speed.terms[0].terms[0])})")
     yield ctx.finding(
         rule,
         msg,
-        formulas=(gain, kvb, rep, replace(at.seats, name="seats_at_h_kv")),
+        formulas=(gain, kvb, rep, replace(at.seats, name="seats_at_h_kv"))
+        + (() if speed is None else (speed,)),
         fix=fix,
         edits=edits,
         related=ctx.model_related(),
+    )
+
+
+def _speed(ctx: CheckContext, now: Evaluation, at: Evaluation, seats_t: int, seats_h: int,
+           replicas: int) -> Formula | None:
+    """Decode tokens/s of the DP alternative over the layout as written, each at the batch it
+    admits (min of seats and max-num-seqs), from the calibrated step (floor if uncalibrated)."""
+    seqs = now.max_num_seqs
+    if seqs is None:
+        return None
+    b_t, b_h = min(seats_t, int(seqs.result)), min(seats_h, int(seqs.result))
+    if b_t <= 0 or b_h <= 0:
+        return None
+    ev_t, ev_h = ctx.evaluate_at(ctx.tp, batch=b_t), ctx.evaluate_at(at.tp, batch=b_h)
+    if ev_t.step is None or ev_h.step is None:
+        return None
+    mine = step.tokens_per_second(b_t, ev_t.step)
+    alt = step.tokens_per_second(b_h, ev_h.step, replicas)
+    return Formula(
+        "decode_speed_gain",
+        "tokens/s(replicas × TP h_kv) / tokens/s(t)",
+        {"tokens/s(dp)": alt.result, "tokens/s(t)": mine.result, "batch(h_kv)": b_h,
+         "batch(t)": b_t, "replicas": replicas},
+        alt.result / mine.result if mine.result else float("inf"),
+        "x",
+        ev_h.step.source,
+        (alt, mine),
     )
 
 

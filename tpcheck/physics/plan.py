@@ -16,6 +16,7 @@ from tpcheck.formula import Formula
 from tpcheck.hardware.gpus import GPU
 from tpcheck.models.shape import ModelShape
 from tpcheck.physics import comm, kv, memory, sglang_memory
+from tpcheck.physics import step as stepmodel
 from tpcheck.physics.legality import Refusal, refusals
 from tpcheck.physics.linkcost import prefill_tokens
 from tpcheck.physics.split import model_params, weight_split
@@ -80,6 +81,8 @@ class Evaluation:
     step: Formula | None = None
     comm_share: Formula | None = None
     block: int = 16
+    floor: Formula | None = None  # the weight-read floor; ``step`` is calibrated (issue 22)
+    batch: int = 1
 
     @property
     def legal(self) -> bool:
@@ -132,6 +135,11 @@ class Evaluation:
             "seats": r(self.seats),
             "allreduce_bytes_per_token_per_gpu": r(self.allreduce),
             "decode_step_seconds": r(self.step),
+            "decode_floor_seconds": r(self.floor),
+            "decode_tokens_per_second": None if self.step is None or not self.step.result
+            else self.batch / self.step.result,
+            "decode_tokens_per_second_per_gpu": None if self.step is None or not self.step.result
+            else self.batch / self.step.result / self.tp,
             "comm_share": r(self.comm_share),
             "reserve": None
             if self.reserve is None
@@ -297,12 +305,12 @@ def evaluate(shape: ModelShape, t: int, opts: Options) -> Evaluation:
         "sequences",
         defaults.get("max_num_seqs", defaults.get("max_running_requests", "flag")),
     )
-    step = share = None
+    step = share = floor = None
     gpu = opts.gpu
     hbm_bw = opts.hbm_bandwidth or (gpu.hbm_bandwidth if gpu else None)
     link = opts.link_bandwidth or (gpu.link_bandwidth if gpu else None)
     if hbm_bw and link:
-        step = comm.decode_step(
+        floor = comm.decode_step(
             weights_per_gpu=w.result,
             hbm_bw=hbm_bw,
             batch=opts.batch,
@@ -315,7 +323,7 @@ def evaluate(shape: ModelShape, t: int, opts: Options) -> Evaluation:
             link_bw=link,
             alpha=DEFAULT_ALPHA if opts.alpha is None else opts.alpha,
         )
-        share = comm.comm_share(step)
+        step, share = calibrated(shape, t, opts, floor, pp)
     return Evaluation(
         tp=t,
         refusals=refs,
@@ -337,7 +345,30 @@ def evaluate(shape: ModelShape, t: int, opts: Options) -> Evaluation:
         step=step,
         comm_share=share,
         block=block,
+        floor=floor,
+        batch=opts.batch,
     )
+
+
+def calibrated(shape: ModelShape, t: int, opts: Options, floor: Formula,
+               pp: int = 1) -> tuple[Formula, Formula]:
+    """The decode step calibrated for this engine release and GPU (floor when none), and the
+    all-reduces' share of it."""
+    gpu = opts.gpu
+    eng = opts.engine
+    version = opts.engine_version or defaults_for("sglang" if eng == "sglang" else "vllm").version
+    era = stepmodel.era_for(eng, version, gpu.key) if gpu is not None else None
+    dense = shape.moe is None and not shape.is_mla
+    why = stepmodel.NO_SWEEP if dense or era is None else stepmodel.NOT_DENSE
+    era = era if dense else None
+    flops = opts.flops or (gpu.bf16_flops if gpu else None)
+    compute = None
+    if flops:
+        compute = stepmodel.compute_time(model_params(shape, active=True) / pp, opts.batch, t,
+                                         flops)
+    st = stepmodel.calibrated_step(floor, layers=kv.stage_layers(shape.layers, pp), era=era,
+                                   compute=compute, why=why)
+    return st, stepmodel.comm_share(st)
 
 
 def default_tps(upto: int = 64) -> list[int]:

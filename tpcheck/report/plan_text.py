@@ -6,9 +6,18 @@ from collections.abc import Sequence
 
 from tpcheck.formula import GIB, Formula
 from tpcheck.models.shape import ModelShape
+from tpcheck.physics import step as stepmodel
 from tpcheck.physics.plan import Evaluation, Options
 
 BAR = 24
+
+
+def _rate(r: Evaluation) -> str:
+    """Decode tokens/s per GPU at the plan's batch: batch / T_step / t."""
+    if r.step is None or not r.step.result or not r.legal or (
+            r.seats is not None and not r.seats.result):
+        return "-"  # refused, or no room for one sequence: nothing decodes
+    return f"{r.batch / r.step.result / r.tp:,.0f}"
 
 
 def _gib(f: Formula | None) -> str:
@@ -76,11 +85,19 @@ def render_plan(model: str, where: str, shape: ModelShape, rows: Sequence[Evalua
     if show_comm:
         n = next((p.values["n"] for p in pre if p is not None), None)
         chunk = f"share of a {n:,}-token prefill chunk" if isinstance(n, int) else "prefill -"
-        out.append(f"  comm dec/pre: all-reduce time over the decode weight-read floor at "
+        over = ("the rest of the calibrated decode step" if first is not None
+                and first.step is not None and first.step.source.startswith("calibrated")
+                else "the decode weight-read floor")
+        out.append(f"  comm dec/pre: all-reduce time over {over} at "
                    f"batch {opts.batch} / {chunk}; link {link_label}")
+    step0 = next((r.step for r in rows if r.step is not None), None)
+    if step0 is not None:
+        out.append(f"  tok/s/GPU: decode tokens/s per GPU at batch {opts.batch} "
+                   f"({stepmodel.basis(step0)})")
     out.append("")
     hdr = (f"{'tp':>4} {'ok':>3} {'kvh/gpu':>7} {'W/gpu GiB':>9} {'KV KiB/tok':>10} "
            f"{'pool GiB':>8} {'KV tokens':>9} {'seats':>6}"
+           + (f" {'tok/s/GPU':>9}" if step0 is not None else "")
            + (f" {'comm dec/pre':>13}" if show_comm else "") + "  capacity")
     out.append(hdr)
     peak = max((float(r.tokens.result) for r in rows
@@ -108,7 +125,8 @@ def render_plan(model: str, where: str, shape: ModelShape, rows: Sequence[Evalua
         out.append(f"{r.tp:>4} {ok:>3} {r.kv_heads_per_gpu.result:>7} {_gib(r.weights):>9} "
                    f"{_kib(r.kv_bytes_per_token):>10} {_gib(r.pool):>8} "
                    f"{_tok(r.tokens) if starts or not r.legal else '-':>9} "
-                   f"{seats:>6}" + (f" {_comm(r.comm_share, p):>13}" if show_comm else "")
+                   f"{seats:>6}" + (f" {_rate(r):>9}" if step0 is not None else "")
+                   + (f" {_comm(r.comm_share, p):>13}" if show_comm else "")
                    + f"  {bar:<{BAR}} {note}".rstrip())
     pool_f = first.pool if first is not None else None
     if pool_f is not None and pool_f.terms and pool_f.terms[0].name == "T":

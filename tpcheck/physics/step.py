@@ -1,0 +1,268 @@
+"""Decode step time calibrated on published sweeps, not just the weight-read floor (issue 22).
+
+The floor (``comm.decode_step``: weights ÷ HBM bandwidth + KV read + all-reduces) is what a
+perfect engine would reach. Published vLLM sweeps measure 1.3–3.9× it, and the excess is close to
+a fixed cost per layer and step (kernel launches, norms, rotary, sampling, scheduler), so:
+
+    T_step = max(a·T_mem, T_compute) + c·L + n_AR·α + k·T_bw
+
+T_mem = weights + KV read ÷ HBM bandwidth; n_AR·α + T_bw = the floor's all-reduces on the real
+link (fixed cost + bytes ÷ link bandwidth); T_compute = 2·P_active·batch / (t·π·η). k ≥ 1 is
+link peak ÷ the bandwidth decode-sized all-reduces reach; it is fitted where the rows separate
+it from a and c (else 1, the link peak). a, c, k are fitted per engine-release era and GPU class
+on the rows of ``fixtures/observations/step-sweeps.jsonl`` (``fit`` below;
+``bench/step_table.py`` prints every row and the leave-one-out errors). Where no era matches,
+the step is the floor and the Formula says so, with the range the calibrated eras span.
+No public sweep covers t > h_kv (replicated K/V heads): the model's claim stops at t ≤ h_kv.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from tpcheck.formula import Formula
+from tpcheck.physics import comm
+from tpcheck.record import record
+
+SWEEPS = "fixtures/observations/step-sweeps.jsonl"
+# Dense tensor-core efficiency at large batch: assumed, not fitted (no clean large-batch decode
+# row exists: the published large-batch rows mix chunked prefill into decode steps).
+COMPUTE_EFFICIENCY = 0.6
+
+
+@record
+class Era:
+    """One calibration: engine releases [low, high) on one GPU class, and the rows behind it."""
+
+    engine: str
+    low: tuple[int, int]
+    high: tuple[int, int]
+    gpu_class: str
+    a: float  # multiplies the memory floor
+    c: float  # seconds per layer per step
+    k: float  # link peak ÷ achieved all-reduce bandwidth at decode message sizes (1: peak)
+    rows: tuple[str, ...]
+    source: str
+
+    @property
+    def label(self) -> str:
+        lo, hi = self.low, self.high
+        rel = (f"{lo[0]}.{lo[1]}.x" if hi == (lo[0], lo[1] + 1)
+               else f"{lo[0]}.{lo[1]}–{hi[0]}.{hi[1] - 1}.x")
+        return f"{self.engine} {rel} on {self.gpu_class}"
+
+
+# Constants from ``fit`` over the rows named; tests/physics/test_step.py refits them.
+ERAS: tuple[Era, ...] = (
+    Era(
+        "vllm", (0, 5), (0, 6), "hopper", a=1.1283, c=57.23e-6, k=1.0,
+        rows=("lambda-llama3-70b-h100-tp2", "lambda-llama3-70b-h100-tp4",
+              "lambda-llama3-70b-h100-tp8", "lambda-llama3-8b-h100-tp1",
+              "lambda-llama3-8b-h100-tp2", "lambda-llama3-8b-h100-tp4",
+              "lambda-llama3-8b-h100-tp8", "lambda-mistral7b-h100-tp1",
+              "lambda-mistral7b-h100-tp2", "lambda-mistral7b-h100-tp4"),
+        source="LambdaLabsML/vllm-benchmark results/prompt_10 (vLLM 0.5.4, H100 SXM)",
+    ),
+    Era(
+        "vllm", (0, 5), (0, 6), "a100", a=1.2011, c=70.54e-6, k=16.80,
+        rows=("lambda-llama3-70b-a100-tp2", "lambda-llama3-70b-a100-tp4",
+              "lambda-llama3-70b-a100-tp8", "lambda-llama3-8b-a100-tp1",
+              "lambda-llama3-8b-a100-tp8"),
+        source="LambdaLabsML/vllm-benchmark results/prompt_10 (vLLM 0.5.4, A100 SXM 80GB)",
+    ),
+    Era(
+        "vllm", (0, 7), (0, 8), "a100", a=0.9695, c=159.71e-6, k=45.43,
+        rows=("vllm16300-qwq32b-a100-b1-tp2", "vllm16300-qwq32b-a100-b1-tp4",
+              "vllm16300-qwq32b-a100-b1-tp8", "vllm16300-qwq32b-a100-b16-tp2",
+              "vllm16300-qwq32b-a100-b16-tp4", "vllm16300-qwq32b-a100-b16-tp8"),
+        source="vllm-project/vllm#16300 (vLLM 0.7.2, A100 SXM 80GB, benchmark_latency.py)",
+    ),
+)
+
+
+def gpu_class(gpu_key: str) -> str:
+    """The family a calibration carries over to: same memory system and kernel generation."""
+    if gpu_key.startswith(("h100", "h200", "gh200", "h20")):
+        return "hopper"
+    if gpu_key.startswith("a100"):
+        return "a100"
+    return gpu_key
+
+
+def _release(version: str | None) -> tuple[int, int] | None:
+    if not version:
+        return None
+    parts = version.lstrip("v").split(".")
+    try:
+        return int(parts[0]), int(parts[1])
+    except (IndexError, ValueError):
+        return None
+
+
+def era_for(engine: str, version: str | None, gpu_key: str) -> Era | None:
+    """The calibration for this engine release on this GPU class, or None (no public sweep)."""
+    rel = _release(version)
+    if rel is None:
+        return None
+    cls = gpu_class(gpu_key)
+    for e in ERAS:
+        if e.engine == engine and e.gpu_class == cls and e.low <= rel < e.high:
+            return e
+    return None
+
+
+def _term(floor: Formula, name: str) -> float:
+    return next((x.result for x in floor.terms if x.name == name), 0.0)
+
+
+def compute_time(params_active: float, batch: int, t: int, flops: float,
+                 efficiency: float = COMPUTE_EFFICIENCY) -> Formula:
+    """Dense matmul time of one decode step: 2·P_active·batch / (t·π·η)."""
+    res = 2 * params_active * batch / (t * flops * efficiency)
+    return Formula(
+        "T_compute",
+        "2·P·batch / (t·π·η)",
+        {"P": params_active, "batch": batch, "t": t, "π": flops, "η": efficiency},
+        res,
+        "s",
+        f"η assumed ({SWEEPS} has no clean large-batch decode row)",
+    )
+
+
+def comm_split(floor: Formula) -> tuple[float, float]:
+    """The floor's all-reduce time as (fixed part n_AR·α, bandwidth part)."""
+    v = floor.values
+    t_comm = _term(floor, "T_comm")
+    n_ar, alpha, t = v.get("n_AR"), v.get("α"), v.get("t")
+    ok = isinstance(n_ar, int | float) and isinstance(alpha, int | float)
+    fixed = float(n_ar) * float(alpha) if ok and isinstance(t, int) and t > 1 else 0.0  # type: ignore[arg-type]
+    return fixed, max(t_comm - fixed, 0.0)
+
+
+NO_SWEEP = "no published sweep for this release and GPU"
+NOT_DENSE = "the sweeps are dense GQA models; MoE and MLA layers are not calibrated"
+
+
+def calibrated_step(floor: Formula, *, layers: int, era: Era | None,
+                    compute: Formula | None = None, why: str = NO_SWEEP) -> Formula:
+    """T_step = max(a·T_mem, T_compute) + c·L + n_AR·α + k·T_bw; the floor when ``era`` is None."""
+    t_mem = _term(floor, "T_weights") + _term(floor, "T_kv")
+    t_cmp = compute.result if compute is not None else 0.0
+    if era is None:
+        lo, hi = ratio_range()
+        return Formula(
+            "decode_step_seconds",
+            "floor (no calibration for this engine release and GPU)",
+            {"T_floor": floor.result, "range_low": floor.result * lo,
+             "range_high": floor.result * hi},
+            floor.result,
+            "s",
+            f"uncalibrated ({why}): the calibrated eras measure {lo:.2f}–{hi:.2f}× the "
+            f"floor ({SWEEPS})",
+            (floor,) + ((compute,) if compute is not None else ()),
+        )
+    fixed, bw = comm_split(floor)
+    res = max(era.a * t_mem, t_cmp) + era.c * layers + fixed + era.k * bw
+    return Formula(
+        "decode_step_seconds",
+        "max(a·T_mem, T_compute) + c·L + n_AR·α + k·T_bw",
+        {"a": era.a, "T_mem": t_mem, "T_compute": t_cmp, "c": era.c, "L": layers,
+         "n_AR·α": fixed, "k": era.k, "T_bw": bw},
+        res,
+        "s",
+        f"calibrated: {era.label}, {len(era.rows)} rows of {SWEEPS} ({era.source})",
+        (floor,) + ((compute,) if compute is not None else ()),
+    )
+
+
+def ratio_range() -> tuple[float, float]:
+    """Measured ÷ floor over the calibration rows (set by the bench; see test_step.py)."""
+    return RATIO_RANGE
+
+
+# min and max of measured/floor over every calibration row (bench/step_table.py prints them).
+RATIO_RANGE = (1.289, 3.894)
+
+
+def comm_share(step: Formula) -> Formula:
+    """All-reduce time over the rest of the step: what the all-reduces add to it.
+
+    Uncalibrated, the rest is the weight read alone (the seeds' comm fraction, as before).
+    """
+    floor = step.terms[0] if step.terms else step
+    if step.expression.startswith("floor"):
+        return comm.comm_share(floor)
+    t_comm = float(step.values["n_AR·α"]) + float(step.values["k"]) * float(step.values["T_bw"])  # type: ignore[arg-type]
+    rest = step.result - t_comm
+    return Formula(
+        "comm_share",
+        "T_comm / (T_step − T_comm), T_comm = n_AR·α + k·T_bw",
+        {"T_comm": t_comm, "T_step": step.result},
+        t_comm / rest if rest > 0 else 0.0,
+        "",
+        step.source,
+    )
+
+
+def _solve(m: list[list[float]], v: list[float]) -> list[float]:
+    """Gaussian elimination with partial pivoting for the small normal equations."""
+    n = len(v)
+    aug = [[*row, v[i]] for i, row in enumerate(m)]
+    for i in range(n):
+        p = max(range(i, n), key=lambda r: abs(aug[r][i]))
+        aug[i], aug[p] = aug[p], aug[i]
+        if abs(aug[i][i]) < 1e-30:
+            raise ValueError("the rows do not separate the constants")
+        for r in range(n):
+            if r != i:
+                f = aug[r][i] / aug[i][i]
+                aug[r] = [x - f * y for x, y in zip(aug[r], aug[i], strict=True)]
+    return [aug[i][n] / aug[i][i] for i in range(n)]
+
+
+def fit(points: Sequence[tuple[float, int, float, float, float]]) -> tuple[float, float, float]:
+    """(a, c, k) from (T_mem, L, n_AR·α, T_bw, measured) points, least squares in relative error.
+
+    Minimises Σ((a·T_mem + c·L + n_AR·α + k·T_bw − y) / y)². Where the three-constant fit puts
+    k below 1 (no link beats its peak: the rows do not separate k, e.g. one batch size), k is
+    the link peak (1) and only a and c are fitted.
+    """
+    def lsq(cols: int) -> list[float]:
+        xs = [[m / y, lay / y, bw / y][:cols] for m, lay, _, bw, y in points]
+        ys = [(y - fx - (0.0 if cols == 3 else bw)) / y for _, _, fx, bw, y in points]
+        mat = [[sum(x[i] * x[j] for x in xs) for j in range(cols)] for i in range(cols)]
+        vec = [sum(x[i] * yy for x, yy in zip(xs, ys, strict=True)) for i in range(cols)]
+        return _solve(mat, vec)
+
+    if len(points) > 3:
+        try:
+            a, c, k = lsq(3)
+        except ValueError:
+            k = 0.0
+        if k >= 1.0:
+            return a, c, k
+    a, c = lsq(2)
+    return a, c, 1.0
+
+
+def tokens_per_second(batch: int, step: Formula, replicas: int = 1) -> Formula:
+    """Decode tokens/s of ``replicas`` copies, each stepping ``batch`` sequences: r·batch/T_step."""
+    res = replicas * batch / step.result if step.result else 0.0
+    return Formula(
+        "decode_tokens_per_second",
+        "replicas·batch / T_step",
+        {"replicas": replicas, "batch": batch, "T_step": step.result},
+        res,
+        "tokens/s",
+        step.source,
+        (step,),
+    )
+
+
+def basis(step: Formula) -> str:
+    """A few words saying what a step figure stands on: its calibration, or the bare floor."""
+    if step.source.startswith("calibrated: "):
+        return step.source.removeprefix("calibrated: ").split(", ")[0]
+    if step.source.startswith("uncalibrated ("):
+        return "weight-read floor, " + step.source.removeprefix("uncalibrated (").split("):")[0]
+    return "weight-read floor, " + NO_SWEEP
