@@ -35,8 +35,8 @@ DRIVER = r"""
 import json, sys, time
 spec = json.loads(sys.argv[1])
 if spec.get("preimport"):
-    from tpcheck.models.resolve import _import_hub
-    _import_hub()  # as the resolver imports it; keeps import time out of a timing assertion
+    from tpcheck.models.resolve import import_hub
+    import_hub()  # as the resolver imports it; keeps import time out of a timing assertion
 from tpcheck.models.resolve import Resolver, ResolveError
 resolver = Resolver(**spec.get("init", {}))
 out = []

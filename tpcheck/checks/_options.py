@@ -249,11 +249,11 @@ def _is_float(v: str) -> bool:
 def keywords_of(engine: str, version: str) -> frozenset[str] | None:
     import json
 
-    from tpcheck.engines.flags import _OPTIONS_DIR
+    from tpcheck.engines.flags import OPTIONS_DIR
 
     key = (engine, version)
     if key not in _KEYWORDS:
-        with open(f"{_OPTIONS_DIR}/{engine}-{version}.json", encoding="utf-8") as fh:
+        with open(f"{OPTIONS_DIR}/{engine}-{version}.json", encoding="utf-8") as fh:
             kws = json.load(fh).get("keywords")
         _KEYWORDS[key] = frozenset(kws) if kws is not None else None
     return _KEYWORDS[key]

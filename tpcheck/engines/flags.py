@@ -219,7 +219,7 @@ class OptionTable:
     by_name: dict[str, Option]
 
 
-_OPTIONS_DIR = __file__.rsplit("/", 1)[0] + "/options"
+OPTIONS_DIR = __file__.rsplit("/", 1)[0] + "/options"
 _TABLES: dict[tuple[str, str], OptionTable] = {}
 DEFAULT_RELEASE = {"vllm": VLLM_VERSION_READ, "sglang": SGLANG_VERSION_READ}
 
@@ -233,7 +233,7 @@ def known_releases(engine: str) -> list[str]:
     if out is None:
         import os
 
-        out = sorted((n[len(engine) + 1 : -5] for n in os.listdir(_OPTIONS_DIR)
+        out = sorted((n[len(engine) + 1 : -5] for n in os.listdir(OPTIONS_DIR)
                       if n.startswith(engine + "-") and n.endswith(".json")), key=version_key)
         _RELEASES[engine] = out
     return out
@@ -281,7 +281,7 @@ def load_table(engine: str, version: str) -> OptionTable:
     if t is None:
         import json
 
-        with open(f"{_OPTIONS_DIR}/{engine}-{version}.json", encoding="utf-8") as fh:
+        with open(f"{OPTIONS_DIR}/{engine}-{version}.json", encoding="utf-8") as fh:
             data = json.load(fh)
         by_name: dict[str, Option] = {}
         for e in data["options"]:

@@ -29,14 +29,14 @@ def main(argv: list[str]) -> int:
         CONFIG_NAME,
         MAX_CONFIG_BYTES,
         QUANT_NAME,
-        _classify,
-        _import_hub,
-        _redact_url,
+        classify_hub_error,
+        import_hub,
+        redact_url,
     )
 
     repo, revision, timeout = argv[0], argv[1] or None, float(argv[2])
-    hub = _import_hub()
-    endpoint = _redact_url(str(hub.constants.ENDPOINT))
+    hub = import_hub()
+    endpoint = redact_url(str(hub.constants.ENDPOINT))
     # The HTTP client's import (~1 s) and the user agent (installed packages' versions) are
     # start-up, not the hub's time; a release without these helpers does both on first request.
     import huggingface_hub.utils as hub_utils
@@ -60,7 +60,7 @@ def main(argv: list[str]) -> int:
             return 0
         path = hub.hf_hub_download(repo, CONFIG_NAME, revision=revision, etag_timeout=timeout)
     except Exception as e:
-        err = _classify(e, repo, endpoint)
+        err = classify_hub_error(e, repo, endpoint)
         _say({"kind": err.kind, "message": err.message})
         return 0
     _say({"config_path": str(path)})

@@ -198,7 +198,7 @@ def _cache_folder(repo: str) -> Path:
     return base / ("models--" + repo.replace("/", "--"))
 
 
-def _import_hub() -> Any:
+def import_hub() -> Any:
     """Import huggingface_hub lazily. Before its first import, default telemetry (an extra request
     to the endpoint for agent detection) and progress bars off: a linter makes only the requests it
     needs and writes only its own output. Explicit user settings are kept."""
@@ -210,12 +210,12 @@ def _import_hub() -> Any:
     return huggingface_hub
 
 
-def _redact_url(url: str) -> str:
+def redact_url(url: str) -> str:
     """The endpoint as messages show it: without its userinfo at all."""
     return _USERINFO.sub("", url)
 
 
-def _classify(error: BaseException, repo: str, endpoint: str) -> ResolveError:
+def classify_hub_error(error: BaseException, repo: str, endpoint: str) -> ResolveError:
     """Map huggingface_hub's exception (and its causes) to a kind and a one-line message.
 
     Matched on class names along the MRO so the same code reads 0.x and 1.x/2.x errors, whose
@@ -571,7 +571,7 @@ class Resolver:
             # (~100 ms of start-up); the catalog may answer without it.
             tried.append(f"HF cache {folder.parent} ({repo}@{rev}): not cached")
             return self._after_cache(repo, revision, tried)
-        hub = _import_hub()
+        hub = import_hub()
         cache_dir = hub.constants.HF_HUB_CACHE
         try:
             cached = hub.try_to_load_from_cache(repo, CONFIG_NAME, revision=revision)
@@ -615,8 +615,8 @@ class Resolver:
                 "online to fill the HF cache",
                 tuple(tried),
             )
-        hub = _import_hub()
-        endpoint = _redact_url(str(hub.constants.ENDPOINT))
+        hub = import_hub()
+        endpoint = redact_url(str(hub.constants.ENDPOINT))
         if self._hub_down is not None:
             tried.append(f"hub {endpoint}: skipped ({self._hub_down.kind} earlier in this run)")
             raise ResolveError(
