@@ -169,3 +169,19 @@ def test_alias_bomb_is_linear() -> None:
         lines.append(f"a{i}: &a{i} [{', '.join([prev] * 10)}]")
     res = read_path("bomb.yaml", "\n".join(lines) + "\n")
     assert res.errors == () and res.deployments == ()
+
+
+@pytest.mark.parametrize(("image", "engine", "version"), [
+    ("vllm/vllm-openai:v0.6.4", "vllm", "0.6.4"),
+    ("docker.io/lmsysorg/sglang:v0.5.2", "sglang", "0.5.2"),
+    # Wrappers version themselves: NGC's container release and Dynamo's runtime pin no engine.
+    ("nvcr.io/nvidia/vllm:26.02-py3", "vllm", None),
+    ("nvcr.io/nvidia/ai-dynamo/vllm-runtime:0.4.1", "vllm", None),
+    ("ai-dynamo-vllm-runtime:1.2.0", "vllm", None),
+    ("vllm/vllm-openai:v0.6.4", "sglang", None),
+])
+def test_engine_version_only_from_the_engines_own_images(image: str, engine: str,
+                                                         version: str | None) -> None:
+    from tpcheck.sources.kube import engine_version
+
+    assert engine_version(image, engine) == version  # type: ignore[arg-type]

@@ -80,8 +80,12 @@ def mpath(node: Any, *keys: str) -> Any:
 
 
 def engine_version(image: str | None, engine: Engine) -> str | None:
-    """``vllm/vllm-openai:v0.6.4`` → ``0.6.4``; only for an image of that engine."""
-    if not image or engine not in image.lower():
+    """``vllm/vllm-openai:v0.6.4`` → ``0.6.4``; only for an image of that engine. Images that
+    wrap an engine carry their own version in the tag: NGC's ``nvcr.io/nvidia/vllm:26.02-py3``
+    (a container release) and Dynamo's ``ai-dynamo-vllm-runtime:1.2.0`` are not vLLM 26.02 or
+    1.2.0, so they pin nothing."""
+    low = (image or "").lower()
+    if not image or engine not in low or "dynamo" in low or low.startswith("nvcr.io/nvidia/"):
         return None
     m = _IMAGE_VERSION.search(image.split("@", 1)[0])
     return m.group(1) if m else None
