@@ -3,6 +3,11 @@
 Each doc's ``fires`` block is run through the real CLI (a subprocess, cwd = repository root, so
 ``tpcheck-args`` may name fixtures by their repository path) and must produce the doc's code; its
 ``fixed`` block must not. Other codes may appear in either: a doc speaks only for its own rule.
+
+What the prose of "The formula" and "Example" quotes from the example's finding is written as an
+inline code span that starts with a digit (`` `1.07× the sequences for 2× the GPUs` ``); each must
+appear word for word in that finding's message or fix, so a doc cannot drift from the figures
+the tool prints (issue 15: TP201.md once said 1.07× where the finding said 1.05×).
 """
 
 from __future__ import annotations
@@ -36,6 +41,8 @@ CODES = [m.CODE for m in RULES]
 NAMES = {**{m.CODE: m.NAME for m in RULES}, **{c: name for c, (name, _) in NOTICES.items()}}
 FENCE_RE = re.compile(r"^```([^\n]*)$", re.MULTILINE)
 ARGS_RE = re.compile(r"^<!--\s*tpcheck-args:(.*?)-->\s*$")
+QUOTE_RE = re.compile(r"`(\d[^`]*)`")  # a figure quoted from the example's finding
+QUOTING_SECTIONS = ("The formula", "Example")
 
 
 @dataclass(frozen=True)
@@ -176,6 +183,36 @@ def test_sarif_sections_are_found() -> None:
 def test_example_fires(code: str, tmp_path: Path) -> None:
     data = run_cli(blocks(code)["fires"], tmp_path, f"{code.lower()}-fires")
     assert code in codes_in(data), json.dumps(data, indent=1)[:3000]
+
+
+def quotes(code: str) -> list[str]:
+    """The figures a doc quotes from its example's finding (see the module docstring)."""
+    _, secs = split_sections(read_doc(code))
+    found: list[str] = []
+    for heading, body in secs:
+        if heading not in QUOTING_SECTIONS:
+            continue
+        prose = re.sub(r"^```.*?^```$", "", body, flags=re.MULTILINE | re.DOTALL)
+        found.extend(" ".join(q.split()) for q in QUOTE_RE.findall(prose))  # may wrap lines
+    return found
+
+
+def test_quotes_are_found_in_the_docs() -> None:
+    # the convention is in use where the docs quote printed figures (a regex that finds
+    # nothing would make the test below pass without checking anything)
+    assert any("×" in q for q in quotes("TP201"))  # the capacity ratio it once misquoted
+    assert sum(len(quotes(c)) for c in CODES) >= 10
+
+
+@pytest.mark.parametrize("code", [c for c in CODES if quotes(c)])
+def test_doc_quotes_what_the_example_prints(code: str, tmp_path: Path) -> None:
+    data = run_cli(blocks(code)["fires"], tmp_path, f"{code.lower()}-quotes")
+    findings = data["findings"]
+    assert isinstance(findings, list)
+    printed = " ".join(f"{f['message']} {f.get('fix') or ''}" for f in findings
+                       if f["code"] == code)
+    missing = [q for q in quotes(code) if q not in printed]
+    assert missing == [], f"{code}.md quotes {missing}; the finding says: {printed}"
 
 
 @pytest.mark.parametrize("code", CODES)

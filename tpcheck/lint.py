@@ -260,7 +260,7 @@ class Linter:
                     bad_option_value, message + "; the layout rules were not run",
                     span=d.span_of(name), fix="give it a value the engine accepts"))
             for rule in self.rules:
-                if rule.CODE.startswith("TP00") and rule.CODE != "TP000":
+                if not rule.NEEDS_VALID_LAYOUT:
                     found.extend(rule.check(ctx))
             return _one_per_span(found + late)
         tp_unknown = "tensor_parallel_size" in d.unresolved
@@ -282,13 +282,14 @@ class Linter:
                                    model_source=source, model_hint=ctx.model_hint,
                                    topology=self.topology, evaluations=self._evaluations)
         for rule in self.rules:
-            if tpu and rule.CODE.startswith(("TP2", "TP3")):
+            # each rule declares what it needs (tpcheck.checks): skipped when that is missing
+            if tpu and rule.NEEDS_GPU_PHYSICS:
                 continue
             if rule.NEEDS_SHAPE and shape is None:
                 continue
-            if tp_unknown and not rule.CODE.startswith("TP00"):
+            if tp_unknown and rule.NEEDS_KNOWN_TP:
                 continue  # t is an expression tpcheck cannot evaluate: nothing to say about it
-            if any(name in d.unresolved for name in DEPENDS_ON.get(rule.CODE, ())):
+            if any(name in d.unresolved for name in rule.DEPENDS_ON):
                 continue  # a value the rule's figures need is an expression: no guessed finding
             try:
                 found.extend(rule.check(ctx))
@@ -332,27 +333,6 @@ class Linter:
             self.lint_read(rr, out)
         out.findings.sort(key=lambda f: (f.span.path, f.span.line, f.span.column, f.code))
         return out
-
-
-# What each rule's figures depend on besides t (issue 18): when the file leaves one of these
-# as an expression tpcheck cannot evaluate (`--data-parallel-size $((LWS_GROUP_SIZE * N))`),
-# the rule says nothing rather than judge the engine default in its place. TP401 checks its
-# own (pp, dp, nnodes); TP101, TP102 and TP104 depend on t alone.
-_LAYOUT = ("pipeline_parallel_size", "data_parallel_size", "attn_dp_size", "ep_size",
-           "moe_dense_tp_size", "moe_a2a_backend", "enable_expert_parallel")
-_MEMORY = ("gpu_memory_utilization", "kv_cache_dtype", "quantization", "dtype", "cpu_offload_gb")
-_BATCH = ("max_num_seqs", "max_model_len", "max_num_batched_tokens")
-DEPENDS_ON: dict[str, tuple[str, ...]] = {
-    "TP103": ("data_parallel_size", "ep_size", "enable_expert_parallel"),  # MoE width over t·dp
-    "TP201": _LAYOUT,
-    "TP202": _LAYOUT,
-    "TP203": _LAYOUT + _MEMORY + _BATCH,
-    "TP204": _LAYOUT + _MEMORY + _BATCH,
-    "TP205": _LAYOUT + _MEMORY,
-    "TP301": (*_LAYOUT, "nnodes"),
-    "TP302": _LAYOUT,
-    "TP303": (*_LAYOUT, "nnodes"),
-}
 
 
 def merge_groups(linted: list[tuple[Deployment, list[Finding]]]

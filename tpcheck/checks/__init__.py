@@ -1,7 +1,18 @@
 """The rule registry: an explicit list, one module per rule, greppable (yamllint's way).
 
-Each module defines CODE, NAME, SEVERITY (the default), NEEDS_SHAPE (skip when the model's
-config.json was not found) and ``check(ctx) -> Iterator[Finding]``. Codes never change meaning.
+Each module defines CODE, NAME, SEVERITY (the default), SUMMARY, ``check(ctx) ->
+Iterator[Finding]`` and what it needs to say anything; ``lint.py`` reads these generically and
+skips the rule for a launch that lacks one (it never gates by code). Codes never change meaning.
+
+- ``NEEDS_SHAPE``: the model's config.json (skipped when it was not found: TP000 says so).
+- ``NEEDS_KNOWN_TP``: t as a number (skipped when --tensor-parallel-size is an expression
+  tpcheck cannot evaluate, ``$((N * 8))``); only the command-line rules do without it.
+- ``NEEDS_GPU_PHYSICS``: GPU memory and link figures (skipped on a TPU slice, which has none).
+- ``NEEDS_VALID_LAYOUT``: sizes and limits the engine accepts (skipped when one is below the
+  engine's minimum: TP003 says so, and only rules that read the command line as written run).
+- ``DEPENDS_ON``: the Deployment fields its figures read besides t (``tpcheck.checks.needs``
+  groups the common ones); skipped when the file leaves one as an expression, rather than
+  judge the engine's default in its place (issue 18).
 """
 
 from __future__ import annotations

@@ -17,6 +17,10 @@ CODE = "TP002"
 NAME = "ambiguous-option"
 SEVERITY = Severity.ERROR
 NEEDS_SHAPE = False
+NEEDS_KNOWN_TP = False
+NEEDS_GPU_PHYSICS = False
+NEEDS_VALID_LAYOUT = False
+DEPENDS_ON: tuple[str, ...] = ()
 SUMMARY = "An abbreviated option that matches several options of the release: argparse refuses it."
 
 

@@ -17,6 +17,10 @@ CODE = "TP003"
 NAME = "bad-option-value"
 SEVERITY = Severity.ERROR
 NEEDS_SHAPE = False
+NEEDS_KNOWN_TP = False
+NEEDS_GPU_PHYSICS = False
+NEEDS_VALID_LAYOUT = False
+DEPENDS_ON: tuple[str, ...] = ()
 SUMMARY = "A value that is not of the option's type, not one of its choices, or out of its range."
 
 

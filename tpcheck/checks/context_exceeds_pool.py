@@ -7,6 +7,7 @@ from collections.abc import Iterator
 
 from tpcheck.checks.base import Finding, Severity
 from tpcheck.checks.context import CheckContext
+from tpcheck.checks.needs import BATCH, LAYOUT, MEMORY
 from tpcheck.checks.weights_do_not_fit import budget_of
 from tpcheck.formula import Formula, fmt_bytes
 from tpcheck.physics.memory import POOL_ERROR_BAND
@@ -15,6 +16,10 @@ CODE = "TP204"
 NAME = "context-exceeds-pool"
 SEVERITY = Severity.ERROR
 NEEDS_SHAPE = True
+NEEDS_KNOWN_TP = True
+NEEDS_GPU_PHYSICS = True
+NEEDS_VALID_LAYOUT = True
+DEPENDS_ON: tuple[str, ...] = LAYOUT + MEMORY + BATCH
 SUMMARY = "max_model_len tokens of one sequence do not fit the predicted KV pool: vLLM refuses."
 
 

@@ -17,6 +17,10 @@ CODE = "TP005"
 NAME = "deprecated-option"
 SEVERITY = Severity.WARNING
 NEEDS_SHAPE = False
+NEEDS_KNOWN_TP = False
+NEEDS_GPU_PHYSICS = False
+NEEDS_VALID_LAYOUT = False
+DEPENDS_ON: tuple[str, ...] = ()
 SUMMARY = "An option the pinned release still accepts but warns about and will remove."
 
 

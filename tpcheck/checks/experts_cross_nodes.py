@@ -19,6 +19,7 @@ from collections.abc import Iterator
 
 from tpcheck.checks.base import Finding, Severity
 from tpcheck.checks.context import CheckContext
+from tpcheck.checks.needs import LAYOUT
 from tpcheck.checks.tp_crosses_nodes import network, node_size, nvlink_domain
 from tpcheck.formula import Formula, fmt_bytes
 from tpcheck.physics import kv
@@ -29,6 +30,10 @@ CODE = "TP303"
 NAME = "experts-cross-nodes"
 SEVERITY = Severity.INFO
 NEEDS_SHAPE = False  # the layout is a fact without the model; the byte figures need it
+NEEDS_KNOWN_TP = True
+NEEDS_GPU_PHYSICS = True
+NEEDS_VALID_LAYOUT = True
+DEPENDS_ON: tuple[str, ...] = (*LAYOUT, "nnodes")
 SUMMARY = "The expert-parallel group spans nodes: the experts' all-to-all crosses the network."
 
 

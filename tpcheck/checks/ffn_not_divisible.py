@@ -13,6 +13,11 @@ CODE = "TP103"
 NAME = "ffn-not-divisible"
 SEVERITY = Severity.ERROR
 NEEDS_SHAPE = True
+NEEDS_KNOWN_TP = True
+NEEDS_GPU_PHYSICS = False
+NEEDS_VALID_LAYOUT = True
+# the MoE width is divided over t·dp
+DEPENDS_ON: tuple[str, ...] = ("data_parallel_size", "ep_size", "enable_expert_parallel")
 SUMMARY = (
     "The FFN, expert or quantization-group width per rank "
     "does not divide: the parallel linear layer refuses."

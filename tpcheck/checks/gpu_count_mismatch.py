@@ -13,6 +13,10 @@ CODE = "TP401"
 NAME = "gpu-count-mismatch"
 SEVERITY = Severity.ERROR
 NEEDS_SHAPE = False
+NEEDS_KNOWN_TP = True
+NEEDS_GPU_PHYSICS = False
+NEEDS_VALID_LAYOUT = True
+DEPENDS_ON: tuple[str, ...] = ()  # checks its own pp, dp and nnodes
 SUMMARY = "t·p·dp differs from the GPUs requested: fewer cannot start, more sit idle."
 
 

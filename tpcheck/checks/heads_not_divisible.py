@@ -13,6 +13,10 @@ CODE = "TP101"
 NAME = "heads-not-divisible"
 SEVERITY = Severity.ERROR
 NEEDS_SHAPE = True
+NEEDS_KNOWN_TP = True
+NEEDS_GPU_PHYSICS = False
+NEEDS_VALID_LAYOUT = True
+DEPENDS_ON: tuple[str, ...] = ()
 SUMMARY = (
     "The query heads are not divisible by the tensor-parallel size "
     "(h mod t ≠ 0): the engine refuses to start."

@@ -11,6 +11,7 @@ from collections.abc import Iterator
 
 from tpcheck.checks.base import Edit, Finding, Severity
 from tpcheck.checks.context import CheckContext
+from tpcheck.checks.needs import LAYOUT
 from tpcheck.formula import Formula, fmt_bytes
 from tpcheck.physics import step
 from tpcheck.physics.plan import Evaluation
@@ -20,6 +21,10 @@ CODE = "TP201"
 NAME = "kv-head-cliff"
 SEVERITY = Severity.WARNING
 NEEDS_SHAPE = True
+NEEDS_KNOWN_TP = True
+NEEDS_GPU_PHYSICS = True
+NEEDS_VALID_LAYOUT = True
+DEPENDS_ON: tuple[str, ...] = LAYOUT
 SUMMARY = "t > h_kv: the KV cache is replicated instead of divided; more GPUs buy little capacity."
 
 

@@ -13,6 +13,10 @@ CODE = "TP102"
 NAME = "kv-heads-not-divisible"
 SEVERITY = Severity.ERROR
 NEEDS_SHAPE = True
+NEEDS_KNOWN_TP = True
+NEEDS_GPU_PHYSICS = False
+NEEDS_VALID_LAYOUT = True
+DEPENDS_ON: tuple[str, ...] = ()
 SUMMARY = (
     "KV heads can be neither partitioned nor replicated "
     "evenly over t: the attention layer asserts at start-up."

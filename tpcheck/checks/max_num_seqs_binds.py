@@ -7,12 +7,17 @@ from collections.abc import Iterator
 
 from tpcheck.checks.base import Finding, Severity
 from tpcheck.checks.context import CheckContext
+from tpcheck.checks.needs import BATCH, LAYOUT, MEMORY
 from tpcheck.formula import Formula
 
 CODE = "TP203"
 NAME = "max-num-seqs-binds"
 SEVERITY = Severity.INFO
 NEEDS_SHAPE = True
+NEEDS_KNOWN_TP = True
+NEEDS_GPU_PHYSICS = True
+NEEDS_VALID_LAYOUT = True
+DEPENDS_ON: tuple[str, ...] = LAYOUT + MEMORY + BATCH
 SUMMARY = (
     "max-num-seqs is below the seats memory allows (the scheduler binds) or far above "
     "them (memory binds: preemption)."

@@ -7,12 +7,17 @@ from collections.abc import Iterator
 
 from tpcheck.checks.base import Finding, Severity
 from tpcheck.checks.context import CheckContext
+from tpcheck.checks.needs import LAYOUT
 from tpcheck.formula import Formula
 
 CODE = "TP202"
 NAME = "mla-cache-replicated"
 SEVERITY = Severity.WARNING
 NEEDS_SHAPE = True
+NEEDS_KNOWN_TP = True
+NEEDS_GPU_PHYSICS = True
+NEEDS_VALID_LAYOUT = True
+DEPENDS_ON: tuple[str, ...] = LAYOUT
 SUMMARY = "MLA model with t > 1 and no DP-attention: every rank holds the whole latent KV cache."
 
 GQA_REF_HEADS = 8

@@ -12,6 +12,10 @@ CODE = "TP000"
 NAME = "model-unresolved"
 SEVERITY = Severity.WARNING
 NEEDS_SHAPE = False
+NEEDS_KNOWN_TP = False
+NEEDS_GPU_PHYSICS = False
+NEEDS_VALID_LAYOUT = True
+DEPENDS_ON: tuple[str, ...] = ()
 SUMMARY = "The model's config.json could not be found; shape-based rules were skipped."
 
 

@@ -17,6 +17,10 @@ CODE = "TP004"
 NAME = "removed-option"
 SEVERITY = Severity.ERROR
 NEEDS_SHAPE = False
+NEEDS_KNOWN_TP = False
+NEEDS_GPU_PHYSICS = False
+NEEDS_VALID_LAYOUT = False
+DEPENDS_ON: tuple[str, ...] = ()
 SUMMARY = "An option an older release accepted and the pinned release no longer registers."
 
 

@@ -34,6 +34,7 @@ from tpcheck.checks._links import (
 )
 from tpcheck.checks.base import Finding, Severity
 from tpcheck.checks.context import CheckContext
+from tpcheck.checks.needs import LAYOUT
 from tpcheck.formula import Formula
 from tpcheck.hardware.links import Link, find_link
 from tpcheck.hardware.machines import Machine, find_machine
@@ -44,6 +45,10 @@ CODE = "TP301"
 NAME = "tp-crosses-nodes"
 SEVERITY = Severity.WARNING
 NEEDS_SHAPE = False  # the layout is a fact without the model; the cost figures need it
+NEEDS_KNOWN_TP = True
+NEEDS_GPU_PHYSICS = True
+NEEDS_VALID_LAYOUT = True
+DEPENDS_ON: tuple[str, ...] = (*LAYOUT, "nnodes")
 SUMMARY = "TP group larger than the GPUs per node: InfiniBand/Ethernet between ranks."
 
 SRC_ORDER = ("vllm 0.33.0 distributed/parallel_state.py initialize_model_parallel "

@@ -23,6 +23,7 @@ from itertools import combinations
 from tpcheck.checks._links import LinkUse, alpha_override, describe, link_costs, link_use
 from tpcheck.checks.base import Finding, Severity
 from tpcheck.checks.context import CheckContext
+from tpcheck.checks.needs import LAYOUT
 from tpcheck.formula import Formula
 from tpcheck.hardware.links import path_link
 from tpcheck.hardware.topology import (
@@ -38,6 +39,10 @@ CODE = "TP302"
 NAME = "tp-crosses-sockets"
 SEVERITY = Severity.WARNING
 NEEDS_SHAPE = False  # the path is a fact without the model; the cost figures need it
+NEEDS_KNOWN_TP = True
+NEEDS_GPU_PHYSICS = True
+NEEDS_VALID_LAYOUT = True
+DEPENDS_ON: tuple[str, ...] = LAYOUT
 SUMMARY = "The TP group's weakest link is SYS (or PCIe where NVLink was expected)."
 
 SRC_TOPO = "nvidia-smi topo -m legend; ring all-reduce runs at its slowest hop"

@@ -17,6 +17,10 @@ CODE = "TP001"
 NAME = "unknown-option"
 SEVERITY = Severity.ERROR
 NEEDS_SHAPE = False
+NEEDS_KNOWN_TP = False
+NEEDS_GPU_PHYSICS = False
+NEEDS_VALID_LAYOUT = False
+DEPENDS_ON: tuple[str, ...] = ()
 SUMMARY = "An option (or Python keyword) the engine release does not know: it exits at start-up."
 
 

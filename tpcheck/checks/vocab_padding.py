@@ -16,6 +16,10 @@ CODE = "TP104"
 NAME = "vocab-padding"
 SEVERITY = Severity.ERROR
 NEEDS_SHAPE = True
+NEEDS_KNOWN_TP = True
+NEEDS_GPU_PHYSICS = False
+NEEDS_VALID_LAYOUT = True
+DEPENDS_ON: tuple[str, ...] = ()
 SUMMARY = (
     "The vocabulary padded to a multiple of 64 is not divisible by t (vLLM refuses), or "
     "the padding rows hold memory (info)."

@@ -7,6 +7,7 @@ from collections.abc import Iterator
 
 from tpcheck.checks.base import Finding, Severity
 from tpcheck.checks.context import CheckContext
+from tpcheck.checks.needs import LAYOUT, MEMORY
 from tpcheck.formula import Formula, fmt_bytes
 from tpcheck.physics.plan import Evaluation
 
@@ -14,6 +15,10 @@ CODE = "TP205"
 NAME = "weights-do-not-fit"
 SEVERITY = Severity.ERROR
 NEEDS_SHAPE = True
+NEEDS_KNOWN_TP = True
+NEEDS_GPU_PHYSICS = True
+NEEDS_VALID_LAYOUT = True
+DEPENDS_ON: tuple[str, ...] = LAYOUT + MEMORY
 SUMMARY = "Weights per GPU exceed M·u: the engine runs out of memory loading them."
 
 

@@ -119,33 +119,8 @@ def parse_topology(text: str, path: str = "") -> Topology:
     """Parse ``nvidia-smi topo -m`` output; raise TopologyError naming the line on garbage."""
     where = path or "<topology>"
     lines = [_ANSI.sub("", ln).rstrip() for ln in text.splitlines()]
-
-    header_at = -1
-    for i, ln in enumerate(lines):
-        toks = ln.split()
-        if toks and toks[0] == "GPU0":
-            header_at = i
-            break
-    if header_at < 0:
-        raise TopologyError(
-            f"{where}:1: no GPU matrix found (expected a header row 'GPU0 GPU1 ...' as "
-            "printed by nvidia-smi topo -m)"
-        )
-
-    columns = _EXTRA.findall(lines[header_at])
-    devices: list[str] = []
-    for c in columns:
-        if c in ("CPU Affinity", "NUMA Affinity", "GPU NUMA ID"):
-            break
-        devices.append(c)
-    extras = columns[len(devices):]
-    gpu_cols = [c for c in devices if _GPU.match(c)]
-    n = len(gpu_cols)
-    if gpu_cols != [f"GPU{i}" for i in range(n)] or devices[:n] != gpu_cols:
-        raise TopologyError(
-            f"{where}:{header_at + 1}: header must list GPU0..GPUn first, got "
-            f"{' '.join(devices[: n + 1])!r}"
-        )
+    header_at = _header_line(lines, where)
+    devices, extras, n = _header(lines[header_at], where, header_at + 1)
     nics = tuple(devices[n:])
 
     rows: dict[int, tuple[tuple[str, ...], tuple[str, ...], dict[str, str]]] = {}
@@ -172,39 +147,14 @@ def parse_topology(text: str, path: str = "") -> Topology:
         if g != len(rows):
             raise TopologyError(f"{where}:{lineno}: row GPU{g} out of order (expected "
                                 f"GPU{len(rows)})")
-        if g >= n:
-            raise TopologyError(f"{where}:{lineno}: row GPU{g} but the header has {n} GPUs")
-        cells = toks[1:]
-        if len(cells) < len(devices):
-            raise TopologyError(
-                f"{where}:{lineno}: GPU{g} row has {len(cells)} cells, header has "
-                f"{len(devices)} devices"
-            )
-        dev = tuple(_cell(t, where, lineno) for t in cells[: len(devices)])
-        if dev[g] != "X":
-            raise TopologyError(f"{where}:{lineno}: GPU{g} to itself is {dev[g]!r}, not X")
-        if "X" in dev[:g] + dev[g + 1: n]:
-            raise TopologyError(f"{where}:{lineno}: GPU{g} row has X off the diagonal")
-        rest = cells[len(devices):]
-        if len(rest) > len(extras):
-            raise TopologyError(
-                f"{where}:{lineno}: GPU{g} row has {len(rest) - len(extras)} cells more than "
-                "the header"
-            )
-        rows[g] = (dev[:n], dev[n:], dict(zip(extras, rest, strict=False)))
+        rows[g] = _gpu_row(g, toks[1:], devices, extras, n, where, lineno)
     if len(rows) != n:
         raise TopologyError(
             f"{where}:{lineno}: matrix ends after {len(rows)} GPU rows, header has {n}"
         )
 
     matrix = tuple(rows[g][0] for g in range(n))
-    for a in range(n):
-        for b in range(a + 1, n):
-            if matrix[a][b] != matrix[b][a]:
-                raise TopologyError(
-                    f"{where}:{header_at + 2 + a}: GPU{a}-GPU{b} is {matrix[a][b]} but "
-                    f"GPU{b}-GPU{a} is {matrix[b][a]}; the matrix must be symmetric"
-                )
+    _check_symmetric(matrix, where, header_at + 2)
     return Topology(
         path=path,
         matrix=matrix,
@@ -214,6 +164,74 @@ def parse_topology(text: str, path: str = "") -> Topology:
         nics=nics,
         gpu_nic=tuple(rows[g][1] for g in range(n)),
     )
+
+
+def _header_line(lines: list[str], where: str) -> int:
+    """The index of the header row (its first column is GPU0)."""
+    for i, ln in enumerate(lines):
+        toks = ln.split()
+        if toks and toks[0] == "GPU0":
+            return i
+    raise TopologyError(
+        f"{where}:1: no GPU matrix found (expected a header row 'GPU0 GPU1 ...' as "
+        "printed by nvidia-smi topo -m)"
+    )
+
+
+def _header(line: str, where: str, lineno: int) -> tuple[list[str], list[str], int]:
+    """(device columns — GPUs then NICs —, affinity columns after them, number of GPUs)."""
+    columns = _EXTRA.findall(line)
+    devices: list[str] = []
+    for c in columns:
+        if c in ("CPU Affinity", "NUMA Affinity", "GPU NUMA ID"):
+            break
+        devices.append(c)
+    extras = columns[len(devices):]
+    gpu_cols = [c for c in devices if _GPU.match(c)]
+    n = len(gpu_cols)
+    if gpu_cols != [f"GPU{i}" for i in range(n)] or devices[:n] != gpu_cols:
+        raise TopologyError(
+            f"{where}:{lineno}: header must list GPU0..GPUn first, got "
+            f"{' '.join(devices[: n + 1])!r}"
+        )
+    return devices, extras, n
+
+
+def _gpu_row(
+    g: int, cells: list[str], devices: list[str], extras: list[str], n: int, where: str,
+    lineno: int,
+) -> tuple[tuple[str, ...], tuple[str, ...], dict[str, str]]:
+    """Row GPU``g`` checked against the header: (links to GPUs, links to NICs, affinities)."""
+    at = f"{where}:{lineno}"
+    if g >= n:
+        raise TopologyError(f"{at}: row GPU{g} but the header has {n} GPUs")
+    if len(cells) < len(devices):
+        raise TopologyError(
+            f"{at}: GPU{g} row has {len(cells)} cells, header has {len(devices)} devices"
+        )
+    dev = tuple(_cell(t, where, lineno) for t in cells[: len(devices)])
+    if dev[g] != "X":
+        raise TopologyError(f"{at}: GPU{g} to itself is {dev[g]!r}, not X")
+    if "X" in dev[:g] + dev[g + 1: n]:
+        raise TopologyError(f"{at}: GPU{g} row has X off the diagonal")
+    rest = cells[len(devices):]
+    if len(rest) > len(extras):
+        raise TopologyError(
+            f"{at}: GPU{g} row has {len(rest) - len(extras)} cells more than the header"
+        )
+    return dev[:n], dev[n:], dict(zip(extras, rest, strict=False))
+
+
+def _check_symmetric(matrix: tuple[tuple[str, ...], ...], where: str, first_row: int) -> None:
+    """GPUa-GPUb must read as GPUb-GPUa; ``first_row`` is GPU0's line number."""
+    n = len(matrix)
+    for a in range(n):
+        for b in range(a + 1, n):
+            if matrix[a][b] != matrix[b][a]:
+                raise TopologyError(
+                    f"{where}:{first_row + a}: GPU{a}-GPU{b} is {matrix[a][b]} but "
+                    f"GPU{b}-GPU{a} is {matrix[b][a]}; the matrix must be symmetric"
+                )
 
 
 def tp_group(t: int, cuda_visible_devices: str | None = None) -> tuple[int, ...]:

@@ -310,6 +310,29 @@ class Walker:
         if not self._may_launch(keys):
             return
         anc = _ancestors(link)
+        k8s_env, plain_env = self._container_env(keys)
+        words = self._container_words(keys, k8s_env)
+        if not words:
+            return
+        image = _image(keys.get("image"))
+        extra, extra_spans, notes = self.context(m, keys, anc)
+        for cmd, env, la in self._launches(keys, words, k8s_env, plain_env, image):
+            kw = dict(extra)
+            if image:
+                kw["image"] = image
+                kw["engine_version"] = engine_version(image, la.engine)
+            dnotes = list(notes)
+            if la.inferred:
+                dnotes.append(f"engine {la.engine} inferred from the image or flags")
+            d = deployment_from_words(
+                ctx.path, cmd, la, env=env, extra=kw, extra_spans=extra_spans, notes=dnotes
+            )
+            d = self.model_hints(d, anc, _storage_uri_hint(keys.get("storageUri"), ctx.span))
+            self.found.append(self.apply_parallelism(d, anc))
+
+    def _container_env(self, keys: dict[str, Any]) -> tuple[LazyEnv, dict[str, str]]:
+        """The container's variables: for ``$(VAR)`` (placed lazily) and as plain text."""
+        ctx = self.ctx
         env_nodes = keys.get("env") or keys.get("environment")
         k8s_env = LazyEnv(ctx)
         plain_env: dict[str, str] = {}
@@ -335,6 +358,11 @@ class Walker:
                 if isinstance(k, yaml.ScalarNode) and isinstance(v, yaml.ScalarNode):
                     k8s_env.defer(k.value, v, 0)
                     plain_env[k.value] = v.value
+        return k8s_env, plain_env
+
+    def _container_words(self, keys: dict[str, Any], k8s_env: LazyEnv) -> list[Word]:
+        """The words of entrypoint/command/args/extraArgs, lists or strings, in that order."""
+        ctx = self.ctx
         words: list[Word] = []
         compose = "entrypoint" in keys or ("image" in keys and "environment" in keys)
         for key in ("entrypoint", "command", "args", "extraArgs"):
@@ -354,15 +382,13 @@ class Walker:
                         words.extend(cmd)
                 else:
                     words.extend(_split_words_flat(loc, Vars(k8s=k8s_env)))
-        if not words:
-            return
-        image_node = keys.get("image")
-        image = image_node.value if isinstance(image_node, yaml.ScalarNode) else None
-        if image is None and isinstance(image_node, yaml.MappingNode):
-            repo, tag = mget(image_node, "repository"), mget(image_node, "tag")
-            if isinstance(repo, yaml.ScalarNode):
-                image = repo.value + (f":{tag.value}" if isinstance(tag, yaml.ScalarNode) else "")
-        extra, extra_spans, notes = self.context(m, keys, anc)
+        return words
+
+    def _launches(
+        self, keys: dict[str, Any], words: list[Word], k8s_env: LazyEnv,
+        plain_env: dict[str, str], image: str | None,
+    ) -> list[tuple[list[Word], dict[str, str], Launch]]:
+        """The launches in a container's words: inside ``sh -c``, written, or inferred."""
         launches: list[tuple[list[Word], dict[str, str], Launch]] = []
         inner = _shell_c(words)
         if inner is not None:
@@ -371,36 +397,24 @@ class Walker:
                 la = find_launch([w.value for w in cmd])
                 if la is not None:
                     launches.append((cmd, env, la))
-        else:
-            la = find_launch([w.value for w in words])
-            if la is not None:
-                launches.append((words, plain_env, la))
-            elif (
-                "command" not in keys or words[0].value.startswith("-")
-                or _is_python_or_shell(words)
-            ):
-                eng = infer_engine([w.value for w in words], image)
-                flagged = any(w.value.startswith("--") for w in words)
-                if eng is not None and flagged:
-                    # vllm/vllm-openai's entrypoint is `vllm serve`: a first bare word in args
-                    # is the model (`args: [MODEL, --tensor-parallel-size, "8"]`).
-                    positional = ("command" not in keys and eng == "vllm" and bool(words)
-                                  and not words[0].value.startswith("-"))
-                    launches.append(
-                        (words, plain_env, Launch(eng, 0, 0, positional, inferred=True)))
-        for cmd, env, la in launches:
-            kw = dict(extra)
-            if image:
-                kw["image"] = image
-                kw["engine_version"] = engine_version(image, la.engine)
-            dnotes = list(notes)
-            if la.inferred:
-                dnotes.append(f"engine {la.engine} inferred from the image or flags")
-            d = deployment_from_words(
-                ctx.path, cmd, la, env=env, extra=kw, extra_spans=extra_spans, notes=dnotes
-            )
-            d = self.model_hints(d, anc, _storage_uri_hint(keys.get("storageUri"), ctx.span))
-            self.found.append(self.apply_parallelism(d, anc))
+            return launches
+        la = find_launch([w.value for w in words])
+        if la is not None:
+            launches.append((words, plain_env, la))
+        elif (
+            "command" not in keys or words[0].value.startswith("-")
+            or _is_python_or_shell(words)
+        ):
+            eng = infer_engine([w.value for w in words], image)
+            flagged = any(w.value.startswith("--") for w in words)
+            if eng is not None and flagged:
+                # vllm/vllm-openai's entrypoint is `vllm serve`: a first bare word in args
+                # is the model (`args: [MODEL, --tensor-parallel-size, "8"]`).
+                positional = ("command" not in keys and eng == "vllm" and bool(words)
+                              and not words[0].value.startswith("-"))
+                launches.append(
+                    (words, plain_env, Launch(eng, 0, 0, positional, inferred=True)))
+        return launches
 
     @staticmethod
     def _may_launch(keys: dict[str, Any]) -> bool:
@@ -431,11 +445,27 @@ class Walker:
     def context(
         self, m: Any, keys: dict[str, Any], anc: tuple[Any, ...]
     ) -> tuple[dict[str, Any], dict[str, Span], list[str]]:
-        """GPU count, product and group size that apply to a container."""
-        ctx = self.ctx
+        """GPU count, product and group size that apply to a container: its own resources
+        first, then each enclosing object's, nearest first, one reader per kind of object."""
         extra: dict[str, Any] = {}
         spans: dict[str, Span] = {}
         notes: list[str] = []
+        self._container_gpus(keys, extra, spans)
+        readers = (self._dynamo_gpus, self._node_product, self._ray_cluster,
+                   self._ignore_annotation, self._group_size, self._ome_group_size)
+        for a in reversed(anc):
+            if not isinstance(a, yaml.MappingNode):
+                continue
+            ks = _first_keys(a)  # one pass over the ancestor's keys, not one per lookup
+            for read in readers:
+                read(a, ks, extra, spans)
+        return extra, spans, notes
+
+    def _container_gpus(
+        self, keys: dict[str, Any], extra: dict[str, Any], spans: dict[str, Span]
+    ) -> None:
+        """Kubernetes resources.limits/requests, else compose's reserved devices."""
+        ctx = self.ctx
         res = keys.get("resources")
         for where in ("limits", "requests"):
             sect = mget(res, where)
@@ -458,53 +488,81 @@ class Walker:
                 elif isinstance(ids, yaml.SequenceNode):
                     extra["gpus_requested"] = len(ids.value)
                     spans["gpus_requested"] = ctx.span(ids)
-        for a in reversed(anc):
-            if not isinstance(a, yaml.MappingNode):
-                continue
-            ks = _first_keys(a)  # one pass over the ancestor's keys, not one per lookup
-            if "gpus_requested" not in extra and "resources" in ks:
-                # Dynamo: resources.limits.gpu on the service
-                res_a = ks["resources"]
-                g = mpath(res_a, "limits", "gpu") or mpath(res_a, "requests", "gpu")
-                if isinstance(g, yaml.ScalarNode) and _int(g.value) is not None:
-                    extra["gpus_requested"] = _int(g.value)
-                    spans["gpus_requested"] = ctx.span(g)
-            if "gpu_product" not in extra and ("nodeSelector" in ks or "affinity" in ks):
-                prod = _product(a)
-                if prod is not None:
-                    extra["gpu_product"] = prod.value
-                    spans["gpu_product"] = ctx.span(prod)
-            if "ray_cluster" not in extra and ("workerGroupSpecs" in ks or "headGroupSpec" in ks):
-                extra["ray_cluster"] = True
-            if "ignores" not in extra and "metadata" in ks:
-                ign = mget(mget(ks["metadata"], "annotations"), IGNORE_ANNOTATION)
-                if isinstance(ign, yaml.ScalarNode):
-                    codes = ign.value.split(":", 1)[0]  # "TP201,TP203: reason"
-                    extra["ignores"] = {ign.start_mark.line + 1: frozenset(
-                        c.strip().upper() for c in codes.split(",") if c.strip())}
-                    spans["ignores"] = ctx.span(ign)
-            if "group_size" not in extra and (
-                "leaderWorkerTemplate" in ks or "multinode" in ks or "podGroupSize" in ks
-                or "workloadTemplate" in ks
-            ):
-                size = mpath(a, "leaderWorkerTemplate", "size")
-                if size is None:
-                    size = mpath(a, "multinode", "nodeCount")
-                if size is None:
-                    size = mget(a, "podGroupSize")
-                if size is None:  # llmaz Service: an LWS template under another name
-                    size = mpath(a, "workloadTemplate", "size")
-                if isinstance(size, yaml.ScalarNode) and _int(size.value) is not None:
-                    extra["group_size"] = _int(size.value)
-                    spans["group_size"] = ctx.span(size)
-            if "group_size" not in extra and "leader" in ks and "worker" in ks:
-                # OME engine/decoder (and its runtimes' engineConfig): a leader pod and
-                # worker.size worker pods per replica (OME docs, concepts/omenative/instances)
-                size = mget(ks["worker"], "size")
-                if isinstance(size, yaml.ScalarNode) and _int(size.value) is not None:
-                    extra["group_size"] = 1 + (_int(size.value) or 0)
-                    spans["group_size"] = ctx.span(size)
-        return extra, spans, notes
+
+    def _dynamo_gpus(
+        self, a: Any, ks: dict[str, Any], extra: dict[str, Any], spans: dict[str, Span]
+    ) -> None:
+        """Dynamo: resources.limits.gpu on the service."""
+        if "gpus_requested" in extra or "resources" not in ks:
+            return
+        res_a = ks["resources"]
+        g = mpath(res_a, "limits", "gpu") or mpath(res_a, "requests", "gpu")
+        if isinstance(g, yaml.ScalarNode) and _int(g.value) is not None:
+            extra["gpus_requested"] = _int(g.value)
+            spans["gpus_requested"] = self.ctx.span(g)
+
+    def _node_product(
+        self, a: Any, ks: dict[str, Any], extra: dict[str, Any], spans: dict[str, Span]
+    ) -> None:
+        """The GPU product a pod's nodeSelector or affinity asks for."""
+        if "gpu_product" in extra or ("nodeSelector" not in ks and "affinity" not in ks):
+            return
+        prod = _product(a)
+        if prod is not None:
+            extra["gpu_product"] = prod.value
+            spans["gpu_product"] = self.ctx.span(prod)
+
+    def _ray_cluster(
+        self, a: Any, ks: dict[str, Any], extra: dict[str, Any], spans: dict[str, Span]
+    ) -> None:
+        """KubeRay: a RayCluster's worker or head group."""
+        if "ray_cluster" not in extra and ("workerGroupSpecs" in ks or "headGroupSpec" in ks):
+            extra["ray_cluster"] = True
+
+    def _ignore_annotation(
+        self, a: Any, ks: dict[str, Any], extra: dict[str, Any], spans: dict[str, Span]
+    ) -> None:
+        """The tpcheck ignore annotation on the object's metadata."""
+        if "ignores" in extra or "metadata" not in ks:
+            return
+        ign = mget(mget(ks["metadata"], "annotations"), IGNORE_ANNOTATION)
+        if isinstance(ign, yaml.ScalarNode):
+            codes = ign.value.split(":", 1)[0]  # "TP201,TP203: reason"
+            extra["ignores"] = {ign.start_mark.line + 1: frozenset(
+                c.strip().upper() for c in codes.split(",") if c.strip())}
+            spans["ignores"] = self.ctx.span(ign)
+
+    def _group_size(
+        self, a: Any, ks: dict[str, Any], extra: dict[str, Any], spans: dict[str, Span]
+    ) -> None:
+        """Pods per replica: LWS, Dynamo multinode, podGroupSize, llmaz's workloadTemplate."""
+        if "group_size" in extra or not (
+            "leaderWorkerTemplate" in ks or "multinode" in ks or "podGroupSize" in ks
+            or "workloadTemplate" in ks
+        ):
+            return
+        size = mpath(a, "leaderWorkerTemplate", "size")
+        if size is None:
+            size = mpath(a, "multinode", "nodeCount")
+        if size is None:
+            size = mget(a, "podGroupSize")
+        if size is None:  # llmaz Service: an LWS template under another name
+            size = mpath(a, "workloadTemplate", "size")
+        if isinstance(size, yaml.ScalarNode) and _int(size.value) is not None:
+            extra["group_size"] = _int(size.value)
+            spans["group_size"] = self.ctx.span(size)
+
+    def _ome_group_size(
+        self, a: Any, ks: dict[str, Any], extra: dict[str, Any], spans: dict[str, Span]
+    ) -> None:
+        """OME engine/decoder (and its runtimes' engineConfig): a leader pod and worker.size
+        worker pods per replica (OME docs, concepts/omenative/instances)."""
+        if "group_size" in extra or "leader" not in ks or "worker" not in ks:
+            return
+        size = mget(ks["worker"], "size")
+        if isinstance(size, yaml.ScalarNode) and _int(size.value) is not None:
+            extra["group_size"] = 1 + (_int(size.value) or 0)
+            spans["group_size"] = self.ctx.span(size)
 
     def model_hints(
         self, d: Deployment, anc: tuple[Any, ...], first: ModelHint | None = None
@@ -703,6 +761,17 @@ _RAY_ENV_FIELDS = (
     ("MAX_NUM_SEQS", "max_num_seqs"),
     ("MAX_MODEL_LEN", "max_model_len"),
 )
+
+
+def _image(node: Any) -> str | None:
+    """The container image, written as a string or as Helm-style repository + tag."""
+    if isinstance(node, yaml.ScalarNode):
+        return str(node.value)
+    if isinstance(node, yaml.MappingNode):
+        repo, tag = mget(node, "repository"), mget(node, "tag")
+        if isinstance(repo, yaml.ScalarNode):
+            return str(repo.value) + (f":{tag.value}" if isinstance(tag, yaml.ScalarNode) else "")
+    return None
 
 
 def _storage_uri_hint(node: Any, span: Callable[[Any], Span]) -> ModelHint | None:

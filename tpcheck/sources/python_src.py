@@ -81,14 +81,22 @@ def read_python(path: str, text: str) -> ReadResult:
         return ReadResult(path, (), (SourceError(path, e.raw_line, e.raw_column + 1,
                                                  f"Python does not parse: {msg}"),), text)
     wrapper = MetadataWrapper(module, unsafe_skip_copy=True)  # read only: no second tree
-    positions = wrapper.resolve(PositionProvider)
+    reader = _Reader(path, wrapper, wrapper.resolve(PositionProvider))
 
-    def span(node: Any) -> Span:
-        r = positions[node]
-        return Span(path, r.start.line, r.start.column + 1, r.end.line, r.end.column + 1)
+    class V(cst.CSTVisitor):
+        def visit_Call(self, node: cst.Call) -> None:
+            reader.call(node)
+
+    wrapper.visit(V())
+    return ReadResult(path, tuple(reader.found), (), text)
+
+
+def _module_consts(module: Any) -> dict[str, Any]:
+    """Names bound once at module level to a plain literal: name → the literal's node."""
+    import libcst as cst
 
     consts: dict[str, Any] = {}
-    for stmt in wrapper.module.body:
+    for stmt in module.body:
         if isinstance(stmt, cst.SimpleStatementLine):
             for small in stmt.body:
                 if (
@@ -98,33 +106,55 @@ def read_python(path: str, text: str) -> ReadResult:
                     and _literal(small.value) is not None
                 ):
                     consts[small.targets[0].target.value] = small.value
-    flags = _argparse_defaults(wrapper.module)
-    consts.update(_env_names(wrapper.module, consts, flags))
+    return consts
 
-    def env_default(node: Any) -> tuple[str, Any] | None:
+
+class _Reader:
+    """One parsed file: its positions, constants and argparse defaults, and the launches its
+    calls make (``call`` is handed every ``Call`` node, in source order)."""
+
+    def __init__(self, path: str, wrapper: Any, positions: Any) -> None:
+        self.path = path
+        self.wrapper = wrapper
+        self.positions = positions
+        self.consts = _module_consts(wrapper.module)
+        self.flags = _argparse_defaults(wrapper.module)
+        self.consts.update(_env_names(wrapper.module, self.consts, self.flags))
+        self.found: list[Deployment] = []
+
+    def span(self, node: Any) -> Span:
+        r = self.positions[node]
+        return Span(self.path, r.start.line, r.start.column + 1, r.end.line, r.end.column + 1)
+
+    def env_default(self, node: Any) -> tuple[str, Any] | None:
         """(what is read, default literal node) when ``node`` (or the name bound to it) reads
         the environment or an argparse option with a literal default."""
-        target = consts.get(node.value, node) if isinstance(node, cst.Name) else node
-        return _env_default(target, flags)
+        import libcst as cst
 
-    def env_origin(node: Any, label: str, lit: Any) -> str:
-        return f"the default of {label} `{_literal(lit)}` (line {span(lit).line})"
+        target = self.consts.get(node.value, node) if isinstance(node, cst.Name) else node
+        return _env_default(target, self.flags)
 
-    def word(node: Any) -> Word | None:
+    def env_origin(self, node: Any, label: str, lit: Any) -> str:
+        return f"the default of {label} `{_literal(lit)}` (line {self.span(lit).line})"
+
+    def word(self, node: Any) -> Word | None:
         """A literal (or a constant naming one, or an environment read's literal default) as a
         Word with per-character positions."""
+        import libcst as cst
+
+        path = self.path
         target = node
-        if isinstance(node, cst.Name) and node.value in consts:
-            target = consts[node.value]
-        env = _env_default(target, flags)
+        if isinstance(node, cst.Name) and node.value in self.consts:
+            target = self.consts[node.value]
+        env = _env_default(target, self.flags)
         if env is not None:
             target = env[1]
         lit = _literal(target)
         if lit is None:
-            src = wrapper.module.code_for_node(node)
-            fb = span(node)
+            src = self.wrapper.module.code_for_node(node)
+            fb = self.span(node)
             return Word(Located(src, (), fb, path), fb, unresolved=src)
-        fb = span(target)
+        fb = self.span(target)
         if isinstance(target, cst.SimpleString) and target.evaluated_value == target.value[
             len(target.prefix) + len(target.quote) : -len(target.quote)
         ] and fb.line == fb.end_line:
@@ -133,92 +163,94 @@ def read_python(path: str, text: str) -> ReadResult:
             return Word(Located(str(lit), pos, fb, path), fb)
         return Word(Located(str(lit), (), fb, path), fb)
 
-    found: list[Deployment] = []
+    def call(self, node: Any) -> None:
+        import libcst as cst
 
-    class V(cst.CSTVisitor):
-        def visit_Call(self, node: cst.Call) -> None:
-            fn = node.func
-            name = fn.value if isinstance(fn, cst.Name) else (
-                fn.attr.value if isinstance(fn, cst.Attribute) else ""
-            )
-            owner = fn.value.value if isinstance(fn, cst.Attribute) and isinstance(
-                fn.value, cst.Name) else ""
-            if name in VLLM_CALLS:
-                found.append(self.kwargs_call(node, "vllm", VLLM_KWARGS))
-            elif name == "Engine" and owner in ("sgl", "sglang", ""):
-                found.append(self.kwargs_call(node, "sglang", SGLANG_KWARGS))
-            elif name in SUBPROCESS and node.args:
-                arg0 = node.args[0].value
-                if isinstance(arg0, (cst.List, cst.Tuple)):
-                    elements = [el.value for el in arg0.elements if isinstance(el, cst.Element)]
-                    words = [word(el) for el in elements]
-                    ws = [w for w in words if w is not None]
-                    la = find_launch([w.value for w in ws])
-                    if la is not None:
-                        d = deployment_from_words(path, ws, la)
-                        envs = [(el, *e) for el in elements
-                                if (e := env_default(el)) is not None]
-                        found.append(self.env_model(d, envs))
+        fn = node.func
+        name = fn.value if isinstance(fn, cst.Name) else (
+            fn.attr.value if isinstance(fn, cst.Attribute) else ""
+        )
+        owner = fn.value.value if isinstance(fn, cst.Attribute) and isinstance(
+            fn.value, cst.Name) else ""
+        if name in VLLM_CALLS:
+            self.found.append(self.kwargs_call(node, "vllm", VLLM_KWARGS))
+        elif name == "Engine" and owner in ("sgl", "sglang", ""):
+            self.found.append(self.kwargs_call(node, "sglang", SGLANG_KWARGS))
+        elif name in SUBPROCESS and node.args:
+            self.subprocess_call(node.args[0].value)
 
-        def env_model(self, d: Deployment, envs: list[tuple[Any, str, Any]]) -> Deployment:
-            """A subprocess word that was an environment default: as the model it becomes a
-            hint (the reference stays the expression), elsewhere a note."""
-            from tpcheck.record import replace
+    def subprocess_call(self, arg0: Any) -> None:
+        """``subprocess.run([...])`` and friends: a literal argument list that starts an engine."""
+        import libcst as cst
 
-            notes = list(d.notes)
-            for node, var, lit in envs:
-                value = str(_literal(lit))
-                where = d.spans.get("model")
-                if d.model == value and where is not None and where.line == span(lit).line:
-                    src = wrapper.module.code_for_node(node)
-                    d = replace(d, model=None, unresolved={**d.unresolved, "model": src},
-                                model_hints=(*d.model_hints,
-                                             ModelHint(value, env_origin(lit, var, lit))))
-                else:
-                    notes.append(f"{value!r} is the default of {var}; the environment or "
-                                 "command line may set another")
-            return replace(d, notes=tuple(notes)) if notes != list(d.notes) else d
+        if not isinstance(arg0, (cst.List, cst.Tuple)):
+            return
+        elements = [el.value for el in arg0.elements if isinstance(el, cst.Element)]
+        words = [self.word(el) for el in elements]
+        ws = [w for w in words if w is not None]
+        la = find_launch([w.value for w in ws])
+        if la is not None:
+            d = deployment_from_words(self.path, ws, la)
+            envs = [(el, *e) for el in elements if (e := self.env_default(el)) is not None]
+            self.found.append(self.env_model(d, envs))
 
-        def kwargs_call(self, node: cst.Call, engine: Any, table: dict[str, Any]) -> Deployment:
-            f = Fields()
-            model_hints: list[ModelHint] = []
+    def env_model(self, d: Deployment, envs: list[tuple[Any, str, Any]]) -> Deployment:
+        """A subprocess word that was an environment default: as the model it becomes a
+        hint (the reference stays the expression), elsewhere a note."""
+        from tpcheck.record import replace
 
-            def put(name: str, kind: Any, value: Any) -> None:
-                env = env_default(value)
-                w = word(value)
-                if w is None:
-                    return
-                if env is not None and kind == "model":
-                    # the environment names the model; its default is a hint, not the value
-                    src = wrapper.module.code_for_node(value)
-                    fb = span(value)
-                    set_typed(f, name, kind, Word(Located(src, (), fb, path), fb, unresolved=src))
-                    model_hints.append(ModelHint(w.value, env_origin(value, *env)))
-                    return
-                set_typed(f, name, kind, w)
-                if env is not None and name in f.values:
-                    f.notes.append(f"{name} = {w.value} is the default of {env[0]}; the "
-                                   "environment or command line may set another")
+        notes = list(d.notes)
+        for node, var, lit in envs:
+            value = str(_literal(lit))
+            where = d.spans.get("model")
+            if d.model == value and where is not None and where.line == self.span(lit).line:
+                src = self.wrapper.module.code_for_node(node)
+                d = replace(d, model=None, unresolved={**d.unresolved, "model": src},
+                            model_hints=(*d.model_hints,
+                                         ModelHint(value, self.env_origin(lit, var, lit))))
+            else:
+                notes.append(f"{value!r} is the default of {var}; the environment or "
+                             "command line may set another")
+        return replace(d, notes=tuple(notes)) if notes != list(d.notes) else d
 
-            for k, arg in enumerate(node.args):
-                if arg.keyword is None:
-                    if k == 0 and arg.star == "":
-                        put("model", "model", arg.value)
-                    elif arg.star == "**":
-                        f.notes.append("**kwargs not read")
-                    continue
-                w = word(arg.value)
-                f.options.append(_keyword_use(arg.keyword.value, w, span(arg.keyword)))
-                row = table.get(arg.keyword.value)
-                if row is None:
-                    continue
-                put(row[0], row[1], arg.value)
-            return deployment_from_fields(path, engine, span(node), f,
-                                          extra={"entrypoint": "llm",
-                                                 "model_hints": tuple(model_hints) or None})
+    def kwargs_call(self, node: Any, engine: Any, table: dict[str, Any]) -> Deployment:
+        f = Fields()
+        model_hints: list[ModelHint] = []
+        for k, arg in enumerate(node.args):
+            if arg.keyword is None:
+                if k == 0 and arg.star == "":
+                    self.put(f, model_hints, "model", "model", arg.value)
+                elif arg.star == "**":
+                    f.notes.append("**kwargs not read")
+                continue
+            w = self.word(arg.value)
+            f.options.append(_keyword_use(arg.keyword.value, w, self.span(arg.keyword)))
+            row = table.get(arg.keyword.value)
+            if row is None:
+                continue
+            self.put(f, model_hints, row[0], row[1], arg.value)
+        return deployment_from_fields(self.path, engine, self.span(node), f,
+                                      extra={"entrypoint": "llm",
+                                             "model_hints": tuple(model_hints) or None})
 
-    wrapper.visit(V())
-    return ReadResult(path, tuple(found), (), text)
+    def put(self, f: Fields, model_hints: list[ModelHint], name: str, kind: Any,
+            value: Any) -> None:
+        """Set one keyword's field; an environment default is a hint (model) or noted."""
+        env = self.env_default(value)
+        w = self.word(value)
+        if w is None:
+            return
+        if env is not None and kind == "model":
+            # the environment names the model; its default is a hint, not the value
+            src = self.wrapper.module.code_for_node(value)
+            fb = self.span(value)
+            set_typed(f, name, kind, Word(Located(src, (), fb, self.path), fb, unresolved=src))
+            model_hints.append(ModelHint(w.value, self.env_origin(value, *env)))
+            return
+        set_typed(f, name, kind, w)
+        if env is not None and name in f.values:
+            f.notes.append(f"{name} = {w.value} is the default of {env[0]}; the "
+                           "environment or command line may set another")
 
 
 _ENV_READERS = frozenset({"getenv", "get"})  # os.getenv / getenv / os.environ.get / environ.get

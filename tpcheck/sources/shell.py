@@ -10,7 +10,7 @@ Nothing is ever executed: a command substitution is kept as written and marked u
 from __future__ import annotations
 
 import re
-from collections.abc import Iterator, MutableMapping, Sequence
+from collections.abc import Generator, Iterator, MutableMapping, Sequence
 
 from tpcheck.record import field, record
 from tpcheck.sources.base import Deployment, Span
@@ -225,61 +225,258 @@ def tokenize(loc: Located, variables: Vars, _depth: int = 0) -> Iterator[list[Wo
     launch and is skipped, as are heredocs nested deeper than ``MAX_HEREDOC_DEPTH``.
 
     Words carry offsets into ``loc``, not positions: a word is placed only when asked."""
-    s = loc.value
-    n = len(s)
-    src = _Source(loc)
+    yield from _Tokenizer(loc, variables, _depth).commands()
 
-    words: list[Word] = []
-    heredocs: list[tuple[str, bool, str]] = []  # (delimiter, <<- strips tabs, command name)
-    redirected = False  # a ``>`` output redirection on the line the heredocs were opened on
-    b = _Builder()
-    i = 0
-    skip_next = False
-    total = 0  # words made so far (MAX_WORDS)
-    expanded = 0  # characters added by expansion so far (MAX_EXPANDED_CHARS)
 
-    def finish() -> None:
-        nonlocal b, skip_next, total
+class _Tokenizer:
+    """One pass over a text; one method per construct (blanks, operators, redirections and
+    heredocs, quotes, escapes, expansions, plain runs), each taking the offset it starts at and
+    returning the offset after it. State shared between constructs lives on the instance."""
+
+    __slots__ = ("b", "depth", "expanded", "heredocs", "loc", "n", "redirected", "s",
+                 "skip_next", "src", "total", "variables", "words")
+
+    def __init__(self, loc: Located, variables: Vars, depth: int) -> None:
+        self.loc = loc
+        self.s = loc.value
+        self.n = len(self.s)
+        self.src = _Source(loc)
+        self.variables = variables
+        self.depth = depth
+        self.words: list[Word] = []
+        # (delimiter, <<- strips tabs, command name) of the heredocs opened on this line
+        self.heredocs: list[tuple[str, bool, str]] = []
+        self.redirected = False  # a ``>`` redirection on the line the heredocs were opened on
+        self.b = _Builder()
+        self.skip_next = False  # the next word is a redirection's target
+        self.total = 0  # words made so far (MAX_WORDS)
+        self.expanded = 0  # characters added by expansion so far (MAX_EXPANDED_CHARS)
+
+    def commands(self) -> Iterator[list[Word]]:
+        s, n = self.s, self.n
+        i = 0
+        while i < n:
+            if self.total > MAX_WORDS:
+                raise ShellTooLong(*self.src.pos(i))
+            c = s[i]
+            if c == "\n":
+                cmd = self.end_command()
+                if cmd:
+                    yield cmd
+                i = yield from self.heredoc_bodies(i + 1)
+            elif c in ";&|()":
+                cmd = self.end_command()
+                if cmd:
+                    yield cmd
+                i += 2 if s[i : i + 2] in ("&&", "||", ";;") else 1
+            else:
+                i = self.word_part(i, c)
+        cmd = self.end_command()
+        if cmd:
+            yield cmd
+
+    def word_part(self, i: int, c: str) -> int:
+        """Read the construct at s[i] == c (neither a newline nor a command separator)."""
+        s, n = self.s, self.n
+        if c == "\\" and s.startswith("\n", i + 1):
+            return i + 2  # a line continuation
+        if c == "\\" and s.startswith("\r\n", i + 1):
+            return i + 3
+        if c in " \t\r":
+            return self.blanks(i)
+        if c == "#" and not self.b.started:
+            e = s.find("\n", i)  # a comment, up to its newline
+            return n if e == -1 else e
+        if c in "<>":
+            return self.redirection(i, c)
+        if c == "'":
+            return self.single_quoted(i)
+        if c == '"':
+            return self.double_quoted(i)
+        if c == "\\" and i + 1 < n:
+            return self.escaped(i)
+        if c == "$":
+            return self.dollar(i)
+        if c == "`":
+            return self.backquoted(i)
+        return self.plain(i)
+
+    def finish(self) -> None:
+        """End the word being read (a redirection's target, or past the limit, is dropped)."""
+        b = self.b
         if not b.started:
             return  # nothing was added: the builder is still fresh, keep it
-        if skip_next:
-            skip_next = False
-        elif len(words) >= MAX_COMMAND_WORDS:
+        if self.skip_next:
+            self.skip_next = False
+        elif len(self.words) >= MAX_COMMAND_WORDS:
             pass  # past the per-command limit: the word is dropped
         else:
-            total += 1
+            self.total += 1
             value = "".join(b.chars)
-            unresolved = (s[b.a : b.e + 1 if b.after else b.e] or value  # as written
+            unresolved = (self.s[b.a : b.e + 1 if b.after else b.e] or value  # as written
                           if b.unresolved else None)
-            words.append(Word.placed_later(
-                value, _Recipe(src, b.segs, b.a, b.e, b.after), unresolved,
+            self.words.append(Word.placed_later(
+                value, _Recipe(self.src, b.segs, b.a, b.e, b.after), unresolved,
                 b.var_span if b.pieces == 1 else None))
-        b = _Builder()
+        self.b = _Builder()
 
-    def end_command() -> list[Word] | None:
-        nonlocal words
-        finish()
-        if words:
-            out = words
-            words = []
+    def end_command(self) -> list[Word] | None:
+        self.finish()
+        if self.words:
+            out = self.words
+            self.words = []
             return out
         return None
 
-    def affordable(val: Located) -> bool:
+    def blanks(self, i: int) -> int:
+        self.finish()
+        m = _BLANKS.match(self.s, i)  # a run of blanks (indentation) in one step
+        i = m.end() if m else i + 1
+        if len(self.words) >= MAX_COMMAND_WORDS:
+            m = _CMD_END.search(self.s, i)  # skip the rest of an absurdly long command
+            i = m.start() if m else self.n
+        return i
+
+    def heredoc_bodies(self, i: int) -> Generator[list[Word], None, int]:
+        """After a newline at i - 1: skip the bodies of the heredocs opened on the line ending
+        there, yielding the commands of those that are scripts; return the offset after them."""
+        bodies: list[tuple[int, int]] = []
+        for delim, strip, name in self.heredocs:
+            read = self.depth < MAX_HEREDOC_DEPTH and (
+                name in _SCRIPT_TAKERS
+                or (self.redirected and not name.startswith(_INTERPRETERS)))
+            start = i
+            end, i = self.heredoc_end(i, delim, strip)
+            if read and end > start:
+                bodies.append((start, end))
+        self.heredocs = []
+        self.redirected = False
+        for a, e in bodies:
+            inner = Vars(shell=dict(self.variables.shell), k8s=self.variables.k8s)
+            yield from tokenize(self.loc.sub(a, e), inner, self.depth + 1)
+        return i
+
+    def heredoc_end(self, i: int, delim: str, strip: bool) -> tuple[int, int]:
+        """(end of the body starting at i, offset after its delimiter line)."""
+        s, n = self.s, self.n
+        end = i
+        while i < n:
+            e = s.find("\n", i)
+            e = n if e == -1 else e
+            line = s[i:e]
+            end = i
+            i = e + 1
+            if (line.lstrip("\t") if strip else line).rstrip("\r") == delim:
+                break
+            end = min(i, n)
+        return end, i
+
+    def redirection(self, i: int, c: str) -> int:
+        """``<``/``>`` and friends: the target word is dropped; ``<<`` opens a heredoc."""
+        s, n = self.s, self.n
+        self.finish()
+        if s.startswith("<<", i) and not s.startswith("<<<", i):
+            j = self.heredoc_opening(i)
+            if j is not None:
+                return j
+        if c == ">" and not s.startswith(">&", i):
+            self.redirected = True
+        while i < n and s[i] in "<>&":
+            i += 1
+        if i < n and s[i].isdigit():
+            return i
+        self.skip_next = True
+        return i
+
+    def heredoc_opening(self, i: int) -> int | None:
+        """Note the heredoc opened at s[i:] == "<<..."; None when no delimiter follows."""
+        s, n = self.s, self.n
+        j = i + 2
+        strip = j < n and s[j] == "-"
+        j += 1 if strip else 0
+        while j < n and s[j] in " \t":
+            j += 1
+        m = re.match(r"""['"]?([A-Za-z0-9_.-]+)['"]?""", s[j:])
+        if not m:
+            return None
+        self.heredocs.append((m.group(1), strip, _command_name(self.words, self.b)))
+        return j + m.end()
+
+    def single_quoted(self, i: int) -> int:
+        s, n, b = self.s, self.n, self.b
+        j = s.find("'", i + 1)
+        j = n if j == -1 else j
+        b.mark(i, min(j, n - 1))
+        b.pieces += 2 if j > i + 1 else 0
+        b.src(s, i + 1, j)
+        return j + 1
+
+    def double_quoted(self, i: int) -> int:
+        s, n, b = self.s, self.n, self.b
+        b.mark(i, i, after=False)
+        j = i + 1
+        while j < n and s[j] != '"':
+            if s[j] == "\\" and j + 1 < n and s[j + 1] in '"\\$`\n':
+                if s[j + 1] != "\n":
+                    b.pieces += 2
+                    b.src(s, j + 1, j + 2)
+                j += 2
+                continue
+            if s[j] == "$":
+                j = self.dollar(j)
+                continue
+            if s[j] == "`":
+                b.unresolved = True
+            m = _DQ_PLAIN.match(s, j)
+            k = m.end() if m else j + 1
+            b.pieces += 2
+            b.src(s, j, k)
+            j = k
+        b.mark(i, min(j, n - 1))
+        return j + 1
+
+    def escaped(self, i: int) -> int:
+        b = self.b
+        b.mark(i, i + 1)
+        b.pieces += 2
+        b.src(self.s, i + 1, i + 2)
+        return i + 2
+
+    def backquoted(self, i: int) -> int:
+        """A command substitution: kept as written, unresolved (nothing is run)."""
+        s, b = self.s, self.b
+        j = s.find("`", i + 1)
+        j = self.n - 1 if j == -1 else j
+        b.mark(i, j)
+        b.unresolved = True
+        b.src(s, i, j + 1)
+        return j + 1
+
+    def plain(self, i: int) -> int:
+        b = self.b
+        m = _PLAIN.match(self.s, i)
+        j = m.end() if m else i + 1
+        b.mark(i, j - 1)
+        b.pieces += 2
+        b.src(self.s, i, j)
+        return j
+
+    def affordable(self, val: Located) -> bool:
         """Whether ``val`` fits the expansion limits; if so, it is counted against them."""
-        nonlocal expanded
+        b = self.b
         size = len(val.value)
-        if b.expanded + size > MAX_WORD_CHARS or expanded + size > MAX_EXPANDED_CHARS:
+        if b.expanded + size > MAX_WORD_CHARS or self.expanded + size > MAX_EXPANDED_CHARS:
             return False
         b.expanded += size
-        expanded += size
+        self.expanded += size
         return True
 
-    def expand(name: str, default: str | None, start: int, end: int, op: str = ":-") -> None:
-        val = variables.shell.get(name)
+    def expand(self, name: str, default: str | None, start: int, end: int, op: str = ":-") -> None:
+        s, b = self.s, self.b
+        val = self.variables.shell.get(name)
         b.mark(start, end - 1)
         b.pieces += 1
-        if val is not None and not affordable(val):
+        if val is not None and not self.affordable(val):
             b.unresolved = True  # left as written, like an expansion tpcheck cannot know
             b.src(s, start, end)
             return
@@ -293,56 +490,26 @@ def tokenize(loc: Located, variables: Vars, _depth: int = 0) -> Iterator[list[Wo
             b.src(s, dstart, dstart + len(default))
             b.var_span = None
             if op in (":=", "="):
-                variables.shell[name] = loc.sub(dstart, dstart + len(default))
+                self.variables.shell[name] = self.loc.sub(dstart, dstart + len(default))
             return
         b.unresolved = True
         b.src(s, start, end)
 
-    def dollar(i: int) -> int:
+    def dollar(self, i: int) -> int:
         """Expand at s[i] == '$'; return the index after the expansion."""
+        s, n, b = self.s, self.n, self.b
         if i + 1 >= n:
             b.mark(i, i)
             b.src(s, i, i + 1)
             return i + 1
         c = s[i + 1]
         if c == "{":
-            j = s.find("}", i + 2)
-            if j == -1:
-                j = n - 1
-            inner = s[i + 2 : j]
-            m = re.match(r"([A-Za-z_][A-Za-z0-9_]*)(?:(:-|-|:=|=)(.*))?$", inner, re.S)
-            if m and (m.group(2) is None or "$" not in (m.group(3) or "")):
-                expand(m.group(1), m.group(3), i, j + 1, m.group(2) or ":-")
-            else:
-                b.mark(i, j)
-                b.unresolved = True
-                b.src(s, i, j + 1)
-            return j + 1
+            return self.braced(i)
         if c == "(":
-            depth = 0
-            j = i + 1
-            while j < n:
-                if s[j] == "(":
-                    depth += 1
-                elif s[j] == ")":
-                    depth -= 1
-                    if depth == 0:
-                        break
-                j += 1
-            inner = s[i + 2 : j]
-            kv = variables.k8s.get(inner) if _NAME.fullmatch(inner) else None
-            b.mark(i, min(j, n - 1))
-            b.pieces += 1
-            if kv is not None and affordable(kv):
-                b.expansion(kv, i)
-                b.var_span = kv.span()
-            else:
-                b.unresolved = True
-                b.src(s, i, min(j + 1, n))
-            return j + 1
+            return self.substitution(i)
         m = _NAME.match(s, i + 1)
         if m:
-            expand(m.group(0), None, i, m.end())
+            self.expand(m.group(0), None, i, m.end())
             return m.end()
         if c in "@*#?$!0123456789-":
             b.mark(i, i + 1)
@@ -353,139 +520,46 @@ def tokenize(loc: Located, variables: Vars, _depth: int = 0) -> Iterator[list[Wo
         b.src(s, i, i + 1)
         return i + 1
 
-    while i < n:
-        if total > MAX_WORDS:
-            raise ShellTooLong(*src.pos(i))
-        c = s[i]
-        if c == "\\" and i + 1 < n and s[i + 1] == "\n":
-            i += 2
-            continue
-        if c == "\\" and i + 2 < n and s[i + 1] == "\r" and s[i + 2] == "\n":
-            i += 3
-            continue
-        if c in " \t\r":
-            finish()
-            m = _BLANKS.match(s, i)  # a run of blanks (indentation) in one step
-            i = m.end() if m else i + 1
-            if len(words) >= MAX_COMMAND_WORDS:
-                m = _CMD_END.search(s, i)  # skip the rest of an absurdly long command
-                i = m.start() if m else n
-            continue
-        if c == "\n":
-            cmd = end_command()
-            if cmd:
-                yield cmd
-            i += 1
-            bodies: list[tuple[int, int]] = []
-            for delim, strip, name in heredocs:
-                read = _depth < MAX_HEREDOC_DEPTH and (
-                    name in _SCRIPT_TAKERS or (redirected and not name.startswith(_INTERPRETERS)))
-                start = end = i
-                while i < n:
-                    e = s.find("\n", i)
-                    e = n if e == -1 else e
-                    line = s[i:e]
-                    end = i
-                    i = e + 1
-                    if (line.lstrip("\t") if strip else line).rstrip("\r") == delim:
-                        break
-                    end = min(i, n)
-                if read and end > start:
-                    bodies.append((start, end))
-            heredocs = []
-            redirected = False
-            for a, e in bodies:
-                inner = Vars(shell=dict(variables.shell), k8s=variables.k8s)
-                yield from tokenize(loc.sub(a, e), inner, _depth + 1)
-            continue
-        if c == "#" and not b.started:
-            e = s.find("\n", i)
-            i = n if e == -1 else e
-            continue
-        if c in ";&|()":
-            cmd = end_command()
-            if cmd:
-                yield cmd
-            i += 2 if s[i : i + 2] in ("&&", "||", ";;") else 1
-            continue
-        if c in "<>":
-            finish()
-            if s.startswith("<<", i) and not s.startswith("<<<", i):
-                j = i + 2
-                strip = j < n and s[j] == "-"
-                j += 1 if strip else 0
-                while j < n and s[j] in " \t":
-                    j += 1
-                m = re.match(r"""['"]?([A-Za-z0-9_.-]+)['"]?""", s[j:])
-                if m:
-                    heredocs.append((m.group(1), strip, _command_name(words, b)))
-                    i = j + m.end()
-                    continue
-            if c == ">" and not s.startswith(">&", i):
-                redirected = True
-            while i < n and s[i] in "<>&":
-                i += 1
-            if i < n and s[i].isdigit():
-                continue
-            skip_next = True
-            continue
-        if c == "'":
-            j = s.find("'", i + 1)
-            j = n if j == -1 else j
-            b.mark(i, min(j, n - 1))
-            b.pieces += 2 if j > i + 1 else 0
-            b.src(s, i + 1, j)
-            i = j + 1
-            continue
-        if c == '"':
-            b.mark(i, i, after=False)
-            j = i + 1
-            while j < n and s[j] != '"':
-                if s[j] == "\\" and j + 1 < n and s[j + 1] in '"\\$`\n':
-                    if s[j + 1] != "\n":
-                        b.pieces += 2
-                        b.src(s, j + 1, j + 2)
-                    j += 2
-                    continue
-                if s[j] == "$":
-                    j = dollar(j)
-                    continue
-                if s[j] == "`":
-                    b.unresolved = True
-                m = _DQ_PLAIN.match(s, j)
-                k = m.end() if m else j + 1
-                b.pieces += 2
-                b.src(s, j, k)
-                j = k
-            b.mark(i, min(j, n - 1))
-            i = j + 1
-            continue
-        if c == "\\" and i + 1 < n:
-            b.mark(i, i + 1)
-            b.pieces += 2
-            b.src(s, i + 1, i + 2)
-            i += 2
-            continue
-        if c == "$":
-            i = dollar(i)
-            continue
-        if c == "`":
-            j = s.find("`", i + 1)
-            j = n - 1 if j == -1 else j
+    def braced(self, i: int) -> int:
+        """``${NAME}``, ``${NAME:-default}`` (and ``-``, ``:=``, ``=``); others stay as written."""
+        s, b = self.s, self.b
+        j = s.find("}", i + 2)
+        if j == -1:
+            j = self.n - 1
+        inner = s[i + 2 : j]
+        m = re.match(r"([A-Za-z_][A-Za-z0-9_]*)(?:(:-|-|:=|=)(.*))?$", inner, re.S)
+        if m and (m.group(2) is None or "$" not in (m.group(3) or "")):
+            self.expand(m.group(1), m.group(3), i, j + 1, m.group(2) or ":-")
+        else:
             b.mark(i, j)
             b.unresolved = True
             b.src(s, i, j + 1)
-            i = j + 1
-            continue
-        m = _PLAIN.match(s, i)
-        j = m.end() if m else i + 1
-        b.mark(i, j - 1)
-        b.pieces += 2
-        b.src(s, i, j)
-        i = j
-    cmd = end_command()
-    if cmd:
-        yield cmd
+        return j + 1
+
+    def substitution(self, i: int) -> int:
+        """``$(...)``: unresolved, except ``$(NAME)``, Kubernetes' own variable reference."""
+        s, n, b = self.s, self.n, self.b
+        depth = 0
+        j = i + 1
+        while j < n:
+            if s[j] == "(":
+                depth += 1
+            elif s[j] == ")":
+                depth -= 1
+                if depth == 0:
+                    break
+            j += 1
+        inner = s[i + 2 : j]
+        kv = self.variables.k8s.get(inner) if _NAME.fullmatch(inner) else None
+        b.mark(i, min(j, n - 1))
+        b.pieces += 1
+        if kv is not None and self.affordable(kv):
+            b.expansion(kv, i)
+            b.var_span = kv.span()
+        else:
+            b.unresolved = True
+            b.src(s, i, min(j + 1, n))
+        return j + 1
 
 
 def _command_name(words: list[Word], b: _Builder) -> str:

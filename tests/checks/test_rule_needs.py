@@ -1,0 +1,100 @@
+"""Each rule declares what it needs (issue 15); lint.py skips it generically, never by code."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from pathlib import Path
+from types import ModuleType
+
+import pytest
+
+from tpcheck.checks import RULES
+from tpcheck.checks.base import Finding, Severity
+from tpcheck.checks.context import CheckContext
+from tpcheck.lint import Linter
+from tpcheck.record import fields
+from tpcheck.settings import Settings
+from tpcheck.sources.base import Deployment
+
+FLAGS = ("NEEDS_SHAPE", "NEEDS_KNOWN_TP", "NEEDS_GPU_PHYSICS", "NEEDS_VALID_LAYOUT")
+DEPLOYMENT_FIELDS = {f.name for f in fields(Deployment)}
+
+
+@pytest.mark.parametrize("rule", RULES, ids=[m.CODE for m in RULES])
+def test_every_rule_declares_what_it_needs(rule: ModuleType) -> None:
+    for flag in FLAGS:
+        assert isinstance(getattr(rule, flag), bool), f"{rule.CODE}.{flag}"
+    assert isinstance(rule.DEPENDS_ON, tuple)
+    # a misspelt field would never be unresolved: the rule would guess silently
+    assert set(rule.DEPENDS_ON) <= DEPLOYMENT_FIELDS, set(rule.DEPENDS_ON) - DEPLOYMENT_FIELDS
+
+
+def _probe(code: str, **needs: object) -> tuple[ModuleType, list[str]]:
+    """A rule that finds nothing and records the launches it was asked about."""
+    calls: list[str] = []
+
+    def check(ctx: CheckContext) -> Iterator[Finding]:
+        calls.append(ctx.deployment.path)
+        return iter(())
+
+    m = ModuleType(f"probe_{code}")
+    vars(m).update(CODE=code, NAME="probe", SEVERITY=Severity.INFO, SUMMARY="probe",
+                   check=check, DEPENDS_ON=(), **dict.fromkeys(FLAGS, False))
+    vars(m).update(needs)
+    return m, calls
+
+
+def _run(tmp_path: Path, name: str, text: str, *rules: ModuleType) -> None:
+    p = tmp_path / name
+    p.write_text(text)
+    linter = Linter(Settings(offline=True), gpu_flag="h100-sxm")
+    linter.rules = list(rules)
+    linter.run([str(p)])
+
+
+TPU = """apiVersion: apps/v1
+kind: Deployment
+metadata: {name: x}
+spec:
+  template:
+    spec:
+      nodeSelector: {cloud.google.com/gke-tpu-accelerator: tpu-v6e-slice}
+      containers:
+        - name: engine
+          image: vllm/vllm-openai:v0.33.0
+          args: [vllm, serve, org/m, -tp, '16']
+          resources: {limits: {google.com/tpu: 16}}
+"""
+
+
+def test_tpu_skips_what_needs_gpu_physics_whatever_its_code(tmp_path: Path) -> None:
+    # codes a prefix gate would have treated the other way round
+    physics, physics_calls = _probe("TP001", NEEDS_GPU_PHYSICS=True)
+    layout, layout_calls = _probe("TP201")
+    _run(tmp_path, "tpu.yaml", TPU, physics, layout)
+    assert physics_calls == [] and layout_calls == [str(tmp_path / "tpu.yaml")]
+
+
+def test_unknown_t_skips_what_needs_a_known_t(tmp_path: Path) -> None:
+    text = "vllm serve org/m --tensor-parallel-size $((N * 8))\n"
+    needs_t, needs_t_calls = _probe("TP001", NEEDS_KNOWN_TP=True)
+    other, other_calls = _probe("TP401")
+    _run(tmp_path, "run.sh", text, needs_t, other)
+    assert needs_t_calls == [] and other_calls == [str(tmp_path / "run.sh")]
+
+
+def test_an_unresolved_field_skips_the_rules_that_depend_on_it(tmp_path: Path) -> None:
+    text = "vllm serve org/m --tensor-parallel-size 8 --data-parallel-size $DP\n"
+    dp, dp_calls = _probe("TP001", DEPENDS_ON=("data_parallel_size",))
+    mem, mem_calls = _probe("TP201", DEPENDS_ON=("gpu_memory_utilization",))
+    _run(tmp_path, "run.sh", text, dp, mem)
+    assert dp_calls == [] and mem_calls == [str(tmp_path / "run.sh")]
+
+
+def test_a_refused_size_runs_only_what_does_without_a_valid_layout(tmp_path: Path) -> None:
+    # t = 0 is below vLLM's minimum of 1: TP003's case (issue 17); layout rules are not run
+    text = "vllm serve org/m --tensor-parallel-size 0\n"
+    layout, layout_calls = _probe("TP001", NEEDS_VALID_LAYOUT=True)
+    cmdline, cmdline_calls = _probe("TP201")
+    _run(tmp_path, "run.sh", text, layout, cmdline)
+    assert layout_calls == [] and cmdline_calls == [str(tmp_path / "run.sh")]
