@@ -9,7 +9,6 @@ the outcomes they speak for. Python keyword arguments are checked against the re
 
 from __future__ import annotations
 
-import difflib
 import re
 from collections.abc import Iterator
 from types import ModuleType
@@ -167,6 +166,8 @@ def _closest(word: str, names: list[str]) -> str | None:
     that ratio, so the rest are not compared."""
     pool = [n for n in names if abs(len(n) - len(word)) <= max(3, len(word) // 4)
             and n[:2] == word[:2]]
+    import difflib  # only for a misspelt option: its import costs a one-file lint ~5 ms
+
     close = difflib.get_close_matches(word, pool, n=1, cutoff=0.75)
     return close[0] if close else None
 
@@ -210,6 +211,8 @@ def _value_verdict(engine: str, use: OptionUse, option: Option, *, keyword: bool
                            "(an integer, optionally with k/m/g/t or K/M/G/T)", option)
         if option.choices is not None and v not in option.choices:
             shown = ", ".join(f"'{c}'" for c in option.choices)
+            import difflib
+
             close = difflib.get_close_matches(v, option.choices, n=1, cutoff=0.6)
             return Verdict(use, "bad_value",
                            f"{PROG[engine]}: error: argument {arg}: invalid choice: '{v}' "
