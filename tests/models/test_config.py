@@ -47,6 +47,7 @@ def test_dated_and_renamed_ids_resolve_to_their_folder() -> None:
     """ALIASES: the hub's renames and the dated re-releases that keep the shape."""
     for alias, folder in [
         ("deepseek-ai/DeepSeek-V3-0324", "deepseek-ai--DeepSeek-V3"),
+        ("deepseek-ai/DeepSeek-R1-0528", "deepseek-ai--DeepSeek-R1"),
         ("meta-llama/Meta-Llama-3.1-405B-Instruct", "meta-llama--Llama-3.1-405B"),
         ("meta-llama/Llama-3.1-405B-Instruct", "meta-llama--Llama-3.1-405B"),
         ("gpt2", "openai-community--gpt2"),
