@@ -8,7 +8,6 @@ from collections.abc import Iterator
 from tpcheck.checks.base import Finding, Severity
 from tpcheck.checks.context import CheckContext
 from tpcheck.checks.needs import BATCH, LAYOUT, MEMORY
-from tpcheck.checks.weights_do_not_fit import budget_of
 from tpcheck.formula import Formula, fmt_bytes
 from tpcheck.physics.memory import POOL_ERROR_BAND
 
@@ -27,7 +26,7 @@ def check(ctx: CheckContext) -> Iterator[Finding]:
     ev = ctx.evaluation
     if ev.refusals or ev.tokens is None or ev.pool is None or ev.memory is None:
         return
-    budget = budget_of(ev)  # vLLM M·u, SGLang T·mfs
+    budget = ev.budget  # vLLM M·u, SGLang T·mfs
     if budget is not None and ev.weights.result > budget.result:
         return  # TP205 says it: the weights alone do not fit
     rule = sys.modules[__name__]

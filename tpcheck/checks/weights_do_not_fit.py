@@ -8,8 +8,7 @@ from collections.abc import Iterator
 from tpcheck.checks.base import Finding, Severity
 from tpcheck.checks.context import CheckContext
 from tpcheck.checks.needs import LAYOUT, MEMORY
-from tpcheck.formula import Formula, fmt_bytes
-from tpcheck.physics.plan import Evaluation
+from tpcheck.formula import fmt_bytes
 
 CODE = "TP205"
 NAME = "weights-do-not-fit"
@@ -66,22 +65,9 @@ def _what_fits(ctx: CheckContext) -> str:
         "or a GPU with more memory")
 
 
-def budget_of(ev: Evaluation) -> Formula | None:
-    """What the weights must fit: vLLM's M·u; SGLang's T·mfs (T = free memory after the CUDA
-    context and communicators, which its pool formula names)."""
-    if ev.memory is None or ev.utilization is None:
-        return None
-    m, u = ev.memory.result, ev.utilization.result
-    t_free = ev.pool.values.get("T") if ev.pool is not None else None
-    if ev.pool is not None and isinstance(t_free, (int, float)):
-        return Formula("budget_bytes", "T·mfs", {"T": t_free, "mfs": u}, t_free * u, "B",
-                       ev.pool.source, ev.pool.terms)
-    return Formula("budget_bytes", "M·u", {"M": m, "u": u}, m * u, "B", ev.memory.source)
-
-
 def check(ctx: CheckContext) -> Iterator[Finding]:
     ev = ctx.evaluation
-    budget = budget_of(ev)
+    budget = ev.budget
     if ev.refusals or budget is None or ev.memory is None or ev.utilization is None:
         return
     m, u, w = ev.memory.result, ev.utilization.result, ev.weights.result

@@ -97,18 +97,33 @@ class Evaluation:
             return None
         return self.pool.result > 0
 
+    @property
+    def budget(self) -> Formula | None:
+        """What the weights must fit in: vLLM's M·u; SGLang's T·mfs, T being the free memory
+        after the CUDA context and communicators that its pool formula names (issue 21)."""
+        if self.memory is None or self.utilization is None:
+            return None
+        m, u = self.memory.result, self.utilization.result
+        t_free = self.pool.values.get("T") if self.pool is not None else None
+        if self.pool is not None and isinstance(t_free, (int, float)):
+            return Formula("budget_bytes", "T·mfs", {"T": t_free, "mfs": u}, t_free * u, "B",
+                           self.pool.source, self.pool.terms)
+        return Formula("budget_bytes", "M·u", {"M": m, "u": u}, m * u, "B", self.memory.source)
+
     def fit_reason(self) -> str:
         """Why a row does not start, in one clause (empty when it fits or memory is unknown)."""
-        if self.fits is not False or self.memory is None or self.utilization is None:
+        budget = self.budget
+        if self.fits is not False or budget is None:
             return ""
-        m, u, w = self.memory.result, self.utilization.result, self.weights.result
         gib = float(1 << 30)
-        if w > m * u:
-            return (f"weights {w / gib:.1f} GiB per GPU > M·u = {m / gib:.1f}·{u:g} = "
-                    f"{m * u / gib:.1f} GiB")
+        w, b = self.weights.result, budget.result
+        memory, fraction = (float(v or 0) for v in budget.values.values())  # M or T; u or mfs
+        if w > b:
+            return (f"weights {w / gib:.1f} GiB per GPU > {budget.expression} = "
+                    f"{memory / gib:.1f}·{fraction:g} = {b / gib:.1f} GiB")
         r = self.reserve.result if self.reserve is not None else 0.0
         return (f"weights {w / gib:.1f} GiB + reserve {r / gib:.1f} GiB per GPU leave no KV pool "
-                f"of M·u = {m * u / gib:.1f} GiB")
+                f"of {budget.expression} = {b / gib:.1f} GiB")
 
     def to_row(self) -> dict[str, object]:
         """DESIGN.md's plan row shape."""
