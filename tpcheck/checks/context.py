@@ -104,18 +104,22 @@ class CheckContext:
 
     @property
     def gpus_available(self) -> int | None:
-        """GPUs the manifest requests for the whole group (TP401's count), None if unknown."""
+        """GPUs the manifest requests for the whole group (per pod × pods), what TP401 compares
+        t·p·dp with; None when not requested or when the rank count is an expression."""
         d = self.deployment
-        if not d.gpus_requested or d.gpus_requested <= 0 or d.ray_cluster or any(
+        if not d.gpus_requested or d.gpus_requested <= 0 or any(
                 k in d.unresolved for k in ("pipeline_parallel_size", "data_parallel_size",
                                             "nnodes")):
             return None
         return d.gpus_requested * (d.group_size or d.nnodes or 1)
 
     def uses_all_gpus(self, tp: int, dp: int | None = None) -> bool:
-        """Whether t·p·dp at ``tp`` equals the GPUs requested (True when none are known)."""
+        """Whether t·p·dp at ``tp`` leaves TP401 nothing to say: it equals the GPUs requested
+        (or more ranks inside a Ray cluster, whose worker pods bring the rest); True when no
+        count is known."""
         have = self.gpus_available
-        return have is None or tp * self.pp * (self.dp_replicas if dp is None else dp) == have
+        ranks = tp * self.pp * (self.dp_replicas if dp is None else dp)
+        return have is None or ranks == have or (bool(self.deployment.ray_cluster) and ranks > have)
 
     # ---- context used for capacity --------------------------------------------------------
     @cached_property

@@ -22,14 +22,12 @@ SUMMARY = "t·p·dp differs from the GPUs requested: fewer cannot start, more si
 
 def check(ctx: CheckContext) -> Iterator[Finding]:
     d = ctx.deployment
-    if d.gpus_requested is None or d.gpus_requested <= 0:
-        return
-    if any(k in d.unresolved for k in ("pipeline_parallel_size", "data_parallel_size", "nnodes")):
-        return  # the rank count is not known statically
+    have = ctx.gpus_available
+    if have is None or d.gpus_requested is None:
+        return  # nothing requested, or the rank count is not known statically
     ray = bool(d.ray_cluster)
     rule = sys.modules[__name__]
     pods = d.group_size or d.nnodes or 1
-    have = d.gpus_requested * pods
     ranks = ctx.tp * ctx.pp * ctx.dp_replicas
     f = Formula(
         "ranks",
