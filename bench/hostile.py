@@ -10,23 +10,22 @@ is that any file the cap lets through finishes in seconds.
 ``--scale 0.1`` builds each case with a tenth of its launches (a quick look on a busy box).
 
 Recorded 2026-12-01 on the shared 2-core box (load 4-7 from other work, so absolute seconds are
-high; the before/after pairs ran back to back):
+high; the before/after pairs ran back to back). "after" is the final merge: legal sizes memoised
+per shape, the Python reader libcst alone (a faster ``ast`` twin was measured and left out: two
+readers of one format drift apart):
 
     case (scale 0.25)         before (main)            after
-    2,500 refused launches    53.1 s, 119 MiB          7.7 s, 119 MiB
-    10,000 LLM() calls        56.1 s, 301 MiB          9.7 s,  82 MiB
+    2,500 refused launches    53.1 s, 119 MiB          2.5 s, 146 MiB
+    10,000 LLM() calls        56.1 s, 301 MiB          18.5 s, 322 MiB
 
-    case (scale 1)            before                   after
-    10k-refused-launches      > 120 s (issue: 32 s)    24.5 s, 436 MiB
-    40k-LLM-calls             > 120 s (issue: 166 s,   27.3 s, 291 MiB
-                              1.1 GB)
-    5MB-refused-launches      > 120 s                  18.4 s, 442 MiB (10,000 launches read)
-    5MB-LLM-calls (100,824)   > 120 s                  61.5 s, 791 MiB
-    5MB-pods (26,083)         > 120 s (issue: > 300 s) 36.4 s, 1115 MiB
+    case (scale 0.25, quiet)  after
+    5MB-refused-launches      8.0 s, 543 MiB (10,000 launches read)
+    5MB-LLM-calls (100,824)   198.2 s, 2960 MiB  <- libcst's tree and positions: still open
+    5MB-pods (26,083)         29.2 s, 1344 MiB
 
 What is left is linear: per finding, the JSON report's pretty printer (``indent=2`` takes
 Python's pure-Python encoder: ~45% of a ``--format json`` run with four findings a launch) and
-the findings themselves, held until they are sorted.
+the findings themselves, held until they are sorted; per ``LLM()`` call, libcst's nodes.
 """
 
 from __future__ import annotations
