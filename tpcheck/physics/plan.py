@@ -15,7 +15,7 @@ from tpcheck.engines.defaults import (
 from tpcheck.formula import Formula
 from tpcheck.hardware.gpus import GPU
 from tpcheck.models.shape import ModelShape
-from tpcheck.physics import comm, kv, memory, sglang_memory
+from tpcheck.physics import comm, kv, memory, sglang_memory, sglang_pools
 from tpcheck.physics import step as stepmodel
 from tpcheck.physics.legality import Refusal, refusals
 from tpcheck.physics.linkcost import prefill_tokens
@@ -222,6 +222,11 @@ def evaluate(shape: ModelShape, t: int, opts: Options) -> Evaluation:
     kvb = kv.kv_bytes_per_token_per_gpu(
         shape, t, kv_cache_dtype=opts.kv_cache_dtype, pp=pp, context=c, attn_dp=attn_dp
     )
+    # What the engine's pool divides by: SGLang's own cell (hybrid SWA split, sliding layers in
+    # full without it; issue 21); the decode step keeps reading kvb.
+    cell = (sglang_pools.cell_bytes(shape, t, kv_cache_dtype=opts.kv_cache_dtype, pp=pp,
+                                    attn_dp=attn_dp, version=opts.engine_version)
+            if eng == "sglang" else kvb)
     act = kv.activation_dtype(shape.dtype, opts.dtype)
     b = kv.dtype_bytes(act)
     ar = comm.allreduce_bytes_per_token(kv.stage_layers(shape.layers, pp), shape.hidden, b, t)
@@ -233,7 +238,7 @@ def evaluate(shape: ModelShape, t: int, opts: Options) -> Evaluation:
         kv_heads_per_gpu=kv.kv_heads_per_gpu(shape, t),
         kv_replicas=kv.kv_replicas(shape, t),
         weights=w,
-        kv_bytes_per_token=kvb,
+        kv_bytes_per_token=cell,
         allreduce=ar,
         defaults=defaults,
     )
@@ -291,12 +296,18 @@ def evaluate(shape: ModelShape, t: int, opts: Options) -> Evaluation:
             enforce_eager=opts.enforce_eager, version=d.version, moe_group=moe_group,
             expert_parallel=opts.expert_parallel,
         )
+    mamba_slots: int | None = None  # SGLang's state slots (hybrid linear attention)
     if eng == "sglang" and opts.reserve is None:
         # SGLang's own budget: T (free after context and communicators) · mfs − W.
         nvlink = gpu_nvlink(opts.gpu)
         pool = sglang_memory.pool_per_gpu(memory=mem, mfs=u, weights=w.result, t=t,
                                           nvlink=nvlink, version=d.version)
-        tokens = sglang_memory.pool_tokens(pool.result, kvb.result, block, d.version)
+        per_req = sglang_pools.mamba_state_per_request(shape, t, pp=pp, attn_dp=attn_dp)
+        if per_req is not None:  # hybrid linear attention: the state pool comes out first
+            mamba_slots, state = sglang_pools.mamba_slots_and_state(
+                pool.result, per_req, version=d.version, max_running_requests=opts.max_num_seqs)
+            pool = sglang_pools.pool_after_state(pool, state)
+        tokens = sglang_memory.pool_tokens(pool.result, cell.result, block, d.version)
     else:
         pool = memory.pool_per_gpu(
             memory=mem, utilization=u, weights=w.result, reserve_bytes=res.result, engine=eng
@@ -310,6 +321,10 @@ def evaluate(shape: ModelShape, t: int, opts: Options) -> Evaluation:
         md = (sglang_memory.default_max_running_requests(d.version, int(tokens.result), c)
               or sglang_max_running_requests(int(tokens.result), c))
         seqs = int(md.value)
+        cap = sglang_pools.mamba_request_cap(mamba_slots, d.version)
+        if cap is not None and cap.result < seqs:
+            seqs = int(cap.result)
+            md = replace(md, source=f"{cap.expression}, {cap.source}")
         defaults["max_running_requests"] = f"{seqs} ({md.source})"
         defaults.pop("max_num_seqs", None)
     seqf = Formula(
@@ -346,7 +361,7 @@ def evaluate(shape: ModelShape, t: int, opts: Options) -> Evaluation:
         kv_heads_per_gpu=ev.kv_heads_per_gpu,
         kv_replicas=ev.kv_replicas,
         weights=w,
-        kv_bytes_per_token=kvb,
+        kv_bytes_per_token=cell,
         allreduce=ar,
         defaults=defaults,
         utilization=uf,

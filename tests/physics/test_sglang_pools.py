@@ -1,0 +1,176 @@
+"""SGLang's cell and hybrid pools term by term, each pinned to the release line it was read
+from (issue 21): MLA's single latent, the hybrid SWA split, the linear-attention state pool."""
+
+from __future__ import annotations
+
+from functools import lru_cache
+
+import pytest
+
+from tpcheck.formula import GIB
+from tpcheck.hardware.gpus import find_gpu
+from tpcheck.models import catalog
+from tpcheck.models.config import load_config, parse_config
+from tpcheck.models.shape import ModelShape
+from tpcheck.physics import sglang_memory as sm
+from tpcheck.physics import sglang_pools as sp
+from tpcheck.physics.plan import Options, evaluate
+
+GPT_OSS = "openai/gpt-oss-120b"
+SCOUT = "meta-llama/Llama-4-Scout-17B-16E-Instruct"
+GEMMA2 = "google/gemma-2-9b-it"
+NEXT = "Qwen/Qwen3-Next-80B-A3B-Instruct"
+
+
+@lru_cache(maxsize=16)
+def shape(model_id: str) -> ModelShape:
+    e = catalog.find(model_id)
+    assert e is not None, model_id
+    return parse_config(load_config(e.config_path), name=model_id)
+
+
+@pytest.mark.parametrize(("version", "read"), [
+    (None, "0.5.23"), ("0.4.3", "0.4.6"), ("0.4.10.post2", "0.4.10"), ("0.5.2", "0.5.2"),
+    ("0.5.9", "0.5.2"), ("0.5.10.post1", "0.5.10"), ("0.5.23", "0.5.23"),
+])
+def test_hybrid_release_is_the_nearest_read_at_or_below(version: str | None, read: str) -> None:
+    assert sp.hybrid_release(version) == read
+
+
+@pytest.mark.parametrize(("model", "version", "split"), [
+    # 0.5.10 model_config.py is_hybrid_swa_model l.1438-1448: gpt-oss by layer_types (18/18)
+    (GPT_OSS, "0.5.10", (18, 18)),
+    (GPT_OSS, "0.5.23", (18, 18)),
+    # 0.5.2 server_args.py l.2488 switches the hybrid pool off for gpt-oss
+    (GPT_OSS, "0.5.2", None),
+    # get_hybrid_layer_ids l.1451-1462: Llama-4's full layers are (i + 1) % 4 == 0: 12 of 48
+    (SCOUT, "0.5.10", (12, 36)),
+    # 0.4.10 model_runner.py l.287-295: not Llama-4 unless --hybrid-kvcache-ratio
+    (SCOUT, "0.4.10", None),
+    # gemma-2 is switched off in every release (0.5.10 server_args.py l.1865-1877)
+    (GEMMA2, "0.5.10", None),
+    (GEMMA2, "0.4.10", None),
+    (GPT_OSS, "0.4.6", None),  # 0.4.6 has no hybrid pool
+])
+def test_which_models_the_release_splits(model: str, version: str,
+                                         split: tuple[int, int] | None) -> None:
+    assert sp.swa_split(shape(model), version) == split
+
+
+def test_swa_cell_is_full_plus_ratio_times_swa() -> None:
+    """0.5.10 mixin _resolve_hybrid_swa_tokens l.287-371: full_tokens = rest/(F·n_full +
+    r·S·n_swa). gpt-oss-120b at t = 2: F = S = (8/2 heads)·(64 + 64)·2 B = 1,024 B a layer,
+    so one full-pool token costs 1,024·(18 + 0.8·18) = 33,177.6 B."""
+    c = sp.cell_bytes(shape(GPT_OSS), 2, version="0.5.10")
+    assert c.result == pytest.approx(1024 * (18 + 0.8 * 18))
+    assert "l.287-371" in c.source
+    assert c.values["r"] == 0.8 and c.values["L_full"] == 18 and c.values["L_swa"] == 18
+
+
+def test_swa_ratio_flag_changes_the_cell() -> None:
+    """--swa-full-tokens-ratio 0.2 (0.5.10 server_args.py l.360, default 0.8)."""
+    c = sp.cell_bytes(shape(GPT_OSS), 2, version="0.5.23", swa_ratio=0.2)
+    assert c.result == pytest.approx(1024 * (18 + 0.2 * 18))
+    assert "HybridSWAPoolConfigurator" in c.source
+
+
+def test_without_the_split_sliding_layers_cost_a_full_layer() -> None:
+    """gemma-2-9b on SGLang: every one of the 42 layers in full (0.5.10 mixin l.125-131),
+    42·8 heads·(256 + 256)·2 B = 344,064 B at t = 1, not vLLM's window-averaged figure."""
+    c = sp.cell_bytes(shape(GEMMA2), 1, version="0.5.10")
+    assert c.result == 42 * 8 * 512 * 2
+    assert "l.125-131" in c.source
+
+
+@pytest.mark.parametrize("t", [1, 8])
+@pytest.mark.parametrize("model", ["deepseek-ai/DeepSeek-V3", "moonshotai/Kimi-K2-Instruct"])
+def test_mla_cell_is_one_latent_whatever_t(model: str, t: int) -> None:
+    """0.5.10 mixin l.77-82, 0.5.23 pool_configurator.py l.376-384: (kv_lora_rank +
+    qk_rope_head_dim)·L·b on every rank: 61·(512 + 64)·2 = 70,272 B; logged as one KV size."""
+    c = sp.cell_bytes(shape(model), t, version="0.5.10")
+    assert c.result == 61 * 576 * 2
+
+
+def test_linear_attention_cell_counts_the_full_layers_only() -> None:
+    """Qwen3-Next: 12 of 48 layers are full attention (full_attention_interval 4; 0.5.10
+    mixin l.155-164): 12·max(1, 2/4)·(256 + 256)·2 = 12,288 B at t = 4."""
+    assert sp.cell_bytes(shape(NEXT), 4).result == 12 * 1 * 512 * 2
+
+
+@pytest.mark.parametrize(("t", "expected"), [
+    # conv (16·128·2 + 32·128)/t·(4 − 1)·2 B + temporal (32/t)·128·128·4 B, 36 linear layers
+    (1, 36 * ((8192 * 3 * 2) + 32 * 128 * 128 * 4)),  # 77,266,944 B ≈ 73.7 MiB
+    (4, 36 * ((2048 * 3 * 2) + 8 * 128 * 128 * 4)),  # 19,316,736 B
+])
+def test_state_per_request(t: int, expected: int) -> None:
+    """configs/qwen3_next.py l.282-302, mamba_utils.py l.115-177: bf16 conv, fp32 temporal."""
+    s = sp.mamba_state_per_request(shape(NEXT), t)
+    assert s is not None and s.result == expected
+    assert "mamba_utils.py" in s.source
+
+
+def test_no_state_without_linear_layers() -> None:
+    assert sp.mamba_state_per_request(shape(GPT_OSS), 1) is None
+
+
+S4 = 36 * ((2048 * 3 * 2) + 8 * 128 * 128 * 4)  # Qwen3-Next's state per request at t = 4
+
+
+@pytest.mark.parametrize(("version", "slots", "charged", "line"), [
+    # 0.5.10 mixin l.214-238: K = floor(rest·0.9/1.9 / s) = floor(5,086,275,610.9 / s) = 263
+    ("0.5.10", 263, 263, "l.214-238"),
+    # 0.5.23 kv_cache_configurator.py l.3346-3409: K = floor((budget − s)/s) = 262, (K + 1)·s
+    ("0.5.23", 262, 263, "l.3346-3409"),
+    # 0.5.2 model_runner.py l.312-318: 512 slots whatever the memory
+    ("0.5.2", 512, 512, "l.312-318"),
+])
+def test_state_pool_by_release(version: str, slots: int, charged: int, line: str) -> None:
+    per = sp.mamba_state_per_request(shape(NEXT), 4)
+    assert per is not None
+    k, state = sp.mamba_slots_and_state(10 * GIB, per, version=version)
+    assert k == slots
+    assert state.result == charged * S4
+    assert line in state.source
+
+
+def test_request_cap_is_slots_over_three() -> None:
+    """0.5.10 mixin l.64, l.853-857: min(max_num_reqs, K // 3) with the radix cache on."""
+    cap = sp.mamba_request_cap(263, "0.5.10")
+    assert cap is not None and cap.result == 87
+    cap052 = sp.mamba_request_cap(512, "0.5.2")
+    assert cap052 is not None and cap052.result == 512
+    assert sp.mamba_request_cap(None, "0.5.10") is None
+
+
+def test_plan_takes_the_state_out_before_the_kv() -> None:
+    """plan --engine sglang on Qwen3-Next, 4 × H100, 0.5.10 rules, mfs 0.8: rest = T·0.8 − W,
+    state = K·s with K = floor(rest·0.9/1.9/s), tokens = floor((rest − state)/12,288)."""
+    gpu = find_gpu("h100-sxm")
+    assert gpu is not None
+    ev = evaluate(shape(NEXT), 4, Options(engine="sglang", engine_version="0.5.10", gpu=gpu,
+                                          utilization=0.8))
+    assert ev.pool is not None and ev.tokens is not None and ev.max_num_seqs is not None
+    t_free = gpu.usable_bytes - sm.baseline_overhead(4, True).result
+    rest = t_free * 0.8 - ev.weights.result
+    k = int(rest * 0.9 / 1.9 // S4)
+    assert ev.pool.result == pytest.approx(rest - k * S4)
+    assert ev.tokens.result == int((rest - k * S4) // 12_288)
+    assert ev.max_num_seqs.result == min(k // 3, 2048)
+    assert "K // 3" in ev.defaults["max_running_requests"]
+
+
+def test_plan_divides_by_the_swa_cell() -> None:
+    """gpt-oss-120b, 2 × H100 under 0.5.10: #tokens = rest / (F·18 + 0.8·F·18)."""
+    gpu = find_gpu("h100-sxm")
+    ev = evaluate(shape(GPT_OSS), 2, Options(engine="sglang", engine_version="0.5.10", gpu=gpu,
+                                             utilization=0.85))
+    assert ev.pool is not None and ev.tokens is not None
+    assert ev.kv_bytes_per_token.result == pytest.approx(1024 * 32.4)
+    assert ev.tokens.result == int(ev.pool.result // (1024 * 32.4))
+
+
+def test_vllm_keeps_its_own_cell() -> None:
+    """The SGLang cell does not leak into vLLM's figures (sliding layers window-averaged)."""
+    gpu = find_gpu("h100-sxm")
+    ev = evaluate(shape(GEMMA2), 1, Options(engine="vllm", gpu=gpu))
+    assert ev.kv_bytes_per_token.result < 42 * 8 * 512 * 2
