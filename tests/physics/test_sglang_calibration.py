@@ -67,6 +67,8 @@ EXCLUDED: dict[int, str] = {
     9: "hybrid linear-attention NVFP4 model with a draft pool; model not named",
     10: "DP attention with a sparse-attention indexer in the pool (DeepSeek-V3.2-Exp)",
     11: "no pool line: a baseline measurement only (it fixes NVLINK_COMM_BYTES and C)",
+    12: "state pool only: a reduced 8-layer Qwen3.5-MoE with dummy weights, not in the catalog "
+        "(it pins the linear-attention state and cell in test_sglang_pools.py)",
 }
 
 

@@ -11,7 +11,7 @@ from tpcheck.formula import GIB
 from tpcheck.hardware.gpus import find_gpu
 from tpcheck.models import catalog
 from tpcheck.models.config import load_config, parse_config
-from tpcheck.models.shape import ModelShape
+from tpcheck.models.shape import LinearAttention, ModelShape
 from tpcheck.physics import sglang_memory as sm
 from tpcheck.physics import sglang_pools as sp
 from tpcheck.physics.plan import Options, evaluate
@@ -174,3 +174,50 @@ def test_vllm_keeps_its_own_cell() -> None:
     gpu = find_gpu("h100-sxm")
     ev = evaluate(shape(GEMMA2), 1, Options(engine="vllm", gpu=gpu))
     assert ev.kv_bytes_per_token.result < 42 * 8 * 512 * 2
+
+
+def _reduced_qwen35() -> ModelShape:
+    """Row 12's model as its write-up states it: 8 layers (6 Gated DeltaNet + 2 full
+    attention), 2 KV heads of 256, linear 16 key / 32 value heads of 128, conv kernel 4.
+    Widths the pool does not read (hidden, heads, vocab) are placeholders."""
+    return ModelShape(
+        model_type="qwen3_5_moe", layers=8, hidden=2048, heads=16, kv_heads=2, head_dim=256,
+        ffn=0, vocab=1, tied_embeddings=False, dtype="bfloat16", max_position_embeddings=None,
+        linear_attn=LinearAttention(layers=6, num_key_heads=16, num_value_heads=32,
+                                    key_head_dim=128, value_head_dim=128, conv_kernel=4),
+    )
+
+
+def _row(i: int) -> dict[str, object]:
+    from tests.physics.test_sglang_calibration import load_rows
+
+    return load_rows()[i]
+
+
+def test_state_per_request_matches_a_published_log() -> None:
+    """Row 12 (--max-mamba-cache-size 512, tp 1): 'conv_state size: 0.14GB, ssm_state size:
+    6.01GB'. Per request and layer: conv (32·128 + 2·16·128)·3 bf16 = 49,152 B, temporal
+    32·128·128 fp32 = 2,097,152 B; the pool holds K + 1 = 513 slots (memory_pool.py l.255,
+    l.269): 6·513·2,097,152 B = 6.0117 GiB and 6·513·49,152 B = 0.1409 GiB. With 512 slots
+    the log would have said 6.00."""
+    row = _row(12)
+    shape = _reduced_qwen35()
+    s = sp.mamba_state_per_request(shape, 1)
+    assert s is not None and s.result == 6 * (49_152 + 2_097_152)  # 12,877,824 B = 12.28 MiB
+    slots = int(row["mamba_slots"])  # type: ignore[call-overload]
+    ssm = 6 * (slots + 1) * 2_097_152 / GIB
+    conv = 6 * (slots + 1) * 49_152 / GIB
+    assert round(ssm, 2) == row["mamba_ssm_gib"] and round(conv, 2) == row["mamba_conv_gib"]
+    assert round(6 * slots * 2_097_152 / GIB, 2) != row["mamba_ssm_gib"]
+    _, state = sp.mamba_slots_and_state(0.0, s, version="0.5.23", max_mamba_cache_size=slots)
+    assert state.result == (slots + 1) * s.result
+
+
+def test_linear_attention_cell_matches_the_logged_k_size() -> None:
+    """Row 12: 'K size: 30.15 GB' for 15,809,808 tokens is 2,048 B of K a token: the 2 full
+    layers only (2·2 heads·256·2 B), so the cell (K and V) is 4,096 B, not 8 layers' 16,384."""
+    row = _row(12)
+    c = sp.cell_bytes(_reduced_qwen35(), 1)
+    assert c.result == 4096
+    tokens = int(row["kv_tokens"])  # type: ignore[call-overload]
+    assert round(tokens * c.result / 2 / GIB, 2) == row["k_size_gib"]

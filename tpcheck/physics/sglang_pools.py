@@ -163,11 +163,23 @@ def mamba_state_per_request(shape: ModelShape, t: int, *, pp: int = 1,
 
 def mamba_slots_and_state(rest: float, per_request: Formula, *, version: str | None = None,
                           max_running_requests: int | None = None,
-                          ratio: float | None = None) -> tuple[int, Formula]:
-    """(K slots, bytes of the state pool) that the release takes out of rest before the KV."""
+                          ratio: float | None = None,
+                          max_mamba_cache_size: int | None = None) -> tuple[int, Formula]:
+    """(K slots, bytes of the state pool) that the release takes out of rest before the KV.
+
+    ``max_mamba_cache_size`` is the flag: K is then given, charged K·s (0.5.10 mixin l.201-205)
+    or (K + 1)·s (0.5.23 l.3296-3304, l.3404-3408; the pool allocates K + 1 slots in every
+    release, memory_pool.py l.255, l.269).
+    """
     rel = hybrid_release(version)
     s = float(per_request.result)
     rho = MAMBA_FULL_MEMORY_RATIO if ratio is None else ratio
+    if max_mamba_cache_size is not None:
+        k = max_mamba_cache_size
+        pad = 1 if rel == "0.5.23" else 0
+        return k, Formula("mamba_state_bytes", "(K + 1)·s" if pad else "K·s",
+                          {"K": k, "s": s}, (k + pad) * s, "B",
+                          MAMBA_SRC.get(rel, MAMBA_SRC["0.5.2"]), (per_request,))
     if rel not in ("0.5.10", "0.5.23"):  # 0.5.2 (Qwen3-Next's first releases): fixed slots
         k = max_running_requests or MAMBA_SLOTS_052
         return k, Formula("mamba_state_bytes", "K·s", {"K": k, "s": s}, k * s, "B",
