@@ -69,6 +69,9 @@ EXCLUDED: dict[int, str] = {
     11: "no pool line: a baseline measurement only (it fixes NVLINK_COMM_BYTES and C)",
     12: "state pool only: a reduced 8-layer Qwen3.5-MoE with dummy weights, not in the catalog "
         "(it pins the linear-attention state and cell in test_sglang_pools.py)",
+    13: "MLA KV size only: Kimi-K2.6's INT4 compressed-tensors weights and the H20's memory are "
+        "not in the catalog, and its weights per card are an estimate, not a logged figure (it "
+        "pins MLA's single KV size in test_sglang_pools.py)",
 }
 
 

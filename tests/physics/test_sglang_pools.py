@@ -221,3 +221,16 @@ def test_linear_attention_cell_matches_the_logged_k_size() -> None:
     assert c.result == 4096
     tokens = int(row["kv_tokens"])  # type: ignore[call-overload]
     assert round(tokens * c.result / 2 / GIB, 2) == row["k_size_gib"]
+
+
+def test_mla_single_kv_size_matches_a_published_log() -> None:
+    """Row 13 (Kimi-K2.6, 8 × H20, --tp-size 8, 0.5.12): 'KV Cache is allocated. #tokens:
+    209413, KV size: 13.71 GB' on every rank: one latent of 61·(512 + 64)·2 = 70,272 B a
+    token, not divided by t (209,413 · 70,272 B = 13.705 GiB; 60 layers would print 13.48)."""
+    row = _row(13)
+    kimi = shape("moonshotai/Kimi-K2-Instruct")  # Kimi-K2.6's text model has K2's MLA shape
+    c8 = sp.cell_bytes(kimi, 8, version="0.5.12")
+    assert c8.result == sp.cell_bytes(kimi, 1, version="0.5.12").result == 61 * 576 * 2
+    tokens = int(row["kv_tokens"])  # type: ignore[call-overload]
+    assert round(tokens * c8.result / GIB, 2) == row["kv_size_gib"]
+    assert round(tokens * 60 * 576 * 2 / GIB, 2) != row["kv_size_gib"]
