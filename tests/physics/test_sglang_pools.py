@@ -234,3 +234,19 @@ def test_mla_single_kv_size_matches_a_published_log() -> None:
     tokens = int(row["kv_tokens"])  # type: ignore[call-overload]
     assert round(tokens * c8.result / GIB, 2) == row["kv_size_gib"]
     assert round(tokens * 60 * 576 * 2 / GIB, 2) != row["kv_size_gib"]
+
+
+@pytest.mark.parametrize(("full", "ratio", "page", "swa"), [
+    # sgl-project/sglang#18039 (MiMo-V2-Flash, --page-size 64, default ratio): "Use sliding
+    # window memory pool. full_layer_tokens=375360, swa_layer_tokens=300288"
+    (375_360, 0.8, 64, 300_288),
+    # public write-up, find_string id 55801756965 (Gemma 4 QAT): full 1710, swa 1368
+    (1_710, 0.8, 1, 1_368),
+    # public notes, find_string id 65739849880 (--swa-full-tokens-ratio 0.05): 181760 → 9088
+    (181_760, 0.05, 1, 9_088),
+])
+def test_swa_pool_is_the_ratio_of_the_full_pool(full: int, ratio: float, page: int,
+                                                swa: int) -> None:
+    """0.5.10 mixin l.365-366, 0.5.23 pool_configurator.py l.880-881: the SWA pool is
+    int(full·r) floored to pages, whatever the window; published start-ups print the pair."""
+    assert sp.swa_pool_tokens(full, swa_ratio=ratio, page_size=page).result == swa

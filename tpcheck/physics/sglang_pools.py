@@ -218,3 +218,15 @@ def mamba_request_cap(slots: int | None, version: str | None) -> Formula | None:
                        "model_runner_kv_cache_mixin.py l.64, l.373-385, l.853-857")
     return Formula("max_running_requests", "K", {"K": slots}, slots, "sequences",
                    "sglang 0.5.2 model_executor/model_runner.py l.1262-1263")
+
+
+def swa_pool_tokens(full_tokens: int, *, swa_ratio: float | None = None, page_size: int = 1,
+                    version: str | None = None) -> Formula:
+    """The SWA pool beside a hybrid full pool: floor(floor(full·r) / page)·page tokens."""
+    r = SWA_FULL_TOKENS_RATIO if swa_ratio is None else swa_ratio
+    page = max(page_size, 1)
+    n = int(full_tokens * r) // page * page
+    rel = hybrid_release(version)
+    return Formula("swa_pool_tokens", "floor(floor(full·r) / page)·page",
+                   {"full": full_tokens, "r": r, "page": page}, n, "tokens",
+                   SWA_SRC.get(rel, SWA_SRC["0.5.10"]))
