@@ -140,6 +140,31 @@ def sglang_section() -> None:
     print("excluded rows:")
     for i, reason in sorted(sg.EXCLUDED.items()):
         print(f"  {i:>2}: {reason}")
+    hybrid_section(rows)
+
+
+def hybrid_section(rows: list[dict[str, object]]) -> None:
+    """Issue 21, hybrid pools and MLA: the sizes SGLang logged against tpcheck's cell and state
+    for the rows that print them (no pool prediction: see EXCLUDED for why)."""
+    from tests.physics.test_sglang_pools import reduced_qwen35, shape
+    from tpcheck.physics import sglang_pools as sp
+
+    print()
+    print("SGLang hybrid/MLA sizes (GiB): logged vs tpcheck's cell and state")
+    red = reduced_qwen35()
+    per = sp.mamba_state_per_request(red, 1)
+    r12 = rows[12]
+    slots = int(r12["mamba_slots"])  # type: ignore[call-overload]
+    assert per is not None
+    state = (slots + 1) * per.result / GIB
+    logged_state = float(r12["mamba_ssm_gib"]) + float(r12["mamba_conv_gib"])  # type: ignore[arg-type]
+    k12 = int(r12["kv_tokens"]) * sp.cell_bytes(red, 1).result / 2 / GIB  # type: ignore[call-overload]
+    print(f" 12 reduced Qwen3.5-MoE  state ({slots} + 1 slots): {state:.2f} vs {logged_state:.2f}"
+          f"   K size: {k12:.2f} vs {r12['k_size_gib']}")
+    r13 = rows[13]
+    kimi = shape("moonshotai/Kimi-K2-Instruct")
+    kv13 = int(r13["kv_tokens"]) * sp.cell_bytes(kimi, 8).result / GIB  # type: ignore[call-overload]
+    print(f" 13 Kimi-K2.6 TP 8 (MLA)  KV size: {kv13:.2f} vs {r13['kv_size_gib']}")
 
 
 if __name__ == "__main__":

@@ -176,7 +176,7 @@ def test_vllm_keeps_its_own_cell() -> None:
     assert ev.kv_bytes_per_token.result < 42 * 8 * 512 * 2
 
 
-def _reduced_qwen35() -> ModelShape:
+def reduced_qwen35() -> ModelShape:
     """Row 12's model as its write-up states it: 8 layers (6 Gated DeltaNet + 2 full
     attention), 2 KV heads of 256, linear 16 key / 32 value heads of 128, conv kernel 4.
     Widths the pool does not read (hidden, heads, vocab) are placeholders."""
@@ -201,7 +201,7 @@ def test_state_per_request_matches_a_published_log() -> None:
     l.269): 6·513·2,097,152 B = 6.0117 GiB and 6·513·49,152 B = 0.1409 GiB. With 512 slots
     the log would have said 6.00."""
     row = _row(12)
-    shape = _reduced_qwen35()
+    shape = reduced_qwen35()
     s = sp.mamba_state_per_request(shape, 1)
     assert s is not None and s.result == 6 * (49_152 + 2_097_152)  # 12,877,824 B = 12.28 MiB
     slots = int(row["mamba_slots"])  # type: ignore[call-overload]
@@ -217,7 +217,7 @@ def test_linear_attention_cell_matches_the_logged_k_size() -> None:
     """Row 12: 'K size: 30.15 GB' for 15,809,808 tokens is 2,048 B of K a token: the 2 full
     layers only (2·2 heads·256·2 B), so the cell (K and V) is 4,096 B, not 8 layers' 16,384."""
     row = _row(12)
-    c = sp.cell_bytes(_reduced_qwen35(), 1)
+    c = sp.cell_bytes(reduced_qwen35(), 1)
     assert c.result == 4096
     tokens = int(row["kv_tokens"])  # type: ignore[call-overload]
     assert round(tokens * c.result / 2 / GIB, 2) == row["k_size_gib"]
