@@ -3,6 +3,7 @@ from (issue 21): MLA's single latent, the hybrid SWA split, the linear-attention
 
 from __future__ import annotations
 
+import json
 from functools import lru_cache
 
 import pytest
@@ -250,3 +251,28 @@ def test_swa_pool_is_the_ratio_of_the_full_pool(full: int, ratio: float, page: i
     """0.5.10 mixin l.365-366, 0.5.23 pool_configurator.py l.880-881: the SWA pool is
     int(full·r) floored to pages, whatever the window; published start-ups print the pair."""
     assert sp.swa_pool_tokens(full, swa_ratio=ratio, page_size=page).result == swa
+
+
+def _plan(*args: str) -> str:
+    import os
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    env = {**os.environ, "HF_ENDPOINT": "http://127.0.0.1:9", "HF_HUB_OFFLINE": "1"}
+    p = subprocess.run([sys.executable, "-m", "tpcheck.cli", "plan", *args], capture_output=True,
+                       text=True, cwd=Path(__file__).resolve().parents[2], env=env, timeout=60)
+    assert p.returncode == 0, p.stderr
+    return p.stdout
+
+
+def test_plan_prints_the_state_pool_and_the_hybrid_cells() -> None:
+    """tpcheck plan --engine sglang: the budget names the state pool of a linear-attention
+    model, and the JSON rows carry SGLang's cells (Qwen3-Next 12,288 B at t = 4; gpt-oss-120b
+    1,024·(18 + 0.8·18) = 33,177.6 B at t = 2 under 0.5.10)."""
+    text = _plan(NEXT, "--gpu", "h100-sxm", "--engine", "sglang", "--engine-version", "0.5.10",
+                 "--tp", "4")
+    assert "pool = T·mfs − W_gpu − state" in text and "mamba_state_bytes" in text
+    doc = json.loads(_plan(GPT_OSS, "--gpu", "h100-sxm", "--engine", "sglang",
+                           "--engine-version", "0.5.10", "--tp", "2", "--format", "json"))
+    assert doc["rows"][0]["kv_bytes_per_token_per_gpu"] == pytest.approx(1024 * 32.4)

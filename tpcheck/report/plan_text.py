@@ -135,8 +135,10 @@ def render_plan(model: str, where: str, shape: ModelShape, rows: Sequence[Evalua
         t_f = pool_f.terms[0]
         out.append("")
         out.append(f"  SGLang budget per GPU (at the first t, rules of SGLang "
-                   f"{pool_f.values['release']}): pool = T·mfs − W_gpu")
-        for term in (t_f, *t_f.terms):
+                   f"{pool_f.values['release']}): pool = {pool_f.expression}")
+        # Hybrid linear attention adds the state pool (and its per-request size) after T.
+        extra = tuple(x for term in pool_f.terms[1:] for x in (term, *term.terms))
+        for term in (t_f, *t_f.terms, *extra):
             out.append(f"    {term.name} = {term.expression} = {term.result / GIB:.2f} GiB")
     elif first is not None and first.reserve is not None:
         out.append("")
