@@ -22,6 +22,9 @@ released wheels (facts only, file:line per release):
   init, min over ranks); mem_cache/kv_cache_configurator.py _profile_available_bytes
   l.2990-3060 (rest = available − T·(1 − mfs) − multimodal reservation), config_from_budget
   l.3192-3226 (page alignment in the configurator); arg_groups/memory_hook.py l.281-345 (mfs).
+
+What rest is divided by (MLA's latent, the hybrid SWA split, the linear-attention state pool
+taken out first) is ``sglang_pools``.
 """
 
 from __future__ import annotations
