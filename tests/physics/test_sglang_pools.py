@@ -276,3 +276,16 @@ def test_plan_prints_the_state_pool_and_the_hybrid_cells() -> None:
     doc = json.loads(_plan(GPT_OSS, "--gpu", "h100-sxm", "--engine", "sglang",
                            "--engine-version", "0.5.10", "--tp", "2", "--format", "json"))
     assert doc["rows"][0]["kv_bytes_per_token_per_gpu"] == pytest.approx(1024 * 32.4)
+
+
+def test_options_carry_the_hybrid_flags() -> None:
+    """--swa-full-tokens-ratio 0.5, --max-mamba-cache-size 100 (0.5.10: charged K·s) reach the
+    pool through Options, for the lead's Deployment → Options wiring."""
+    gpu = find_gpu("h100-sxm")
+    ev = evaluate(shape(GPT_OSS), 2, Options(engine="sglang", engine_version="0.5.10", gpu=gpu,
+                                             swa_full_tokens_ratio=0.5))
+    assert ev.kv_bytes_per_token.result == pytest.approx(1024 * (18 + 0.5 * 18))
+    ev2 = evaluate(shape(NEXT), 4, Options(engine="sglang", engine_version="0.5.10", gpu=gpu,
+                                           utilization=0.8, max_mamba_cache_size=100))
+    assert ev2.pool is not None
+    assert ev2.pool.values["state"] == 100 * S4

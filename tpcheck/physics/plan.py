@@ -55,6 +55,10 @@ class Options:
     link_bandwidth: float | None = None  # overrides the GPU's link
     hbm_bandwidth: float | None = None
     flops: float | None = None
+    # SGLang's hybrid pools (issue 21); None = the release's default (sglang_pools)
+    swa_full_tokens_ratio: float | None = None
+    mamba_full_memory_ratio: float | None = None
+    max_mamba_cache_size: int | None = None
 
 
 @record
@@ -225,7 +229,8 @@ def evaluate(shape: ModelShape, t: int, opts: Options) -> Evaluation:
     # What the engine's pool divides by: SGLang's own cell (hybrid SWA split, sliding layers in
     # full without it; issue 21); the decode step keeps reading kvb.
     cell = (sglang_pools.cell_bytes(shape, t, kv_cache_dtype=opts.kv_cache_dtype, pp=pp,
-                                    attn_dp=attn_dp, version=opts.engine_version)
+                                    attn_dp=attn_dp, version=opts.engine_version,
+                                    swa_ratio=opts.swa_full_tokens_ratio)
             if eng == "sglang" else kvb)
     act = kv.activation_dtype(shape.dtype, opts.dtype)
     b = kv.dtype_bytes(act)
@@ -305,7 +310,8 @@ def evaluate(shape: ModelShape, t: int, opts: Options) -> Evaluation:
         per_req = sglang_pools.mamba_state_per_request(shape, t, pp=pp, attn_dp=attn_dp)
         if per_req is not None:  # hybrid linear attention: the state pool comes out first
             mamba_slots, state = sglang_pools.mamba_slots_and_state(
-                pool.result, per_req, version=d.version, max_running_requests=opts.max_num_seqs)
+                pool.result, per_req, version=d.version, max_running_requests=opts.max_num_seqs,
+                ratio=opts.mamba_full_memory_ratio, max_mamba_cache_size=opts.max_mamba_cache_size)
             pool = sglang_pools.pool_after_state(pool, state)
         tokens = sglang_memory.pool_tokens(pool.result, cell.result, block, d.version)
     else:
