@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 from functools import lru_cache
+from pathlib import Path
 
 import pytest
 
@@ -289,3 +290,41 @@ def test_options_carry_the_hybrid_flags() -> None:
                                            utilization=0.8, max_mamba_cache_size=100))
     assert ev2.pool is not None
     assert ev2.pool.values["state"] == 100 * S4
+
+
+def test_launch_flags_reach_the_pool(tmp_path: Path) -> None:
+    """The three SGLang flags written in a launch are read into the deployment and reach the
+    pool through CheckContext.options; plan takes the same flags. gpt-oss-120b at t = 2 on
+    0.5.10: cell = F·(18 full + r·18 sliding) with F = 1024 B per layer-token (as above), so
+    r = 0.5 gives 1024·27 = 27,648 B a token against 1024·32.4 = 33,177.6 at the default 0.8."""
+    from tpcheck.checks.context import CheckContext
+    from tpcheck.settings import Settings
+    from tpcheck.sources import read_path
+
+    p = tmp_path / "serve.sh"
+    p.write_text("python -m sglang.launch_server --model-path openai/gpt-oss-120b --tp 2 "
+                 "--swa-full-tokens-ratio 0.5 --mamba-full-memory-ratio 0.7 "
+                 "--max-mamba-cache-size 64\n", encoding="utf-8")
+    (dep,) = read_path(str(p)).deployments
+    assert (dep.swa_full_tokens_ratio, dep.mamba_full_memory_ratio,
+            dep.max_mamba_cache_size) == (0.5, 0.7, 64)
+    ctx = CheckContext(dep, shape=shape(GPT_OSS), gpu=find_gpu("h100-sxm"),
+                       settings=Settings(offline=True, engine_version="0.5.10"))
+    assert ctx.options.swa_full_tokens_ratio == 0.5
+    assert ctx.options.max_mamba_cache_size == 64
+    assert ctx.evaluation.kv_bytes_per_token.result == pytest.approx(1024 * 27)
+
+
+def test_plan_takes_the_swa_ratio(tmp_path: Path) -> None:
+    """`tpcheck plan --engine sglang --swa-full-tokens-ratio 0.5`: the row's KV bytes per token
+    is the 0.5 cell, 1024·(18 + 0.5·18) = 27,648 B (gpt-oss-120b, 0.5.10)."""
+    import subprocess
+    import sys
+
+    out = subprocess.run(
+        [sys.executable, "-m", "tpcheck", "plan", "openai/gpt-oss-120b", "--offline",
+         "--engine", "sglang", "--engine-version", "0.5.10", "--gpu", "h100-sxm", "--tp", "2",
+         "--swa-full-tokens-ratio", "0.5", "--format", "json"],
+        capture_output=True, text=True, check=True)
+    (row,) = json.loads(out.stdout)["rows"]
+    assert row["kv_bytes_per_token_per_gpu"] == 1024 * 27

@@ -200,6 +200,9 @@ class CheckContext:
             dtype=d.dtype,
             enforce_eager=bool(d.enforce_eager),
             cpu_offload=int((d.cpu_offload_gb or 0) * (1 << 30)),
+            swa_full_tokens_ratio=d.swa_full_tokens_ratio,
+            mamba_full_memory_ratio=d.mamba_full_memory_ratio,
+            max_mamba_cache_size=d.max_mamba_cache_size,
         )
 
     @cached_property

@@ -96,6 +96,12 @@ marked where more GPUs stop buying cache."""
              help="Sequences running at once (default: the engine version's).")
 @base.option("--max-num-batched-tokens", type=base.IntRange(1), metavar="N",
              help="Tokens per scheduler step (default: the engine version's).")
+@base.option("--swa-full-tokens-ratio", type=base.FloatRange(0, lo_open=True),
+             metavar="RATIO", help="SGLang: SWA pool tokens per full-pool token (default 0.8).")
+@base.option("--mamba-full-memory-ratio", type=base.FloatRange(0, lo_open=True),
+             metavar="RATIO", help="SGLang: linear-attention state memory per KV memory.")
+@base.option("--max-mamba-cache-size", type=base.IntRange(1), metavar="N",
+             help="SGLang: linear-attention state slots (default: from the ratio).")
 @base.option("--reserve", metavar="SIZE",
              help="Non-KV reserve per GPU (e.g. 4GiB; 0 allowed). Default: estimated.")
 @base.option("--context", type=base.IntRange(1), metavar="TOKENS",
@@ -169,6 +175,9 @@ def run(args: base.Args) -> int:
         max_num_batched_tokens=args.max_num_batched_tokens, reserve=res_b, context=args.context,
         kv_cache_dtype=args.kv_cache_dtype, quantization=args.quantization, dtype=args.dtype,
         batch=batch, alpha=alpha if alpha is not None else link_alpha, link_bandwidth=link_bw,
+        swa_full_tokens_ratio=args.swa_full_tokens_ratio,
+        mamba_full_memory_ratio=args.mamba_full_memory_ratio,
+        max_mamba_cache_size=args.max_mamba_cache_size,
     )
     try:
         rows = sweep(shape, opts, _parse_tps(args.tps))

@@ -99,6 +99,9 @@ class Deployment:
     max_model_len: int | None = None  # SGLang --context-length
     max_num_batched_tokens: int | None = None  # SGLang --chunked-prefill-size
     gpu_memory_utilization: float | None = None  # SGLang --mem-fraction-static
+    swa_full_tokens_ratio: float | None = None  # SGLang: SWA pool size / full pool size
+    mamba_full_memory_ratio: float | None = None  # SGLang: linear-attention state / KV memory
+    max_mamba_cache_size: int | None = None  # SGLang: linear-attention state slots
     kv_cache_dtype: str | None = None
     quantization: str | None = None
     dtype: str | None = None
