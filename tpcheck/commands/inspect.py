@@ -67,10 +67,10 @@ class _ModelSources:
 
         try:
             settings = load_settings(find_settings_file(Path.cwd()))
+            settings = settings.with_flags(offline=offline, model_config=model_config)
+            self.linter = Linter(settings)  # checks [tool.tpcheck.rules.*] too
         except SettingsError as e:
             raise UsageError(str(e)) from None
-        settings = settings.with_flags(offline=offline, model_config=model_config)
-        self.linter = Linter(settings)
 
     def resolve(self, d: Deployment) -> tuple[str | None, str | None]:
         _, problem, source = self.linter.shape_for(d)

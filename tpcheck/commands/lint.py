@@ -90,7 +90,7 @@ def run(args: base.Args) -> int:
             try:
                 linters[key] = Linter(settings_from(key), gpu_flag=args.gpu,
                                       report_unused_ignores=args.report_unused_ignores)
-            except (UsageError, UnknownRule) as err:
+            except (UsageError, UnknownRule, SettingsError) as err:
                 raise UsageError(str(err).strip("'\"")) from None
         return linters[key]
 
