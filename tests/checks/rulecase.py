@@ -4,6 +4,8 @@ cost a second each."""
 
 from __future__ import annotations
 
+import math
+
 from tpcheck.checks.base import Finding
 from tpcheck.lint import Linter, LintResult
 from tpcheck.settings import Settings
@@ -47,3 +49,13 @@ def result(f: Finding, name: str) -> object:
         if formula.name == name:
             return formula.result
     raise AssertionError(f"no formula {name!r} in {[x.name for x in f.formulas]}")
+
+
+def seats(f: Finding) -> int:
+    """The finding's ``seats`` formula, checked against its own definition:
+    seats = floor(max_concurrency)."""
+    got = result(f, "seats")
+    concurrency = values(f, "seats")["max_concurrency"]
+    assert isinstance(got, int) and isinstance(concurrency, float)
+    assert got == math.floor(concurrency)
+    return got
