@@ -5,6 +5,7 @@ cost a second each."""
 from __future__ import annotations
 
 import math
+from pathlib import Path
 
 from tpcheck.checks.base import Finding
 from tpcheck.lint import Linter, LintResult
@@ -59,3 +60,21 @@ def seats(f: Finding) -> int:
     assert isinstance(got, int) and isinstance(concurrency, float)
     assert got == math.floor(concurrency)
     return got
+
+
+# The command-line rules (TP001-TP005) on their own, from a file on disk (the readers of
+# tests/checks/test_tp001.py..test_tp005.py and test_command_line.py).
+COMMAND_LINE_CODES = ("TP001", "TP002", "TP003", "TP004", "TP005")
+
+
+def lint_command_line(tmp_path: Path, name: str, text: str) -> list[Finding]:
+    p = tmp_path / name
+    p.write_text(text, encoding="utf-8")
+    res = Linter(Settings(offline=True, select=COMMAND_LINE_CODES)).run([str(p)])
+    assert not res.errors, res.errors
+    return sorted(res.findings, key=lambda f: (f.span.line, f.span.column))
+
+
+def col(line: str, token: str) -> int:
+    """1-based column of ``token`` in ``line`` (the span a finding must start at)."""
+    return line.index(token) + 1
