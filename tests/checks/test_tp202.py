@@ -22,8 +22,9 @@ T_SPENT = 8 * (192 + 128) / (512 + 64)
 
 def _common(f: Finding, text: str, t: str) -> None:
     assert f.severity == Severity.WARNING
-    at = text.index(f" {t}", text.index("-tp") if "--tp " in text else text.index("--tensor"))
-    assert (f.span.line, f.span.column, f.span.end_column) == (1, at + 2, at + 2 + len(t))
+    flag = "--tp " if "--tp " in text else "--tensor-parallel-size "
+    at = text.index(flag + t) + len(flag) + 1  # 1-based column of the t value
+    assert (f.span.line, f.span.column, f.span.end_column) == (1, at, at + len(t))
     kvb = f.formulas[0]
     assert (kvb.expression, kvb.result) == ("L·(r_kv + d_rope)·b_kv", KV_B)
     spent = next(x for x in f.formulas if x.name == "t_spent")
