@@ -135,3 +135,43 @@ def test_cli_option_changes_the_severity(tmp_path: Path) -> None:
     proc = _lint(tmp_path, "run.sh")
     assert proc.returncode == 0, proc.stdout + proc.stderr
     assert "TP203" in proc.stdout
+
+
+@pytest.mark.parametrize(("table", "message"), [
+    ('[tool.tpcheck.rules.TP203]\nwaste-factor = "four"\n',
+     "pyproject.toml: rules.TP203.waste-factor must be a number, got str"),
+    # the same linter checks per-file-ignores: once an "internal error: UnknownRule"
+    ('[tool.tpcheck.per-file-ignores]\n"x/*" = ["TP9X"]\n',
+     "pyproject.toml: per-file-ignores 'x/*': unknown rule code 'TP9X'"),
+])
+def test_inspect_reports_bad_settings_as_a_usage_error(tmp_path: Path, table: str,
+                                                       message: str) -> None:
+    (tmp_path / "pyproject.toml").write_text(table, encoding="utf-8")
+    (tmp_path / "run.sh").write_text(LAUNCH.format(n=8), encoding="utf-8")
+    proc = subprocess.run([sys.executable, "-m", "tpcheck", "inspect", "--offline", "run.sh"],
+                          cwd=tmp_path, capture_output=True, text=True, timeout=120, check=False)
+    assert proc.returncode == 2
+    (line,) = proc.stderr.strip().splitlines()
+    assert line.startswith("tpcheck: error: ") and message in line
+
+
+def test_choices_and_other_types(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The generic check for the option kinds no rule uses yet: allowed strings, integers,
+    booleans (on a rule given options for the test)."""
+    from tpcheck.checks import vocab_padding
+
+    monkeypatch.setattr(vocab_padding, "CONF",
+                        {"mode": ("rows", "bytes"), "limit": int, "quiet": bool}, raising=False)
+    monkeypatch.setattr(vocab_padding, "DEFAULT",
+                        {"mode": "rows", "limit": 64, "quiet": False}, raising=False)
+    ok = {"TP104": {"mode": "bytes", "limit": 128, "quiet": True}}
+    assert rule_options(ok, WHERE) == ok
+    for options, message in (
+        ({"mode": "pages"}, "rules.TP104.mode must be one of rows, bytes, got 'pages'"),
+        ({"limit": 1.5}, "rules.TP104.limit must be an integer, got float"),
+        ({"limit": True}, "rules.TP104.limit must be an integer, got bool"),
+        ({"quiet": 1}, "rules.TP104.quiet must be true or false, got int"),
+    ):
+        with pytest.raises(SettingsError) as e:
+            rule_options({"TP104": options}, WHERE)
+        assert str(e.value) == f"{WHERE}: {message}"
