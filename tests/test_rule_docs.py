@@ -20,6 +20,7 @@ import subprocess
 import sys
 from dataclasses import dataclass
 from pathlib import Path
+from types import ModuleType
 
 import pytest
 
@@ -36,6 +37,9 @@ SECTIONS = (
     "Fix",
     "Engine code it mirrors",
 )
+# A rule with options (CONF, DEFAULT) documents them between "Fix" and "Engine code it mirrors".
+OPTIONS_SECTION = "Options"
+OPTION_ROW_RE = re.compile(r"^\| `([a-z0-9-]+)` \| [^|]+ \| ([^|]+) \|", re.MULTILINE)
 EXTENSIONS = {"sh": ".sh", "yaml": ".yaml", "python": ".py"}
 CODES = [m.CODE for m in RULES]
 NAMES = {**{m.CODE: m.NAME for m in RULES}, **{c: name for c, (name, _) in NOTICES.items()}}
@@ -149,9 +153,33 @@ def test_every_rule_has_a_doc_and_every_doc_a_rule() -> None:
 def test_doc_has_the_seven_sections_in_order(code: str) -> None:
     title, secs = split_sections(read_doc(code))
     assert title == f"{code} {NAMES[code]}"
-    assert tuple(h for h, _ in secs) == SECTIONS
+    rule = next((m for m in RULES if code == m.CODE), None)
+    expected = SECTIONS
+    if getattr(rule, "CONF", None):
+        expected = (*SECTIONS[:-1], OPTIONS_SECTION, SECTIONS[-1])
+    assert tuple(h for h, _ in secs) == expected
     for heading, body in secs:
         assert body.strip(), f"{code}: section {heading!r} is empty"
+
+
+def _toml(value: object) -> str:
+    """A default as a settings file spells it (4.0 is written 4)."""
+    if isinstance(value, bool):
+        return str(value).lower()
+    return f"{value:g}" if isinstance(value, float) else str(value)
+
+
+OPTIONED = [m for m in RULES if getattr(m, "CONF", None)]
+
+
+@pytest.mark.parametrize("rule", OPTIONED, ids=[m.CODE for m in OPTIONED])
+def test_doc_and_readme_list_each_option_with_its_default(rule: ModuleType) -> None:
+    body = dict(split_sections(read_doc(rule.CODE))[1])[OPTIONS_SECTION]
+    rows = {name: default.strip() for name, default in OPTION_ROW_RE.findall(body)}
+    assert rows == {name: _toml(rule.DEFAULT[name]) for name in rule.CONF}
+    readme = (REPO / "README.md").read_text(encoding="utf-8")
+    for name in rule.CONF:
+        assert f"| {rule.CODE} | `{name}` | {_toml(rule.DEFAULT[name])} |" in readme
 
 
 @pytest.mark.parametrize("code", [*CODES, *NOTICES])

@@ -15,7 +15,7 @@ from collections.abc import Callable, Iterable, Mapping
 from pathlib import Path
 from types import ModuleType
 
-from tpcheck.checks import UnknownRule, bad_option_value, selected
+from tpcheck.checks import UnknownRule, bad_option_value, rule_options, selected
 from tpcheck.checks.base import Finding, Severity
 from tpcheck.checks.context import CheckContext
 from tpcheck.errors import UsageError
@@ -85,6 +85,9 @@ class Linter:
                  report_unused_ignores: bool = False) -> None:
         from tpcheck.models.resolve import Resolver
 
+        if settings.rules:  # checked once, normalised: rules read them by their own spelling
+            settings = replace(settings, rules=rule_options(settings.rules,
+                                                            settings.source or "settings"))
         self.settings = settings
         self.rules: list[ModuleType] = selected(settings.select, settings.ignore)
         for pattern, codes in settings.per_file_ignores.items():

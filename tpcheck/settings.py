@@ -45,6 +45,9 @@ class Settings:
     hub_timeout: float = 5.0
     alpha: float | None = None  # fixed all-reduce cost in seconds, overriding the link class
     max_file_size: int = 5 * 1024 * 1024
+    # [tool.tpcheck.rules.CODE] tables: option → value, checked against each rule's CONF by
+    # ``tpcheck.checks.rule_options`` when a linter is built (the rules are not imported here)
+    rules: Mapping[str, Mapping[str, Any]] = field(default_factory=dict)
     source: str | None = None  # the file they were read from
     root: str | None = None  # its folder; per-file-ignores and model paths are relative to it
 
@@ -60,7 +63,7 @@ _KEYS: dict[str, type | tuple[type, ...]] = {
     "select": list, "ignore": list, "gpu": str, "context": int, "fail-on": str, "models": dict,
     "per-file-ignores": dict, "offline": bool, "topology": str, "engine-version": str,
     "model-config": str, "hub-timeout": (int, float), "max-file-size": int,
-    "alpha": (int, float),
+    "alpha": (int, float), "rules": dict,
 }
 
 
@@ -145,6 +148,13 @@ def settings_from_table(table: Mapping[str, Any], where: str) -> Settings:
             if not all(isinstance(v, str) for v in value.values()):
                 raise SettingsError(f"{where}: [tool.tpcheck.models] values must be strings")
             kw[attr] = dict(value)
+        elif key == "rules":
+            for code, options in value.items():
+                if not isinstance(options, dict):
+                    raise SettingsError(f"{where}: rules.{code} must be a table of the rule's "
+                                        "options ([tool.tpcheck.rules.CODE] in pyproject.toml, "
+                                        "[rules.CODE] in .tpcheck.toml)")
+            kw[attr] = {str(k): dict(v) for k, v in value.items()}
         elif key == "per-file-ignores":
             kw[attr] = {str(k): tuple(_codes(v, where, f"per-file-ignores.{k}"))
                         for k, v in value.items()}

@@ -16,7 +16,8 @@ from tpcheck.record import fields
 from tpcheck.settings import Settings
 from tpcheck.sources.base import Deployment
 
-FLAGS = ("NEEDS_SHAPE", "NEEDS_KNOWN_TP", "NEEDS_GPU_PHYSICS", "NEEDS_VALID_LAYOUT")
+FLAGS = ("NEEDS_SHAPE", "NEEDS_KNOWN_TP", "NEEDS_GPU_PHYSICS", "NEEDS_VALID_LAYOUT",
+         "USES_MEMORY_MODEL", "REFUSAL_VERDICT")
 DEPLOYMENT_FIELDS = {f.name for f in fields(Deployment)}
 
 

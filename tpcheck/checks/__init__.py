@@ -13,10 +13,18 @@ skips the rule for a launch that lacks one (it never gates by code). Codes never
 - ``DEPENDS_ON``: the Deployment fields its figures read besides t (``tpcheck.checks.needs``
   groups the common ones); skipped when the file leaves one as an expression, rather than
   judge the engine's default in its place (issue 18).
+- ``USES_MEMORY_MODEL``: its figures come from the memory model, so its findings name the
+  engine release whose defaults they assume.
+- ``REFUSAL_VERDICT``: its verdict is the engine's start-up refusal; when no image pins the
+  release and a known release would not refuse, the finding says so and stays below error.
+- ``CONF`` and ``DEFAULT`` (optional, yamllint's pattern): the rule's options with their types
+  (a type, or a tuple of allowed strings) and defaults, settable in ``[tool.tpcheck.rules.CODE]``
+  and checked by ``rule_options``; ``validate_options(conf)`` may refuse a combination.
 """
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from types import ModuleType
 
 from tpcheck.checks import (
@@ -40,6 +48,7 @@ from tpcheck.checks import (
     vocab_padding,
     weights_do_not_fit,
 )
+from tpcheck.settings import SettingsError
 
 RULES: tuple[ModuleType, ...] = (
     model_unresolved,
@@ -93,3 +102,51 @@ def selected(select: tuple[str, ...], ignore: tuple[str, ...]) -> list[ModuleTyp
         if not select or "ALL" in (s.upper() for s in select) or match(m.CODE, select)
     ]
     return [m for m in out if not match(m.CODE, ignore)]
+
+
+# What a rule's CONF may say an option is (yamllint's schema): a type, or the allowed strings.
+_TYPE_NAMES: dict[type, str] = {int: "an integer", float: "a number", bool: "true or false",
+                                str: "a string"}
+
+
+def rule_options(table: Mapping[str, Mapping[str, object]],
+                 where: str) -> dict[str, dict[str, object]]:
+    """``[tool.tpcheck.rules.CODE]`` tables checked against each rule's CONF (its options and
+    their types, declared beside the check with their DEFAULT), keyed by code and option as the
+    rules spell them. A typo must not silently keep a default: an unknown rule or option, a
+    wrong type or a value the rule's ``validate_options`` refuses is one SettingsError naming
+    the file and the key."""
+    out: dict[str, dict[str, object]] = {}
+    for raw_code, options in table.items():
+        rule = BY_CODE.get(raw_code.strip().upper())
+        if rule is None:
+            raise SettingsError(f"{where}: rules.{raw_code}: unknown rule code "
+                                f"(known: {', '.join(BY_CODE)})")
+        conf: Mapping[str, type | tuple[str, ...]] = getattr(rule, "CONF", {})
+        given: dict[str, object] = {}
+        for raw_name, value in options.items():
+            name, key = raw_name.replace("_", "-"), f"rules.{raw_code}.{raw_name}"
+            if name not in conf:
+                known = ", ".join(conf) if conf else "none"
+                raise SettingsError(f"{where}: {key}: {rule.CODE} has no such option "
+                                    f"(options: {known})")
+            given[name] = _option_value(conf[name], value, where, key)
+        problem = rule.validate_options(given) if hasattr(rule, "validate_options") else None
+        if problem:
+            raise SettingsError(f"{where}: rules.{raw_code}: {problem}")
+        out[rule.CODE] = given
+    return out
+
+
+def _option_value(want: type | tuple[str, ...], value: object, where: str, key: str) -> object:
+    """``value`` if it is what the rule's CONF says (an integer is a number), else the error."""
+    if isinstance(want, tuple):
+        if value in want:
+            return value
+        raise SettingsError(f"{where}: {key} must be one of {', '.join(want)}, got {value!r}")
+    if want is float and isinstance(value, int) and not isinstance(value, bool):
+        return float(value)
+    if isinstance(value, want) and (want is bool or not isinstance(value, bool)):
+        return value
+    raise SettingsError(f"{where}: {key} must be {_TYPE_NAMES.get(want, want.__name__)}, "
+                        f"got {type(value).__name__}")

@@ -20,6 +20,8 @@ NEEDS_SHAPE = False
 NEEDS_KNOWN_TP = False
 NEEDS_GPU_PHYSICS = False
 NEEDS_VALID_LAYOUT = False
+USES_MEMORY_MODEL = False
+REFUSAL_VERDICT = False
 DEPENDS_ON: tuple[str, ...] = ()
 SUMMARY = "A value that is not of the option's type, not one of its choices, or out of its range."
 

@@ -20,10 +20,9 @@ from tpcheck.record import replace
 from tpcheck.settings import Settings
 from tpcheck.sources.base import Deployment, Span
 
-# Findings whose numbers come from the memory model (they name the release they assume), and
-# those whose verdict is the engine's start-up refusal (kept below error when it flips).
-MEMORY_CODES = frozenset({"TP201", "TP202", "TP203", "TP204", "TP205"})
-VERDICT_CODES = frozenset({"TP204", "TP205"})
+TYPE_CHECKING = False  # typing's constant without importing typing (start-up, issue 8)
+if TYPE_CHECKING:
+    from typing import Any
 
 
 class CheckContext:
@@ -121,6 +120,11 @@ class CheckContext:
         ranks = tp * self.pp * (self.dp_replicas if dp is None else dp)
         return have is None or ranks == have or (bool(self.deployment.ray_cluster) and ranks > have)
 
+    def option(self, rule: ModuleType, name: str) -> Any:
+        """A rule's option: ``[tool.tpcheck.rules.CODE]`` when set (the linter has checked it
+        against the rule's CONF), else the rule's DEFAULT."""
+        return self.settings.rules.get(rule.CODE, {}).get(name, rule.DEFAULT[name])
+
     # ---- context used for capacity --------------------------------------------------------
     @cached_property
     def context(self) -> tuple[int, str]:
@@ -154,7 +158,7 @@ class CheckContext:
                      severity: Severity) -> tuple[str, Severity]:
         """Memory findings name the release they assume; an unpinned verdict that flips
         between known releases says so and stays below error."""
-        if rule.CODE not in MEMORY_CODES:
+        if not rule.USES_MEMORY_MODEL:
             return message, severity
         rel = self.release
         known = KNOWN_RELEASES.get(self.deployment.engine, ())
@@ -167,7 +171,7 @@ class CheckContext:
                        f"{rel.source})")
             return message, severity
         message = f"{message} (assumes {rel})"
-        if rel.pinned or rule.CODE not in VERDICT_CODES:
+        if rel.pinned or not rule.REFUSAL_VERDICT:
             return message, severity
         silent = [v for v in known if v != rel.version and not self.fires_with(rule, v)]
         if silent:

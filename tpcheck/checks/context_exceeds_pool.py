@@ -18,6 +18,8 @@ NEEDS_SHAPE = True
 NEEDS_KNOWN_TP = True
 NEEDS_GPU_PHYSICS = True
 NEEDS_VALID_LAYOUT = True
+USES_MEMORY_MODEL = True
+REFUSAL_VERDICT = True
 DEPENDS_ON: tuple[str, ...] = LAYOUT + MEMORY + BATCH
 SUMMARY = "max_model_len tokens of one sequence do not fit the predicted KV pool: vLLM refuses."
 

@@ -33,6 +33,8 @@ NEEDS_SHAPE = False  # the layout is a fact without the model; the byte figures 
 NEEDS_KNOWN_TP = True
 NEEDS_GPU_PHYSICS = True
 NEEDS_VALID_LAYOUT = True
+USES_MEMORY_MODEL = False
+REFUSAL_VERDICT = False
 DEPENDS_ON: tuple[str, ...] = (*LAYOUT, "nnodes")
 SUMMARY = "The expert-parallel group spans nodes: the experts' all-to-all crosses the network."
 

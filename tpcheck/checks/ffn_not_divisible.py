@@ -16,6 +16,8 @@ NEEDS_SHAPE = True
 NEEDS_KNOWN_TP = True
 NEEDS_GPU_PHYSICS = False
 NEEDS_VALID_LAYOUT = True
+USES_MEMORY_MODEL = False
+REFUSAL_VERDICT = False
 # the MoE width is divided over t·dp
 DEPENDS_ON: tuple[str, ...] = ("data_parallel_size", "ep_size", "enable_expert_parallel")
 SUMMARY = (

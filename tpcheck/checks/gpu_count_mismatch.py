@@ -16,6 +16,8 @@ NEEDS_SHAPE = False
 NEEDS_KNOWN_TP = True
 NEEDS_GPU_PHYSICS = False
 NEEDS_VALID_LAYOUT = True
+USES_MEMORY_MODEL = False
+REFUSAL_VERDICT = False
 DEPENDS_ON: tuple[str, ...] = ()  # checks its own pp, dp and nnodes
 SUMMARY = "t·p·dp differs from the GPUs requested: fewer cannot start, more sit idle."
 

@@ -24,6 +24,8 @@ NEEDS_SHAPE = True
 NEEDS_KNOWN_TP = True
 NEEDS_GPU_PHYSICS = True
 NEEDS_VALID_LAYOUT = True
+USES_MEMORY_MODEL = True
+REFUSAL_VERDICT = False
 DEPENDS_ON: tuple[str, ...] = LAYOUT
 SUMMARY = "t > h_kv: the KV cache is replicated instead of divided; more GPUs buy little capacity."
 

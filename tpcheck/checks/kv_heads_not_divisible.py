@@ -16,6 +16,8 @@ NEEDS_SHAPE = True
 NEEDS_KNOWN_TP = True
 NEEDS_GPU_PHYSICS = False
 NEEDS_VALID_LAYOUT = True
+USES_MEMORY_MODEL = False
+REFUSAL_VERDICT = False
 DEPENDS_ON: tuple[str, ...] = ()
 SUMMARY = (
     "KV heads can be neither partitioned nor replicated "

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import sys
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 
 from tpcheck.checks.base import Finding, Severity
 from tpcheck.checks.context import CheckContext
@@ -17,6 +17,8 @@ NEEDS_SHAPE = True
 NEEDS_KNOWN_TP = True
 NEEDS_GPU_PHYSICS = True
 NEEDS_VALID_LAYOUT = True
+USES_MEMORY_MODEL = True
+REFUSAL_VERDICT = False
 DEPENDS_ON: tuple[str, ...] = LAYOUT + MEMORY + BATCH
 SUMMARY = (
     "max-num-seqs is below the seats memory allows (the scheduler binds) or far above "
@@ -25,7 +27,19 @@ SUMMARY = (
 
 SGLANG_PER_WORKER = ("sglang 0.5.23 mem_cache/kv_cache_configurator.py:3119-3172 "
                      "resolve_max_num_reqs: per_worker = max(1, R // attn_dp_size)")
-WASTE_FACTOR = 4  # pool more than 4x what max-num-seqs can use → warning
+# Options ([tool.tpcheck.rules.TP203], rules/TP203.md): their types, and defaults beside them.
+# waste-factor: a pool holding more than this many times what max-num-seqs can use is a
+# warning, and a written max-num-seqs more than this many times the seats says memory binds.
+CONF: dict[str, type] = {"waste-factor": float}
+DEFAULT: dict[str, object] = {"waste-factor": 4.0}
+
+
+def validate_options(conf: Mapping[str, object]) -> str | None:
+    """Below 1 the two branches would overlap (a cap both under and far over the seats)."""
+    factor = conf.get("waste-factor")
+    if isinstance(factor, float) and not factor >= 1:  # nan too
+        return f"waste-factor must be 1 or more, got {factor}"
+    return None
 
 
 def check(ctx: CheckContext) -> Iterator[Finding]:
@@ -33,6 +47,7 @@ def check(ctx: CheckContext) -> Iterator[Finding]:
     if ev.refusals or ev.seats is None or ev.max_num_seqs is None or ev.fits is False:
         return  # no pool (TP205/TP204 say why): there are no seats to compare with
     rule = sys.modules[__name__]
+    waste: float = ctx.option(rule, "waste-factor")
     s = ctx.shape
     assert s is not None
     seats, cap = int(ev.seats.result), int(ev.max_num_seqs.result)
@@ -64,7 +79,7 @@ def check(ctx: CheckContext) -> Iterator[Finding]:
     )
     if cap < seats:
         past_cliff = not s.is_mla and ctx.tp > s.kv_heads > 0
-        sev = Severity.WARNING if (past_cliff or seats > WASTE_FACTOR * cap) else Severity.INFO
+        sev = Severity.WARNING if (past_cliff or seats > waste * cap) else Severity.INFO
         yield ctx.finding(
             rule,
             f"{flag} = {written} ({origin}) binds before memory: the pool seats {seats} "
@@ -80,7 +95,7 @@ def check(ctx: CheckContext) -> Iterator[Finding]:
             formulas=(cmp, ev.seats, ev.max_num_seqs, *per_worker),
             fix=f"raise {flag} toward {seats * scale}, or serve the same load with fewer GPUs",
         )
-    elif explicit and cap > WASTE_FACTOR * max(seats, 1) and ev.tokens is not None:
+    elif explicit and cap > waste * max(seats, 1) and ev.tokens is not None:
         tokens = int(ev.tokens.result)
         avg = Formula("avg_tokens_at_cap", "kv_pool_tokens / max_num_seqs",
                       {"kv_pool_tokens": tokens, "max_num_seqs": cap}, tokens // cap, "tokens",

@@ -17,6 +17,8 @@ NEEDS_SHAPE = True
 NEEDS_KNOWN_TP = True
 NEEDS_GPU_PHYSICS = True
 NEEDS_VALID_LAYOUT = True
+USES_MEMORY_MODEL = True
+REFUSAL_VERDICT = False
 DEPENDS_ON: tuple[str, ...] = LAYOUT
 SUMMARY = "MLA model with t > 1 and no DP-attention: every rank holds the whole latent KV cache."
 

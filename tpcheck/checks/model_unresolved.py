@@ -15,6 +15,8 @@ NEEDS_SHAPE = False
 NEEDS_KNOWN_TP = False
 NEEDS_GPU_PHYSICS = False
 NEEDS_VALID_LAYOUT = True
+USES_MEMORY_MODEL = False
+REFUSAL_VERDICT = False
 DEPENDS_ON: tuple[str, ...] = ()
 SUMMARY = "The model's config.json could not be found; shape-based rules were skipped."
 

@@ -48,6 +48,8 @@ NEEDS_SHAPE = False  # the layout is a fact without the model; the cost figures 
 NEEDS_KNOWN_TP = True
 NEEDS_GPU_PHYSICS = True
 NEEDS_VALID_LAYOUT = True
+USES_MEMORY_MODEL = False
+REFUSAL_VERDICT = False
 DEPENDS_ON: tuple[str, ...] = (*LAYOUT, "nnodes")
 SUMMARY = "TP group larger than the GPUs per node: InfiniBand/Ethernet between ranks."
 

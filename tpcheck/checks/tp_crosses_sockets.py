@@ -42,6 +42,8 @@ NEEDS_SHAPE = False  # the path is a fact without the model; the cost figures ne
 NEEDS_KNOWN_TP = True
 NEEDS_GPU_PHYSICS = True
 NEEDS_VALID_LAYOUT = True
+USES_MEMORY_MODEL = False
+REFUSAL_VERDICT = False
 DEPENDS_ON: tuple[str, ...] = LAYOUT
 SUMMARY = "The TP group's weakest link is SYS (or PCIe where NVLink was expected)."
 

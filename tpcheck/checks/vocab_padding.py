@@ -19,6 +19,8 @@ NEEDS_SHAPE = True
 NEEDS_KNOWN_TP = True
 NEEDS_GPU_PHYSICS = False
 NEEDS_VALID_LAYOUT = True
+USES_MEMORY_MODEL = False
+REFUSAL_VERDICT = False
 DEPENDS_ON: tuple[str, ...] = ()
 SUMMARY = (
     "The vocabulary padded to a multiple of 64 is not divisible by t (vLLM refuses), or "

@@ -17,6 +17,8 @@ NEEDS_SHAPE = True
 NEEDS_KNOWN_TP = True
 NEEDS_GPU_PHYSICS = True
 NEEDS_VALID_LAYOUT = True
+USES_MEMORY_MODEL = True
+REFUSAL_VERDICT = True
 DEPENDS_ON: tuple[str, ...] = LAYOUT + MEMORY
 SUMMARY = "Weights per GPU exceed M·u: the engine runs out of memory loading them."
 

@@ -62,15 +62,18 @@ class _ModelSources:
     def __init__(self, offline: bool | None, model_config: str | None) -> None:
         from pathlib import Path
 
+        from tpcheck.checks import UnknownRule
         from tpcheck.lint import Linter
         from tpcheck.settings import SettingsError, find_settings_file, load_settings
 
         try:
             settings = load_settings(find_settings_file(Path.cwd()))
+            settings = settings.with_flags(offline=offline, model_config=model_config)
+            self.linter = Linter(settings)  # checks rule options and per-file-ignores too
         except SettingsError as e:
             raise UsageError(str(e)) from None
-        settings = settings.with_flags(offline=offline, model_config=model_config)
-        self.linter = Linter(settings)
+        except UnknownRule as e:  # a KeyError: its str() is quoted
+            raise UsageError(str(e).strip("'\"")) from None
 
     def resolve(self, d: Deployment) -> tuple[str | None, str | None]:
         _, problem, source = self.linter.shape_for(d)

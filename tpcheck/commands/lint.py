@@ -90,6 +90,8 @@ def run(args: base.Args) -> int:
             try:
                 linters[key] = Linter(settings_from(key), gpu_flag=args.gpu,
                                       report_unused_ignores=args.report_unused_ignores)
+            except SettingsError as err:  # a rule option: its message may end in a quote
+                raise UsageError(str(err)) from None
             except (UsageError, UnknownRule) as err:
                 raise UsageError(str(err).strip("'\"")) from None
         return linters[key]

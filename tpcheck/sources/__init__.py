@@ -104,6 +104,10 @@ def read_path(path: str, text: str | bytes | None = None, *,
     kind = reader_kind(shown, text)
     try:
         if kind == "yaml":
+            if os.path.basename(shown) == "values.yaml" and _templates_launch(shown):
+                # the chart's own values are read through its templates (read_template); read
+                # here too, a launch in them would be reported twice
+                return ReadResult(shown, (), (), text)
             from tpcheck.sources.yamlfile import read_yaml
 
             return read_yaml(shown, text)
@@ -130,6 +134,18 @@ def read_path(path: str, text: str | bytes | None = None, *,
         if os.environ.get("TPCHECK_DEBUG"):
             raise
         return _err(shown, f"could not be read ({type(e).__name__}: {e}); please report")
+
+
+def _templates_launch(path: str) -> bool:
+    """Whether the chart beside this values.yaml has a template that reads as a launch.
+
+    When none does (SGLang's LWS chart builds its command in _helpers.tpl and only
+    ``include``s it), the values file is where the layout is read."""
+    folder = os.path.dirname(os.path.abspath(path))
+    templates = os.path.join(folder, "templates")
+    if not (os.path.isfile(os.path.join(folder, "Chart.yaml")) and os.path.isdir(templates)):
+        return False
+    return any(read_path(p).deployments for p in iter_files([templates]))
 
 
 def _read_shell_template(path: str, text: str) -> ReadResult:

@@ -13,7 +13,7 @@ from collections.abc import Mapping, Sequence
 from tpcheck.engines.flags import ENGINE_ONLY_FLAGS, Flag, Resolved, resolve
 from tpcheck.record import field, fields, record
 from tpcheck.sources.base import Deployment, OptionUse, Span
-from tpcheck.sources.shell import Word
+from tpcheck.sources.words import Word
 
 TYPE_CHECKING = False  # typing's constant without importing typing (start-up, issue 8)
 if TYPE_CHECKING:

@@ -39,8 +39,8 @@ def is_dstack(root: Any) -> bool:
 
 def read_dstack(root: Any, ctx: Ctx) -> list[Deployment]:
     from tpcheck.record import replace
-    from tpcheck.sources.kube import engine_version, mget
     from tpcheck.sources.shell import Vars, read_shell_text
+    from tpcheck.sources.yamlnodes import engine_version, mget
 
     variables = Vars()
     env: dict[str, str] = {}
@@ -99,7 +99,7 @@ def read_dstack(root: Any, ctx: Ctx) -> list[Deployment]:
 
 def _gpu(node: Any, ctx: Ctx) -> tuple[Located | None, Located | None]:
     """(count, product name) from ``resources.gpu``, each located where it is written."""
-    from tpcheck.sources.kube import mget
+    from tpcheck.sources.yamlnodes import mget
 
     if isinstance(node, yaml.MappingNode):
         cnt, name = mget(node, "count"), mget(node, "name")

@@ -15,7 +15,8 @@ import yaml
 
 from tpcheck.sources.argv import Fields, deployment_from_fields, parse_args, set_typed
 from tpcheck.sources.base import Deployment, Span
-from tpcheck.sources.shell import Word
+from tpcheck.sources.words import Word, k8s_word
+from tpcheck.sources.yamlnodes import engine_version, mget, mpath, product_in_terms
 
 TYPE_CHECKING = False  # typing's constant without importing typing (start-up, issue 8)
 if TYPE_CHECKING:
@@ -41,8 +42,6 @@ VLLM_CONFIG_KEYS: dict[str, tuple[str, Any]] = {
 
 
 def read_model_specs(seq: Any, ctx: Ctx, walker: Walker) -> list[Deployment]:
-    from tpcheck.sources.kube import engine_version, k8s_word, mget, mpath, product_in_terms
-
     out: list[Deployment] = []
     for spec in (seq.value if isinstance(seq, yaml.SequenceNode) else [seq]):
         if not isinstance(spec, yaml.MappingNode):
@@ -130,8 +129,6 @@ def read_role_config(m: Any, keys: dict[str, Any], ctx: Ctx, walker: Walker,
                      root: Any) -> Deployment:
     from tpcheck.engines.flags import resolve
     from tpcheck.sources.argv import post_process
-    from tpcheck.sources.kube import engine_version, mget, mpath
-
     f = Fields()
     walker.seen.add(id(keys["config"]))
     for k, v in keys["config"].value:

@@ -11,11 +11,11 @@ from __future__ import annotations
 
 import re
 from bisect import bisect_left
-from collections.abc import Callable, Iterator, Mapping, MutableMapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, MutableMapping
 
 import yaml
 
-from tpcheck.engines.flags import ENGINE_ONLY_FLAGS, SGLANG_KWARGS, VLLM_KWARGS
+from tpcheck.engines.flags import SGLANG_KWARGS, VLLM_KWARGS
 from tpcheck.sources.argv import (
     Fields,
     Launch,
@@ -27,8 +27,16 @@ from tpcheck.sources.argv import (
 )
 from tpcheck.sources.base import Deployment, ModelHint, Span
 from tpcheck.sources.positions import Located
-from tpcheck.sources.shell import Vars, Word, _shell_c, read_commands, read_shell_text
+from tpcheck.sources.shell import Vars, read_commands, read_shell_text, shell_c_string
+from tpcheck.sources.words import Word, k8s_word
 from tpcheck.sources.yamlctx import Ctx, scalar
+from tpcheck.sources.yamlnodes import (
+    PRODUCT_LABELS,
+    engine_version,
+    mget,
+    mpath,
+    product_in_terms,
+)
 
 TYPE_CHECKING = False  # typing's constant without importing typing (start-up, issue 8)
 if TYPE_CHECKING:
@@ -37,18 +45,9 @@ if TYPE_CHECKING:
     from tpcheck.sources.base import Engine
 
 GPU_KEYS = ("nvidia.com/gpu", "amd.com/gpu")
-PRODUCT_LABELS = (
-    "nvidia.com/gpu.product",
-    "cloud.google.com/gke-accelerator",
-    "karpenter.k8s.aws/instance-gpu-name",
-    "node.kubernetes.io/instance-type",
-    "beta.kubernetes.io/instance-type",
-    "cloud.google.com/gke-tpu-accelerator",  # a TPU slice: tpcheck then knows it is no GPU
-)
 LAUNCH_HINT = re.compile(
     r"vllm\s+serve|sglang\s+serve|vllm\.entrypoints|sglang\.launch_server|dynamo\.(?:vllm|sglang)"
 )
-_IMAGE_VERSION = re.compile(r":v?(\d+\.\d+(?:\.\d+)?(?:[.\-+][0-9A-Za-z.]+)?)$")
 
 
 # Suppression that survives `helm template` and Kustomize (they drop comments):
@@ -56,39 +55,11 @@ _IMAGE_VERSION = re.compile(r":v?(\d+\.\d+(?:\.\d+)?(?:[.\-+][0-9A-Za-z.]+)?)$")
 IGNORE_ANNOTATION = "tpcheck.dev/ignore"
 
 
-def mget(node: Any, key: str) -> Any:
-    if isinstance(node, yaml.MappingNode):
-        for k, v in node.value:
-            if isinstance(k, yaml.ScalarNode) and k.value == key:
-                return v
-    return None
-
-
 def _first_keys(node: Any) -> dict[str, Any]:
     """Key → value of a mapping node; the first of duplicate keys wins, as in ``mget``."""
     return {
         k.value: v for k, v in reversed(node.value) if isinstance(k, yaml.ScalarNode)
     }
-
-
-def mpath(node: Any, *keys: str) -> Any:
-    for k in keys:
-        node = mget(node, k)
-        if node is None:
-            return None
-    return node
-
-
-def engine_version(image: str | None, engine: Engine) -> str | None:
-    """``vllm/vllm-openai:v0.6.4`` → ``0.6.4``; only for an image of that engine. Images that
-    wrap an engine carry their own version in the tag: NGC's ``nvcr.io/nvidia/vllm:26.02-py3``
-    (a container release) and Dynamo's ``ai-dynamo-vllm-runtime:1.2.0`` are not vLLM 26.02 or
-    1.2.0, so they pin nothing."""
-    low = (image or "").lower()
-    if not image or engine not in low or "dynamo" in low or low.startswith("nvcr.io/nvidia/"):
-        return None
-    m = _IMAGE_VERSION.search(image.split("@", 1)[0])
-    return m.group(1) if m else None
 
 
 class LazyEnv(MutableMapping[str, Located]):
@@ -143,50 +114,6 @@ class LazyEnv(MutableMapping[str, Located]):
 
     def __len__(self) -> int:
         return len(self._done) + len(self._nodes)
-
-
-def k8s_word(loc: Located, env: Mapping[str, Located]) -> Word:
-    """One argv element; ``$(VAR)`` is replaced from the container env as the kubelet does."""
-    value = loc.value
-    if "$(" not in value:
-        return Word(loc, loc.fallback)
-    chars: list[str] = []
-    pos: list[tuple[int, int]] = []
-    unresolved = False
-    single_var: Span | None = None
-    whole = _K8S_VAR.fullmatch(value) is not None
-    i = 0
-    for m in _K8S_VAR.finditer(value):
-        if m.group(1) not in env:
-            unresolved = True
-            continue  # kept as written, with the text around it
-        chars.append(value[i : m.start()])
-        pos.extend(_ps(loc, i, m.start()))
-        rep = env[m.group(1)]
-        chars.append(rep.value)
-        pos.extend(rep.positions if rep.positions else [_p(loc, m.start())] * len(rep.value))
-        if whole:
-            single_var = rep.span()
-        i = m.end()
-    chars.append(value[i:])
-    pos.extend(_ps(loc, i, len(value)))
-    text = Located("".join(chars), pos if loc.positions else (), loc.fallback, loc.path)
-    return Word(text, loc.fallback, value if unresolved else None, single_var)
-
-
-_K8S_VAR = re.compile(r"\$\(([A-Za-z_][A-Za-z0-9_]*)\)")
-
-
-def _ps(loc: Located, i: int, j: int) -> Sequence[tuple[int, int]]:
-    if loc.positions:
-        return loc.positions[i:j]
-    return [(loc.fallback.line, loc.fallback.column)] * (j - i)
-
-
-def _p(loc: Located, i: int) -> tuple[int, int]:
-    if loc.positions:
-        return loc.positions[i]
-    return (loc.fallback.line, loc.fallback.column)
 
 
 _SCALAR = yaml.ScalarNode
@@ -390,7 +317,7 @@ class Walker:
     ) -> list[tuple[list[Word], dict[str, str], Launch]]:
         """The launches in a container's words: inside ``sh -c``, written, or inferred."""
         launches: list[tuple[list[Word], dict[str, str], Launch]] = []
-        inner = _shell_c(words)
+        inner = shell_c_string(words)
         if inner is not None:
             vars_ = Vars(shell=self._shell_env(k8s_env, False), k8s=k8s_env)
             for cmd, env in read_commands(inner.text, vars_, dict(plain_env)):
@@ -799,43 +726,6 @@ def _ancestors(link: Any) -> tuple[Any, ...]:
     return tuple(out)
 
 
-# What a subtree's raw text must contain for the walk to find anything in it: an engine name
-# (launchers, images, LAUNCH_HINT), the keys of the CRDs and values files read above, or an
-# option string that ``infer_engine`` counts. Checked on the source text before walking, so
-# the Services, ConfigMaps and probes around a launch are never visited. str.find and one
-# simple pattern: a case-insensitive alternation costs five times more on a 1,000-file run.
-_HINT_WORDS = (
-    "vllm", "sglang", "modelspec", "vllmconfig", "tensorparallelsize", "engine_kwargs",
-    "resourceprofile", "tensor_parallel_size", "tpsize", "leaderworkerset",
-)
-_HINT_FLAGS = (
-    ENGINE_ONLY_FLAGS["vllm"] | ENGINE_ONLY_FLAGS["sglang"]
-    | {"--tensor-parallel-size", "--pipeline-parallel-size"}
-)
-# Long options, and the few one-dash ones by name: a generic ``-x`` would match inside every
-# hyphenated word (vllm-openai, llama-3) and triple the candidates checked in Python.
-_SHORT = "|".join(sorted(re.escape(f[1:]) for f in _HINT_FLAGS if not f.startswith("--")))
-_OPTION = re.compile(rf"--[A-Za-z][\w-]*|-(?:{_SHORT})(?![\w-])")
-
-
-def hint_offsets(text: str) -> list[int]:
-    """Sorted offsets in ``text`` where something the walker reacts to is written."""
-    low = text.lower()
-    if len(low) != len(text):  # a character whose lower case is longer: offsets would shift
-        low = "".join(c if len(c.lower()) != 1 else c.lower() for c in text)
-    out: list[int] = []
-    find = low.find
-    for word in _HINT_WORDS:
-        i = find(word)
-        while i != -1:
-            out.append(i)
-            i = find(word, i + 1)
-    flags = _HINT_FLAGS
-    out.extend(m.start() for m in _OPTION.finditer(text) if m.group() in flags)
-    out.sort()
-    return out
-
-
 def _live(node: Any, hints: list[int], ctx: Ctx) -> bool:
     """Whether the node's source text holds a hint (a superset test: never drops a launch)."""
     a, b = ctx.index.offset_of(node.start_mark), ctx.index.offset_of(node.end_mark)
@@ -887,27 +777,6 @@ def _product(node: Any) -> Any:
         node, "affinity", "nodeAffinity", "requiredDuringSchedulingIgnoredDuringExecution",
         "nodeSelectorTerms",
     ))
-
-
-def product_in_terms(terms: Any) -> Any:
-    """The first GPU-product value in node-affinity ``nodeSelectorTerms`` (a scalar node)."""
-    if not isinstance(terms, yaml.SequenceNode):
-        return None
-    for term in terms.value:
-        exprs = mget(term, "matchExpressions")
-        if not isinstance(exprs, yaml.SequenceNode):
-            continue
-        for ex in exprs.value:
-            key, values = mget(ex, "key"), mget(ex, "values")
-            if (
-                isinstance(key, yaml.ScalarNode)
-                and key.value in PRODUCT_LABELS
-                and isinstance(values, yaml.SequenceNode)
-                and values.value
-                and isinstance(values.value[0], yaml.ScalarNode)
-            ):
-                return values.value[0]
-    return None
 
 
 def _int(v: str) -> int | None:

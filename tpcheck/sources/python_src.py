@@ -25,7 +25,7 @@ from tpcheck.sources.argv import (
 )
 from tpcheck.sources.base import Deployment, ModelHint, OptionUse, ReadResult, SourceError, Span
 from tpcheck.sources.positions import Located
-from tpcheck.sources.shell import Word
+from tpcheck.sources.words import Word
 
 TYPE_CHECKING = False  # typing's constant without importing typing (start-up, issue 8)
 if TYPE_CHECKING:

@@ -15,6 +15,7 @@ from collections.abc import Generator, Iterator, MutableMapping, Sequence
 from tpcheck.record import field, record
 from tpcheck.sources.base import Deployment, Span
 from tpcheck.sources.positions import LineIndex, Located, Pos, from_file
+from tpcheck.sources.words import Word
 
 _NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 # Runs the tokenizer can copy whole: no quote, expansion, escape, separator or operator.
@@ -41,58 +42,6 @@ _SCRIPT_TAKERS = frozenset({"sh", "bash", "dash", "zsh", "ash", "ksh", "tee"})
 _ASSIGN = re.compile(r"^([A-Za-z_][A-Za-z0-9_]*)=(.*)$", re.S)
 _WRAPPERS = frozenset({"exec", "nohup", "time", "env", "sudo", "command", "stdbuf", "setsid"})
 SHELLS = frozenset({"sh", "bash", "dash", "zsh", "ash", "ksh"})
-
-
-class Word:
-    """One shell word after quote removal and expansion.
-
-    ``text`` keeps where each character came from and ``raw_span`` where the word is written.
-    The tokenizer hands both over as offsets and they are worked out on first use: most words
-    of a script are never underlined, and placing every character of every word up front was
-    about 8% of the instructions spent reading a manifest.
-    """
-
-    __slots__ = ("_raw", "_recipe", "_text", "unresolved", "value", "var_span")
-
-    def __init__(self, text: Located, raw_span: Span, unresolved: str | None = None,
-                 var_span: Span | None = None) -> None:
-        self.value: str = text.value
-        self._text: Located | None = text
-        self._raw: Span | None = raw_span
-        self._recipe: _Recipe | None = None
-        self.unresolved = unresolved  # the word as written, when an expansion could not be done
-        self.var_span = var_span  # where the value was assigned, when the word is one $VAR
-
-    @classmethod
-    def placed_later(cls, value: str, recipe: _Recipe, unresolved: str | None,
-                     var_span: Span | None) -> Word:
-        """A word whose text and span ``recipe`` works out on first use (the tokenizer's)."""
-        w = cls.__new__(cls)
-        w.value, w._text, w._raw, w._recipe = value, None, None, recipe
-        w.unresolved, w.var_span = unresolved, var_span
-        return w
-
-    @property
-    def text(self) -> Located:
-        if self._text is None:
-            assert self._recipe is not None
-            self._text = self._recipe.located(self.value, self.raw_span)
-        return self._text
-
-    @property
-    def raw_span(self) -> Span:
-        if self._raw is None:
-            assert self._recipe is not None
-            self._raw = self._recipe.raw_span()
-        return self._raw
-
-    def value_span(self, start: int = 0, end: int | None = None) -> Span:
-        if self.var_span is not None and start == 0 and end is None:
-            return self.var_span
-        return self.text.span(start, end)
-
-    def __repr__(self) -> str:
-        return f"Word({self.value!r})"
 
 
 @record(frozen=False)
@@ -611,7 +560,7 @@ def read_commands(
             env.update(cmd_env)
             continue
         if depth < 4:
-            inner = _shell_c(rest)
+            inner = shell_c_string(rest)
             if inner is not None:
                 yield from read_commands(inner.text, variables, cmd_env, depth + 1)
                 continue
@@ -622,7 +571,8 @@ def _prefix_before_expansion(w: Word) -> str:
     return w.value.split("$", 1)[0]
 
 
-def _shell_c(words: list[Word]) -> Word | None:
+def shell_c_string(words: list[Word]) -> Word | None:
+    """The command string of ``sh -c STRING`` (``bash -lc``, ``sh -c -- ...``), else None."""
     name = words[0].value.rsplit("/", 1)[-1]
     if name not in SHELLS:
         return None

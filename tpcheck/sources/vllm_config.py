@@ -11,7 +11,7 @@ import yaml
 from tpcheck.engines.flags import FLAGS
 from tpcheck.sources.argv import Fields, deployment_from_fields, post_process, set_typed
 from tpcheck.sources.base import Deployment
-from tpcheck.sources.shell import Word
+from tpcheck.sources.words import Word
 from tpcheck.sources.yamlctx import Ctx
 
 TYPE_CHECKING = False  # typing's constant without importing typing (start-up, issue 8)

@@ -55,7 +55,7 @@ class Ctx:
     def hints(self) -> list[int]:
         """Offsets of engine hints in this text (computed once per file, on first use)."""
         if self._hints is None:
-            from tpcheck.sources.kube import hint_offsets
+            from tpcheck.sources.hints import hint_offsets
 
             self._hints = hint_offsets(self.index.text)
         return self._hints

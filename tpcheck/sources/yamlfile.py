@@ -17,10 +17,6 @@ from tpcheck.sources.yamlctx import LOADER, Ctx
 
 
 def read_yaml(path: str, text: str) -> ReadResult:
-    if os.path.basename(path) == "values.yaml" and _templates_launch(path):
-        # the chart's own values are read through its templates (read_template); read here
-        # too, a launch in them would be reported twice
-        return ReadResult(path, (), (), text)
     if "{{" in text:
         from tpcheck.sources.helm import is_template
 
@@ -45,20 +41,6 @@ def read_yaml(path: str, text: str) -> ReadResult:
     except yaml.YAMLError as e:
         errors.append(SourceError(path, 1, 1, f"YAML does not parse: {str(e).splitlines()[0]}"))
     return ReadResult(path, tuple(found), tuple(errors), text)
-
-
-def _templates_launch(path: str) -> bool:
-    """Whether the chart beside this values.yaml has a template that reads as a launch.
-
-    When none does (SGLang's LWS chart builds its command in _helpers.tpl and only
-    ``include``s it), the values file is where the layout is read."""
-    folder = os.path.dirname(os.path.abspath(path))
-    templates = os.path.join(folder, "templates")
-    if not (os.path.isfile(os.path.join(folder, "Chart.yaml")) and os.path.isdir(templates)):
-        return False
-    from tpcheck.sources import iter_files, read_path
-
-    return any(read_path(p).deployments for p in iter_files([templates]))
 
 
 def _compose(text: str, ctx: Ctx, found: list[Deployment]) -> None:
@@ -145,7 +127,7 @@ _COMMENT_START = re.compile(r"(?:^|(?<=\s))#")
 def _recover(path: str, index: LineIndex) -> list[Deployment]:
     """After a parse error: read the text's values as one word stream, so an engine launch in
     a broken manifest is still shown (each marked as recovered)."""
-    from tpcheck.sources.kube import hint_offsets
+    from tpcheck.sources.hints import hint_offsets
 
     if not hint_offsets(index.text):
         return []  # no engine name, CRD key or engine option anywhere: nothing to recover

@@ -1,0 +1,77 @@
+"""Lookups on composed YAML nodes shared by the Kubernetes walker and the Helm-values readers:
+keys and key paths, the GPU product in node affinity, the engine release an image tag pins.
+
+A leaf module (issue 15): ``helm_values`` used to import them from ``kube``, which imports
+``helm_values``.
+"""
+
+from __future__ import annotations
+
+import re
+
+import yaml
+
+TYPE_CHECKING = False  # typing's constant without importing typing (start-up, issue 8)
+if TYPE_CHECKING:
+    from typing import Any
+
+    from tpcheck.sources.base import Engine
+
+PRODUCT_LABELS = (
+    "nvidia.com/gpu.product",
+    "cloud.google.com/gke-accelerator",
+    "karpenter.k8s.aws/instance-gpu-name",
+    "node.kubernetes.io/instance-type",
+    "beta.kubernetes.io/instance-type",
+    "cloud.google.com/gke-tpu-accelerator",  # a TPU slice: tpcheck then knows it is no GPU
+)
+_IMAGE_VERSION = re.compile(r":v?(\d+\.\d+(?:\.\d+)?(?:[.\-+][0-9A-Za-z.]+)?)$")
+
+
+def mget(node: Any, key: str) -> Any:
+    if isinstance(node, yaml.MappingNode):
+        for k, v in node.value:
+            if isinstance(k, yaml.ScalarNode) and k.value == key:
+                return v
+    return None
+
+
+def mpath(node: Any, *keys: str) -> Any:
+    for k in keys:
+        node = mget(node, k)
+        if node is None:
+            return None
+    return node
+
+
+def engine_version(image: str | None, engine: Engine) -> str | None:
+    """``vllm/vllm-openai:v0.6.4`` → ``0.6.4``; only for an image of that engine. Images that
+    wrap an engine carry their own version in the tag: NGC's ``nvcr.io/nvidia/vllm:26.02-py3``
+    (a container release) and Dynamo's ``ai-dynamo-vllm-runtime:1.2.0`` are not vLLM 26.02 or
+    1.2.0, so they pin nothing."""
+    low = (image or "").lower()
+    if not image or engine not in low or "dynamo" in low or low.startswith("nvcr.io/nvidia/"):
+        return None
+    m = _IMAGE_VERSION.search(image.split("@", 1)[0])
+    return m.group(1) if m else None
+
+
+def product_in_terms(terms: Any) -> Any:
+    """The first GPU-product value in node-affinity ``nodeSelectorTerms`` (a scalar node)."""
+    if not isinstance(terms, yaml.SequenceNode):
+        return None
+    for term in terms.value:
+        exprs = mget(term, "matchExpressions")
+        if not isinstance(exprs, yaml.SequenceNode):
+            continue
+        for ex in exprs.value:
+            key, values = mget(ex, "key"), mget(ex, "values")
+            if (
+                isinstance(key, yaml.ScalarNode)
+                and key.value in PRODUCT_LABELS
+                and isinstance(values, yaml.SequenceNode)
+                and values.value
+                and isinstance(values.value[0], yaml.ScalarNode)
+            ):
+                return values.value[0]
+    return None
