@@ -144,10 +144,17 @@ NOT_DENSE = "the sweeps are dense GQA models; MoE and MLA layers are not calibra
 
 
 def calibrated_step(floor: Formula, *, layers: int, era: Era | None,
-                    compute: Formula | None = None, why: str = NO_SWEEP) -> Formula:
-    """T_step = max(a·T_mem, T_compute) + c·L + n_AR·α + k·T_bw; the floor when ``era`` is None."""
+                    compute: Formula | None = None, why: str = NO_SWEEP,
+                    network: str | None = None) -> Formula:
+    """T_step = max(a·T_mem, T_compute) + c·L + n_AR·α + k·T_bw; the floor when ``era`` is None.
+
+    ``network`` names the link when the TP group spans nodes (the floor's B is then the
+    network's): k was fitted on NVLink rows only, so across nodes it is 1 (the network's peak)
+    and the comm part is a lower bound; the source says so.
+    """
     t_mem = _term(floor, "T_weights") + _term(floor, "T_kv")
     t_cmp = compute.result if compute is not None else 0.0
+    across = f"; all-reduces across nodes on {network}" if network else ""
     if era is None:
         lo, hi = ratio_range()
         return Formula(
@@ -158,19 +165,23 @@ def calibrated_step(floor: Formula, *, layers: int, era: Era | None,
             floor.result,
             "s",
             f"uncalibrated ({why}): the calibrated eras measure {lo:.2f}–{hi:.2f}× the "
-            f"floor ({SWEEPS})",
+            f"floor ({SWEEPS}){across}",
             (floor,) + ((compute,) if compute is not None else ()),
         )
     fixed, bw = comm_split(floor)
-    res = max(era.a * t_mem, t_cmp) + era.c * layers + fixed + era.k * bw
+    k = 1.0 if network else era.k
+    if network and era.k != 1.0:
+        across += (f" (k = 1, the network's peak: the sweeps' k = {era.k:g} is NVLink's, no "
+                   "sweep crosses nodes, so the all-reduce part is a lower bound)")
+    res = max(era.a * t_mem, t_cmp) + era.c * layers + fixed + k * bw
     return Formula(
         "decode_step_seconds",
         "max(a·T_mem, T_compute) + c·L + n_AR·α + k·T_bw",
         {"a": era.a, "T_mem": t_mem, "T_compute": t_cmp, "c": era.c, "L": layers,
-         "n_AR·α": fixed, "k": era.k, "T_bw": bw},
+         "n_AR·α": fixed, "k": k, "T_bw": bw},
         res,
         "s",
-        f"calibrated: {era.label}, {len(era.rows)} rows of {SWEEPS} ({era.source})",
+        f"calibrated: {era.label}, {len(era.rows)} rows of {SWEEPS} ({era.source}){across}",
         (floor,) + ((compute,) if compute is not None else ()),
     )
 
