@@ -89,6 +89,8 @@ class Evaluation:
     floor: Formula | None = None  # the weight-read floor; ``step`` is calibrated (issue 22)
     batch: int = 1
     allreduce_link: str | None = None  # link key the step's all-reduces run on
+    prefill: Formula | None = None  # one chunk of max-num-batched-tokens from an empty cache
+    prefill_prompt: Formula | None = None  # a whole context-length prompt, chunk by chunk
 
     @property
     def legal(self) -> bool:
@@ -163,6 +165,8 @@ class Evaluation:
             else self.batch / self.step.result / self.tp,
             "comm_share": r(self.comm_share),
             "allreduce_link": self.allreduce_link,
+            "prefill_chunk_seconds": r(self.prefill),
+            "prefill_prompt_seconds": r(self.prefill_prompt),
             "reserve": None
             if self.reserve is None
             else {t.name: t.result for t in (self.reserve.terms or (self.reserve,))},
@@ -353,6 +357,15 @@ def evaluate(shape: ModelShape, t: int, opts: Options) -> Evaluation:
             alpha=alpha,
         )
         step, share = calibrated(shape, t, opts, floor, pp, network=net)
+    flops = opts.flops or (gpu.bf16_flops if gpu else None)
+    prefill = prompt = None
+    if flops and link:
+        # One request's chunk passes every pipeline stage in turn: the whole model at t.
+        pre = stepmodel.Prefill(model_params(shape, active=True), shape.layers, shape.heads,
+                                shape.head_dim, shape.hidden, b, t, flops, link, alpha)
+        prefill = stepmodel.prefill_chunk(pre, ntok)
+        prefill = replace(prefill, values={**prefill.values, "n_source": ntok_src})
+        prompt = stepmodel.prefill_prompt(pre, c, ntok)
     return Evaluation(
         tp=t,
         refusals=refs,
@@ -377,6 +390,8 @@ def evaluate(shape: ModelShape, t: int, opts: Options) -> Evaluation:
         floor=floor,
         batch=opts.batch,
         allreduce_link=link_key,
+        prefill=prefill,
+        prefill_prompt=prompt,
     )
 
 

@@ -22,7 +22,7 @@ from collections.abc import Sequence
 
 from tpcheck.formula import Formula
 from tpcheck.physics import comm
-from tpcheck.record import record
+from tpcheck.record import record, replace
 
 SWEEPS = "fixtures/observations/step-sweeps.jsonl"
 # Dense tensor-core efficiency at large batch: assumed, not fitted (no clean large-batch decode
@@ -254,6 +254,88 @@ def fit(points: Sequence[tuple[float, int, float, float, float]]) -> tuple[float
             return a, c, k
     a, c = lsq(2)
     return a, c, 1.0
+
+
+# Prefill: no published batch-1 TTFT row states input length, GPU, t and release together
+# (searched issue 22: vLLM/SGLang issues, blog posts, performance pages; the rows that give
+# TTFT omit the prompt length or mix queued requests), so η is the decode compute term's
+# assumption and the prefill figure is a floor with a stated efficiency, not a calibration.
+PREFILL_EFFICIENCY = COMPUTE_EFFICIENCY
+PREFILL_SOURCE = (f"compute-bound prefill at η = {PREFILL_EFFICIENCY} of dense FLOP/s (assumed: "
+                  "no published batch-1 TTFT row with lengths, GPU, t and release to calibrate "
+                  "it); seeds/tp-inference-deployer.txt §3.2 (prefill is compute-bound)")
+
+
+@record
+class Prefill:
+    """What a prefill chunk's time depends on: the model, t, the GPU's FLOP/s and the link."""
+
+    params_active: float  # P: parameters each token multiplies (MoE: the active ones)
+    layers: int
+    heads: int
+    head_dim: int
+    hidden: int
+    b: float  # activation bytes per element
+    t: int
+    flops: float  # π: dense BF16 FLOP/s per GPU
+    link_bw: float  # B
+    alpha: float  # α
+
+    def terms(self, n: int, c0: int) -> tuple[float, float, float]:
+        """(T_linear, T_attn, T_comm) of n tokens after c0 cached ones, at peak FLOP/s."""
+        t, pi = self.t, self.flops
+        lin = 2 * self.params_active * n / (t * pi)
+        attn = 4 * self.layers * self.heads * self.head_dim * (n * c0 + n * (n + 1) / 2) / (t * pi)
+        t_ar = 0.0 if t <= 1 else self.alpha + comm.ring_factor(t) * n * self.hidden * self.b / (
+            self.link_bw)
+        return lin, attn, (2 * self.layers + 1) * t_ar
+
+
+def prefill_chunk(m: Prefill, tokens: int, start: int = 0,
+                  efficiency: float = PREFILL_EFFICIENCY) -> Formula:
+    """One prefill chunk of n tokens whose prompt already has c0 tokens cached.
+
+    T = (T_linear + T_attn)/η + (2L+1)·T_AR, with T_linear = 2·P·n/(t·π) (every weight once per
+    token), T_attn = 4·L·h·d_h·(n·c0 + n(n+1)/2)/(t·π) (QKᵀ and PV over the c0 + i keys token i
+    sees, causal) and T_AR = α + 2(t−1)/t·n·d·b/B, assumed not to overlap the matmuls (the
+    seeds' additive model).
+    """
+    lin, attn, t_comm = m.terms(tokens, start)
+    return Formula(
+        "prefill_chunk_seconds",
+        "(2·P·n + 4·L·h·d_h·(n·c0 + n(n+1)/2)) / (t·π·η) + (2L+1)·(α + 2(t−1)/t·n·d·b/B)",
+        {"P": m.params_active, "n": tokens, "c0": start, "L": m.layers, "h": m.heads,
+         "d_h": m.head_dim, "t": m.t, "π": m.flops, "η": efficiency, "d": m.hidden, "b": m.b,
+         "B": m.link_bw, "α": m.alpha},
+        (lin + attn) / efficiency + t_comm,
+        "s",
+        PREFILL_SOURCE,
+        (Formula("T_linear", "2·P·n / (t·π)", {"P": m.params_active, "n": tokens, "t": m.t,
+                                                "π": m.flops}, lin, "s"),
+         Formula("T_attn", "4·L·h·d_h·(n·c0 + n(n+1)/2) / (t·π)",
+                 {"L": m.layers, "h": m.heads, "d_h": m.head_dim, "n": tokens, "c0": start,
+                  "t": m.t, "π": m.flops}, attn, "s"),
+         Formula("T_comm", "(2L + 1)·T_AR", {"L": m.layers}, t_comm, "s", comm.SEED_STEP)),
+    )
+
+
+def prefill_prompt(m: Prefill, prompt: int, chunk: int,
+                   efficiency: float = PREFILL_EFFICIENCY) -> Formula:
+    """A whole prompt of c tokens prefilled in chunks of n: the sum over ceil(c/n) chunks, each
+    attending to the chunks before it — one request's time to first token on an idle engine,
+    before any queueing."""
+    total, done, count = 0.0, 0, 0
+    while done < prompt:
+        n = min(chunk, prompt - done)
+        lin, attn, t_comm = m.terms(n, done)
+        total += (lin + attn) / efficiency + t_comm
+        done += n
+        count += 1
+    last_start = chunk * (count - 1) if count else 0
+    last = prefill_chunk(m, prompt - last_start, last_start, efficiency)
+    return Formula("prefill_prompt_seconds", "Σ_k T_chunk(n_k, c0_k = k·n), k < ceil(c/n)",
+                   {"c": prompt, "n": chunk, "chunks": count}, total, "s", PREFILL_SOURCE,
+                   (replace(last, name="last_chunk_seconds"),))
 
 
 def tokens_per_second(batch: int, step: Formula, replicas: int = 1) -> Formula:
