@@ -321,19 +321,23 @@ def prefill_chunk(m: Prefill, tokens: int, start: int = 0,
 
 def prefill_prompt(m: Prefill, prompt: int, chunk: int,
                    efficiency: float = PREFILL_EFFICIENCY) -> Formula:
-    """A whole prompt of c tokens prefilled in chunks of n: the sum over ceil(c/n) chunks, each
-    attending to the chunks before it — one request's time to first token on an idle engine,
-    before any queueing."""
-    total, done, count = 0.0, 0, 0
-    while done < prompt:
-        n = min(chunk, prompt - done)
-        lin, attn, t_comm = m.terms(n, done)
-        total += (lin + attn) / efficiency + t_comm
-        done += n
-        count += 1
+    """A whole prompt of c tokens prefilled in chunks of n — one request's time to first token
+    on an idle engine, before any queueing.
+
+    Summed over the ceil(c/n) chunks, each attending to the chunks before it: the keys add up to
+    Σ_j j = c(c+1)/2 however the prompt is cut, and the weights are read for all c tokens, so
+    only the all-reduces depend on the chunking (one set of 2L+1 per chunk).
+    """
+    full, rest = divmod(prompt, chunk) if chunk > 0 else (0, prompt)
+    lin, attn, _ = m.terms(prompt, 0)  # c tokens from an empty cache: c(c+1)/2 keys
+    comm_full = m.terms(chunk, 0)[2] if full else 0.0
+    comm_rest = m.terms(rest, 0)[2] if rest else 0.0
+    total = (lin + attn) / efficiency + full * comm_full + comm_rest
+    count = full + (1 if rest else 0)
     last_start = chunk * (count - 1) if count else 0
     last = prefill_chunk(m, prompt - last_start, last_start, efficiency)
-    return Formula("prefill_prompt_seconds", "Σ_k T_chunk(n_k, c0_k = k·n), k < ceil(c/n)",
+    return Formula("prefill_prompt_seconds",
+                   "(2·P·c + 4·L·h·d_h·c(c+1)/2) / (t·π·η) + Σ_chunks (2L+1)·T_AR(n_k)",
                    {"c": prompt, "n": chunk, "chunks": count}, total, "s", PREFILL_SOURCE,
                    (replace(last, name="last_chunk_seconds"),))
 
