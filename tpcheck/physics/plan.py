@@ -88,7 +88,7 @@ class Evaluation:
     block: int = 16
     floor: Formula | None = None  # the weight-read floor; ``step`` is calibrated (issue 22)
     batch: int = 1
-    allreduce_link: str | None = None  # link key the step's all-reduces run on
+    allreduce_link: str | None = None  # link key the all-reduces run on (None: t = 1, or --link)
     prefill: Formula | None = None  # one chunk of max-num-batched-tokens from an empty cache
     prefill_prompt: Formula | None = None  # a whole context-length prompt, chunk by chunk
 
@@ -338,7 +338,7 @@ def evaluate(shape: ModelShape, t: int, opts: Options) -> Evaluation:
     alpha = DEFAULT_ALPHA if opts.alpha is None else opts.alpha
     net = None if opts.link_bandwidth else node_network(
         gpu, t, gpus_per_node=opts.gpus_per_node, network=opts.network)
-    link_key = None if opts.link_bandwidth or gpu is None else gpu.link
+    link_key = None if opts.link_bandwidth or gpu is None or t == 1 else gpu.link
     if net is not None:  # the TP group spans nodes: its rings cross the network
         link, link_key = net.bandwidth.result, net.link.key
         alpha = net.alpha.result if opts.alpha is None else opts.alpha
