@@ -14,6 +14,10 @@ on the rows of ``fixtures/observations/step-sweeps.jsonl`` (``fit`` below;
 ``bench/step_table.py`` prints every row and the leave-one-out errors). Where no era matches,
 the step is the floor and the Formula says so, with the range the calibrated eras span.
 No public sweep covers t > h_kv (replicated K/V heads): the model's claim stops at t ≤ h_kv.
+A TP group wider than a node all-reduces on the network (``linkcost.node_network``).
+
+Prefill (``prefill_chunk``, ``prefill_prompt``) is compute-bound: the chunk's FLOPs at an assumed
+efficiency plus its all-reduces; no published TTFT row calibrates it, and its source says so.
 """
 
 from __future__ import annotations
@@ -325,8 +329,8 @@ def prefill_prompt(m: Prefill, prompt: int, chunk: int,
     on an idle engine, before any queueing.
 
     Summed over the ceil(c/n) chunks, each attending to the chunks before it: the keys add up to
-    Σ_j j = c(c+1)/2 however the prompt is cut, and the weights are read for all c tokens, so
-    only the all-reduces depend on the chunking (one set of 2L+1 per chunk).
+    Σ_j j = c(c+1)/2 however the prompt is cut, and every token multiplies every weight once,
+    so only the all-reduces depend on the chunking (one set of 2L+1 per chunk).
     """
     full, rest = divmod(prompt, chunk) if chunk > 0 else (0, prompt)
     lin, attn, _ = m.terms(prompt, 0)  # c tokens from an empty cache: c(c+1)/2 keys
