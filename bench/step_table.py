@@ -26,6 +26,7 @@ from tests.physics.test_step import (
     predict,
     series_gains,
     small,
+    uncalibrated,
 )
 from tpcheck.physics import step
 
@@ -70,6 +71,14 @@ def main() -> None:
     for r in ROWS:
         if r.get("excluded"):
             print(f"  {r['id']!s:<40} measured {r['measured_ms']} ms: {r['excluded']}")
+    print("\nrows of releases no era calibrates (the floor's stated range must hold them):")
+    lo, hi = step.RATIO_RANGE
+    for r in uncalibrated(ROWS):
+        fl, _ = floor_of(r)
+        y = float(str(r["measured_ms"]))
+        print(f"  {r['id']!s:<40} {r['engine']} {r['version']} t={r['tp']} batch {r['batch']}: "
+              f"measured {y:.2f} ms, floor {fl.result * 1000:.2f} "
+              f"({y / 1000 / fl.result:.2f}×, stated range {lo:.2f}–{hi:.2f}×)")
     print("\nlarge-batch rows (not fitted; chunked prefill mixed into decode steps):")
     for r in ROWS:
         if not r.get("large_batch"):

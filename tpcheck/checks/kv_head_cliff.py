@@ -12,6 +12,7 @@ from collections.abc import Iterator
 from tpcheck.checks.base import Edit, Finding, Severity
 from tpcheck.checks.context import CheckContext
 from tpcheck.checks.needs import LAYOUT
+from tpcheck.checks.tp_crosses_nodes import network, node_size, nvlink_domain
 from tpcheck.formula import Formula, fmt_bytes
 from tpcheck.physics import step
 from tpcheck.physics.plan import Evaluation
@@ -112,8 +113,11 @@ def check(ctx: CheckContext) -> Iterator[Finding]:
     )
     speed = _speed(ctx, now, at, seats_t, seats_h, replicas)
     if speed is not None:
+        across = speed.terms[1].terms[0].source.partition("; all-reduces across nodes on ")[2]
         msg += (f"; the {replicas} replicas decode ≈{speed.result:.2f}× the tokens/s of t={t}, "
-                f"each at the batch it admits ({step.basis(speed.terms[0].terms[0])})")
+                f"each at the batch it admits ({step.basis(speed.terms[0].terms[0])}"
+                + (f"; t={t} spans nodes, its all-reduces run on "
+                   f"{across.partition(' (k = 1')[0]}" if across else "") + ")")
     yield ctx.finding(
         rule,
         msg,
@@ -135,7 +139,9 @@ def _speed(ctx: CheckContext, now: Evaluation, at: Evaluation, seats_t: int, sea
     b_t, b_h = min(seats_t, int(seqs.result)), min(seats_h, int(seqs.result))
     if b_t <= 0 or b_h <= 0:
         return None
-    ev_t, ev_h = ctx.evaluate_at(ctx.tp, batch=b_t), ctx.evaluate_at(at.tp, batch=b_h)
+    nodes = _nodes(ctx)
+    ev_t = ctx.evaluate_at(ctx.tp, batch=b_t, **nodes)
+    ev_h = ctx.evaluate_at(at.tp, batch=b_h, **nodes)
     if ev_t.step is None or ev_h.step is None:
         return None
     mine = step.tokens_per_second(b_t, ev_t.step)
@@ -150,6 +156,21 @@ def _speed(ctx: CheckContext, now: Evaluation, at: Evaluation, seats_t: int, sea
         ev_h.step.source,
         (alt, mine),
     )
+
+
+def _nodes(ctx: CheckContext) -> dict[str, object]:
+    """Node size and network as TP301 reads them from the manifest (instance type, pods,
+    --nnodes), so a TP group that spans nodes all-reduces on the network in the step; without
+    them the physics' default holds (the GPU's NVLink domain, InfiniBand NDR past it)."""
+    size = node_size(ctx)
+    if size is None:
+        return {}
+    per_node = max(size.per_node, nvlink_domain(ctx))
+    use = network(ctx)
+    if use.assumed:  # no instance type: the physics' own assumption, which says so
+        return {"gpus_per_node": per_node}
+    net = replace(use.link, bandwidth=use.bandwidth.result, alpha=use.alpha.result)
+    return {"gpus_per_node": per_node, "network": net}
 
 
 def _edits(ctx: CheckContext, hkv: int) -> tuple[Edit, ...]:

@@ -232,8 +232,9 @@ def _link_use(link: str | None, gpu: GPU | None, alpha: float | None) -> LinkUse
 
 def _prefill(shape: ModelShape, rows: Sequence[Evaluation], opts: Options,
              use: LinkUse | None) -> list[Formula | None]:
-    """Share of a prefill chunk spent in all-reduces, per row (None without a GPU's FLOP/s)."""
-    from tpcheck.physics.linkcost import prefill_share, prefill_tokens
+    """Share of a prefill chunk spent in all-reduces, per row (None without a GPU's FLOP/s);
+    without --link, a row whose TP group outgrows the NVLink domain all-reduces on the network."""
+    from tpcheck.physics.linkcost import node_network, prefill_share, prefill_tokens
 
     gpu = opts.gpu
     if gpu is None or use is None:
@@ -241,7 +242,9 @@ def _prefill(shape: ModelShape, rows: Sequence[Evaluation], opts: Options,
     n, src = prefill_tokens(opts.engine, opts.engine_version, opts.entrypoint, gpu, opts.memory,
                             opts.max_num_batched_tokens,
                             int(rows[0].context.result) if rows else None)
-    return [prefill_share(shape, r.tp, gpu, use, n, src, opts.dtype) if r.tp > 1 else None
+    return [prefill_share(shape, r.tp, gpu,
+                          use if opts.link_bandwidth else node_network(gpu, r.tp) or use,
+                          n, src, opts.dtype) if r.tp > 1 else None
             for r in rows]
 
 
@@ -250,6 +253,7 @@ def _row(r: Evaluation, pre: Formula | None, release: str = "") -> dict[str, obj
     row = r.to_row()
     row.setdefault("engine_version", release)
     row["prefill_comm_share"] = None if pre is None else pre.result
-    row["prefill_tokens"] = None if pre is None else pre.values["n"]
+    chunk = pre if pre is not None else r.prefill
+    row["prefill_tokens"] = None if chunk is None else chunk.values["n"]
     return row
 

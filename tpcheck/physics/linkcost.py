@@ -8,7 +8,7 @@ from __future__ import annotations
 from tpcheck.engines.defaults import defaults_for, sglang_chunked_prefill
 from tpcheck.formula import MIB, Formula
 from tpcheck.hardware.gpus import GPU
-from tpcheck.hardware.links import Link
+from tpcheck.hardware.links import Link, find_link
 from tpcheck.models.shape import ModelShape
 from tpcheck.physics import comm
 from tpcheck.physics.kv import activation_dtype, dtype_bytes
@@ -59,6 +59,31 @@ def link_use(
     else:
         af = Formula("α", "α (given)", {"α": alpha}, alpha, "s", "alpha override")
     return LinkUse(link, bw, af, assumed)
+
+
+NETWORK_ASSUMED = ("no network named for the nodes; InfiniBand NDR 400 Gb/s per GPU "
+                   "(one ConnectX-7 port per GPU, as on DGX/HGX H100)")
+
+
+def node_network(gpu: GPU | None, t: int, *, gpus_per_node: int | None = None,
+                 network: Link | None = None) -> LinkUse | None:
+    """The network a TP group of t ranks all-reduces over when it spans nodes, else None.
+
+    A node (or NVLink domain) holds ``gpus_per_node`` GPUs; unknown, an NVLink part's own domain
+    (8 on HGX boards, 72 on GB200 NVL72); PCIe parts have no known node size, so None. Ring
+    all-reduce runs at its slowest hop: once the ranks span nodes, every ring crosses the
+    network, so B is the network's per-GPU rate (``network``, else InfiniBand NDR, assumed).
+    """
+    per_node = gpus_per_node
+    if per_node is None and gpu is not None and gpu.link.startswith("nvlink"):
+        per_node = gpu.nvlink_domain
+    if per_node is None or per_node < 1 or t <= per_node:
+        return None
+    if network is not None:
+        return link_use(network)
+    ndr = find_link("ib-ndr")
+    assert ndr is not None
+    return link_use(ndr, assumed=True, why=NETWORK_ASSUMED)
 
 
 def prefill_tokens(

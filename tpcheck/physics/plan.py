@@ -14,11 +14,12 @@ from tpcheck.engines.defaults import (
 )
 from tpcheck.formula import Formula
 from tpcheck.hardware.gpus import GPU
+from tpcheck.hardware.links import Link
 from tpcheck.models.shape import ModelShape
 from tpcheck.physics import comm, kv, memory, sglang_memory, sglang_pools
 from tpcheck.physics import step as stepmodel
 from tpcheck.physics.legality import Refusal, refusals
-from tpcheck.physics.linkcost import prefill_tokens
+from tpcheck.physics.linkcost import LinkUse, node_network, prefill_tokens
 from tpcheck.physics.split import model_params, weight_split
 from tpcheck.physics.weights import mxfp4_padding, weights_per_gpu
 from tpcheck.record import field, record, replace
@@ -59,6 +60,10 @@ class Options:
     swa_full_tokens_ratio: float | None = None
     mamba_full_memory_ratio: float | None = None
     max_mamba_cache_size: int | None = None
+    # Where a TP group stops being one NVLink domain (default: the GPU's own) and the network
+    # past it (default: InfiniBand NDR, assumed): the step's all-reduces run on it beyond.
+    gpus_per_node: int | None = None
+    network: Link | None = None
 
 
 @record
@@ -87,6 +92,9 @@ class Evaluation:
     block: int = 16
     floor: Formula | None = None  # the weight-read floor; ``step`` is calibrated (issue 22)
     batch: int = 1
+    allreduce_link: str | None = None  # link key the all-reduces run on (None: t = 1, or --link)
+    prefill: Formula | None = None  # one chunk of max-num-batched-tokens from an empty cache
+    prefill_prompt: Formula | None = None  # a whole context-length prompt, chunk by chunk
 
     @property
     def legal(self) -> bool:
@@ -160,6 +168,9 @@ class Evaluation:
             "decode_tokens_per_second_per_gpu": None if self.step is None or not self.step.result
             else self.batch / self.step.result / self.tp,
             "comm_share": r(self.comm_share),
+            "allreduce_link": self.allreduce_link,
+            "prefill_chunk_seconds": r(self.prefill),
+            "prefill_prompt_seconds": r(self.prefill_prompt),
             "reserve": None
             if self.reserve is None
             else {t.name: t.result for t in (self.reserve.terms or (self.reserve,))},
@@ -345,6 +356,13 @@ def evaluate(shape: ModelShape, t: int, opts: Options) -> Evaluation:
     gpu = opts.gpu
     hbm_bw = opts.hbm_bandwidth or (gpu.hbm_bandwidth if gpu else None)
     link = opts.link_bandwidth or (gpu.link_bandwidth if gpu else None)
+    alpha = DEFAULT_ALPHA if opts.alpha is None else opts.alpha
+    net = None if opts.link_bandwidth else node_network(
+        gpu, t, gpus_per_node=opts.gpus_per_node, network=opts.network)
+    link_key = None if opts.link_bandwidth or gpu is None or t == 1 else gpu.link
+    if net is not None:  # the TP group spans nodes: its rings cross the network
+        link, link_key = net.bandwidth.result, net.link.key
+        alpha = net.alpha.result if opts.alpha is None else opts.alpha
     if hbm_bw and link:
         floor = comm.decode_step(
             weights_per_gpu=w.result,
@@ -357,9 +375,18 @@ def evaluate(shape: ModelShape, t: int, opts: Options) -> Evaluation:
             b=b,
             t=t,
             link_bw=link,
-            alpha=DEFAULT_ALPHA if opts.alpha is None else opts.alpha,
+            alpha=alpha,
         )
-        step, share = calibrated(shape, t, opts, floor, pp)
+        step, share = calibrated(shape, t, opts, floor, pp, network=net)
+    flops = opts.flops or (gpu.bf16_flops if gpu else None)
+    prefill = prompt = None
+    if flops and link:
+        # One request's chunk passes every pipeline stage in turn: the whole model at t.
+        pre = stepmodel.Prefill(model_params(shape, active=True), shape.layers, shape.heads,
+                                shape.head_dim, shape.hidden, b, t, flops, link, alpha)
+        prefill = stepmodel.prefill_chunk(pre, ntok)
+        prefill = replace(prefill, values={**prefill.values, "n_source": ntok_src})
+        prompt = stepmodel.prefill_prompt(pre, c, ntok)
     return Evaluation(
         tp=t,
         refusals=refs,
@@ -383,13 +410,16 @@ def evaluate(shape: ModelShape, t: int, opts: Options) -> Evaluation:
         block=block,
         floor=floor,
         batch=opts.batch,
+        allreduce_link=link_key,
+        prefill=prefill,
+        prefill_prompt=prompt,
     )
 
 
 def calibrated(shape: ModelShape, t: int, opts: Options, floor: Formula,
-               pp: int = 1) -> tuple[Formula, Formula]:
+               pp: int = 1, network: LinkUse | None = None) -> tuple[Formula, Formula]:
     """The decode step calibrated for this engine release and GPU (floor when none), and the
-    all-reduces' share of it."""
+    all-reduces' share of it; ``network``: the TP group spans nodes and all-reduces on it."""
     gpu = opts.gpu
     eng = opts.engine
     version = opts.engine_version or defaults_for("sglang" if eng == "sglang" else "vllm").version
@@ -403,7 +433,10 @@ def calibrated(shape: ModelShape, t: int, opts: Options, floor: Formula,
         compute = stepmodel.compute_time(model_params(shape, active=True) / pp, opts.batch, t,
                                          flops)
     st = stepmodel.calibrated_step(floor, layers=kv.stage_layers(shape.layers, pp), era=era,
-                                   compute=compute, why=why)
+                                   compute=compute, why=why,
+                                   network=None if network is None else network.label + (
+                                       " (assumed: no network named for the nodes)"
+                                       if network.assumed else ""))
     return st, stepmodel.comm_share(st)
 
 

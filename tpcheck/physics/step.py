@@ -14,6 +14,10 @@ on the rows of ``fixtures/observations/step-sweeps.jsonl`` (``fit`` below;
 ``bench/step_table.py`` prints every row and the leave-one-out errors). Where no era matches,
 the step is the floor and the Formula says so, with the range the calibrated eras span.
 No public sweep covers t > h_kv (replicated K/V heads): the model's claim stops at t ≤ h_kv.
+A TP group wider than a node all-reduces on the network (``linkcost.node_network``).
+
+Prefill (``prefill_chunk``, ``prefill_prompt``) is compute-bound: the chunk's FLOPs at an assumed
+efficiency plus its all-reduces; no published TTFT row calibrates it, and its source says so.
 """
 
 from __future__ import annotations
@@ -22,7 +26,7 @@ from collections.abc import Sequence
 
 from tpcheck.formula import Formula
 from tpcheck.physics import comm
-from tpcheck.record import record
+from tpcheck.record import record, replace
 
 SWEEPS = "fixtures/observations/step-sweeps.jsonl"
 # Dense tensor-core efficiency at large batch: assumed, not fitted (no clean large-batch decode
@@ -144,10 +148,17 @@ NOT_DENSE = "the sweeps are dense GQA models; MoE and MLA layers are not calibra
 
 
 def calibrated_step(floor: Formula, *, layers: int, era: Era | None,
-                    compute: Formula | None = None, why: str = NO_SWEEP) -> Formula:
-    """T_step = max(a·T_mem, T_compute) + c·L + n_AR·α + k·T_bw; the floor when ``era`` is None."""
+                    compute: Formula | None = None, why: str = NO_SWEEP,
+                    network: str | None = None) -> Formula:
+    """T_step = max(a·T_mem, T_compute) + c·L + n_AR·α + k·T_bw; the floor when ``era`` is None.
+
+    ``network`` names the link when the TP group spans nodes (the floor's B is then the
+    network's): k was fitted on NVLink rows only, so across nodes it is 1 (the network's peak)
+    and the comm part is a lower bound; the source says so.
+    """
     t_mem = _term(floor, "T_weights") + _term(floor, "T_kv")
     t_cmp = compute.result if compute is not None else 0.0
+    across = f"; all-reduces across nodes on {network}" if network else ""
     if era is None:
         lo, hi = ratio_range()
         return Formula(
@@ -158,19 +169,23 @@ def calibrated_step(floor: Formula, *, layers: int, era: Era | None,
             floor.result,
             "s",
             f"uncalibrated ({why}): the calibrated eras measure {lo:.2f}–{hi:.2f}× the "
-            f"floor ({SWEEPS})",
+            f"floor ({SWEEPS}){across}",
             (floor,) + ((compute,) if compute is not None else ()),
         )
     fixed, bw = comm_split(floor)
-    res = max(era.a * t_mem, t_cmp) + era.c * layers + fixed + era.k * bw
+    k = 1.0 if network else era.k
+    if network and era.k != 1.0:
+        across += (f" (k = 1, the network's peak: the sweeps' k = {era.k:g} is NVLink's, no "
+                   "sweep crosses nodes, so the all-reduce part is a lower bound)")
+    res = max(era.a * t_mem, t_cmp) + era.c * layers + fixed + k * bw
     return Formula(
         "decode_step_seconds",
         "max(a·T_mem, T_compute) + c·L + n_AR·α + k·T_bw",
         {"a": era.a, "T_mem": t_mem, "T_compute": t_cmp, "c": era.c, "L": layers,
-         "n_AR·α": fixed, "k": era.k, "T_bw": bw},
+         "n_AR·α": fixed, "k": k, "T_bw": bw},
         res,
         "s",
-        f"calibrated: {era.label}, {len(era.rows)} rows of {SWEEPS} ({era.source})",
+        f"calibrated: {era.label}, {len(era.rows)} rows of {SWEEPS} ({era.source}){across}",
         (floor,) + ((compute,) if compute is not None else ()),
     )
 
@@ -243,6 +258,92 @@ def fit(points: Sequence[tuple[float, int, float, float, float]]) -> tuple[float
             return a, c, k
     a, c = lsq(2)
     return a, c, 1.0
+
+
+# Prefill: no published batch-1 TTFT row states input length, GPU, t and release together
+# (searched issue 22: vLLM/SGLang issues, blog posts, performance pages; the rows that give
+# TTFT omit the prompt length or mix queued requests), so η is the decode compute term's
+# assumption and the prefill figure is a floor with a stated efficiency, not a calibration.
+PREFILL_EFFICIENCY = COMPUTE_EFFICIENCY
+PREFILL_SOURCE = (f"compute-bound prefill at η = {PREFILL_EFFICIENCY} of dense FLOP/s (assumed: "
+                  "no published batch-1 TTFT row with lengths, GPU, t and release to calibrate "
+                  "it); seeds/tp-inference-deployer.txt §3.2 (prefill is compute-bound)")
+
+
+@record
+class Prefill:
+    """What a prefill chunk's time depends on: the model, t, the GPU's FLOP/s and the link."""
+
+    params_active: float  # P: parameters each token multiplies (MoE: the active ones)
+    layers: int
+    heads: int
+    head_dim: int
+    hidden: int
+    b: float  # activation bytes per element
+    t: int
+    flops: float  # π: dense BF16 FLOP/s per GPU
+    link_bw: float  # B
+    alpha: float  # α
+
+    def terms(self, n: int, c0: int) -> tuple[float, float, float]:
+        """(T_linear, T_attn, T_comm) of n tokens after c0 cached ones, at peak FLOP/s."""
+        t, pi = self.t, self.flops
+        lin = 2 * self.params_active * n / (t * pi)
+        attn = 4 * self.layers * self.heads * self.head_dim * (n * c0 + n * (n + 1) / 2) / (t * pi)
+        t_ar = 0.0 if t <= 1 else self.alpha + comm.ring_factor(t) * n * self.hidden * self.b / (
+            self.link_bw)
+        return lin, attn, (2 * self.layers + 1) * t_ar
+
+
+def prefill_chunk(m: Prefill, tokens: int, start: int = 0,
+                  efficiency: float = PREFILL_EFFICIENCY) -> Formula:
+    """One prefill chunk of n tokens whose prompt already has c0 tokens cached.
+
+    T = (T_linear + T_attn)/η + (2L+1)·T_AR, with T_linear = 2·P·n/(t·π) (every weight once per
+    token), T_attn = 4·L·h·d_h·(n·c0 + n(n+1)/2)/(t·π) (QKᵀ and PV over the c0 + i keys token i
+    sees, causal) and T_AR = α + 2(t−1)/t·n·d·b/B, assumed not to overlap the matmuls (the
+    seeds' additive model).
+    """
+    lin, attn, t_comm = m.terms(tokens, start)
+    return Formula(
+        "prefill_chunk_seconds",
+        "(2·P·n + 4·L·h·d_h·(n·c0 + n(n+1)/2)) / (t·π·η) + (2L+1)·(α + 2(t−1)/t·n·d·b/B)",
+        {"P": m.params_active, "n": tokens, "c0": start, "L": m.layers, "h": m.heads,
+         "d_h": m.head_dim, "t": m.t, "π": m.flops, "η": efficiency, "d": m.hidden, "b": m.b,
+         "B": m.link_bw, "α": m.alpha},
+        (lin + attn) / efficiency + t_comm,
+        "s",
+        PREFILL_SOURCE,
+        (Formula("T_linear", "2·P·n / (t·π)", {"P": m.params_active, "n": tokens, "t": m.t,
+                                                "π": m.flops}, lin, "s"),
+         Formula("T_attn", "4·L·h·d_h·(n·c0 + n(n+1)/2) / (t·π)",
+                 {"L": m.layers, "h": m.heads, "d_h": m.head_dim, "n": tokens, "c0": start,
+                  "t": m.t, "π": m.flops}, attn, "s"),
+         Formula("T_comm", "(2L + 1)·T_AR", {"L": m.layers}, t_comm, "s", comm.SEED_STEP)),
+    )
+
+
+def prefill_prompt(m: Prefill, prompt: int, chunk: int,
+                   efficiency: float = PREFILL_EFFICIENCY) -> Formula:
+    """A whole prompt of c tokens prefilled in chunks of n — one request's time to first token
+    on an idle engine, before any queueing.
+
+    Summed over the ceil(c/n) chunks, each attending to the chunks before it: the keys add up to
+    Σ_j j = c(c+1)/2 however the prompt is cut, and every token multiplies every weight once,
+    so only the all-reduces depend on the chunking (one set of 2L+1 per chunk).
+    """
+    full, rest = divmod(prompt, chunk) if chunk > 0 else (0, prompt)
+    lin, attn, _ = m.terms(prompt, 0)  # c tokens from an empty cache: c(c+1)/2 keys
+    comm_full = m.terms(chunk, 0)[2] if full else 0.0
+    comm_rest = m.terms(rest, 0)[2] if rest else 0.0
+    total = (lin + attn) / efficiency + full * comm_full + comm_rest
+    count = full + (1 if rest else 0)
+    last_start = chunk * (count - 1) if count else 0
+    last = prefill_chunk(m, prompt - last_start, last_start, efficiency)
+    return Formula("prefill_prompt_seconds",
+                   "(2·P·c + 4·L·h·d_h·c(c+1)/2) / (t·π·η) + Σ_chunks (2L+1)·T_AR(n_k)",
+                   {"c": prompt, "n": chunk, "chunks": count}, total, "s", PREFILL_SOURCE,
+                   (replace(last, name="last_chunk_seconds"),))
 
 
 def tokens_per_second(batch: int, step: Formula, replicas: int = 1) -> Formula:

@@ -43,6 +43,13 @@ def _pct(f: Formula | None) -> str:
     return "-" if f is None else f"{f.result * 100:,.0f}%"
 
 
+def _prefill_ms(r: Evaluation) -> str:
+    """One chunk / the whole prompt, in milliseconds ("-" when the row does not start)."""
+    if r.prefill is None or r.prefill_prompt is None or not r.legal or r.fits is False:
+        return "-"
+    return f"{r.prefill.result * 1000:,.0f}/{r.prefill_prompt.result * 1000:,.0f}"
+
+
 def _comm(decode: Formula | None, prefill: Formula | None) -> str:
     return f"{_pct(decode)}/{_pct(prefill)}"
 
@@ -88,16 +95,28 @@ def render_plan(model: str, where: str, shape: ModelShape, rows: Sequence[Evalua
         over = ("the rest of the calibrated decode step" if first is not None
                 and first.step is not None and first.step.source.startswith("calibrated")
                 else "the decode weight-read floor")
+        gpu_link = opts.gpu.link if opts.gpu else None
+        across = sorted({r.tp for r in rows if r.allreduce_link not in (None, gpu_link)})
         out.append(f"  comm dec/pre: all-reduce time over {over} at "
-                   f"batch {opts.batch} / {chunk}; link {link_label}")
+                   f"batch {opts.batch} / {chunk}; link {link_label}"
+                   + (f"; t ≥ {across[0]} spans nodes: the network (InfiniBand NDR 400 Gb/s "
+                      "per GPU, assumed)" if across else ""))
     step0 = next((r.step for r in rows if r.step is not None), None)
     if step0 is not None:
         out.append(f"  tok/s/GPU: decode tokens/s per GPU at batch {opts.batch} "
                    f"({stepmodel.basis(step0)})")
+    pre0 = next((r for r in rows if r.prefill is not None and r.prefill_prompt is not None),
+                None)
+    if pre0 is not None and pre0.prefill is not None and pre0.prefill_prompt is not None:
+        out.append(f"  prefill ms: one {pre0.prefill.values['n']:,}-token chunk / a whole "
+                   f"{pre0.prefill_prompt.values['c']:,}-token prompt on an idle engine "
+                   f"(compute at η = {pre0.prefill.values['η']} of dense FLOP/s, assumed: "
+                   "no published TTFT row calibrates it)")
     out.append("")
     hdr = (f"{'tp':>4} {'ok':>3} {'kvh/gpu':>7} {'W/gpu GiB':>9} {'KV KiB/tok':>10} "
            f"{'pool GiB':>8} {'KV tokens':>9} {'seats':>6}"
            + (f" {'tok/s/GPU':>9}" if step0 is not None else "")
+           + (f" {'prefill ms':>13}" if pre0 is not None else "")
            + (f" {'comm dec/pre':>13}" if show_comm else "") + "  capacity")
     out.append(hdr)
     peak = max((float(r.tokens.result) for r in rows
@@ -126,6 +145,7 @@ def render_plan(model: str, where: str, shape: ModelShape, rows: Sequence[Evalua
                    f"{_kib(r.kv_bytes_per_token):>10} {_gib(r.pool):>8} "
                    f"{_tok(r.tokens) if starts or not r.legal else '-':>9} "
                    f"{seats:>6}" + (f" {_rate(r):>9}" if step0 is not None else "")
+                   + (f" {_prefill_ms(r):>13}" if pre0 is not None else "")
                    + (f" {_comm(r.comm_share, p):>13}" if show_comm else "")
                    + f"  {bar:<{BAR}} {note}".rstrip())
     pool_f = first.pool if first is not None else None

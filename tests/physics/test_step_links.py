@@ -1,0 +1,111 @@
+"""The step's all-reduces run on the TP group's real link: the network once the group spans nodes.
+
+Issue 22, item 1: TP201's speed figure used NVLink for a t=16 group over 2×8 H100. Every expected
+time is derived beside its assertion from the catalog figures it stands on: InfiniBand NDR
+400 Gb/s = 50 GB/s per GPU and α = 30 µs across nodes, NVLink 4 450 GB/s and α = 10 µs inside.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from tests.physics.test_step import shape_of
+from tpcheck.hardware.gpus import find_gpu
+from tpcheck.hardware.links import find_link
+from tpcheck.physics import step
+from tpcheck.physics.plan import Options, evaluate
+from tpcheck.record import replace
+
+LLAMA70 = "meta-llama/Meta-Llama-3-70B-Instruct"  # L = 80, d = 8192, bf16
+FIXTURES = Path(__file__).resolve().parents[2] / "fixtures" / "manifests" / "topology"
+
+
+def _opts(**kw: object) -> Options:
+    base: dict[str, object] = {"engine_version": "0.5.4", "gpu": find_gpu("h100-sxm"),
+                               "batch": 8, "context": 512}
+    base.update(kw)
+    return Options(**base)  # type: ignore[arg-type]
+
+
+def test_tp16_over_two_hgx_h100_nodes_all_reduces_on_the_network() -> None:
+    ev = evaluate(shape_of(LLAMA70), 16, _opts())
+    assert ev.floor is not None and ev.step is not None
+    assert ev.allreduce_link == "ib-ndr"
+    assert ev.floor.values["B"] == 50e9 and ev.floor.values["α"] == 30e-6
+    # n_AR = 2·80 + 1 = 161 all-reduces of S = batch·d·b = 8·8192·2 = 131,072 B each:
+    # T_AR = 30 µs + 2·15/16·131,072 / 50e9 = 30 + 4.915 = 34.915 µs; 161 · 34.915 µs = 5.621 ms
+    t_comm = next(x for x in ev.floor.terms if x.name == "T_comm").result
+    assert t_comm == pytest.approx(5.621e-3, rel=1e-3)
+    # Calibrated (vLLM 0.5.x on Hopper, k = 1): a·T_mem + c·L + n_AR·α + k·T_bw.
+    era = step.era_for("vllm", "0.5.4", "h100-sxm")
+    assert era is not None and era.k == 1.0
+    t_mem = sum(x.result for x in ev.floor.terms if x.name in ("T_weights", "T_kv"))
+    expect = era.a * t_mem + era.c * 80 + 161 * 30e-6 + 161 * 1.875 * 131_072 / 50e9
+    assert ev.step.result == pytest.approx(expect, rel=1e-9)
+    assert "all-reduces across nodes on InfiniBand NDR" in ev.step.source
+    assert "assumed" in ev.step.source
+    # Inside one node the same group of 8 stays on NVLink: 161·(10 µs + 2·7/8·131,072/450e9)
+    eight = evaluate(shape_of(LLAMA70), 8, _opts())
+    assert eight.allreduce_link == "nvlink4" and eight.floor is not None
+    t8 = next(x for x in eight.floor.terms if x.name == "T_comm").result
+    assert t8 == pytest.approx(161 * (10e-6 + 1.75 * 131_072 / 450e9), rel=1e-9)  # 1.692 ms
+
+
+def test_the_node_size_and_network_given_win() -> None:
+    efa = find_link("efa-400")
+    assert efa is not None
+    # 4 GPUs per node: t = 8 already spans two nodes; the named network (EFA 400 Gb/s) is used
+    ev = evaluate(shape_of(LLAMA70), 8, _opts(gpus_per_node=4, network=efa))
+    assert ev.allreduce_link == "efa-400" and ev.floor is not None
+    assert ev.floor.values["B"] == 50e9
+    # An explicit link (plan --link) is the user's statement about the whole group: kept.
+    given = evaluate(shape_of(LLAMA70), 16, _opts(link_bandwidth=450e9))
+    assert given.floor is not None and given.floor.values["B"] == 450e9
+    assert given.allreduce_link is None
+    # GB200 NVL72: the NVLink domain is 72 GPUs, so TP 16 is still NVLink
+    gb = evaluate(shape_of(LLAMA70), 16, _opts(gpu=find_gpu("gb200")))
+    assert gb.allreduce_link == "nvlink5"
+
+
+def test_k_fitted_on_nvlink_is_not_carried_across_nodes() -> None:
+    # vLLM 0.7.x on A100 fits k > 1 on NVLink rows; across nodes the step uses k = 1 and says so
+    era = step.era_for("vllm", "0.7.2", "a100-sxm-80gb")
+    assert era is not None and era.k > 1
+    ev = evaluate(shape_of("Qwen/QwQ-32B"), 16,
+                  _opts(engine_version="0.7.2", gpu=find_gpu("a100-sxm-80gb")))
+    assert ev.step is not None and ev.step.values["k"] == 1.0
+    assert f"the sweeps' k = {era.k:g} is NVLink's" in ev.step.source
+
+
+def test_tp201_speed_uses_the_instance_network_for_the_spanning_group() -> None:
+    """TP 16 over two p5.48xlarge pods: the t=16 side all-reduces on EFA (3,200 Gb/s / 8 GPUs =
+    400 Gb/s = 50 GB/s per GPU), the 2 replicas of TP 8 on NVLink; the gain is redone here."""
+    from tpcheck.lint import Linter
+    from tpcheck.settings import Settings
+
+    res = Linter(Settings(offline=True, select=("TP201",), gpu="h100-sxm")).run(
+        [str(FIXTURES / "lws-tp16-2x8-p5.yaml")])
+    assert not res.errors, res.errors
+    [f] = res.findings
+    assert "t=16 spans nodes, its all-reduces run on p5.48xlarge network" in f.message
+    speed = next(x for x in f.formulas if x.name == "decode_speed_gain")
+    alt, mine = speed.terms
+    t16, t8 = mine.terms[0], alt.terms[0]
+    assert t16.terms[0].values["B"] == 50e9 and t16.terms[0].values["α"] == 30e-6
+    assert t8.terms[0].values["B"] == 450e9
+    b16, b8 = int(str(speed.values["batch(t)"])), int(str(speed.values["batch(h_kv)"]))
+    shape = shape_of("meta-llama/Llama-3.1-70B-Instruct")
+    base = Options(engine_version="0.33.0", gpu=find_gpu("h100-sxm"), context=131072,
+                   max_num_seqs=256)
+    ndr = find_link("ib-ndr")  # the p5 network has the same rate and α: 400 Gb/s, 30 µs
+    assert ndr is not None
+    net = replace(ndr, key="p5.48xlarge-network")
+    s16 = evaluate(shape, 16, replace(base, batch=b16, gpus_per_node=8, network=net)).step
+    s8 = evaluate(shape, 8, replace(base, batch=b8)).step
+    assert s16 is not None and s8 is not None
+    assert speed.result == pytest.approx((2 * b8 / s8.result) / (b16 / s16.result), rel=1e-9)
+    # On NVLink (the old figure) the t=16 step was shorter, so the gain was smaller.
+    nv = evaluate(shape, 16, replace(base, batch=b16, link_bandwidth=450e9)).step
+    assert nv is not None and nv.result < s16.result
