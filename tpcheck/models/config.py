@@ -30,8 +30,10 @@ the file. The rules follow what vLLM's ``hf_text_config`` sees:
   gemma3 ``sliding_window_pattern`` (default 6: every 6th layer is global); qwen2-style configs
   only when ``use_sliding_window`` (layers from ``max_window_layers`` on); other families with an
   integer ``sliding_window`` use it on every layer (Mistral v0.1, Phi-3).
-- ``tie_word_embeddings`` absent: true for gemma*, starcoder2 and falcon (their config classes'
-  defaults), false otherwise (an unknown family is assumed untied: the larger weight estimate).
+- ``tie_word_embeddings`` absent: true for gemma*, starcoder2, falcon, gpt2 and opt (their config
+  classes' defaults), false otherwise (an unknown family is assumed untied: the larger weight
+  estimate).
+- gpt2 and opt: every linear layer has a bias and the norms are LayerNorms with a bias.
 - MTP / next-token-prediction layers (``num_nextn_predict_layers``) are not part of the shape:
   vLLM loads them only for speculative decoding.
 """
@@ -66,6 +68,12 @@ _KV_HEAD_KEYS = (
 )
 _TEXT_KEYS = ("text_config", "language_config", "llm_config")
 _TIED_BY_DEFAULT = ("gemma", "starcoder2", "falcon", "RefinedWeb")
+# Families whose transformers config class defaults tie_word_embeddings to true (transformers
+# 5.20.2 models/gpt2/configuration_gpt2.py:103, models/opt/configuration_opt.py:74); their hub
+# configs omit the key, and vLLM then shares the embedding as the LM head (vllm 0.33.0
+# model_executor/models/gpt2.py:285-286, opt.py:361-362: ``if self.config.tie_word_embeddings:
+# self.lm_head = self.lm_head.tie_weights(...)``).
+_TIED_FAMILIES = frozenset({"gpt2", "opt"})
 _NON_GATED = frozenset(
     {"falcon", "RefinedWeb", "RefinedWebModel", "starcoder2", "gpt2", "gpt_bigcode", "gpt_neox",
      "phi", "opt", "bloom"}
@@ -260,7 +268,7 @@ def parse_config(
     if sliding_layers == 0:
         sliding_window = None
 
-    tied_default = family.startswith(_TIED_BY_DEFAULT)
+    tied_default = family.startswith(_TIED_BY_DEFAULT) or family in _TIED_FAMILIES
     tied = r.flag("tie_word_embeddings", tied_default)
     if prefix and "tie_word_embeddings" in cfg and "tie_word_embeddings" not in text:
         tied = _Reader(cfg, where).flag("tie_word_embeddings", tied)
@@ -429,6 +437,11 @@ def _biases(r: _Reader, family: str) -> tuple[bool, bool, bool]:
         return b, b, b
     if family.startswith("bailing"):
         return r.flag("use_qkv_bias", False), r.flag("use_bias", False), False
+    if family == "gpt2":  # vllm gpt2.py:84-135: c_attn, c_proj, c_fc, mlp c_proj bias=True
+        return True, True, True
+    if family == "opt":  # vllm opt.py:140-161: bias=config.enable_bias (OPTConfig default true)
+        b = r.flag("enable_bias", True)
+        return b, b, b
     if family in ("glm4_moe", "glm4", "glm"):
         return r.flag("attention_bias", family != "glm4_moe"), False, False
     attn = r.flag("attention_bias", False) or r.flag("qkv_bias", False)
@@ -484,8 +497,8 @@ def _norms(r: _Reader, family: str) -> tuple[int, bool]:
         if new_arch:
             return r.int_default("num_ln_in_parallel_attn", 2), True
         return (1 if r.flag("parallel_attn", True) else 2), True
-    if family == "starcoder2":
-        return 2, True
+    if family in ("starcoder2", "gpt2", "opt"):
+        return 2, True  # LayerNorm with a bias (vllm gpt2.py:160-164, opt.py:147-166)
     return 2, False
 
 
