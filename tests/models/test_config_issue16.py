@@ -10,8 +10,9 @@ from pathlib import Path
 import pytest
 
 from tpcheck.models import catalog
-from tpcheck.models.config import load_shape, parse_config
-from tpcheck.models.params import param_counts
+from tpcheck.models.config import ConfigError, load_config, load_shape, parse_config, parse_quant
+from tpcheck.models.params import Tensor, param_counts
+from tpcheck.models.quant import tensor_bytes, weight_bytes
 from tpcheck.models.shape import ModelShape
 
 
@@ -72,3 +73,124 @@ def test_opt_ties_and_biases_and_an_explicit_false_still_wins(tmp_path: Path) ->
 def test_same_shape_aliases(model_id: str, folder: str) -> None:
     found = catalog.find(model_id)
     assert found is not None and found.folder.name == folder and found.model_id == model_id
+
+
+# --- MoE keys the readers missed --------------------------------------------------------------
+
+DATA = Path(__file__).with_name("data")
+
+
+def test_moe_layer_freq_as_a_per_layer_list() -> None:
+    # MiMo-V2-Flash: "moe_layer_freq": [0, 1, 1, ...] over 48 layers -> layer 0 dense, 47 MoE
+    # (vLLM mimo_v2.py:492-497 reads moe_layer_freq[layer_idx])
+    s = load_shape(DATA / "XiaomiMiMo--MiMo-V2-Flash_config.json")
+    assert s.moe is not None and (s.layers, s.moe.moe_layers, s.dense_layers) == (48, 47, 1)
+    assert (s.moe.num_experts, s.moe.experts_per_token, s.moe.expert_ffn) == (256, 8, 2048)
+    assert s.ffn == 16384  # intermediate_size: the one dense layer's MLP
+    # MiniMax-M3: [0, 0, 0, 1, ...] over 60 layers; its dense layers use dense_intermediate_size
+    # 12288 while intermediate_size 3072 is the expert width (vLLM minimax_m3/nvidia/model.py:750)
+    m = load_shape(DATA / "MiniMaxAI--MiniMax-M3_config.json")
+    assert m.moe is not None and (m.layers, m.moe.moe_layers, m.dense_layers) == (60, 57, 3)
+    assert (m.ffn, m.moe.expert_ffn, m.moe.num_experts, m.moe.experts_per_token) == (
+        12288, 3072, 128, 4)
+
+
+@pytest.mark.parametrize(
+    ("value", "fragment"),
+    [
+        ([0, 1], "lists 2 layers, the model has 48"),
+        ([2] * 48, "a list of 0/1 flags"),
+        (["1"] * 48, "a list of 0/1 flags"),
+    ],
+)
+def test_moe_layer_freq_list_errors(value: object, fragment: str) -> None:
+    cfg = json.loads((DATA / "XiaomiMiMo--MiMo-V2-Flash_config.json").read_text())
+    with pytest.raises(ConfigError, match=fragment):
+        parse_config({**cfg, "moe_layer_freq": value}, name="mimo")
+
+
+def test_top_k_and_experts_under_text_config() -> None:
+    # Kimi-K3 wraps a kimi_linear text_config that spells top-k num_experts_per_token
+    # (vLLM kimi_k3/amd/linear.py:210): 896 experts, 16 per token, first_k_dense_replace 1
+    s = load_shape(DATA / "moonshotai--Kimi-K3_config.json")
+    assert s.model_type == "kimi_linear" and s.moe is not None
+    assert (s.moe.num_experts, s.moe.experts_per_token, s.moe.expert_ffn) == (896, 16, 3072)
+    assert (s.layers, s.moe.moe_layers, s.ffn) == (93, 92, 33792)
+    assert s.mla is not None and s.mla.kv_lora_rank == 512
+
+
+# --- mixed precision: DeepSeek-V4 experts, ModelOpt MIXED_PRECISION ---------------------------
+
+
+def test_deepseek_v4_experts_are_mxfp4_beside_fp8_blocks() -> None:
+    # config: quant_method fp8 blocks [128, 128], expert_dtype fp4 -> vLLM's
+    # DeepseekV4FP8Config gives the routed experts Mxfp4MoEMethod (quant_config.py:217-227)
+    s = shape("deepseek-ai/DeepSeek-V4-Flash")
+    assert s.quant is not None and s.quant.method == "fp8" and s.quant.block == (128, 128)
+    assert [(g, q.method, q.weight_bits) for g, q in s.quant.overrides] == [
+        ("routed_experts", "mxfp4", 4)]
+    w = weight_bytes(s, param_counts(s))
+    # 43 layers x 256 experts = 11008 copies of gate_up (2*2048 x 4096) and down (4096 x 2048);
+    # MXFP4: half a byte per weight + one 1-byte scale per 32:
+    # gate_up 16,777,216 / 2 + 16,777,216 / 32 = 8,912,896; down 4,456,448
+    assert w.routed_experts == 11008 * (8_912_896 + 4_456_448) == 147_169_738_752
+    # q_proj stays fp8 with one fp32 scale per 128 x 128 block:
+    # 32768 x 4096 + (32768/128) x (4096/128) x 4 = 134,250,496 per layer, 43 layers
+    assert w.attn_q == 43 * 134_250_496
+    cfg = json.loads(catalog.find("deepseek-ai/DeepSeek-V4-Flash").config_path.read_text())  # type: ignore[union-attr]
+    fp8 = parse_config({**cfg, "expert_dtype": "fp8"})
+    assert fp8.quant is not None and fp8.quant.overrides == ()
+    absent = parse_config({k: v for k, v in cfg.items() if k != "expert_dtype"})
+    assert absent.quant == s.quant  # vLLM defaults expert_dtype to "fp4" (quant_config.py:97)
+    with pytest.raises(ConfigError, match="expert_dtype must be fp4 or fp8"):
+        parse_config({**cfg, "expert_dtype": "int4"}, name="v4")
+
+
+def test_deepseek_v4_nvfp4_experts() -> None:
+    # nvidia's checkpoint: the same fp8 blocks with moe_quant_algo NVFP4 -> ModelOptNvFp4FusedMoE
+    s = shape("nvidia/DeepSeek-V4-Pro-NVFP4")
+    assert s.quant is not None
+    assert [(g, q.method, q.group_size) for g, q in s.quant.overrides] == [
+        ("routed_experts", "modelopt-nvfp4", 16)]
+
+
+def test_modelopt_mixed_precision_per_component() -> None:
+    # nvidia/Qwen3.6-35B-A3B-NVFP4: quantized_layers lists self_attn.* and linear_attn.* as FP8,
+    # mlp.experts, mlp.shared_expert.* and lm_head as W4A16_NVFP4 (group 16)
+    s = shape("nvidia/Qwen3.6-35B-A3B-NVFP4")
+    assert s.quant is not None and s.quant.method == "modelopt-mixed"
+    assert {g: q.method for g, q in s.quant.overrides} == {
+        "attn": "modelopt-fp8", "linear_attn": "modelopt-fp8", "lm_head": "modelopt-nvfp4",
+        "routed_experts": "modelopt-nvfp4", "shared_experts": "modelopt-nvfp4"}
+    w = weight_bytes(s, param_counts(s))
+    # routed: 40 layers x 256 experts = 10240 copies; gate_up 1024 x 2048 in NVFP4 =
+    # 2,097,152/2 + 1024 x 2048/16 fp8 scales + 2 fp32 globals = 1,179,656; down 2048 x 512 =
+    # 524,288 + 65,536 + 8 = 589,832
+    assert w.routed_experts == 10240 * (1_179_656 + 589_832) == 18_119_557_120
+    # lm_head is listed, so it is NVFP4 too: 248320 x 2048 / 2 + 248320 x 128 + 8
+    assert w.lm_head == 254_279_680 + 31_784_960 + 8
+    # q_proj (4096 x 2048, 10 full-attention layers) ModelOpt FP8: 1 B + 2 fp32 scales
+    assert w.attn_q == 10 * (4096 * 2048 + 8)
+    # the same algos come from hf_quant_config.json alone
+    cfg = load_config(catalog.find("nvidia/Qwen3.6-35B-A3B-NVFP4").config_path)  # type: ignore[union-attr]
+    qc = load_config(catalog.CATALOG_DIR / "nvidia--Qwen3.6-35B-A3B-NVFP4" / "hf_quant_config.json")
+    bare = {k: v for k, v in cfg.items() if k != "quantization_config"}
+    text = {k: v for k, v in cfg["text_config"].items() if k != "quantization_config"}
+    alone = parse_config({**bare, "text_config": text}, quant_cfg=qc)
+    assert alone.quant is not None and alone.quant.overrides == s.quant.overrides
+
+
+def test_modelopt_mixed_precision_errors() -> None:
+    with pytest.raises(ConfigError, match="MIXED_PRECISION without quantized_layers"):
+        parse_quant({}, {"quantization": {"quant_algo": "MIXED_PRECISION"}}, "q.json")
+    with pytest.raises(ConfigError, match="unsupported ModelOpt quant_algo 'INT8_SQ'"):
+        parse_quant({}, {"quantization": {"quant_algo": "MIXED_PRECISION", "quantized_layers": {
+            "model.layers.0.mlp.down_proj": {"quant_algo": "INT8_SQ"}}}}, "q.json")
+    # a group no layer lists stays unquantized: bf16 bytes for the dense MLP here
+    q = parse_quant({}, {"quantization": {"quant_algo": "MIXED_PRECISION", "quantized_layers": {
+        "model.layers.0.self_attn.q_proj": {"quant_algo": "FP8"}}}}, "q.json")
+    assert q is not None and [g for g, _ in q.overrides] == ["attn"]
+    mlp = Tensor("dense_mlp", "linear", "down_proj", 4096, 14336, 32)
+    assert tensor_bytes(mlp, q, 2) == 4096 * 14336 * 32 * 2
+    qp = Tensor("attn_q", "linear", "q_proj", 4096, 4096, 32)
+    assert tensor_bytes(qp, q, 2) == 32 * (4096 * 4096 + 8)

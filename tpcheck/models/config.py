@@ -34,6 +34,11 @@ the file. The rules follow what vLLM's ``hf_text_config`` sees:
   classes' defaults), false otherwise (an unknown family is assumed untied: the larger weight
   estimate).
 - gpt2 and opt: every linear layer has a bias and the norms are LayerNorms with a bias.
+- MoE layers: ``moe_layer_freq`` as a per-layer 0/1 list (mimo_v2_flash, minimax_m3) marks
+  each layer; dense layers' width is ``dense_intermediate_size`` when present (minimax_m3).
+- Mixed precision: DeepSeek-V4 fp8 checkpoints keep routed experts in MXFP4 (``expert_dtype``
+  fp4, the default) or NVFP4 (``moe_quant_algo``); ModelOpt ``MIXED_PRECISION`` takes each
+  component group's algo from ``quantized_layers`` (``Quant.overrides``).
 - MTP / next-token-prediction layers (``num_nextn_predict_layers``) are not part of the shape:
   vLLM loads them only for speculative decoding.
 """
@@ -46,6 +51,7 @@ from collections.abc import Mapping
 from pathlib import Path
 
 from tpcheck.models.shape import MLA, LinearAttention, ModelShape, MoE, Quant
+from tpcheck.record import replace
 
 TYPE_CHECKING = False  # typing's constant without importing typing (start-up, issue 8)
 if TYPE_CHECKING:
@@ -193,6 +199,15 @@ class _Reader:
             raise self._bad(key, value, "a list of integers")
         return list(value)
 
+    def int_list_01(self, key: str) -> list[int]:
+        """A per-layer list of 0/1 flags (booleans accepted)."""
+        value = self.cfg.get(key)
+        if not isinstance(value, list) or not all(
+            isinstance(v, (int, bool)) and v in (0, 1) for v in value
+        ):
+            raise self._bad(key, value, "a list of 0/1 flags")
+        return [int(v) for v in value]
+
     def str_list(self, key: str) -> list[str] | None:
         value = self.cfg.get(key)
         if value is None:
@@ -276,6 +291,8 @@ def parse_config(
     linear_attn = _linear_attention(r, family, layers)
     layer_norms, norm_bias = _norms(r, family)
     quant = parse_quant(cfg, quant_cfg, where)
+    if family == "deepseek_v4":
+        quant = _deepseek_v4_experts({**cfg, **text}, quant, where)
     arch = cfg.get("architectures")
     architectures = tuple(a for a in arch if isinstance(a, str)) if isinstance(arch, list) else ()
 
@@ -359,7 +376,10 @@ def _moe_and_ffn(r: _Reader, family: str, layers: int, hidden: int) -> tuple[MoE
             # n_inner defaults to None, and gpt2/distilgpt2 configs omit it or write null.
             return None, r.first_int("n_inner") or 4 * hidden
         return None, r.need("intermediate_size", "ffn_hidden_size", "n_inner", "ffn_dim")
-    top_k = r.need("num_experts_per_tok", "experts_per_token", "moe_topk")
+    # kimi_linear (Kimi-K3's text_config) spells it num_experts_per_token (vllm 0.33.0
+    # models/kimi_k3/amd/linear.py:210)
+    top_k = r.need("num_experts_per_tok", "experts_per_token", "moe_topk",
+                   "num_experts_per_token")
     expert_ffn = r.need("moe_intermediate_size" if r.has("moe_intermediate_size")
                         else "intermediate_size")
     is_moe = _moe_layer_pattern(r, family, layers)
@@ -367,7 +387,10 @@ def _moe_and_ffn(r: _Reader, family: str, layers: int, hidden: int) -> tuple[MoE
     dense_layers = layers - moe_layers
     ffn = 0
     if dense_layers:
-        key = "intermediate_size_mlp" if r.has("intermediate_size_mlp") else "intermediate_size"
+        # llama4: intermediate_size_mlp; minimax_m3: dense_intermediate_size (vllm 0.33.0
+        # models/minimax_m3/nvidia/model.py:750, the dense layers' MLP width)
+        key = next((k for k in ("intermediate_size_mlp", "dense_intermediate_size") if r.has(k)),
+                   "intermediate_size")
         ffn = r.need(key)
 
     shared_n = 0
@@ -412,6 +435,14 @@ def _moe_layer_pattern(r: _Reader, family: str, layers: int) -> list[bool]:
         dense = set(r.int_list("mlp_only_layers"))
         step = r.int_default("decoder_sparse_step", 1)
         return [i not in dense and (i + 1) % step == 0 for i in range(layers)]
+    if _is_list(r.cfg, "moe_layer_freq"):
+        # mimo_v2_flash, minimax_m3: one 0/1 per layer, non-zero = MoE (vllm 0.33.0
+        # model_executor/models/mimo_v2.py:492-497, models/minimax_m3/nvidia/model.py:110-115)
+        flags = r.int_list_01("moe_layer_freq")
+        if len(flags) != layers:
+            raise ConfigError(f"{r.where}: field {r.prefix}moe_layer_freq lists {len(flags)} "
+                              f"layers, the model has {layers}")
+        return [bool(f) for f in flags]
     if r.has("first_k_dense_replace") or r.has("moe_layer_freq"):  # deepseek, glm4_moe, bailing
         k = r.int_default("first_k_dense_replace", 0, minimum=0)
         freq = r.int_default("moe_layer_freq", 1)
@@ -642,10 +673,19 @@ def _modelopt(qc: Mapping[str, Any], where: str) -> Quant | None:
     excluded = tuple(x for x in ex if isinstance(x, str)) if isinstance(ex, list) else ()
     if not algo:
         return None
+    if algo == "MIXED_PRECISION":
+        return _modelopt_mixed(inner, where, excluded)
+    quant = _modelopt_algo(algo, inner.get("group_size"), excluded)
+    if quant is None:
+        raise ConfigError(f"{where}: unsupported ModelOpt quant_algo {algo!r}")
+    return quant
+
+
+def _modelopt_algo(algo: str, group: Any, excluded: tuple[str, ...] = ()) -> Quant | None:
+    """One ModelOpt algo name as a Quant (None: not one tpcheck can price)."""
     if algo == "FP8":
         return Quant("modelopt-fp8", 8, strategy="tensor", excluded=excluded)
-    if algo == "NVFP4":
-        group = inner.get("group_size")
+    if algo in ("NVFP4", "W4A16_NVFP4", "NVFP4_AWQ"):  # same storage: e2m1 + fp8 scale per 16
         return Quant(
             "modelopt-nvfp4",
             4,
@@ -653,4 +693,71 @@ def _modelopt(qc: Mapping[str, Any], where: str) -> Quant | None:
             strategy="group",
             excluded=excluded,
         )
-    raise ConfigError(f"{where}: unsupported ModelOpt quant_algo {algo!r}")
+    if algo == "MXFP8":
+        return Quant("mxfp8", 8, group_size=32, strategy="group", excluded=excluded)
+    return None
+
+
+# A MIXED_PRECISION layer name (its text after ``layers.N.``) -> the component group it is in.
+_MIXED_GROUPS = (
+    ("shared_expert", "shared_experts"),
+    ("experts", "routed_experts"),
+    ("linear_attn", "linear_attn"),
+    ("attn", "attn"),
+    ("attention", "attn"),
+    ("mlp", "dense_mlp"),
+    ("feed_forward", "dense_mlp"),
+    ("ffn", "dense_mlp"),
+)
+
+
+def _modelopt_mixed(inner: Mapping[str, Any], where: str, excluded: tuple[str, ...]) -> Quant:
+    """ModelOpt MIXED_PRECISION: ``quantized_layers`` maps each layer's module to its own algo;
+    each component group takes the algo most of its modules use, a group none lists stays
+    unquantized (what vLLM's ModelOptMixedPrecisionConfig does module by module)."""
+    layers = inner.get("quantized_layers")
+    if not isinstance(layers, Mapping) or not layers:
+        raise ConfigError(f"{where}: ModelOpt MIXED_PRECISION without quantized_layers")
+    votes: dict[str, dict[tuple[str, Any], int]] = {}
+    for name, spec in layers.items():
+        if not isinstance(spec, Mapping):
+            raise ConfigError(f"{where}: field quantized_layers.{name} must be an object")
+        key = (_str(spec.get("quant_algo")).upper(), spec.get("group_size"))
+        tail = str(name).rsplit("layers.", 1)[-1] if "layers." in str(name) else str(name)
+        group = "lm_head" if tail.endswith("lm_head") else next(
+            (g for word, g in _MIXED_GROUPS if word in tail), None)
+        if group is not None:
+            counts = votes.setdefault(group, {})
+            counts[key] = counts.get(key, 0) + 1
+    overrides: list[tuple[str, Quant]] = []
+    for group in sorted(votes):
+        (algo, size), _ = max(votes[group].items(), key=lambda kv: kv[1])
+        quant = _modelopt_algo(algo, size)
+        if quant is None:
+            raise ConfigError(f"{where}: unsupported ModelOpt quant_algo {algo!r} in "
+                              "MIXED_PRECISION quantized_layers")
+        overrides.append((group, quant))
+    bits = min(q.weight_bits for _, q in overrides) if overrides else 16
+    return Quant("modelopt-mixed", bits, excluded=excluded, overrides=tuple(overrides))
+
+
+def _deepseek_v4_experts(text: Mapping[str, Any], quant: Quant | None, where: str) -> Quant | None:
+    """DeepSeek-V4's fp8 checkpoints keep the routed experts in another format: vLLM swaps in
+    DeepseekV4FP8Config for model_type deepseek_v4 with quant_method fp8 (vllm 0.33.0
+    models/deepseek_v4/quant_config.py:175-193), whose experts follow ``expert_dtype``
+    (default "fp4", l.97): fp4 is MXFP4 (l.227), or NVFP4 when quantization_config says
+    ``moe_quant_algo: NVFP4`` (l.218-225, group 16); fp8 keeps the fp8 blocks (l.228)."""
+    if quant is None or quant.method != "fp8":
+        return quant
+    expert_dtype = text.get("expert_dtype", "fp4")
+    if expert_dtype not in ("fp4", "fp8"):
+        # l.98-102: ValueError at startup
+        raise ConfigError(f"{where}: field expert_dtype must be fp4 or fp8 (DeepSeek-V4), "
+                          f"got {expert_dtype!r}")
+    if expert_dtype == "fp8":
+        return quant
+    qc = text.get("quantization_config")
+    algo = _str(qc.get("moe_quant_algo")).upper() if isinstance(qc, Mapping) else ""
+    experts = (Quant("modelopt-nvfp4", 4, group_size=16, strategy="group") if algo == "NVFP4"
+               else Quant("mxfp4", 4, group_size=32))
+    return replace(quant, overrides=(("routed_experts", experts),))

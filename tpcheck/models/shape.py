@@ -58,6 +58,10 @@ class Quant:
     strategy: str | None = None  # compressed-tensors: tensor, channel, group, block
     zero_point: bool = False  # AWQ / asymmetric GPTQ store a zero per group (same bits as weights)
     excluded: tuple[str, ...] = ()  # module names left unquantized (modules_to_not_convert, ignore)
+    # Components stored in another format than the rest: (component group, its Quant), where a
+    # group is attn, linear_attn, dense_mlp, routed_experts, shared_experts or lm_head.
+    # DeepSeek-V4 (fp8 with MXFP4 or NVFP4 experts) and ModelOpt MIXED_PRECISION use it.
+    overrides: tuple[tuple[str, Quant], ...] = ()
 
 
 @record
