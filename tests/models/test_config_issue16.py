@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -14,6 +15,8 @@ from tpcheck.models.config import ConfigError, load_config, load_shape, parse_co
 from tpcheck.models.params import Tensor, param_counts
 from tpcheck.models.quant import tensor_bytes, weight_bytes
 from tpcheck.models.shape import ModelShape
+from tpcheck.physics.kv import attention_layers, kv_bytes_per_token_per_gpu
+from tpcheck.physics.legality import refusals
 
 
 def shape(model_id: str) -> ModelShape:
@@ -194,3 +197,63 @@ def test_modelopt_mixed_precision_errors() -> None:
     assert tensor_bytes(mlp, q, 2) == 4096 * 14336 * 32 * 2
     qp = Tensor("attn_q", "linear", "q_proj", 4096, 4096, 32)
     assert tensor_bytes(qp, q, 2) == 32 * (4096 * 4096 + 8)
+
+
+# --- nemotron-nas block_configs ---------------------------------------------------------------
+
+
+def test_nemotron_nas_block_configs() -> None:
+    # nvidia/Llama-3_3-Nemotron-Super-49B-v1: 80 DeciLM blocks, 31 with a no-op attention; the
+    # rest have n_heads_in_group 8 -> 64 / 8 = 8 KV heads (vLLM nemotron_nas.py:149-150).
+    # ffn_mult m -> int(2·m·8192/3) rounded up to a multiple of 256 (nemotron_nas.py:60-70):
+    # 5.25 -> 28672, 2.625 -> 14336, 3.28125 -> 17920, 1.3125 -> 7168, 1.0 -> 5461 -> 5632,
+    # 0.5 -> 2730 -> 2816
+    s = load_shape(DATA / "nvidia--Llama-3_3-Nemotron-Super-49B-v1_config.json")
+    assert (s.layers, s.heads, s.kv_heads, s.head_dim) == (80, 64, 8, 128)
+    assert s.no_attention_layers == 31 and attention_layers(s) == 49
+    width_counts = {w: s.layer_ffn.count(w) for w in set(s.layer_ffn)}
+    assert width_counts == {28672: 49, 14336: 6, 17920: 1, 7168: 10, 5632: 8, 2816: 6}
+    assert s.ffn == 28672 and s.moe is None
+    # weights: untied embedding + lm_head, 49 attention layers (q, o 8192x8192; k, v 1024x8192),
+    # gate+up+down 3·w·8192 per MLP, one RMSNorm per non-no-op attention and MLP, final norm
+    d = 8192
+    expected = (
+        2 * 128256 * d
+        + 49 * (2 * d * d + 2 * 1024 * d)
+        + sum(n * 3 * w * d for w, n in width_counts.items())
+        + (49 + 80) * d + d
+    )
+    assert total(s) == expected == 49_867_145_216
+    # KV cache: only the 49 attention layers keep one, 2·49·8·128·2 B per token at t=1
+    assert kv_bytes_per_token_per_gpu(s, 1).result == 2 * 49 * 8 * 128 * 2
+
+
+def test_nemotron_nas_widths_decide_tp103(tmp_path: Path) -> None:
+    cfg = json.loads((DATA / "nvidia--Llama-3_3-Nemotron-Super-49B-v1_config.json").read_text())
+    # one MLP of intermediate_size 1000: 1000 mod 16 = 8, so t=16 is refused even though every
+    # ffn_mult width divides 16
+    blocks = list(cfg["block_configs"])
+    blocks[5] = {**blocks[5], "ffn": {"no_op": False, "intermediate_size": 1000}}
+    s = parse_config({**cfg, "block_configs": blocks})
+    assert 1000 in s.layer_ffn
+    assert [r.code for r in refusals(s, 8, engine="vllm")] == []
+    assert [r.code for r in refusals(s, 16, engine="vllm")] == ["TP103"]
+    assert refusals(parse_config(cfg), 16, engine="vllm") == []
+
+
+@pytest.mark.parametrize(
+    ("change", "fragment"),
+    [
+        (lambda b: b[:3], r"must list one block per layer \(80\), got 3"),
+        (lambda b: [{**x, "attention": {"no_op": True}} for x in b],
+         "every block_configs attention is a no-op"),
+        (lambda b: [{**b[0], "ffn": {"ffn_mult": "big"}}, *b[1:]],
+         r"block_configs\[0\].ffn.ffn_mult must be a positive number"),
+        (lambda b: [{**b[0], "attention": {"n_heads_in_group": 7}}, *b[1:]],
+         "n_heads_in_group 7 does not divide 64"),
+    ],
+)
+def test_nemotron_nas_bad_blocks(change: Any, fragment: str) -> None:
+    cfg = json.loads((DATA / "nvidia--Llama-3_3-Nemotron-Super-49B-v1_config.json").read_text())
+    with pytest.raises(ConfigError, match=fragment):
+        parse_config({**cfg, "block_configs": change(cfg["block_configs"])}, name="nas")

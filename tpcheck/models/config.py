@@ -275,7 +275,13 @@ def parse_config(
         if head_dim == 0:
             raise ConfigError(f"{where}: field {prefix}hidden_size {hidden} < heads {heads}")
 
-    moe, ffn = _moe_and_ffn(r, family, layers, hidden)
+    blocks = _nas_blocks(r, layers, hidden, heads) if family == "nemotron-nas" else None
+    if blocks is not None:
+        kv_heads, no_attention, layer_ffn = blocks
+        moe, ffn = None, max(layer_ffn)
+    else:
+        no_attention, layer_ffn = 0, ()
+        moe, ffn = _moe_and_ffn(r, family, layers, hidden)
 
     qkv_bias, o_bias, mlp_bias = _biases(r, family)
     sliding_window = None if _is_list(text, "sliding_window") else r.int_or_none("sliding_window")
@@ -326,6 +332,8 @@ def parse_config(
         attn_output_gate=family == "qwen3_next",
         attention_sinks=family == "gpt_oss",
         linear_attn=linear_attn,
+        no_attention_layers=no_attention,
+        layer_ffn=layer_ffn,
     )
 
 
@@ -348,6 +356,61 @@ def _kv_heads(r: _Reader, family: str, hidden: int, heads: int) -> int:
             return 1  # RWConfig: n_head_kv defaults to 1
     value = r.first_int(*_KV_HEAD_KEYS)
     return heads if value is None else value
+
+
+def _nas_blocks(
+    r: _Reader, layers: int, hidden: int, heads: int
+) -> tuple[int, int, tuple[int, ...]]:
+    """nemotron-nas (DeciLM) ``block_configs``: one attention and one MLP spec per layer.
+
+    vLLM 0.33.0 model_executor/models/nemotron_nas.py: a no-op attention has no weights and no
+    KV cache (l.148, 300); KV heads are ``num_attention_heads // n_heads_in_group`` (l.149-150;
+    the KV-head count vLLM reports is the first non-no-op block's, convertor l.498-505); the MLP
+    width is ``ffn.intermediate_size`` or ``ffn_mult`` rounded by ``_ffn_mult_to_intermediate_size``
+    (l.60-70: int(2·ffn_mult·d/3) up to a multiple of 256), 0 for a no-op MLP.
+    """
+    blocks = r.cfg.get("block_configs")
+    if not isinstance(blocks, list) or len(blocks) != layers:
+        got = len(blocks) if isinstance(blocks, list) else type(blocks).__name__
+        raise ConfigError(f"{r.where}: field {r.prefix}block_configs must list one block per "
+                          f"layer ({layers}), got {got}")
+    kv_heads = 0
+    no_attention = 0
+    widths: list[int] = []
+    for i, block in enumerate(blocks):
+        where = f"block_configs[{i}]"
+        attn = block.get("attention") if isinstance(block, Mapping) else None
+        ffn = block.get("ffn") if isinstance(block, Mapping) else None
+        if not isinstance(attn, Mapping) or not isinstance(ffn, Mapping):
+            raise ConfigError(f"{r.where}: field {r.prefix}{where} needs attention and ffn "
+                              "objects")
+        a, f = _Reader(attn, r.where, f"{r.prefix}{where}.attention."), _Reader(
+            ffn, r.where, f"{r.prefix}{where}.ffn.")
+        if a.flag("no_op"):
+            no_attention += 1
+        elif not kv_heads:
+            group = a.need("n_heads_in_group")
+            if heads % group:
+                raise ConfigError(f"{r.where}: field {a.prefix}n_heads_in_group {group} does not "
+                                  f"divide {heads} attention heads")
+            kv_heads = heads // group
+        if f.flag("no_op"):
+            widths.append(0)
+        elif f.has("intermediate_size"):
+            widths.append(f.need("intermediate_size"))
+        else:
+            mult = ffn.get("ffn_mult")
+            if isinstance(mult, bool) or not isinstance(mult, (int, float)) or not (
+                    0 < mult < 1e6):
+                raise ConfigError(f"{r.where}: field {f.prefix}ffn_mult must be a positive "
+                                  f"number, got {mult!r}")
+            width = int(2 * mult * hidden / 3)
+            widths.append(width if width % 256 == 0 else width + 256 - width % 256)
+    if not kv_heads:
+        raise ConfigError(f"{r.where}: every block_configs attention is a no-op")
+    if not any(widths):
+        raise ConfigError(f"{r.where}: every block_configs ffn is a no-op")
+    return kv_heads, no_attention, tuple(widths)
 
 
 def _mla(r: _Reader) -> MLA | None:

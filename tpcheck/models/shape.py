@@ -115,6 +115,10 @@ class ModelShape:
     attn_output_gate: bool = False  # qwen3_next: q_proj also emits a gate, 2·h·d_h outputs
     attention_sinks: bool = False  # gpt-oss: one learned sink logit per head per layer
     linear_attn: LinearAttention | None = None  # hybrid models: the non-KV-cache layers
+    # nemotron-nas (block_configs): layers whose attention is a no-op (no weights, no KV cache),
+    # and each layer's MLP width when they differ (0: a no-op MLP); ``ffn`` is then the widest.
+    no_attention_layers: int = 0
+    layer_ffn: tuple[int, ...] = ()
 
     @property
     def dense_layers(self) -> int:
