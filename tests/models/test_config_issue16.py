@@ -257,3 +257,12 @@ def test_nemotron_nas_bad_blocks(change: Any, fragment: str) -> None:
     cfg = json.loads((DATA / "nvidia--Llama-3_3-Nemotron-Super-49B-v1_config.json").read_text())
     with pytest.raises(ConfigError, match=fragment):
         parse_config({**cfg, "block_configs": change(cfg["block_configs"])}, name="nas")
+
+
+def test_modelopt_keys_without_quant_method() -> None:
+    # quantization_config {"quant_algo": "FP8", "config_groups": ..., "ignore": ["lm_head"],
+    # "producer": {"name": "modelopt"}} and no quant_method: vLLM picks ModelOpt FP8 from
+    # quant_algo (modelopt.py:453-459)
+    s = load_shape(DATA / "Qwen--Qwen3-32B-FP8-Static-PerTensor_config.json")
+    assert s.quant is not None and (s.quant.method, s.quant.weight_bits) == ("modelopt-fp8", 8)
+    assert (s.layers, s.hidden, s.heads, s.kv_heads) == (64, 5120, 64, 8)

@@ -641,7 +641,9 @@ def parse_quant(
         raise ConfigError(f"{where}: field quantization_config must be an object")
     method = _str(qc.get("quant_method")).lower()
     if not method:
-        if "quantization" in qc:  # ModelOpt layout inlined
+        # ModelOpt layout inlined, or ModelOpt's own keys without quant_method: vLLM recognises
+        # the latter by quant_algo (vllm 0.33.0 layers/quantization/modelopt.py:453-459, 776-782)
+        if "quantization" in qc or "quant_algo" in qc:
             return _modelopt(qc, where)
         raise ConfigError(f"{where}: missing field quantization_config.quant_method")
     r = _Reader(qc, where, "quantization_config.")
