@@ -10,6 +10,7 @@ from typing import Any
 
 import pytest
 
+from tpcheck.lint import Linter
 from tpcheck.models import catalog
 from tpcheck.models.config import ConfigError, load_config, load_shape, parse_config, parse_quant
 from tpcheck.models.params import Tensor, param_counts
@@ -17,6 +18,7 @@ from tpcheck.models.quant import tensor_bytes, weight_bytes
 from tpcheck.models.shape import ModelShape
 from tpcheck.physics.kv import attention_layers, kv_bytes_per_token_per_gpu
 from tpcheck.physics.legality import refusals
+from tpcheck.settings import Settings
 
 
 def shape(model_id: str) -> ModelShape:
@@ -266,3 +268,15 @@ def test_modelopt_keys_without_quant_method() -> None:
     s = load_shape(DATA / "Qwen--Qwen3-32B-FP8-Static-PerTensor_config.json")
     assert s.quant is not None and (s.quant.method, s.quant.weight_bits) == ("modelopt-fp8", 8)
     assert (s.layers, s.hidden, s.heads, s.kv_heads) == (64, 5120, 64, 8)
+
+
+def test_tp104_names_one_matrix_for_a_tied_vocabulary(tmp_path: Path) -> None:
+    # facebook/opt-13b at t=2 (vllm-project/aibrix's rayjob tutorial): 50272 rows pad to
+    # ceil(50272/64)·64 = 50304; the 32 padding rows are one tied matrix, 32 x 5120 x 2 B
+    p = tmp_path / "run.sh"
+    p.write_text("vllm serve facebook/opt-13b --tensor-parallel-size 2\n")
+    res = Linter(Settings(offline=True, gpu="h100-sxm")).run([str(p)])
+    [f] = [f for f in res.findings if f.code == "TP104"]
+    assert "32 padding rows hold 320.00 KiB" in f.message
+    assert "(the embedding, which is also the lm_head)" in f.message
+    assert f.formulas[-1].result == 32 * 5120 * 2 == 327_680
