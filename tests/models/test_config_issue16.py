@@ -280,3 +280,17 @@ def test_tp104_names_one_matrix_for_a_tied_vocabulary(tmp_path: Path) -> None:
     assert "32 padding rows hold 320.00 KiB" in f.message
     assert "(the embedding, which is also the lm_head)" in f.message
     assert f.formulas[-1].result == 32 * 5120 * 2 == 327_680
+
+
+@pytest.mark.parametrize(
+    ("model_id", "weights"),
+    [
+        # microsoft/phi-4: 14.7B on its model card; 40 x (q 5120², kv 2·1280·5120, o 5120²,
+        # gate/up/down 3·17920·5120, 2 norms) + 2 x 100352 x 5120 + final norm
+        ("microsoft/phi-4", 14_659_507_200),
+        # DeepSeek-R1-Distill-Qwen-1.5B: 1.78B on the hub (untied, q/k/v biases)
+        ("deepseek-ai/DeepSeek-R1-Distill-Qwen-1.5B", 1_777_088_000),
+    ],
+)
+def test_new_catalog_entries_match_published_sizes(model_id: str, weights: int) -> None:
+    assert total(shape(model_id)) == weights
