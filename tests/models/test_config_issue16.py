@@ -40,13 +40,13 @@ def test_gpt2_family_ties_the_lm_head_when_the_key_is_absent() -> None:
     # embedding as the LM head (gpt2.py:285-286), so no second 50257 x 768 matrix.
     s = shape("openai-community/gpt2")
     assert s.tied_embeddings and s.qkv_bias and s.o_bias and s.mlp_bias and s.norm_bias
-    # GPT-2 small has 124,439,808 weights (the hub's safetensors); tpcheck does not model the
-    # 1024 x 768 = 786,432 learned position embeddings: 124,439,808 - 786,432 = 123,653,376
-    assert total(s) == 123_653_376
-    # distilgpt2: 81,912,576 on the hub (82M), minus the same 786,432 position weights
+    # GPT-2 small has 124,439,808 weights (the hub's safetensors), of which the learned
+    # position embeddings are 1024 x 768 = 786,432 (vLLM gpt2.py:210, replicated per rank)
+    assert s.extra_params == 786_432 and total(s) == 124_439_808
+    # distilgpt2: 81,912,576 on the hub (82M)
     d = shape("distilbert/distilgpt2")
     assert (d.layers, d.hidden, d.heads, d.ffn, d.vocab) == (6, 768, 12, 3072, 50257)
-    assert d.tied_embeddings and total(d) == 81_126_144
+    assert d.tied_embeddings and total(d) == 81_912_576
 
 
 def test_opt_ties_and_biases_and_an_explicit_false_still_wins(tmp_path: Path) -> None:
@@ -57,9 +57,9 @@ def test_opt_ties_and_biases_and_an_explicit_false_still_wins(tmp_path: Path) ->
         24, 2048, 32, 32, 8192, 50272)
     assert s.tied_embeddings and s.qkv_bias and s.o_bias and s.mlp_bias and s.norm_bias
     assert not s.gated_mlp and s.dtype == "float16"
-    # facebook/opt-1.3b: 1,315,758,080 weights on the hub; minus the (2048 + 2) x 2048 =
-    # 4,198,400 learned positions (OPT offsets them by 2) = 1,311,559,680
-    assert total(s) == 1_311_559_680
+    # facebook/opt-1.3b: 1,315,758,080 weights on the hub, of which (2048 + 2) x 2048 =
+    # 4,198,400 are learned positions (OPT offsets them by 2, vLLM opt.py:62-66)
+    assert s.extra_params == 4_198_400 and total(s) == 1_315_758_080
     cfg = json.loads(catalog.find("facebook/opt-13b").config_path.read_text())  # type: ignore[union-attr]
     untied = parse_config({**cfg, "tie_word_embeddings": False, "enable_bias": False})
     assert not untied.tied_embeddings and not untied.qkv_bias and not untied.mlp_bias

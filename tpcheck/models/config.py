@@ -33,7 +33,8 @@ the file. The rules follow what vLLM's ``hf_text_config`` sees:
 - ``tie_word_embeddings`` absent: true for gemma*, starcoder2, falcon, gpt2 and opt (their config
   classes' defaults), false otherwise (an unknown family is assumed untied: the larger weight
   estimate).
-- gpt2 and opt: every linear layer has a bias and the norms are LayerNorms with a bias.
+- gpt2 and opt: every linear layer has a bias, the norms are LayerNorms with a bias, and the
+  learned position embeddings are ``extra_params``.
 - MoE layers: ``moe_layer_freq`` as a per-layer 0/1 list (mimo_v2_flash, minimax_m3) marks
   each layer; dense layers' width is ``dense_intermediate_size`` when present (minimax_m3).
 - Mixed precision: DeepSeek-V4 fp8 checkpoints keep routed experts in MXFP4 (``expert_dtype``
@@ -295,6 +296,12 @@ def parse_config(
         tied = _Reader(cfg, where).flag("tie_word_embeddings", tied)
 
     linear_attn = _linear_attention(r, family, layers)
+    max_positions = r.first_int("max_position_embeddings", "n_positions", "seq_length")
+    extra_params = 0
+    if family in _TIED_FAMILIES and max_positions:
+        # learned position embeddings, replicated on every rank: gpt2 wpe has
+        # max_position_embeddings rows (vllm 0.33.0 gpt2.py:210), OPT two more (opt.py:62-66)
+        extra_params = (max_positions + (2 if family == "opt" else 0)) * hidden
     layer_norms, norm_bias = _norms(r, family)
     quant = parse_quant(cfg, quant_cfg, where)
     if family == "deepseek_v4":
@@ -313,7 +320,7 @@ def parse_config(
         vocab=vocab,
         tied_embeddings=tied,
         dtype=_dtype(cfg, text, where),
-        max_position_embeddings=r.first_int("max_position_embeddings", "n_positions", "seq_length"),
+        max_position_embeddings=max_positions,
         v_head_dim=v_head_dim,
         qkv_bias=qkv_bias,
         o_bias=o_bias,
@@ -332,6 +339,7 @@ def parse_config(
         attn_output_gate=family == "qwen3_next",
         attention_sinks=family == "gpt_oss",
         linear_attn=linear_attn,
+        extra_params=extra_params,
         no_attention_layers=no_attention,
         layer_ffn=layer_ffn,
     )
