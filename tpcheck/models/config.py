@@ -787,7 +787,8 @@ _MIXED_GROUPS = (
 def _modelopt_mixed(inner: Mapping[str, Any], where: str, excluded: tuple[str, ...]) -> Quant:
     """ModelOpt MIXED_PRECISION: ``quantized_layers`` maps each layer's module to its own algo;
     each component group takes the algo most of its modules use, a group none lists stays
-    unquantized (what vLLM's ModelOptMixedPrecisionConfig does module by module)."""
+    unquantized, and a listed lm_head is quantized (what vLLM's ModelOptMixedPrecisionConfig
+    does module by module: vllm 0.33.0 layers/quantization/modelopt.py:1844-1900)."""
     layers = inner.get("quantized_layers")
     if not isinstance(layers, Mapping) or not layers:
         raise ConfigError(f"{where}: ModelOpt MIXED_PRECISION without quantized_layers")
