@@ -49,11 +49,13 @@ def check(ctx: CheckContext) -> Iterator[Finding]:
         "B",
         vp.source,
     )
+    held = "the embedding, which is also the lm_head" if s.tied_embeddings else (
+        "embedding and lm_head")
     yield ctx.finding(
         rule,
         f"the vocabulary of {s.vocab:,} rows is padded to {int(vp.result):,} for t={ctx.tp}: "
         f"{rows:,} padding rows hold {fmt_bytes(waste.result)} across the group "
-        "(embedding and lm_head); harmless, reported for completeness",
+        f"({held}); harmless, reported for completeness",
         severity=Severity.INFO,
         formulas=(vp, waste),
     )

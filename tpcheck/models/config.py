@@ -30,8 +30,16 @@ the file. The rules follow what vLLM's ``hf_text_config`` sees:
   gemma3 ``sliding_window_pattern`` (default 6: every 6th layer is global); qwen2-style configs
   only when ``use_sliding_window`` (layers from ``max_window_layers`` on); other families with an
   integer ``sliding_window`` use it on every layer (Mistral v0.1, Phi-3).
-- ``tie_word_embeddings`` absent: true for gemma*, starcoder2 and falcon (their config classes'
-  defaults), false otherwise (an unknown family is assumed untied: the larger weight estimate).
+- ``tie_word_embeddings`` absent: true for gemma*, starcoder2, falcon, gpt2 and opt (their config
+  classes' defaults), false otherwise (an unknown family is assumed untied: the larger weight
+  estimate).
+- gpt2 and opt: every linear layer has a bias, the norms are LayerNorms with a bias, and the
+  learned position embeddings are ``extra_params``.
+- MoE layers: ``moe_layer_freq`` as a per-layer 0/1 list (mimo_v2_flash, minimax_m3) marks
+  each layer; dense layers' width is ``dense_intermediate_size`` when present (minimax_m3).
+- Mixed precision: DeepSeek-V4 fp8 checkpoints keep routed experts in MXFP4 (``expert_dtype``
+  fp4, the default) or NVFP4 (``moe_quant_algo``); ModelOpt ``MIXED_PRECISION`` takes each
+  component group's algo from ``quantized_layers`` (``Quant.overrides``).
 - MTP / next-token-prediction layers (``num_nextn_predict_layers``) are not part of the shape:
   vLLM loads them only for speculative decoding.
 """
@@ -44,6 +52,7 @@ from collections.abc import Mapping
 from pathlib import Path
 
 from tpcheck.models.shape import MLA, LinearAttention, ModelShape, MoE, Quant
+from tpcheck.record import replace
 
 TYPE_CHECKING = False  # typing's constant without importing typing (start-up, issue 8)
 if TYPE_CHECKING:
@@ -66,6 +75,12 @@ _KV_HEAD_KEYS = (
 )
 _TEXT_KEYS = ("text_config", "language_config", "llm_config")
 _TIED_BY_DEFAULT = ("gemma", "starcoder2", "falcon", "RefinedWeb")
+# Families whose transformers config class defaults tie_word_embeddings to true (transformers
+# 5.20.2 models/gpt2/configuration_gpt2.py:103, models/opt/configuration_opt.py:74); their hub
+# configs omit the key, and vLLM then shares the embedding as the LM head (vllm 0.33.0
+# model_executor/models/gpt2.py:285-286, opt.py:361-362: ``if self.config.tie_word_embeddings:
+# self.lm_head = self.lm_head.tie_weights(...)``).
+_TIED_FAMILIES = frozenset({"gpt2", "opt"})
 _NON_GATED = frozenset(
     {"falcon", "RefinedWeb", "RefinedWebModel", "starcoder2", "gpt2", "gpt_bigcode", "gpt_neox",
      "phi", "opt", "bloom"}
@@ -185,6 +200,15 @@ class _Reader:
             raise self._bad(key, value, "a list of integers")
         return list(value)
 
+    def int_list_01(self, key: str) -> list[int]:
+        """A per-layer list of 0/1 flags (booleans accepted)."""
+        value = self.cfg.get(key)
+        if not isinstance(value, list) or not all(
+            isinstance(v, (int, bool)) and v in (0, 1) for v in value
+        ):
+            raise self._bad(key, value, "a list of 0/1 flags")
+        return [int(v) for v in value]
+
     def str_list(self, key: str) -> list[str] | None:
         value = self.cfg.get(key)
         if value is None:
@@ -252,7 +276,13 @@ def parse_config(
         if head_dim == 0:
             raise ConfigError(f"{where}: field {prefix}hidden_size {hidden} < heads {heads}")
 
-    moe, ffn = _moe_and_ffn(r, family, layers, hidden)
+    blocks = _nas_blocks(r, layers, hidden, heads) if family == "nemotron-nas" else None
+    if blocks is not None:
+        kv_heads, no_attention, layer_ffn = blocks
+        moe, ffn = None, max(layer_ffn)
+    else:
+        no_attention, layer_ffn = 0, ()
+        moe, ffn = _moe_and_ffn(r, family, layers, hidden)
 
     qkv_bias, o_bias, mlp_bias = _biases(r, family)
     sliding_window = None if _is_list(text, "sliding_window") else r.int_or_none("sliding_window")
@@ -260,14 +290,22 @@ def parse_config(
     if sliding_layers == 0:
         sliding_window = None
 
-    tied_default = family.startswith(_TIED_BY_DEFAULT)
+    tied_default = family.startswith(_TIED_BY_DEFAULT) or family in _TIED_FAMILIES
     tied = r.flag("tie_word_embeddings", tied_default)
     if prefix and "tie_word_embeddings" in cfg and "tie_word_embeddings" not in text:
         tied = _Reader(cfg, where).flag("tie_word_embeddings", tied)
 
     linear_attn = _linear_attention(r, family, layers)
+    max_positions = r.first_int("max_position_embeddings", "n_positions", "seq_length")
+    extra_params = 0
+    if family in _TIED_FAMILIES and max_positions:
+        # learned position embeddings, replicated on every rank: gpt2 wpe has
+        # max_position_embeddings rows (vllm 0.33.0 gpt2.py:210), OPT two more (opt.py:62-66)
+        extra_params = (max_positions + (2 if family == "opt" else 0)) * hidden
     layer_norms, norm_bias = _norms(r, family)
     quant = parse_quant(cfg, quant_cfg, where)
+    if family == "deepseek_v4":
+        quant = _deepseek_v4_experts({**cfg, **text}, quant, where)
     arch = cfg.get("architectures")
     architectures = tuple(a for a in arch if isinstance(a, str)) if isinstance(arch, list) else ()
 
@@ -282,7 +320,7 @@ def parse_config(
         vocab=vocab,
         tied_embeddings=tied,
         dtype=_dtype(cfg, text, where),
-        max_position_embeddings=r.first_int("max_position_embeddings", "n_positions", "seq_length"),
+        max_position_embeddings=max_positions,
         v_head_dim=v_head_dim,
         qkv_bias=qkv_bias,
         o_bias=o_bias,
@@ -301,6 +339,9 @@ def parse_config(
         attn_output_gate=family == "qwen3_next",
         attention_sinks=family == "gpt_oss",
         linear_attn=linear_attn,
+        extra_params=extra_params,
+        no_attention_layers=no_attention,
+        layer_ffn=layer_ffn,
     )
 
 
@@ -323,6 +364,61 @@ def _kv_heads(r: _Reader, family: str, hidden: int, heads: int) -> int:
             return 1  # RWConfig: n_head_kv defaults to 1
     value = r.first_int(*_KV_HEAD_KEYS)
     return heads if value is None else value
+
+
+def _nas_blocks(
+    r: _Reader, layers: int, hidden: int, heads: int
+) -> tuple[int, int, tuple[int, ...]]:
+    """nemotron-nas (DeciLM) ``block_configs``: one attention and one MLP spec per layer.
+
+    vLLM 0.33.0 model_executor/models/nemotron_nas.py: a no-op attention has no weights and no
+    KV cache (l.148, 300); KV heads are ``num_attention_heads // n_heads_in_group`` (l.149-150;
+    the KV-head count vLLM reports is the first non-no-op block's, convertor l.498-505); the MLP
+    width is ``ffn.intermediate_size`` or ``ffn_mult`` rounded by ``_ffn_mult_to_intermediate_size``
+    (l.60-70: int(2·ffn_mult·d/3) up to a multiple of 256), 0 for a no-op MLP.
+    """
+    blocks = r.cfg.get("block_configs")
+    if not isinstance(blocks, list) or len(blocks) != layers:
+        got = len(blocks) if isinstance(blocks, list) else type(blocks).__name__
+        raise ConfigError(f"{r.where}: field {r.prefix}block_configs must list one block per "
+                          f"layer ({layers}), got {got}")
+    kv_heads = 0
+    no_attention = 0
+    widths: list[int] = []
+    for i, block in enumerate(blocks):
+        where = f"block_configs[{i}]"
+        attn = block.get("attention") if isinstance(block, Mapping) else None
+        ffn = block.get("ffn") if isinstance(block, Mapping) else None
+        if not isinstance(attn, Mapping) or not isinstance(ffn, Mapping):
+            raise ConfigError(f"{r.where}: field {r.prefix}{where} needs attention and ffn "
+                              "objects")
+        a, f = _Reader(attn, r.where, f"{r.prefix}{where}.attention."), _Reader(
+            ffn, r.where, f"{r.prefix}{where}.ffn.")
+        if a.flag("no_op"):
+            no_attention += 1
+        elif not kv_heads:
+            group = a.need("n_heads_in_group")
+            if heads % group:
+                raise ConfigError(f"{r.where}: field {a.prefix}n_heads_in_group {group} does not "
+                                  f"divide {heads} attention heads")
+            kv_heads = heads // group
+        if f.flag("no_op"):
+            widths.append(0)
+        elif f.has("intermediate_size"):
+            widths.append(f.need("intermediate_size"))
+        else:
+            mult = ffn.get("ffn_mult")
+            if isinstance(mult, bool) or not isinstance(mult, (int, float)) or not (
+                    0 < mult < 1e6):
+                raise ConfigError(f"{r.where}: field {f.prefix}ffn_mult must be a positive "
+                                  f"number, got {mult!r}")
+            width = int(2 * mult * hidden / 3)
+            widths.append(width if width % 256 == 0 else width + 256 - width % 256)
+    if not kv_heads:
+        raise ConfigError(f"{r.where}: every block_configs attention is a no-op")
+    if not any(widths):
+        raise ConfigError(f"{r.where}: every block_configs ffn is a no-op")
+    return kv_heads, no_attention, tuple(widths)
 
 
 def _mla(r: _Reader) -> MLA | None:
@@ -351,7 +447,10 @@ def _moe_and_ffn(r: _Reader, family: str, layers: int, hidden: int) -> tuple[MoE
             # n_inner defaults to None, and gpt2/distilgpt2 configs omit it or write null.
             return None, r.first_int("n_inner") or 4 * hidden
         return None, r.need("intermediate_size", "ffn_hidden_size", "n_inner", "ffn_dim")
-    top_k = r.need("num_experts_per_tok", "experts_per_token", "moe_topk")
+    # kimi_linear (Kimi-K3's text_config) spells it num_experts_per_token (vllm 0.33.0
+    # models/kimi_k3/amd/linear.py:210)
+    top_k = r.need("num_experts_per_tok", "experts_per_token", "moe_topk",
+                   "num_experts_per_token")
     expert_ffn = r.need("moe_intermediate_size" if r.has("moe_intermediate_size")
                         else "intermediate_size")
     is_moe = _moe_layer_pattern(r, family, layers)
@@ -359,7 +458,10 @@ def _moe_and_ffn(r: _Reader, family: str, layers: int, hidden: int) -> tuple[MoE
     dense_layers = layers - moe_layers
     ffn = 0
     if dense_layers:
-        key = "intermediate_size_mlp" if r.has("intermediate_size_mlp") else "intermediate_size"
+        # llama4: intermediate_size_mlp; minimax_m3: dense_intermediate_size (vllm 0.33.0
+        # models/minimax_m3/nvidia/model.py:750, the dense layers' MLP width)
+        key = next((k for k in ("intermediate_size_mlp", "dense_intermediate_size") if r.has(k)),
+                   "intermediate_size")
         ffn = r.need(key)
 
     shared_n = 0
@@ -404,6 +506,14 @@ def _moe_layer_pattern(r: _Reader, family: str, layers: int) -> list[bool]:
         dense = set(r.int_list("mlp_only_layers"))
         step = r.int_default("decoder_sparse_step", 1)
         return [i not in dense and (i + 1) % step == 0 for i in range(layers)]
+    if _is_list(r.cfg, "moe_layer_freq"):
+        # mimo_v2_flash, minimax_m3: one 0/1 per layer, non-zero = MoE (vllm 0.33.0
+        # model_executor/models/mimo_v2.py:492-497, models/minimax_m3/nvidia/model.py:110-115)
+        flags = r.int_list_01("moe_layer_freq")
+        if len(flags) != layers:
+            raise ConfigError(f"{r.where}: field {r.prefix}moe_layer_freq lists {len(flags)} "
+                              f"layers, the model has {layers}")
+        return [bool(f) for f in flags]
     if r.has("first_k_dense_replace") or r.has("moe_layer_freq"):  # deepseek, glm4_moe, bailing
         k = r.int_default("first_k_dense_replace", 0, minimum=0)
         freq = r.int_default("moe_layer_freq", 1)
@@ -429,6 +539,11 @@ def _biases(r: _Reader, family: str) -> tuple[bool, bool, bool]:
         return b, b, b
     if family.startswith("bailing"):
         return r.flag("use_qkv_bias", False), r.flag("use_bias", False), False
+    if family == "gpt2":  # vllm gpt2.py:84-135: c_attn, c_proj, c_fc, mlp c_proj bias=True
+        return True, True, True
+    if family == "opt":  # vllm opt.py:140-161: bias=config.enable_bias (OPTConfig default true)
+        b = r.flag("enable_bias", True)
+        return b, b, b
     if family in ("glm4_moe", "glm4", "glm"):
         return r.flag("attention_bias", family != "glm4_moe"), False, False
     attn = r.flag("attention_bias", False) or r.flag("qkv_bias", False)
@@ -484,8 +599,8 @@ def _norms(r: _Reader, family: str) -> tuple[int, bool]:
         if new_arch:
             return r.int_default("num_ln_in_parallel_attn", 2), True
         return (1 if r.flag("parallel_attn", True) else 2), True
-    if family == "starcoder2":
-        return 2, True
+    if family in ("starcoder2", "gpt2", "opt"):
+        return 2, True  # LayerNorm with a bias (vllm gpt2.py:160-164, opt.py:147-166)
     return 2, False
 
 
@@ -534,7 +649,9 @@ def parse_quant(
         raise ConfigError(f"{where}: field quantization_config must be an object")
     method = _str(qc.get("quant_method")).lower()
     if not method:
-        if "quantization" in qc:  # ModelOpt layout inlined
+        # ModelOpt layout inlined, or ModelOpt's own keys without quant_method: vLLM recognises
+        # the latter by quant_algo (vllm 0.33.0 layers/quantization/modelopt.py:453-459, 776-782)
+        if "quantization" in qc or "quant_algo" in qc:
             return _modelopt(qc, where)
         raise ConfigError(f"{where}: missing field quantization_config.quant_method")
     r = _Reader(qc, where, "quantization_config.")
@@ -629,10 +746,19 @@ def _modelopt(qc: Mapping[str, Any], where: str) -> Quant | None:
     excluded = tuple(x for x in ex if isinstance(x, str)) if isinstance(ex, list) else ()
     if not algo:
         return None
+    if algo == "MIXED_PRECISION":
+        return _modelopt_mixed(inner, where, excluded)
+    quant = _modelopt_algo(algo, inner.get("group_size"), excluded)
+    if quant is None:
+        raise ConfigError(f"{where}: unsupported ModelOpt quant_algo {algo!r}")
+    return quant
+
+
+def _modelopt_algo(algo: str, group: Any, excluded: tuple[str, ...] = ()) -> Quant | None:
+    """One ModelOpt algo name as a Quant (None: not one tpcheck can price)."""
     if algo == "FP8":
         return Quant("modelopt-fp8", 8, strategy="tensor", excluded=excluded)
-    if algo == "NVFP4":
-        group = inner.get("group_size")
+    if algo in ("NVFP4", "W4A16_NVFP4", "NVFP4_AWQ"):  # same storage: e2m1 + fp8 scale per 16
         return Quant(
             "modelopt-nvfp4",
             4,
@@ -640,4 +766,72 @@ def _modelopt(qc: Mapping[str, Any], where: str) -> Quant | None:
             strategy="group",
             excluded=excluded,
         )
-    raise ConfigError(f"{where}: unsupported ModelOpt quant_algo {algo!r}")
+    if algo == "MXFP8":
+        return Quant("mxfp8", 8, group_size=32, strategy="group", excluded=excluded)
+    return None
+
+
+# A MIXED_PRECISION layer name (its text after ``layers.N.``) -> the component group it is in.
+_MIXED_GROUPS = (
+    ("shared_expert", "shared_experts"),
+    ("experts", "routed_experts"),
+    ("linear_attn", "linear_attn"),
+    ("attn", "attn"),
+    ("attention", "attn"),
+    ("mlp", "dense_mlp"),
+    ("feed_forward", "dense_mlp"),
+    ("ffn", "dense_mlp"),
+)
+
+
+def _modelopt_mixed(inner: Mapping[str, Any], where: str, excluded: tuple[str, ...]) -> Quant:
+    """ModelOpt MIXED_PRECISION: ``quantized_layers`` maps each layer's module to its own algo;
+    each component group takes the algo most of its modules use, a group none lists stays
+    unquantized, and a listed lm_head is quantized (what vLLM's ModelOptMixedPrecisionConfig
+    does module by module: vllm 0.33.0 layers/quantization/modelopt.py:1844-1900)."""
+    layers = inner.get("quantized_layers")
+    if not isinstance(layers, Mapping) or not layers:
+        raise ConfigError(f"{where}: ModelOpt MIXED_PRECISION without quantized_layers")
+    votes: dict[str, dict[tuple[str, Any], int]] = {}
+    for name, spec in layers.items():
+        if not isinstance(spec, Mapping):
+            raise ConfigError(f"{where}: field quantized_layers.{name} must be an object")
+        key = (_str(spec.get("quant_algo")).upper(), spec.get("group_size"))
+        tail = str(name).rsplit("layers.", 1)[-1] if "layers." in str(name) else str(name)
+        group = "lm_head" if tail.endswith("lm_head") else next(
+            (g for word, g in _MIXED_GROUPS if word in tail), None)
+        if group is not None:
+            counts = votes.setdefault(group, {})
+            counts[key] = counts.get(key, 0) + 1
+    overrides: list[tuple[str, Quant]] = []
+    for group in sorted(votes):
+        (algo, size), _ = max(votes[group].items(), key=lambda kv: kv[1])
+        quant = _modelopt_algo(algo, size)
+        if quant is None:
+            raise ConfigError(f"{where}: unsupported ModelOpt quant_algo {algo!r} in "
+                              "MIXED_PRECISION quantized_layers")
+        overrides.append((group, quant))
+    bits = min(q.weight_bits for _, q in overrides) if overrides else 16
+    return Quant("modelopt-mixed", bits, excluded=excluded, overrides=tuple(overrides))
+
+
+def _deepseek_v4_experts(text: Mapping[str, Any], quant: Quant | None, where: str) -> Quant | None:
+    """DeepSeek-V4's fp8 checkpoints keep the routed experts in another format: vLLM swaps in
+    DeepseekV4FP8Config for model_type deepseek_v4 with quant_method fp8 (vllm 0.33.0
+    models/deepseek_v4/quant_config.py:175-193), whose experts follow ``expert_dtype``
+    (default "fp4", l.97): fp4 is MXFP4 (l.227), or NVFP4 when quantization_config says
+    ``moe_quant_algo: NVFP4`` (l.218-225, group 16); fp8 keeps the fp8 blocks (l.228)."""
+    if quant is None or quant.method != "fp8":
+        return quant
+    expert_dtype = text.get("expert_dtype", "fp4")
+    if expert_dtype not in ("fp4", "fp8"):
+        # l.98-102: ValueError at startup
+        raise ConfigError(f"{where}: field expert_dtype must be fp4 or fp8 (DeepSeek-V4), "
+                          f"got {expert_dtype!r}")
+    if expert_dtype == "fp8":
+        return quant
+    qc = text.get("quantization_config")
+    algo = _str(qc.get("moe_quant_algo")).upper() if isinstance(qc, Mapping) else ""
+    experts = (Quant("modelopt-nvfp4", 4, group_size=16, strategy="group") if algo == "NVFP4"
+               else Quant("mxfp4", 4, group_size=32))
+    return replace(quant, overrides=(("routed_experts", experts),))

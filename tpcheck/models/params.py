@@ -131,7 +131,7 @@ def _tensors(s: ModelShape) -> Iterator[Tensor]:
     d, h, kv, dh, dv = s.hidden, s.heads, s.kv_heads, s.head_dim, s.head_dim_v
     L = s.layers
     lin = s.linear_attn
-    attn_layers = L - (lin.layers if lin else 0)
+    attn_layers = L - (lin.layers if lin else 0) - s.no_attention_layers
 
     yield Tensor("embedding", "embedding", "embed_tokens", s.vocab, d, 1)
     if not s.tied_embeddings:
@@ -186,7 +186,11 @@ def _tensors(s: ModelShape) -> Iterator[Tensor]:
         yield Tensor("linear_attn", "linear", "out_proj", d, v_dim, n)
 
     dense = s.dense_layers
-    if dense and s.ffn:
+    if s.layer_ffn:  # nemotron-nas: one MLP width per layer
+        for width in sorted(set(s.layer_ffn) - {0}):
+            yield from _mlp("dense_mlp", "mlp", width, d, s.layer_ffn.count(width), s.gated_mlp,
+                            s.mlp_bias)
+    elif dense and s.ffn:
         yield from _mlp("dense_mlp", "mlp", s.ffn, d, dense, s.gated_mlp, s.mlp_bias)
 
     if s.moe is not None and s.moe.moe_layers:
@@ -205,7 +209,11 @@ def _tensors(s: ModelShape) -> Iterator[Tensor]:
             yield Tensor("router", "plain", "gate.bias", moe.num_experts, 1, moe.moe_layers)
 
     per_norm = 2 * d if s.norm_bias else d
-    yield Tensor("norms", "norm", "layer norms", per_norm, s.layer_norms, L)
+    if s.layer_ffn:  # nemotron-nas: a no-op attention or MLP has no norm before it
+        norms = attn_layers + sum(1 for w in s.layer_ffn if w)
+        yield Tensor("norms", "norm", "layer norms", per_norm, 1, norms)
+    else:
+        yield Tensor("norms", "norm", "layer norms", per_norm, s.layer_norms, L)
     yield Tensor("norms", "norm", "final norm", per_norm, 1, 1)
     if s.extra_params:
         yield Tensor("other", "plain", "extra_params", s.extra_params, 1, 1)

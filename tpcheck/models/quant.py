@@ -23,6 +23,10 @@ is priced in its storage format:
   block: 4 B per block).
 - mxfp4 (gpt-oss): routed-expert weights only, 4 bits + one 8-bit scale per 32 = 4.25 bits.
 - bitsandbytes: 4-bit 0.5 B + fp32 absmax per 64 weights; 8-bit 1 B + fp32 per row.
+- MXFP8 (a ModelOpt MIXED_PRECISION layer algo): 1 B + one 8-bit scale per 32 weights.
+- ``Quant.overrides`` price a component group in its own format (DeepSeek-V4's MXFP4/NVFP4
+  experts beside fp8 blocks; ModelOpt MIXED_PRECISION's per-layer algos, where a group no layer
+  lists, ``modelopt-mixed`` itself, stays unquantized; a listed ``lm_head`` is quantized too).
 
 ``modules_to_not_convert``/``ignore``/``exclude_modules`` entries that name a module for every
 layer (``model.layers.*.self_attn``, ``mlp.shared_expert``, ``lm_head``) are honoured;
@@ -133,10 +137,33 @@ def _excluded(t: Tensor, q: Quant) -> bool:
     return False
 
 
+# Component -> the group name Quant.overrides uses.
+_OVERRIDE_GROUP = {"attn_q": "attn", "attn_kv": "attn", "attn_o": "attn", "mla_other": "attn"}
+
+
+def _override(t: Tensor, q: Quant) -> Quant | None:
+    group = _OVERRIDE_GROUP.get(t.component, t.component)
+    for name, sub in q.overrides:
+        if name == group:
+            return sub
+    return None
+
+
 def tensor_bytes(t: Tensor, q: Quant | None, act_bytes: int) -> int:
     """Bytes of one tensor family (all its copies) in its storage format."""
-    if t.kind != "linear" or q is None or _excluded(t, q):
+    if t.kind == "linear" and q is not None and q.overrides:
+        sub = _override(t, q)
+        if sub is not None:
+            q = sub
+            if t.component == "lm_head":  # listed by name: quantized like the rest of its algo
+                return _linear_bytes(t, q)
+    if t.kind != "linear" or q is None or q.method == "modelopt-mixed" or _excluded(t, q):
         return t.numel * act_bytes
+    return _linear_bytes(t, q)
+
+
+def _linear_bytes(t: Tensor, q: Quant) -> int:
+    """A quantized linear tensor's bytes: values plus the scales its format stores."""
     rows, cols, n = t.rows, t.cols, t.copies
     elts = rows * cols
     m = q.method
@@ -148,6 +175,8 @@ def tensor_bytes(t: Tensor, q: Quant | None, act_bytes: int) -> int:
         return n * (elts // 2 + rows * math.ceil(cols / g) + 2 * _FP32)
     if m == "modelopt-fp8":
         return n * (elts + 2 * _FP32)
+    if m == "mxfp8":
+        return n * (elts + math.ceil(elts / 32))
     if m in ("fp8", "compressed-tensors-fp8", "compressed-tensors") or m.startswith("fp8"):
         value = math.ceil(elts * bits / 8)
         strategy = q.strategy or ("block" if q.block else "tensor")

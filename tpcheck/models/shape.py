@@ -58,6 +58,10 @@ class Quant:
     strategy: str | None = None  # compressed-tensors: tensor, channel, group, block
     zero_point: bool = False  # AWQ / asymmetric GPTQ store a zero per group (same bits as weights)
     excluded: tuple[str, ...] = ()  # module names left unquantized (modules_to_not_convert, ignore)
+    # Components stored in another format than the rest: (component group, its Quant), where a
+    # group is attn, linear_attn, dense_mlp, routed_experts, shared_experts or lm_head.
+    # DeepSeek-V4 (fp8 with MXFP4 or NVFP4 experts) and ModelOpt MIXED_PRECISION use it.
+    overrides: tuple[tuple[str, Quant], ...] = ()
 
 
 @record
@@ -111,6 +115,10 @@ class ModelShape:
     attn_output_gate: bool = False  # qwen3_next: q_proj also emits a gate, 2·h·d_h outputs
     attention_sinks: bool = False  # gpt-oss: one learned sink logit per head per layer
     linear_attn: LinearAttention | None = None  # hybrid models: the non-KV-cache layers
+    # nemotron-nas (block_configs): layers whose attention is a no-op (no weights, no KV cache),
+    # and each layer's MLP width when they differ (0: a no-op MLP); ``ffn`` is then the widest.
+    no_attention_layers: int = 0
+    layer_ffn: tuple[int, ...] = ()
 
     @property
     def dense_layers(self) -> int:

@@ -92,8 +92,10 @@ def kv_replicas(shape: ModelShape, t: int) -> Formula:
 
 
 def attention_layers(shape: ModelShape) -> int:
-    """Layers that keep a per-token KV cache (hybrid linear-attention layers keep a fixed state)."""
-    return shape.layers - (shape.linear_attn.layers if shape.linear_attn else 0)
+    """Layers that keep a per-token KV cache (hybrid linear-attention layers keep a fixed state;
+    nemotron-nas no-op attention layers keep nothing, vllm 0.33.0 config/model.py:1749-1750)."""
+    linear = shape.linear_attn.layers if shape.linear_attn else 0
+    return shape.layers - linear - shape.no_attention_layers
 
 
 def stage_layers(layers: int, pp: int) -> int:

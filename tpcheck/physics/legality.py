@@ -160,15 +160,19 @@ def _width_refusals(
     shape: ModelShape, t: int, *, engine: str, dp: int, expert_parallel: bool
 ) -> list[Refusal]:
     out: list[Refusal] = []
-    if shape.ffn and shape.dense_layers > 0 and shape.ffn % t:
-        out.append(
-            Refusal(
-                "TP103",
-                "ffn",
-                f"AssertionError: {shape.ffn} is not divisible by {t}",
-                _mod("f mod t", "f", shape.ffn, "t", t, FFN_SRC),
+    # nemotron-nas: every layer's MLP is column-parallel on its own width
+    dense_widths = sorted(set(shape.layer_ffn) - {0}) if shape.layer_ffn else [shape.ffn]
+    for f in dense_widths:
+        if f and shape.dense_layers > 0 and f % t:
+            out.append(
+                Refusal(
+                    "TP103",
+                    "ffn",
+                    f"AssertionError: {f} is not divisible by {t}",
+                    _mod("f mod t", "f", f, "t", t, FFN_SRC),
+                )
             )
-        )
+            break
     moe = shape.moe
     if moe and moe.shared_expert_ffn and moe.num_shared_experts:
         width = moe.shared_expert_ffn * moe.num_shared_experts
