@@ -65,3 +65,23 @@ def test_llama_2_chat_counts(model_id: str, layers: int, d: int, ffn: int) -> No
     assert c.total == expected
     # 7B: 6,738,415,616 and 13B: 13,015,864,320, the counts the Llama 2 cards round to 7B/13B
     assert c.total in (6_738_415_616, 13_015_864_320)
+
+
+def test_phi_3_5_mini_longrope_and_card_count() -> None:
+    s, c = counts("microsoft/Phi-3.5-mini-instruct")
+    # 32 layers, 3072 wide, 32 heads of 3072/32 = 96, MHA (32 KV heads), ffn 8192, vocab 32064
+    assert (s.layers, s.hidden, s.heads, s.kv_heads, s.head_dim) == (32, 3072, 32, 32, 96)
+    # per layer 4·d² + 3·d·ffn + 2·d; untied embedding and lm_head 2·V·d; final norm d
+    d, f, V = 3072, 8192, 32064
+    assert c.total == 32 * (4 * d * d + 3 * d * f + 2 * d) + 2 * V * d + d == 3_821_079_552
+    assert round(c.total / 1e8) == 38  # the card's "3.8B parameters"
+
+
+def test_codellama_7b_vocab_and_theta() -> None:
+    s, c = counts("codellama/CodeLlama-7b-hf")
+    # Llama 2 7B's shape with 16 infilling tokens more (vocab 32016) and 16k positions
+    assert (s.layers, s.hidden, s.heads, s.kv_heads, s.ffn, s.vocab) == (32, 4096, 32, 32, 11008,
+                                                                         32016)
+    assert s.max_position_embeddings == 16384
+    d, f, V = 4096, 11008, 32016
+    assert c.total == 32 * (4 * d * d + 3 * d * f + 2 * d) + 2 * V * d + d  # 6,738,546,688

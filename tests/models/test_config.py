@@ -40,8 +40,9 @@ def test_catalog_size() -> None:
     # mlc-llm's model_preset.py, then (issue 16, second pass) 6 from the aiconfigurator 0.7.0
     # wheel, 19 more mlc-llm presets and 11 configs kept in public repositories = 138;
     # then (issue 16, Google/Meta/NVIDIA ids the corpus deploys) gemma-2b-it, gemma-7b-it,
-    # Llama-2-7b-chat-hf and Llama-2-13b-chat-hf = 142; each folder's SOURCE says which
-    assert len(catalog.all_ids()) == 142
+    # Llama-2-7b-chat-hf and Llama-2-13b-chat-hf, and the mlc-llm presets of
+    # Phi-3.5-mini-instruct and CodeLlama-7b-hf = 144; each folder's SOURCE says which
+    assert len(catalog.all_ids()) == 144
 
 
 def test_dated_and_renamed_ids_resolve_to_their_folder() -> None:
