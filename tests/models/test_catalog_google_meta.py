@@ -85,3 +85,23 @@ def test_codellama_7b_vocab_and_theta() -> None:
     assert s.max_position_embeddings == 16384
     d, f, V = 4096, 11008, 32016
     assert c.total == 32 * (4 * d * d + 3 * d * f + 2 * d) + 2 * V * d + d  # 6,738,546,688
+
+
+def test_gemma_pretrained_and_instruction_tuned_share_a_folder() -> None:
+    """Same-size Gemma checkpoints share one shape (each report's Table 1 gives one
+    architecture per size); every base/-it pair bundled as two files agrees."""
+    for alias, folder in [("google/gemma-7b", "google--gemma-7b-it"),
+                          ("google/gemma-2-27b-it", "google--gemma-2-27b")]:
+        found = catalog.find(alias)
+        assert found is not None and found.folder.name == folder, alias
+        assert found.model_id == alias  # the finding names the id the file wrote
+    fields = ("layers", "hidden", "heads", "kv_heads", "head_dim", "ffn", "vocab",
+              "sliding_layers", "sliding_window")
+    for base, tuned in [("google/gemma-2b", "google/gemma-2b-it"),
+                        ("google/gemma-2-2b", "google/gemma-2-2b-it"),
+                        ("google/gemma-2-9b", "google/gemma-2-9b-it")]:
+        b, _ = counts(base)
+        t, _ = counts(tuned)
+        assert [getattr(b, f) for f in fields] == [getattr(t, f) for f in fields], base
+    # an -it id of a size with no file stays unknown: nothing is guessed from the name
+    assert catalog.find("google/gemma-2-9b-it-but-not-real") is None
