@@ -24,6 +24,7 @@ from tpcheck.sources.base import Deployment, Span
 # those whose verdict is the engine's start-up refusal (kept below error when it flips).
 MEMORY_CODES = frozenset({"TP201", "TP202", "TP203", "TP204", "TP205"})
 VERDICT_CODES = frozenset({"TP204", "TP205"})
+AUTO_FIT = -1  # vLLM's --max-model-len -1 / auto (vllm 0.33.0 utils/argparse_utils.py:91-92)
 
 
 class CheckContext:
@@ -127,11 +128,32 @@ class CheckContext:
         """(tokens, where they came from): --context / settings, max_model_len, model maximum."""
         if self.settings.context:
             return self.settings.context, "tpcheck context setting"
-        if self.deployment.max_model_len:
-            flag = "--context-length" if self.deployment.engine == "sglang" else "--max-model-len"
-            return self.deployment.max_model_len, f"{flag} in the deployment"
+        d = self.deployment
         mpe = (self.shape.max_position_embeddings if self.shape else None) or 2048
+        if d.max_model_len == AUTO_FIT and d.engine == "vllm":
+            return self._auto_fit(mpe)
+        if d.max_model_len:
+            flag = "--context-length" if d.engine == "sglang" else "--max-model-len"
+            return d.max_model_len, f"{flag} in the deployment"
         return mpe, "the model's max_position_embeddings (no max-model-len set)"
+
+    def _auto_fit(self, mpe: int) -> tuple[int, str]:
+        """``--max-model-len -1``/``auto``: vLLM starts from the model's maximum and, when one
+        such sequence does not fit the KV pool, shortens it to the pool (vllm 0.33.0
+        config/model.py:2639-2642, v1/core/kv_cache_planning.py:1337-1410 and :1545)."""
+        said = "--max-model-len -1 (auto): the model's max_position_embeddings"
+        if self.shape is None or self.gpu is None:
+            return mpe, said
+        ev = self.evaluate_with(self.tp, self.options_for(mpe))
+        if ev.refusals or ev.tokens is None:
+            return mpe, said
+        tokens = int(ev.tokens.result)
+        if tokens >= mpe:
+            return mpe, f"{said}, which fits the pool"
+        if tokens <= 0:
+            return mpe, f"{said}; the pool holds no token to shorten it to"
+        return tokens, (f"--max-model-len -1 (auto): vLLM shortens the model's {mpe:,} to the "
+                        f"{tokens:,} tokens the pool holds")
 
     @cached_property
     def release(self) -> Release:
@@ -181,6 +203,10 @@ class CheckContext:
 
     @cached_property
     def options(self) -> Options:
+        return self.options_for(self.context[0])
+
+    def options_for(self, context: int) -> Options:
+        """The physics options of this deployment with ``context`` tokens per sequence."""
         d = self.deployment
         return Options(
             engine=d.engine,
@@ -194,7 +220,7 @@ class CheckContext:
             attn_dp=self.attn_dp,
             max_num_seqs=d.max_num_seqs,
             max_num_batched_tokens=d.max_num_batched_tokens,
-            context=self.context[0],
+            context=context,
             kv_cache_dtype=d.kv_cache_dtype,
             quantization=d.quantization,
             dtype=d.dtype,
@@ -207,8 +233,12 @@ class CheckContext:
         return self.evaluate_at(self.tp)
 
     def evaluate_at(self, t: int, **changes: object) -> Evaluation:
-        assert self.shape is not None
         opts = replace(self.options, **changes) if changes else self.options
+        return self.evaluate_with(t, opts)
+
+    def evaluate_with(self, t: int, opts: Options) -> Evaluation:
+        """One evaluation per (shape, t, options) for the whole run."""
+        assert self.shape is not None
         key = (id(self.shape), t, opts)
         ev = self._evaluations.get(key)
         if ev is None:

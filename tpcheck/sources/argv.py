@@ -164,6 +164,8 @@ def set_typed(fields: Fields, name: str, kind: Kind, word: Word, start: int = 0)
     if kind == "model":
         fields.set("model", raw, span)
         return
+    if name == "max_model_len" and raw.strip().lower() == "auto":
+        raw = "-1"  # vLLM's auto-fit spelling (vllm 0.33.0 utils/argparse_utils.py:91-92)
     try:
         fields.set(name, parse_value(kind, raw), span)
     except (ValueError, KeyError):
