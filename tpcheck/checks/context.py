@@ -38,6 +38,7 @@ class CheckContext:
         gpu_origin: str = "",
         model_problem: str | None = None,
         model_source: str | None = None,
+        model_fix: str | None = None,
         model_hint: str | None = None,
         topology: object | None = None,
         evaluations: dict[tuple[int, int, Options], Evaluation] | None = None,
@@ -49,6 +50,7 @@ class CheckContext:
         self.gpu_origin = gpu_origin
         self.model_problem = model_problem
         self.model_source = model_source
+        self.model_fix = model_fix  # TP000's fix when the config found cannot be used
         self.model_hint = model_hint  # the model was guessed: every finding says from what
         self.topology = topology
         # Shared by a run's contexts: manifests repeat layouts, and rules ask the same what-ifs
@@ -168,7 +170,8 @@ class CheckContext:
         d = replace(self.deployment, engine_version=version)
         other = CheckContext(d, shape=self.shape, settings=self.settings, gpu=self.gpu,
                              gpu_origin=self.gpu_origin, model_problem=self.model_problem,
-                             model_source=self.model_source, model_hint=self.model_hint,
+                             model_source=self.model_source, model_fix=self.model_fix,
+                             model_hint=self.model_hint,
                              topology=self.topology, evaluations=self._evaluations)
         return any(True for _ in rule.check(other))
 

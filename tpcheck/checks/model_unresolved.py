@@ -1,4 +1,4 @@
-"""TP000 model-unresolved: the model's config.json could not be found."""
+"""TP000 model-unresolved: the model's config.json could not be found or cannot be used."""
 
 from __future__ import annotations
 
@@ -16,13 +16,26 @@ NEEDS_KNOWN_TP = False
 NEEDS_GPU_PHYSICS = False
 NEEDS_VALID_LAYOUT = True
 DEPENDS_ON: tuple[str, ...] = ()
-SUMMARY = "The model's config.json could not be found; shape-based rules were skipped."
+SUMMARY = ("The model's config.json could not be found or cannot be used; shape-based rules "
+           "were skipped.")
 
 
 def check(ctx: CheckContext) -> Iterator[Finding]:
     if ctx.shape is not None or ctx.model_problem is None:
         return
     d = ctx.deployment
+    if ctx.model_fix is not None:
+        # A config was found (or its path given) but cannot be used: finding another one is
+        # not the advice; correcting that file or path is.
+        unusable = "" if "no such" in ctx.model_problem else "config found but not usable: "
+        yield ctx.finding(
+            sys.modules[__name__],
+            f"{unusable}{ctx.model_problem}; rules that need the model's shape were skipped for "
+            "this deployment",
+            span=d.span_of("model"),
+            fix=ctx.model_fix,
+        )
+        return
     # a hub id, or a guess from a hint, is what `tpcheck models pull` can fetch and map once
     fetchable = "also tried" in ctx.model_problem or (
         d.model is not None and "offline" in ctx.model_problem)
