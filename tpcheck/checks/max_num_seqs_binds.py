@@ -26,6 +26,11 @@ SUMMARY = (
 SGLANG_PER_WORKER = ("sglang 0.5.23 mem_cache/kv_cache_configurator.py:3119-3172 "
                      "resolve_max_num_reqs: per_worker = max(1, R // attn_dp_size)")
 WASTE_FACTOR = 4  # pool more than 4x what max-num-seqs can use → warning
+PREFILL_HOLDS = (
+    "vllm 0.33.0 v1/core/sched/scheduler.py:3058-3060 (delay_free_blocks), "
+    "distributed/kv_transfer/kv_connector/v1/nixl/pull_scheduler.py:246-262; sglang 0.5.23 "
+    "disaggregation/prefill.py:1034 (disagg_prefill_inflight_queue), :1151-1228"
+)
 
 
 def check(ctx: CheckContext) -> Iterator[Finding]:
@@ -62,6 +67,11 @@ def check(ctx: CheckContext) -> Iterator[Finding]:
         "sequences",
         "DESIGN.md",
     )
+    if cap < seats and d.pd_role == "prefill":
+        # A prefill-only server keeps a finished prefill's KV blocks until the decode server
+        # has read them, outside the running batch --max-num-seqs caps (PREFILL_HOLDS): the
+        # seats past the cap hold those transfers, they are not empty.
+        return
     if cap < seats:
         past_cliff = not s.is_mla and ctx.tp > s.kv_heads > 0
         sev = Severity.WARNING if (past_cliff or seats > WASTE_FACTOR * cap) else Severity.INFO

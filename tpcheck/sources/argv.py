@@ -278,11 +278,33 @@ def post_process(engine: Engine, f: Fields) -> None:
         f.spans["attn_dp_size"] = f.spans["data_parallel_size"]
     if engine == "sglang" and isinstance(f.values.get("attn_dp_size"), int):
         f.values.setdefault("enable_dp_attention", f.values["attn_dp_size"] > 1)
+    _pd_role(f)
     if engine == "vllm":
         dp = f.values.get("data_parallel_size")
         if isinstance(dp, int) and dp > 1 and f.values.get("enable_expert_parallel"):
             f.values["enable_dp_attention"] = True
             f.spans.setdefault("enable_dp_attention", f.spans["data_parallel_size"])
+
+
+_KV_ROLE = re.compile(r"""["']?kv_role["']?\s*:\s*["']?(kv_producer|kv_consumer|kv_both)""")
+_PD_ROLES = {"prefill": "prefill", "decode": "decode", "kv_producer": "prefill",
+             "kv_consumer": "decode"}
+
+
+def _pd_role(f: Fields) -> None:
+    """The server's side of a disaggregated pair: SGLang's --disaggregation-mode as written
+    ("null" is not disaggregated), vLLM's kv_role from --kv-transfer-config (kv_both serves
+    either side, per request: no role)."""
+    cfg = f.values.pop("kv_transfer_config", None)
+    cfg_span = f.spans.pop("kv_transfer_config", None)
+    f.unresolved.pop("kv_transfer_config", None)
+    if isinstance(cfg, str) and cfg_span is not None:
+        m = _KV_ROLE.search(cfg)
+        if m is not None and m.group(1) in _PD_ROLES:
+            f.set("pd_role", _PD_ROLES[m.group(1)], cfg_span)
+    role = f.values.get("pd_role")
+    if role is not None and role not in _PD_ROLES:
+        del f.values["pd_role"]  # "null", or a value SGLang refuses (TP003 says so)
 
 
 def _is_number(v: str) -> bool:
