@@ -7,6 +7,7 @@ from collections.abc import Iterator
 
 from tpcheck.checks.base import Finding, Severity
 from tpcheck.checks.context import CheckContext
+from tpcheck.sources.kustomize import PATCH_NOTE
 
 CODE = "TP000"
 NAME = "model-unresolved"
@@ -41,10 +42,11 @@ def check(ctx: CheckContext) -> Iterator[Finding]:
         d.model is not None and "offline" in ctx.model_problem)
     pull = ("; `tpcheck models pull` on this file, run once online, fetches and maps it for "
             "offline runs" if fetchable and d.path not in ("-", "") else "")
+    patch = next((f"; {n}" for n in d.notes if n.startswith(PATCH_NOTE)), "")
     yield ctx.finding(
         sys.modules[__name__],
         f"{ctx.model_problem}; rules that need the model's shape were skipped for this "
-        f"deployment{pull}",
+        f"deployment{pull}{patch}",
         span=d.span_of("model"),
         fix="run `tpcheck models pull PATH...` once online (it fetches every model the files "
         "name into .tpcheck/models/ and maps it in [tool.tpcheck.models]), pass --model-config "

@@ -104,9 +104,14 @@ def read_path(path: str, text: str | bytes | None = None, *,
     kind = reader_kind(shown, text)
     try:
         if kind == "yaml":
+            from tpcheck.sources import kustomize
             from tpcheck.sources.yamlfile import read_yaml
 
-            return read_yaml(shown, text)
+            if kustomize.is_kustomization(shown):
+                return kustomize.read_kustomization(shown, text)
+            if path != "-" and kustomize.is_listed_patch(shown):
+                return ReadResult(shown, (), (), text)  # read through its kustomization
+            return kustomize.note_lone_patch(shown, read_yaml(shown, text))
         if kind == "python":
             from tpcheck.sources.python_src import read_python
 
