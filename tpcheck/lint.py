@@ -25,7 +25,14 @@ from tpcheck.physics.plan import Evaluation, Options
 from tpcheck.record import field, record, replace
 from tpcheck.settings import Settings
 from tpcheck.sources import iter_files, read_path
-from tpcheck.sources.base import RECOVERED_NOTE, Deployment, ReadResult, SourceError, Span
+from tpcheck.sources.base import (
+    MAX_BYTES,
+    RECOVERED_NOTE,
+    Deployment,
+    ReadResult,
+    SourceError,
+    Span,
+)
 
 TYPE_CHECKING = False  # typing's constant without importing typing (start-up, issue 8)
 if TYPE_CHECKING:
@@ -100,6 +107,7 @@ class Linter:
         self.shapes: dict[tuple[str, str], ModelShape | str] = {}
         self._resolved: dict[ResolveKey, Any] = {}
         self._evaluations: dict[tuple[int, int, Options], Evaluation] = {}
+        self._suppressions: dict[str, list[Suppression]] = {}
         self.gpu_flag: GPU | None = None
         self.gpu_setting: GPU | None = None
         if gpu_flag:
@@ -256,6 +264,15 @@ class Linter:
                 if any(f.code in codes for codes in d.ignores.values()):
                     out.suppressed += 1
                     continue
+                if f.span.path != rr.path:
+                    # read through a kustomize overlay: the comment is looked for in the file
+                    # that wrote the value (a base, a patch)
+                    if _suppressed_by(f, self._other_suppressions(f.span.path),
+                                      f.span.line) is not None:
+                        out.suppressed += 1
+                        continue
+                    out.findings.append(f)
+                    continue
                 hit = _suppressed_by(f, sups, d.span.line)
                 if hit is not None:
                     used.add(hit.line)
@@ -267,6 +284,18 @@ class Linter:
             for s in sups:
                 if s.line not in used:
                     out.unused_ignores.append((rr.path, s.line, lines[s.line - 1].strip()))
+
+    def _other_suppressions(self, path: str) -> list[Suppression]:
+        """Inline suppressions of a file a finding points into other than the one read."""
+        hit = self._suppressions.get(path)
+        if hit is None:
+            try:
+                with open(path, encoding="utf-8-sig") as fh:
+                    hit = inline_suppressions(fh.read(MAX_BYTES))
+            except (OSError, UnicodeDecodeError):
+                hit = []
+            self._suppressions[path] = hit
+        return hit
 
     def lint_deployment(self, d: Deployment, out: LintResult) -> list[Finding]:
         absurd = _absurd_size(d)

@@ -154,3 +154,21 @@ def test_bad_kustomizations_are_one_line_errors(tmp_path: Path) -> None:
             "read by tpcheck") in err
     assert "kustomizations nest more than 8 deep" in err
     assert "ok.sh:1:" in p.stdout and "TP101" in p.stdout  # the other files are still checked
+
+
+def test_inline_suppression_in_the_patch_covers_the_overlay_finding(tmp_path: Path) -> None:
+    # Qwen3-8B has 32 heads: the patch's t = 3 is refused (TP101)
+    (tmp_path / "srv.yaml").write_text(DEPLOY)
+    (tmp_path / "kustomization.yaml").write_text(
+        "resources: [srv.yaml]\npatchesStrategicMerge: [patch.yaml]\n")
+    (tmp_path / "patch.yaml").write_text(PATCH.replace("=4", "=3"))
+    res = Linter(Settings(offline=True)).run([str(tmp_path / "kustomization.yaml")])
+    [f] = [f for f in res.findings if f.code == "TP101"]
+    # line 9: 8 spaces + "args: [" (7) + "--model=$(MODEL_ID), " (21) + "--tensor-parallel-size="
+    # (23) → "3" at column 60
+    assert at(f.span) == ("patch.yaml", 9, 60, 61)
+    (tmp_path / "patch.yaml").write_text(PATCH.replace("=4", "=3").replace(
+        "        args: [", "        # tpcheck: ignore[TP101]\n        args: ["))
+    res = Linter(Settings(offline=True)).run([str(tmp_path / "kustomization.yaml")])
+    assert [f.code for f in res.findings if f.code == "TP101"] == []
+    assert res.suppressed == 1
