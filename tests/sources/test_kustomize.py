@@ -172,3 +172,49 @@ def test_inline_suppression_in_the_patch_covers_the_overlay_finding(tmp_path: Pa
     res = Linter(Settings(offline=True)).run([str(tmp_path / "kustomization.yaml")])
     assert [f.code for f in res.findings if f.code == "TP101"] == []
     assert res.suppressed == 1
+
+
+GENERATED = """\
+apiVersion: apps/v1
+kind: Deployment
+metadata: {name: srv}
+spec:
+  template:
+    spec:
+      containers:
+      - name: vllm
+        image: vllm/vllm-openai:v0.6.4
+        args: [--model=$(MODEL_ID), --tensor-parallel-size=$(TP)]
+        envFrom:
+        - configMapRef: {name: vllm-settings}
+        env:
+        - {name: TP, value: "2"}
+"""
+
+
+def test_config_map_generator_literals_feed_env_from(tmp_path: Path) -> None:
+    (tmp_path / "base").mkdir()
+    (tmp_path / "base" / "srv.yaml").write_text(GENERATED)
+    (tmp_path / "base" / "kustomization.yaml").write_text(
+        "resources: [srv.yaml]\n"
+        "configMapGenerator:\n"
+        "- name: vllm-settings\n"
+        "  literals:\n"
+        "  - MODEL_ID=Qwen/Qwen3-8B\n"
+        "  - TP=8\n")
+    (tmp_path / "prod").mkdir()
+    (tmp_path / "prod" / "kustomization.yaml").write_text(
+        "resources: [../base]\n"
+        "configMapGenerator:\n"
+        "- name: vllm-settings\n"
+        "  behavior: merge\n"
+        "  literals: [MODEL_ID=Qwen/Qwen3-32B]\n")
+    base = one(tmp_path / "base" / "kustomization.yaml")
+    # the container's own env (TP=2) wins over envFrom's TP=8, as in Kubernetes
+    assert (base.model, base.tensor_parallel_size) == ("Qwen/Qwen3-8B", 2)
+    # the value is in the kustomization, the word in srv.yaml: the span is the reference
+    # $(MODEL_ID) in the word (line 10: 8 spaces + "args: [" + "--model=" are 23 characters,
+    # so its 11 characters are columns 24..34)
+    assert at(base.spans["model"]) == ("srv.yaml", 10, 24, 35)
+    prod = one(tmp_path / "prod" / "kustomization.yaml")
+    assert prod.model == "Qwen/Qwen3-32B"  # the overlay's literal wins over the base's

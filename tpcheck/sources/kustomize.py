@@ -3,7 +3,8 @@
 Kept small and without running kustomize: ``resources`` (files, and folders holding their own
 kustomization), strategic-merge patches (``patchesStrategicMerge``, ``patches`` with a path or
 an inline patch, matched by kind and name or by ``target``), JSON 6902 patches (add, replace,
-remove), and ``images`` tag overrides. The merged objects are then read by the Kubernetes
+remove), ``images`` tag overrides, and ``configMapGenerator`` literals for the containers that
+take them with ``envFrom``. The merged objects are then read by the Kubernetes
 reader, with every value placed in the file that supplied it: the merged tree keeps the
 original YAML nodes, it is written out once and composed again so the reader sees one
 document, and each composed node is mapped back to the node it was written from.
@@ -44,6 +45,7 @@ MERGE_KEYS = {"containers": "name", "initContainers": "name", "env": "name",
 MAX_DEPTH = 8  # kustomizations including kustomizations: a cycle or a deep chain stops here
 _MAP, _SEQ, _SCALAR = yaml.MappingNode, yaml.SequenceNode, yaml.ScalarNode
 _STR = "tag:yaml.org,2002:str"
+_SEQ_TAG = "tag:yaml.org,2002:seq"
 
 
 class KustomizeError(Exception):
@@ -348,8 +350,64 @@ def build(path: str, files: Files, depth: int = 0) -> list[Any]:
             objects.extend(files.docs(target, (path, entry)))
     for patch, target, _ in _patches(kz, folder, files, path):
         objects = [_patch_one(o, patch, target, files) for o in objects]
+    generated = _generated_env(kz)
+    if generated:
+        objects = [_env_from(o, generated, files) for o in objects]
     overrides = [(e, ctx) for e in _items(_get(kz, "images")) if isinstance(e, _MAP)]
     return [_images(o, overrides, files) for o in objects]
+
+
+def _generated_env(kz: Any) -> dict[str, list[Any]]:
+    """ConfigMap name → its ``configMapGenerator`` literals (``KEY=value`` scalars)."""
+    out: dict[str, list[Any]] = {}
+    for gen in _items(_get(kz, "configMapGenerator")):
+        name = _text(_get(gen, "name"))
+        literals = [x for x in _items(_get(gen, "literals"))
+                    if isinstance(x, _SCALAR) and "=" in x.value]
+        if name and literals:
+            out.setdefault(name, []).extend(literals)
+    return out
+
+
+def _env_from(node: Any, generated: dict[str, list[Any]], files: Files) -> Any:
+    """Containers with ``envFrom: [{configMapRef: {name}}]`` of a generated ConfigMap get its
+    literals as ``KEY=value`` env items, before their own ``env`` (which wins, as in
+    Kubernetes) and after literals an inner kustomization added (an overlay's win)."""
+    if isinstance(node, _SEQ):
+        seq = [_env_from(x, generated, files) for x in node.value]
+        if all(a is b for a, b in zip(seq, node.value, strict=True)):
+            return node
+        return files.adopt(_SEQ(node.tag, seq, node.start_mark, node.end_mark,
+                                node.flow_style), node)
+    if not isinstance(node, _MAP):
+        return node
+    literals = [lit for ref in _items(_get(node, "envFrom"))
+                for lit in generated.get(_text(_get(_get(ref, "configMapRef"), "name")) or "", [])]
+    items = []
+    changed = False
+    for k, v in node.value:
+        nv = _env_from(v, generated, files) if isinstance(v, (_MAP, _SEQ)) else v
+        changed |= nv is not v
+        items.append((k, nv))
+    if literals:
+        env_at = next((i for i, (k, _) in enumerate(items) if _text(k) == "env"), None)
+        if env_at is None:
+            key = files.adopt(_SCALAR(_STR, "env", node.start_mark, node.start_mark), node)
+            files.synthetic.add(id(key))
+            items.append((key, files.adopt(_SEQ(_SEQ_TAG, list(literals), node.start_mark,
+                                                node.end_mark), node)))
+        elif isinstance(items[env_at][1], _SEQ):
+            env = items[env_at][1]
+            old = _items(env)
+            lead = next((i for i, x in enumerate(old) if not isinstance(x, _SCALAR)), len(old))
+            new = files.adopt(_SEQ(env.tag, [*old[:lead], *literals, *old[lead:]],
+                                   env.start_mark, env.end_mark), env)
+            items[env_at] = (items[env_at][0], new)
+        changed = True
+    if not changed:
+        return node
+    return files.adopt(_MAP(node.tag, items, node.start_mark, node.end_mark, node.flow_style),
+                       node)
 
 
 def _items(node: Any) -> list[Any]:
