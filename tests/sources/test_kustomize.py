@@ -3,6 +3,7 @@ that supplied it (fixtures/kustomize: a base and two overlays)."""
 
 from __future__ import annotations
 
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -135,11 +136,13 @@ def test_bad_kustomizations_are_one_line_errors(tmp_path: Path) -> None:
         "op": ("resources: [srv.yaml]\npatches:\n- target: {kind: Deployment, name: srv}\n"
                "  patch: |\n    - op: move\n      from: /a\n      path: /b\n"),
         "loop": "resources:\n  - .\n",
+        "fifo": "resources: [pipe.yaml]\n",  # opening a FIFO to read would wait forever
     }
     for name, text in cases.items():
         (tmp_path / name).mkdir()
         (tmp_path / name / "srv.yaml").write_text(DEPLOY)
         (tmp_path / name / "kustomization.yaml").write_text(text)
+    os.mkfifo(tmp_path / "fifo" / "pipe.yaml")
     ok = tmp_path / "ok.sh"
     ok.write_text("vllm serve Qwen/Qwen3-8B --tensor-parallel-size 3\n")
     p = subprocess.run([sys.executable, "-m", "tpcheck", "--offline", str(tmp_path)],
@@ -153,6 +156,7 @@ def test_bad_kustomizations_are_one_line_errors(tmp_path: Path) -> None:
     assert (f"{tmp_path / 'op' / 'kustomization.yaml'}:5:7: JSON patch operation 'move' is not "
             "read by tpcheck") in err
     assert "kustomizations nest more than 8 deep" in err
+    assert f"{tmp_path / 'fifo' / 'pipe.yaml'}: not a regular file" in err
     assert "ok.sh:1:" in p.stdout and "TP101" in p.stdout  # the other files are still checked
 
 

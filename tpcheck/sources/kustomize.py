@@ -43,6 +43,7 @@ MERGE_KEYS = {"containers": "name", "initContainers": "name", "env": "name",
               "volumes": "name", "volumeMounts": "mountPath", "ports": "containerPort",
               "imagePullSecrets": "name"}
 MAX_DEPTH = 8  # kustomizations including kustomizations: a cycle or a deep chain stops here
+MAX_SCANNED = 200  # files per parent folder looked at for a lone patch's base
 _MAP, _SEQ, _SCALAR = yaml.MappingNode, yaml.SequenceNode, yaml.ScalarNode
 _STR = "tag:yaml.org,2002:str"
 _SEQ_TAG = "tag:yaml.org,2002:seq"
@@ -80,6 +81,8 @@ class Files:
             return hit
         text = self._texts.get(path)
         if text is None:
+            if os.path.exists(path) and not os.path.isfile(path):
+                raise _error(where, f"{path}: not a regular file")  # a FIFO would block
             try:
                 with open(path, encoding="utf-8-sig") as fh:
                     text = fh.read(MAX_BYTES + 1)
@@ -611,9 +614,10 @@ def _bases_above(folder: str, kinds: frozenset[tuple[str | None, str | None]]) -
     """YAML files in the parent folders (two levels up) defining one of ``kinds``."""
     out: list[str] = []
     parent = os.path.dirname(folder)
+    names_wanted = [n for _, n in kinds if n]
     for _ in range(2):
         try:
-            names = sorted(os.listdir(parent))
+            names = sorted(os.listdir(parent))[:MAX_SCANNED]
         except OSError:
             break
         for n in names:
@@ -623,6 +627,8 @@ def _bases_above(folder: str, kinds: frozenset[tuple[str | None, str | None]]) -
             try:
                 with open(p, encoding="utf-8-sig") as fh:
                     text = fh.read(1 << 20)
+                if not any(w in text for w in names_wanted):
+                    continue  # cheaper than composing every file beside the patch
                 docs = list(yaml.compose_all(text, Loader=LOADER))
             except (OSError, UnicodeDecodeError, yaml.YAMLError):
                 continue
