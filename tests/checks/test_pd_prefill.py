@@ -69,6 +69,8 @@ def lint(tmp_path: Path, text: str, name: str = "run.sh") -> list[Finding]:
     (f"{L8} --kv-transfer-config {NIXL % 'kv_consumer'}", "decode"),
     (f"{L8} --kv-transfer-config {NIXL % 'kv_both'}", None),  # either side, per request
     (L8, None),
+    ("python3 -m dynamo.vllm --model Qwen/Qwen3-8B --is-prefill-worker --connector kvbm nixl",
+     "prefill"),  # Dynamo's own flag for its vLLM prefill worker
 ])
 def test_role_from_the_command_line(launch: str, role: str | None) -> None:
     (d,) = read_path("run.sh", launch + "\n").deployments

@@ -305,6 +305,12 @@ def _pd_role(f: Fields) -> None:
     role = f.values.get("pd_role")
     if role is not None and role not in _PD_ROLES:
         del f.values["pd_role"]  # "null", or a value SGLang refuses (TP003 says so)
+    if "pd_role" not in f.values:
+        # Dynamo's vLLM worker (python -m dynamo.vllm) takes its side as a flag of its own
+        # (ai-dynamo examples/backends/vllm/launch/disagg_kvbm.sh: the prefill worker)
+        use = next((o for o in f.options if o.written == "--is-prefill-worker"), None)
+        if use is not None:
+            f.set("pd_role", "prefill", use.locate()[0])
 
 
 def _is_number(v: str) -> bool:
