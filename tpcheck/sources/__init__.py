@@ -109,7 +109,9 @@ def read_path(path: str, text: str | bytes | None = None, *,
 
             if kustomize.is_kustomization(shown):
                 return kustomize.read_kustomization(shown, text)
-            if path != "-" and kustomize.is_listed_patch(shown):
+            if path == "-":
+                return read_yaml(shown, text)
+            if kustomize.is_listed_patch(shown):
                 return ReadResult(shown, (), (), text)  # read through its kustomization
             return kustomize.note_lone_patch(shown, read_yaml(shown, text))
         if kind == "python":
