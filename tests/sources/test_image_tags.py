@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 
 from tpcheck.engines.defaults import release_for
@@ -53,3 +55,22 @@ def test_post_release_with_build_suffix_pins_the_release() -> None:
     assert d.engine_version == "0.4.6.post1"
     rel = release_for("sglang", image=d.image, image_version=d.engine_version)
     assert (rel.version, rel.pinned) == ("0.4.6.post1", True)
+
+
+@pytest.mark.parametrize("release", ["0.9.2", "0.10.2", "0.11.0"])
+def test_chunked_prefill_switch_on_releases_that_type_it_skip_validation(
+        tmp_path: Path, release: str) -> None:
+    """vLLM 0.9-0.11 annotate enable_chunked_prefill ``SkipValidation[bool]``: argparse still
+    gets a BooleanOptionalAction (``--no-enable-chunked-prefill`` accepted on 0.9.2, vLLM
+    issue 20914's command line), so a tag that pins those releases is no TP004/TP003."""
+    from tpcheck.lint import Linter
+    from tpcheck.settings import Settings
+
+    p = tmp_path / "run.yaml"
+    p.write_text(
+        "apiVersion: v1\nkind: Pod\nmetadata: {name: p}\nspec:\n  containers:\n  - name: s\n"
+        f"    image: vllm/vllm-openai:v{release}-cu126\n"
+        "    command: [vllm, serve, Qwen/Qwen3-8B, --no-enable-chunked-prefill,"
+        " --enable-chunked-prefill, --max-num-seqs, '8']\n")
+    res = Linter(Settings(offline=True)).run([str(p)])
+    assert not [f for f in res.findings if f.code in ("TP003", "TP004")], res.findings
