@@ -146,7 +146,9 @@ class Aliases:
             if head in ("Optional", "Union"):
                 parts = inner.elts if isinstance(inner, ast.Tuple) else [inner]
                 return [x for p in parts for x in self.leaves(p, depth + 1)]
-            if head == "Annotated":
+            if head in ("Annotated", "SkipValidation"):
+                # SkipValidation[bool] (vLLM 0.9-0.11 SchedulerConfig.enable_chunked_prefill)
+                # is a bool to argparse: --no-enable-chunked-prefill is accepted there
                 first = inner.elts[0] if isinstance(inner, ast.Tuple) else inner
                 return self.leaves(first, depth + 1)
             return [("name", head)]

@@ -25,7 +25,14 @@ from tpcheck.physics.plan import Evaluation, Options
 from tpcheck.record import field, record, replace
 from tpcheck.settings import Settings
 from tpcheck.sources import iter_files, read_path
-from tpcheck.sources.base import RECOVERED_NOTE, Deployment, ReadResult, SourceError, Span
+from tpcheck.sources.base import (
+    MAX_BYTES,
+    RECOVERED_NOTE,
+    Deployment,
+    ReadResult,
+    SourceError,
+    Span,
+)
 
 TYPE_CHECKING = False  # typing's constant without importing typing (start-up, issue 8)
 if TYPE_CHECKING:
@@ -103,6 +110,7 @@ class Linter:
         self.shapes: dict[tuple[str, str], ModelShape | str] = {}
         self._resolved: dict[ResolveKey, Any] = {}
         self._evaluations: dict[tuple[int, int, Options], Evaluation] = {}
+        self._suppressions: dict[str, list[Suppression]] = {}
         self.gpu_flag: GPU | None = None
         self.gpu_setting: GPU | None = None
         if gpu_flag:
@@ -188,6 +196,39 @@ class Linter:
         hit = self._resolved.get(self._resolve_key(d, model or ""))
         return getattr(hit, "hint", None)
 
+    def model_fix(self, d: Deployment) -> str | None:
+        """After ``shape_for``: TP000's fix when a config.json was found, or its path given, but
+        it cannot be used (malformed JSON, not a model config, a --model-config or mapping path
+        that does not exist): which file and what to change there. None when no config was
+        found, where the advice to find one (pull, --model-config, a mapping) applies."""
+        from tpcheck.models.resolve import ResolveError
+
+        model = d.model if d.model is not None else d.unresolved.get("model")
+        if not model and not d.model_hints:
+            return None
+        hit = self._resolved.get(self._resolve_key(d, model or ""))
+        if isinstance(hit, ResolveError):
+            if hit.kind not in ("bad-json", "not-found") or not hit.tried:
+                return None
+            origin = hit.tried[-1]
+            if hit.kind == "not-found":  # only a path the user gave is theirs to correct
+                if origin.startswith("--model-config "):
+                    return ("point --model-config at the model's config.json (or the folder "
+                            "holding it): the path given does not exist")
+                if origin.startswith("mapping "):
+                    return (f"correct the [tool.tpcheck.models] mapping of {model!r}: it names "
+                            "a path with no config.json")
+                return None
+            problem, file = hit.message, _problem_file(hit.message)
+        elif hit is not None:
+            parsed = self.shapes.get((hit.location, model or ""))
+            if not isinstance(parsed, str):
+                return None  # parsed: a shape, no problem
+            problem, origin, file = parsed, hit.source, hit.location
+        else:
+            return None
+        return _unusable_config_fix(problem, file, origin, model or "")
+
     def gpu_for(self, d: Deployment) -> tuple[GPU | None, str]:
         """The manifest's own GPU wins (it is where the pod lands); --gpu, then the settings,
         stand in for manifests that name none. A TPU manifest has no GPU."""
@@ -226,6 +267,15 @@ class Linter:
                 if any(f.code in codes for codes in d.ignores.values()):
                     out.suppressed += 1
                     continue
+                if f.span.path != rr.path:
+                    # read through a kustomize overlay: the comment is looked for in the file
+                    # that wrote the value (a base, a patch)
+                    if _suppressed_by(f, self._other_suppressions(f.span.path),
+                                      f.span.line) is not None:
+                        out.suppressed += 1
+                        continue
+                    out.findings.append(f)
+                    continue
                 hit = _suppressed_by(f, sups, d.span.line)
                 if hit is not None:
                     used.add(hit.line)
@@ -238,6 +288,18 @@ class Linter:
                 if s.line not in used:
                     out.unused_ignores.append((rr.path, s.line, lines[s.line - 1].strip()))
 
+    def _other_suppressions(self, path: str) -> list[Suppression]:
+        """Inline suppressions of a file a finding points into other than the one read."""
+        hit = self._suppressions.get(path)
+        if hit is None:
+            try:
+                with open(path, encoding="utf-8-sig") as fh:
+                    hit = inline_suppressions(fh.read(MAX_BYTES))
+            except (OSError, UnicodeDecodeError):
+                hit = []
+            self._suppressions[path] = hit
+        return hit
+
     def lint_deployment(self, d: Deployment, out: LintResult) -> list[Finding]:
         absurd = _absurd_size(d)
         if absurd is not None:
@@ -247,6 +309,7 @@ class Linter:
         gpu, origin = self.gpu_for(d)
         ctx = CheckContext(d, shape=shape, settings=self.settings, gpu=gpu, gpu_origin=origin,
                            model_problem=problem, model_source=source,
+                           model_fix=self.model_fix(d) if problem else None,
                            model_hint=self.model_hint(d) if shape is not None else None,
                            topology=self.topology,
                            evaluations=self._evaluations)
@@ -282,7 +345,8 @@ class Linter:
                 d = replace(d, **{name: None})
                 ctx = CheckContext(d, shape=shape, settings=self.settings, gpu=gpu,
                                    gpu_origin=origin, model_problem=problem,
-                                   model_source=source, model_hint=ctx.model_hint,
+                                   model_source=source, model_fix=ctx.model_fix,
+                                   model_hint=ctx.model_hint,
                                    topology=self.topology, evaluations=self._evaluations)
         for rule in self.rules:
             # each rule declares what it needs (tpcheck.checks): skipped when that is missing
@@ -465,6 +529,39 @@ def _refused_value(d: Deployment, ctx: CheckContext) -> tuple[str, str] | Source
         return SourceError(d.path, d.span.line, d.span.column,
                            f"{e}; the deployment is not checked")
     return None
+
+
+_MISSING_FIELD = re.compile(r"missing field (\S+)")
+_JSON_AT = re.compile(r":(\d+):(\d+): malformed JSON")
+
+
+def _problem_file(message: str) -> str:
+    """The file a config read error names first (``PATH: why`` or ``PATH:L:C: why``)."""
+    at = _JSON_AT.search(message)
+    return message[: at.start()] if at else message.split(": ", 1)[0]
+
+
+def _unusable_config_fix(problem: str, file: str, origin: str, model: str) -> str:
+    """What to change in a config.json that was found but is no model config tpcheck reads:
+    the file itself when it is the user's, else a mapping to a good copy."""
+    missing = _MISSING_FIELD.search(problem)
+    at = _JSON_AT.search(problem)
+    if missing:
+        what = f"add {missing.group(1)} to {file} (copy it from the model's config.json on the hub)"
+    elif at:
+        what = f"make {file} valid JSON (the error is at line {at.group(1)}, column {at.group(2)})"
+    elif "JSON" in problem or "UTF-8" in problem or "bytes, over" in problem:
+        what = f"replace {file} with the model's config.json (a JSON object of its fields)"
+    else:
+        what = f"correct the field named above in {file}"
+    if origin == "path" or origin.startswith("--model-config "):
+        return f"{what}; it is the file --model-config names"
+    if origin == "mapping" or origin.startswith("mapping "):
+        return f"{what}; it is the file [tool.tpcheck.models] maps {model!r} to"
+    if origin == "local" or origin.startswith("local folder "):
+        return f"{what}; it is the config.json of the model folder the deployment names"
+    return (f"{what}, or map {model!r} in [tool.tpcheck.models] to a good copy of its "
+            "config.json (a cached download may be truncated: download it again)")
 
 
 def _one_per_span(found: list[Finding]) -> list[Finding]:

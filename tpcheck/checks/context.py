@@ -24,6 +24,8 @@ TYPE_CHECKING = False  # typing's constant without importing typing (start-up, i
 if TYPE_CHECKING:
     from typing import Any
 
+AUTO_FIT = -1  # vLLM's --max-model-len -1 / auto (vllm 0.33.0 utils/argparse_utils.py:91-92)
+
 
 class CheckContext:
     def __init__(
@@ -36,6 +38,7 @@ class CheckContext:
         gpu_origin: str = "",
         model_problem: str | None = None,
         model_source: str | None = None,
+        model_fix: str | None = None,
         model_hint: str | None = None,
         topology: object | None = None,
         evaluations: dict[tuple[int, int, Options], Evaluation] | None = None,
@@ -47,6 +50,7 @@ class CheckContext:
         self.gpu_origin = gpu_origin
         self.model_problem = model_problem
         self.model_source = model_source
+        self.model_fix = model_fix  # TP000's fix when the config found cannot be used
         self.model_hint = model_hint  # the model was guessed: every finding says from what
         self.topology = topology
         # Shared by a run's contexts: manifests repeat layouts, and rules ask the same what-ifs
@@ -131,11 +135,32 @@ class CheckContext:
         """(tokens, where they came from): --context / settings, max_model_len, model maximum."""
         if self.settings.context:
             return self.settings.context, "tpcheck context setting"
-        if self.deployment.max_model_len:
-            flag = "--context-length" if self.deployment.engine == "sglang" else "--max-model-len"
-            return self.deployment.max_model_len, f"{flag} in the deployment"
+        d = self.deployment
         mpe = (self.shape.max_position_embeddings if self.shape else None) or 2048
+        if d.max_model_len == AUTO_FIT and d.engine == "vllm":
+            return self._auto_fit(mpe)
+        if d.max_model_len:
+            flag = "--context-length" if d.engine == "sglang" else "--max-model-len"
+            return d.max_model_len, f"{flag} in the deployment"
         return mpe, "the model's max_position_embeddings (no max-model-len set)"
+
+    def _auto_fit(self, mpe: int) -> tuple[int, str]:
+        """``--max-model-len -1``/``auto``: vLLM starts from the model's maximum and, when one
+        such sequence does not fit the KV pool, shortens it to the pool (vllm 0.33.0
+        config/model.py:2639-2642, v1/core/kv_cache_planning.py:1337-1410 and :1545)."""
+        said = "--max-model-len -1 (auto): the model's max_position_embeddings"
+        if self.shape is None or self.gpu is None:
+            return mpe, said
+        ev = self.evaluate_with(self.tp, self.options_for(mpe))
+        if ev.refusals or ev.tokens is None:
+            return mpe, said
+        tokens = int(ev.tokens.result)
+        if tokens >= mpe:
+            return mpe, f"{said}, which fits the pool"
+        if tokens <= 0:
+            return mpe, f"{said}; the pool holds no token to shorten it to"
+        return tokens, (f"--max-model-len -1 (auto): vLLM shortens the model's {mpe:,} to the "
+                        f"{tokens:,} tokens the pool holds")
 
     @cached_property
     def release(self) -> Release:
@@ -150,7 +175,8 @@ class CheckContext:
         d = replace(self.deployment, engine_version=version)
         other = CheckContext(d, shape=self.shape, settings=self.settings, gpu=self.gpu,
                              gpu_origin=self.gpu_origin, model_problem=self.model_problem,
-                             model_source=self.model_source, model_hint=self.model_hint,
+                             model_source=self.model_source, model_fix=self.model_fix,
+                             model_hint=self.model_hint,
                              topology=self.topology, evaluations=self._evaluations)
         return any(True for _ in rule.check(other))
 
@@ -185,6 +211,10 @@ class CheckContext:
 
     @cached_property
     def options(self) -> Options:
+        return self.options_for(self.context[0])
+
+    def options_for(self, context: int) -> Options:
+        """The physics options of this deployment with ``context`` tokens per sequence."""
         d = self.deployment
         return Options(
             engine=d.engine,
@@ -198,7 +228,7 @@ class CheckContext:
             attn_dp=self.attn_dp,
             max_num_seqs=d.max_num_seqs,
             max_num_batched_tokens=d.max_num_batched_tokens,
-            context=self.context[0],
+            context=context,
             kv_cache_dtype=d.kv_cache_dtype,
             quantization=d.quantization,
             dtype=d.dtype,
@@ -214,8 +244,12 @@ class CheckContext:
         return self.evaluate_at(self.tp)
 
     def evaluate_at(self, t: int, **changes: object) -> Evaluation:
-        assert self.shape is not None
         opts = replace(self.options, **changes) if changes else self.options
+        return self.evaluate_with(t, opts)
+
+    def evaluate_with(self, t: int, opts: Options) -> Evaluation:
+        """One evaluation per (shape, t, options) for the whole run."""
+        assert self.shape is not None
         key = (id(self.shape), t, opts)
         ev = self._evaluations.get(key)
         if ev is None:

@@ -6,7 +6,7 @@ import sys
 from collections.abc import Iterator
 
 from tpcheck.checks.base import Finding, Severity
-from tpcheck.checks.context import CheckContext
+from tpcheck.checks.context import AUTO_FIT, CheckContext
 from tpcheck.checks.needs import BATCH, LAYOUT, MEMORY
 from tpcheck.formula import Formula, fmt_bytes
 from tpcheck.physics.memory import POOL_ERROR_BAND
@@ -51,6 +51,9 @@ def check(ctx: CheckContext) -> Iterator[Finding]:
         engine_msg = (f"KV pool holds {tokens} tokens, fewer than --context-length {c}. One "
                       "full-length request cannot fit, so long requests will be refused or "
                       "truncated at serving time.")
+    elif d.max_model_len == AUTO_FIT:  # the auto-fit found no length (tokens <= 0)
+        engine_msg = ("Cannot auto-fit max_model_len: not enough GPU memory available to serve "
+                      "even a single token.")  # vllm 0.33.0 v1/core/kv_cache_planning.py:1379-1383
     elif ev.pool.result <= 0:
         engine_msg = "No available memory for the cache blocks."
     else:

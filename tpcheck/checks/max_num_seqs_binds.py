@@ -40,6 +40,11 @@ def validate_options(conf: Mapping[str, object]) -> str | None:
     if isinstance(factor, float) and not factor >= 1:  # nan too
         return f"waste-factor must be 1 or more, got {factor}"
     return None
+PREFILL_HOLDS = (
+    "vllm 0.33.0 v1/core/sched/scheduler.py:3058-3060 (delay_free_blocks), "
+    "distributed/kv_transfer/kv_connector/v1/nixl/pull_scheduler.py:246-262; sglang 0.5.23 "
+    "disaggregation/prefill.py:1034 (disagg_prefill_inflight_queue), :1151-1228"
+)
 
 
 def check(ctx: CheckContext) -> Iterator[Finding]:
@@ -77,6 +82,11 @@ def check(ctx: CheckContext) -> Iterator[Finding]:
         "sequences",
         "DESIGN.md",
     )
+    if cap < seats and d.pd_role == "prefill":
+        # A prefill-only server keeps a finished prefill's KV blocks until the decode server
+        # has read them, outside the running batch --max-num-seqs caps (PREFILL_HOLDS): the
+        # seats past the cap hold those transfers, they are not empty.
+        return
     if cap < seats:
         past_cliff = not s.is_mla and ctx.tp > s.kv_heads > 0
         sev = Severity.WARNING if (past_cliff or seats > waste * cap) else Severity.INFO

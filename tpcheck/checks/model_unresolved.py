@@ -1,4 +1,4 @@
-"""TP000 model-unresolved: the model's config.json could not be found."""
+"""TP000 model-unresolved: the model's config.json could not be found or cannot be used."""
 
 from __future__ import annotations
 
@@ -7,6 +7,7 @@ from collections.abc import Iterator
 
 from tpcheck.checks.base import Finding, Severity
 from tpcheck.checks.context import CheckContext
+from tpcheck.sources.kustomize import PATCH_NOTE
 
 CODE = "TP000"
 NAME = "model-unresolved"
@@ -18,22 +19,36 @@ NEEDS_VALID_LAYOUT = True
 USES_MEMORY_MODEL = False
 REFUSAL_VERDICT = False
 DEPENDS_ON: tuple[str, ...] = ()
-SUMMARY = "The model's config.json could not be found; shape-based rules were skipped."
+SUMMARY = ("The model's config.json could not be found or cannot be used; shape-based rules "
+           "were skipped.")
 
 
 def check(ctx: CheckContext) -> Iterator[Finding]:
     if ctx.shape is not None or ctx.model_problem is None:
         return
     d = ctx.deployment
+    if ctx.model_fix is not None:
+        # A config was found (or its path given) but cannot be used: finding another one is
+        # not the advice; correcting that file or path is.
+        unusable = "" if "no such" in ctx.model_problem else "config found but not usable: "
+        yield ctx.finding(
+            sys.modules[__name__],
+            f"{unusable}{ctx.model_problem}; rules that need the model's shape were skipped for "
+            "this deployment",
+            span=d.span_of("model"),
+            fix=ctx.model_fix,
+        )
+        return
     # a hub id, or a guess from a hint, is what `tpcheck models pull` can fetch and map once
     fetchable = "also tried" in ctx.model_problem or (
         d.model is not None and "offline" in ctx.model_problem)
     pull = ("; `tpcheck models pull` on this file, run once online, fetches and maps it for "
             "offline runs" if fetchable and d.path not in ("-", "") else "")
+    patch = next((f"; {n}" for n in d.notes if n.startswith(PATCH_NOTE)), "")
     yield ctx.finding(
         sys.modules[__name__],
         f"{ctx.model_problem}; rules that need the model's shape were skipped for this "
-        f"deployment{pull}",
+        f"deployment{pull}{patch}",
         span=d.span_of("model"),
         fix="run `tpcheck models pull PATH...` once online (it fetches every model the files "
         "name into .tpcheck/models/ and maps it in [tool.tpcheck.models]), pass --model-config "

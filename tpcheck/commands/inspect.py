@@ -52,6 +52,7 @@ def deployment_json(d: Deployment) -> dict[str, object]:
     out["enable_dp_attention"] = d.enable_dp_attention
     out["attn_dp_size"] = d.attn_dp_size
     out["group_size"] = d.group_size
+    out["pd_role"] = d.pd_role
     out["notes"] = list(d.notes)
     return out
 

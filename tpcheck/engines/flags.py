@@ -98,6 +98,8 @@ VLLM_FLAGS: tuple[Flag, ...] = (
         value=False,
     ),
     Flag("config", "str", ("--config",), "utils/argparse_utils.py l.516-604"),
+    # a JSON object; post_process turns its kv_role into pd_role (config/kv_transfer.py l.11-13)
+    Flag("kv_transfer_config", "str", ("--kv-transfer-config",), "arg_utils.py l.1880-1882"),
 )
 
 # SGLang 0.5.23 (files under sglang/srt/arg_groups/fields/).
@@ -143,6 +145,7 @@ SGLANG_FLAGS: tuple[Flag, ...] = (
     Flag("served_model_name", "str", ("--served-model-name",), "fields/model.py"),
     Flag("enforce_eager", "bool", ("--disable-cuda-graph",), "fields/exec_.py"),
     Flag("config", "str", ("--config",), "server_args.py prepare_server_args"),
+    Flag("pd_role", "str", ("--disaggregation-mode",), "fields/disagg.py:55-58"),
 )
 
 # Python keyword names: vLLM's LLM(...)/EngineArgs(...) take the long flag names with ``_``

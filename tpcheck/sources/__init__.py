@@ -104,13 +104,7 @@ def read_path(path: str, text: str | bytes | None = None, *,
     kind = reader_kind(shown, text)
     try:
         if kind == "yaml":
-            if os.path.basename(shown) == "values.yaml" and _templates_launch(shown):
-                # the chart's own values are read through its templates (read_template); read
-                # here too, a launch in them would be reported twice
-                return ReadResult(shown, (), (), text)
-            from tpcheck.sources.yamlfile import read_yaml
-
-            return read_yaml(shown, text)
+            return _read_yaml_file(path, shown, text)
         if kind == "python":
             from tpcheck.sources.python_src import read_python
 
@@ -147,6 +141,24 @@ def _templates_launch(path: str) -> bool:
         return False
     return any(read_path(p).deployments for p in iter_files([templates]))
 
+
+
+def _read_yaml_file(path: str, shown: str, text: str) -> ReadResult:
+    """A YAML file, unless a chart's templates or a kustomization read it already."""
+    if os.path.basename(shown) == "values.yaml" and _templates_launch(shown):
+        # the chart's own values are read through its templates (read_template); read
+        # here too, a launch in them would be reported twice
+        return ReadResult(shown, (), (), text)
+    from tpcheck.sources import kustomize
+    from tpcheck.sources.yamlfile import read_yaml
+
+    if kustomize.is_kustomization(shown):
+        return kustomize.read_kustomization(shown, text)
+    if path == "-":
+        return read_yaml(shown, text)
+    if kustomize.is_listed_patch(shown):
+        return ReadResult(shown, (), (), text)  # read through its kustomization
+    return kustomize.note_lone_patch(shown, read_yaml(shown, text))
 
 def _read_shell_template(path: str, text: str) -> ReadResult:
     """A shell script kept as a template (``run.sh.tpl``, a chart's ``files/``): read with

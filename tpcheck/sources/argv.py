@@ -164,6 +164,8 @@ def set_typed(fields: Fields, name: str, kind: Kind, word: Word, start: int = 0)
     if kind == "model":
         fields.set("model", raw, span)
         return
+    if name == "max_model_len" and raw.strip().lower() == "auto":
+        raw = "-1"  # vLLM's auto-fit spelling (vllm 0.33.0 utils/argparse_utils.py:91-92)
     try:
         fields.set(name, parse_value(kind, raw), span)
     except (ValueError, KeyError):
@@ -276,11 +278,39 @@ def post_process(engine: Engine, f: Fields) -> None:
         f.spans["attn_dp_size"] = f.spans["data_parallel_size"]
     if engine == "sglang" and isinstance(f.values.get("attn_dp_size"), int):
         f.values.setdefault("enable_dp_attention", f.values["attn_dp_size"] > 1)
+    _pd_role(f)
     if engine == "vllm":
         dp = f.values.get("data_parallel_size")
         if isinstance(dp, int) and dp > 1 and f.values.get("enable_expert_parallel"):
             f.values["enable_dp_attention"] = True
             f.spans.setdefault("enable_dp_attention", f.spans["data_parallel_size"])
+
+
+_KV_ROLE = re.compile(r"""["']?kv_role["']?\s*:\s*["']?(kv_producer|kv_consumer|kv_both)""")
+_PD_ROLES = {"prefill": "prefill", "decode": "decode", "kv_producer": "prefill",
+             "kv_consumer": "decode"}
+
+
+def _pd_role(f: Fields) -> None:
+    """The server's side of a disaggregated pair: SGLang's --disaggregation-mode as written
+    ("null" is not disaggregated), vLLM's kv_role from --kv-transfer-config (kv_both serves
+    either side, per request: no role)."""
+    cfg = f.values.pop("kv_transfer_config", None)
+    cfg_span = f.spans.pop("kv_transfer_config", None)
+    f.unresolved.pop("kv_transfer_config", None)
+    if isinstance(cfg, str) and cfg_span is not None:
+        m = _KV_ROLE.search(cfg)
+        if m is not None and m.group(1) in _PD_ROLES:
+            f.set("pd_role", _PD_ROLES[m.group(1)], cfg_span)
+    role = f.values.get("pd_role")
+    if role is not None and role not in _PD_ROLES:
+        del f.values["pd_role"]  # "null", or a value SGLang refuses (TP003 says so)
+    if "pd_role" not in f.values:
+        # Dynamo's vLLM worker (python -m dynamo.vllm) takes its side as a flag of its own
+        # (ai-dynamo examples/backends/vllm/launch/disagg_kvbm.sh: the prefill worker)
+        use = next((o for o in f.options if o.written == "--is-prefill-worker"), None)
+        if use is not None:
+            f.set("pd_role", "prefill", use.locate()[0])
 
 
 def _is_number(v: str) -> bool:

@@ -117,6 +117,10 @@ class Deployment:
     distributed_executor_backend: str | None = None  # vLLM: mp, ray, ...
     cpu_offload_gb: float | None = None  # vLLM: GiB of weights per GPU kept in CPU memory
     ray_cluster: bool | None = None  # inside a Ray cluster spec: worker pods add GPUs
+    # "prefill"/"decode" in a disaggregated (PD) pair: SGLang --disaggregation-mode, vLLM
+    # --kv-transfer-config kv_role kv_producer/kv_consumer, llm-d.ai/role or Dynamo
+    # subComponentType labels. None: not disaggregated, or the role is per request (kv_both).
+    pd_role: str | None = None
     env: Mapping[str, str] = field(default_factory=dict)
     spans: Mapping[str, Span] = field(default_factory=dict)
     unresolved: Mapping[str, str] = field(default_factory=dict)  # field -> expression as written

@@ -93,6 +93,11 @@ def read_model_specs(seq: Any, ctx: Ctx, walker: Walker) -> list[Deployment]:
             image = repo.value + (f":{tag.value}" if isinstance(tag, yaml.ScalarNode) else "")
             extra["image"] = image
             extra["engine_version"] = engine_version(image, "vllm")
+        kv_role = mpath(keys.get("lmcacheConfig"), "kvRole")  # the chart's PD pair (enablePD)
+        if isinstance(kv_role, yaml.ScalarNode) and kv_role.value in ("kv_producer",
+                                                                      "kv_consumer"):
+            extra["pd_role"] = "prefill" if kv_role.value == "kv_producer" else "decode"
+            spans["pd_role"] = ctx.span(kv_role)
         prod = product_in_terms(keys.get("nodeSelectorTerms"))
         if prod is not None:
             extra["gpu_product"] = prod.value

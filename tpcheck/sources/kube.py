@@ -53,6 +53,7 @@ LAUNCH_HINT = re.compile(
 # Suppression that survives `helm template` and Kustomize (they drop comments):
 # metadata.annotations["tpcheck.dev/ignore"] = "TP201,TP203" (optionally ": reason").
 IGNORE_ANNOTATION = "tpcheck.dev/ignore"
+PD_ROLE_LABEL = "llm-d.ai/role"  # llm-d's prefill/decode pods (its guides' manifests)
 
 
 def _first_keys(node: Any) -> dict[str, Any]:
@@ -379,7 +380,8 @@ class Walker:
         notes: list[str] = []
         self._container_gpus(keys, extra, spans)
         readers = (self._dynamo_gpus, self._node_product, self._ray_cluster,
-                   self._ignore_annotation, self._group_size, self._ome_group_size)
+                   self._ignore_annotation, self._group_size, self._ome_group_size,
+                   self._pd_role)
         for a in reversed(anc):
             if not isinstance(a, yaml.MappingNode):
                 continue
@@ -458,6 +460,20 @@ class Walker:
             extra["ignores"] = {ign.start_mark.line + 1: frozenset(
                 c.strip().upper() for c in codes.split(",") if c.strip())}
             spans["ignores"] = self.ctx.span(ign)
+
+    def _pd_role(
+        self, a: Any, ks: dict[str, Any], extra: dict[str, Any], spans: dict[str, Span]
+    ) -> None:
+        """A disaggregated server's side from its labels: llm-d's ``llm-d.ai/role`` (pod
+        template or object metadata), Dynamo's ``subComponentType`` on the service."""
+        if "pd_role" in extra:
+            return
+        node = ks.get("subComponentType")
+        if node is None and "metadata" in ks:
+            node = mget(mget(ks["metadata"], "labels"), PD_ROLE_LABEL)
+        if isinstance(node, yaml.ScalarNode) and node.value in ("prefill", "decode"):
+            extra["pd_role"] = node.value
+            spans["pd_role"] = self.ctx.span(node)
 
     def _group_size(
         self, a: Any, ks: dict[str, Any], extra: dict[str, Any], spans: dict[str, Span]

@@ -96,7 +96,14 @@ def k8s_word(loc: Located, env: Mapping[str, Located]) -> Word:
         pos.extend(_ps(loc, i, m.start()))
         rep = env[m.group(1)]
         chars.append(rep.value)
-        pos.extend(rep.positions if rep.positions else [_p(loc, m.start())] * len(rep.value))
+        if rep.positions and rep.path != loc.path and loc.positions and rep.value:
+            # the value was written in another file (a kustomize base or patch): one Located
+            # has one path, so the characters are placed on the reference $(VAR) itself
+            ref = loc.positions[m.start() : m.end()]
+            pos.extend([ref[0]] * (len(rep.value) - 1) + [ref[-1]])
+        else:
+            pos.extend(rep.positions if rep.positions
+                       else [_p(loc, m.start())] * len(rep.value))
         if whole:
             single_var = rep.span()
         i = m.end()

@@ -25,7 +25,11 @@ PRODUCT_LABELS = (
     "beta.kubernetes.io/instance-type",
     "cloud.google.com/gke-tpu-accelerator",  # a TPU slice: tpcheck then knows it is no GPU
 )
-_IMAGE_VERSION = re.compile(r":v?(\d+\.\d+(?:\.\d+)?(?:[.\-+][0-9A-Za-z.]+)?)$")
+# The release at the start of a tag (up to four numbers, then PEP 440 rc/post/dev parts), and
+# whatever build suffix follows a separator: v0.5.2rc2-cu126, 0.5.10.post1-cu124, v0.7.3.self.post1.
+_IMAGE_VERSION = re.compile(
+    r"v?(\d+\.\d+(?:\.\d+){0,2}(?:(?:a|b|rc)\d+)?(?:\.?post\d+)?(?:\.?dev\d+)?)(?:[-+_]|\.(?!\d)|$)"
+)
 
 
 def mget(node: Any, key: str) -> Any:
@@ -45,14 +49,19 @@ def mpath(node: Any, *keys: str) -> Any:
 
 
 def engine_version(image: str | None, engine: Engine) -> str | None:
-    """``vllm/vllm-openai:v0.6.4`` → ``0.6.4``; only for an image of that engine. Images that
+    """``vllm/vllm-openai:v0.6.4`` → ``0.6.4``; only for an image of that engine. The release
+    keeps its rc/post part and drops the build suffix (``v0.5.2rc2-cu126`` → ``0.5.2rc2``), as
+    the option tables and defaults are per release, not per CUDA build. Images that
     wrap an engine carry their own version in the tag: NGC's ``nvcr.io/nvidia/vllm:26.02-py3``
     (a container release) and Dynamo's ``ai-dynamo-vllm-runtime:1.2.0`` are not vLLM 26.02 or
     1.2.0, so they pin nothing."""
     low = (image or "").lower()
     if not image or engine not in low or "dynamo" in low or low.startswith("nvcr.io/nvidia/"):
         return None
-    m = _IMAGE_VERSION.search(image.split("@", 1)[0])
+    name = image.split("@", 1)[0].rsplit("/", 1)[-1]  # a registry's :port is no tag
+    if ":" not in name:
+        return None  # untagged or a digest only: no release named
+    m = _IMAGE_VERSION.match(name.rsplit(":", 1)[1])
     return m.group(1) if m else None
 
 

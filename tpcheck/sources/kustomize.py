@@ -1,0 +1,644 @@
+"""Kustomize overlays: a ``kustomization.yaml`` read as ``kustomize build`` would assemble it.
+
+Kept small and without running kustomize: ``resources`` (files, and folders holding their own
+kustomization), strategic-merge patches (``patchesStrategicMerge``, ``patches`` with a path or
+an inline patch, matched by kind and name or by ``target``), JSON 6902 patches (add, replace,
+remove), ``images`` tag overrides, and ``configMapGenerator`` literals for the containers that
+take them with ``envFrom``. The merged objects are then read by the Kubernetes
+reader, with every value placed in the file that supplied it: the merged tree keeps the
+original YAML nodes, it is written out once and composed again so the reader sees one
+document, and each composed node is mapped back to the node it was written from.
+
+Strategic merge follows Kubernetes' merge keys for the lists an engine launch lives in
+(containers and env by ``name``, volumeMounts by ``mountPath``, ports by ``containerPort``);
+other lists (``args``, ``command``) are replaced, as kustomize does. A patch file found alone,
+with no kustomization naming it, is read as it is; when it has the look of a patch (a workload
+whose containers name no image) and a parent folder holds a workload of that kind and name, its
+deployments carry a note naming that base (TP000 says it).
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterator
+
+import yaml
+
+from tpcheck.record import replace
+from tpcheck.sources.base import MAX_BYTES, Deployment, ReadResult, SourceError, Span
+from tpcheck.sources.positions import LineIndex, Located
+from tpcheck.sources.yamlctx import LOADER, Ctx
+
+TYPE_CHECKING = False  # typing's constant without importing typing (start-up, issue 8)
+if TYPE_CHECKING:
+    from typing import Any
+
+NAMES = ("kustomization.yaml", "kustomization.yml", "Kustomization")
+WORKLOADS = frozenset({"Deployment", "StatefulSet", "LeaderWorkerSet", "DaemonSet", "Job",
+                       "Pod"})
+PATCH_NOTE = "looks like a kustomize patch"
+OVERLAY_NOTE = "as kustomize builds"
+# Kubernetes' patchMergeKey for the lists a launch lives in (core/v1 types.go tags).
+MERGE_KEYS = {"containers": "name", "initContainers": "name", "env": "name",
+              "volumes": "name", "volumeMounts": "mountPath", "ports": "containerPort",
+              "imagePullSecrets": "name"}
+MAX_DEPTH = 8  # kustomizations including kustomizations: a cycle or a deep chain stops here
+MAX_SCANNED = 200  # files per parent folder looked at for a lone patch's base
+_MAP, _SEQ, _SCALAR = yaml.MappingNode, yaml.SequenceNode, yaml.ScalarNode
+_STR = "tag:yaml.org,2002:str"
+_SEQ_TAG = "tag:yaml.org,2002:seq"
+
+
+class KustomizeError(Exception):
+    """A kustomization that cannot be assembled: one line naming the file and position."""
+
+    def __init__(self, path: str, line: int, column: int, message: str) -> None:
+        super().__init__(message)
+        self.error = SourceError(path, line, column, message)
+
+
+def is_kustomization(path: str) -> bool:
+    return os.path.basename(path) in NAMES
+
+
+class Files:
+    """Each file read once per kustomization, with the Ctx that places its nodes."""
+
+    def __init__(self) -> None:
+        self.ctx_of: dict[int, Ctx] = {}  # id(node) → the Ctx of the file it was read from
+        self.keep: list[Any] = []  # every node registered stays alive (ids stay unique)
+        self.synthetic: set[int] = set()  # values no file holds as written (image overrides)
+        self._docs: dict[str, list[Any]] = {}
+        self._texts: dict[str, str] = {}
+
+    def given(self, path: str, text: str) -> None:
+        """The text of ``path`` as the caller has it (stdin, an editor buffer)."""
+        self._texts[path] = text
+
+    def docs(self, path: str, where: tuple[str, Any]) -> list[Any]:
+        hit = self._docs.get(path)
+        if hit is not None:
+            return hit
+        text = self._texts.get(path)
+        if text is None:
+            if os.path.exists(path) and not os.path.isfile(path):
+                raise _error(where, f"{path}: not a regular file")  # a FIFO would block
+            try:
+                with open(path, encoding="utf-8-sig") as fh:
+                    text = fh.read(MAX_BYTES + 1)
+            except (OSError, UnicodeDecodeError) as e:
+                raise _error(where, f"cannot read {path}: {getattr(e, 'strerror', None) or e}"
+                             ) from None
+            if len(text) > MAX_BYTES:
+                raise _error(where, f"{path} is over the {MAX_BYTES}-byte limit")
+        ctx = Ctx(path, LineIndex(text))
+        try:
+            docs = [d for d in yaml.compose_all(text, Loader=LOADER) if d is not None]
+        except yaml.MarkedYAMLError as e:
+            mark = e.problem_mark or e.context_mark
+            line, col = (mark.line + 1, mark.column + 1) if mark is not None else (1, 1)
+            raise KustomizeError(path, line, col, f"YAML does not parse: {e.problem}") from None
+        for d in docs:
+            self.own(d, ctx)
+        self._docs[path] = docs
+        return docs
+
+    def all_docs(self) -> list[list[Any]]:
+        return list(self._docs.values())
+
+    def own(self, node: Any, ctx: Ctx) -> None:
+        stack = [node]
+        while stack:
+            n = stack.pop()
+            if id(n) in self.ctx_of:
+                continue
+            self.ctx_of[id(n)] = ctx
+            self.keep.append(n)
+            if isinstance(n, _MAP):
+                stack.extend(x for pair in n.value for x in pair)
+            elif isinstance(n, _SEQ):
+                stack.extend(n.value)
+
+    def adopt(self, new: Any, like: Any) -> Any:
+        """A node built by the merge is placed where ``like`` (its base) was."""
+        self.ctx_of[id(new)] = self.ctx_of[id(like)]
+        self.keep.append(new)
+        return new
+
+
+def _placed(files: Files, node: Any, message: str) -> KustomizeError:
+    """An error at ``node``, placed in its file (also inside an inline patch)."""
+    ctx = files.ctx_of.get(id(node))
+    if ctx is None:
+        return _error(("<kustomization>", node), message)
+    s = ctx.span(node)
+    return KustomizeError(s.path, s.line, s.column, message)
+
+
+def _error(where: tuple[str, Any], message: str) -> KustomizeError:
+    path, node = where
+    mark = getattr(node, "start_mark", None)
+    line, col = (mark.line + 1, mark.column + 1) if mark is not None else (1, 1)
+    return KustomizeError(path, line, col, message)
+
+
+def _get(node: Any, key: str) -> Any:
+    if isinstance(node, _MAP):
+        for k, v in node.value:
+            if isinstance(k, _SCALAR) and k.value == key:
+                return v
+    return None
+
+
+def _text(node: Any) -> str | None:
+    return node.value if isinstance(node, _SCALAR) else None
+
+
+def _identity(doc: Any) -> tuple[str | None, str | None]:
+    return _text(_get(doc, "kind")), _text(_get(_get(doc, "metadata"), "name"))
+
+
+# ---- strategic merge -------------------------------------------------------------------------
+def _is_null(node: Any) -> bool:
+    return isinstance(node, _SCALAR) and not node.style and node.value in ("null", "~", "")
+
+
+def merge(base: Any, patch: Any, files: Files, key: str | None = None) -> Any:
+    """``patch`` merged into ``base`` as a strategic-merge patch (new nodes, originals kept)."""
+    if isinstance(base, _MAP) and isinstance(patch, _MAP):
+        if _text(_get(patch, "$patch")) == "replace":
+            return patch
+        out = list(base.value)
+        for pk, pv in patch.value:
+            name = _text(pk)
+            if name is None or name.startswith("$"):
+                continue
+            at = next((i for i, (k, _) in enumerate(out) if _text(k) == name), None)
+            if _is_null(pv):
+                if at is not None:
+                    del out[at]
+            elif at is None:
+                out.append((pk, pv))
+            else:
+                out[at] = (out[at][0], merge(out[at][1], pv, files, name))
+        return files.adopt(_MAP(base.tag, out, base.start_mark, base.end_mark,
+                                base.flow_style), base)
+    if isinstance(base, _SEQ) and isinstance(patch, _SEQ) and key in MERGE_KEYS:
+        mk = MERGE_KEYS[key]
+        items = list(base.value)
+        for item in patch.value:
+            ident = _text(_get(item, mk))
+            at = next((i for i, b in enumerate(items) if ident is not None
+                       and _text(_get(b, mk)) == ident), None)
+            if _text(_get(item, "$patch")) == "delete":
+                if at is not None:
+                    del items[at]
+            elif at is None:
+                items.append(item)
+            else:
+                items[at] = merge(items[at], item, files)
+        return files.adopt(_SEQ(base.tag, items, base.start_mark, base.end_mark,
+                                base.flow_style), base)
+    return patch  # scalars and other lists (args, command): the patch's value replaces
+
+
+# ---- JSON 6902 -------------------------------------------------------------------------------
+def _pointer(path: str) -> list[str]:
+    return [p.replace("~1", "/").replace("~0", "~") for p in path.split("/")[1:]]
+
+
+def json6902(doc: Any, ops: Any, files: Files) -> Any:
+    """Apply add/replace/remove operations; the tree is rebuilt along each path."""
+    if not isinstance(ops, _SEQ):
+        raise _placed(files, ops, "a JSON 6902 patch is a list of operations")
+    for op in ops.value:
+        kind, path = _text(_get(op, "op")), _text(_get(op, "path"))
+        if kind not in ("add", "replace", "remove") or path is None:
+            raise _placed(files, op, f"JSON patch operation {kind!r} is not read by tpcheck "
+                                     "(add, replace and remove are)")
+        value = _get(op, "value")
+        if value is None and kind != "remove":
+            raise _placed(files, op, f"JSON patch {kind} without a value")
+        doc = _apply(doc, _pointer(path), kind, value, files, op)
+    return doc
+
+
+def _apply(node: Any, parts: list[str], kind: str, value: Any, files: Files,
+           where: Any) -> Any:
+    head, rest = parts[0], parts[1:]
+    if isinstance(node, _MAP):
+        at = next((i for i, (k, _) in enumerate(node.value) if _text(k) == head), None)
+        items = list(node.value)
+        if not rest:
+            if kind == "remove":
+                if at is not None:
+                    del items[at]
+            elif at is None:
+                key = files.adopt(_SCALAR(_STR, head, value.start_mark, value.end_mark), value)
+                items.append((key, value))
+            else:
+                items[at] = (items[at][0], value)
+        else:
+            if at is None:
+                raise _placed(files, where, f"JSON patch path has no {head!r}")
+            items[at] = (items[at][0], _apply(items[at][1], rest, kind, value, files, where))
+        return files.adopt(_MAP(node.tag, items, node.start_mark, node.end_mark,
+                                node.flow_style), node)
+    if isinstance(node, _SEQ):
+        seq = list(node.value)
+        if head == "-":
+            i = len(seq)
+        elif head.isdigit() and int(head) <= len(seq):
+            i = int(head)
+        else:
+            raise _placed(files, where, f"JSON patch index {head!r} is out of range")
+        if not rest:
+            if kind == "add":
+                seq.insert(i, value)
+            elif i < len(seq):
+                if kind == "remove":
+                    del seq[i]
+                else:
+                    seq[i] = value
+        elif i < len(seq):
+            seq[i] = _apply(seq[i], rest, kind, value, files, where)
+        return files.adopt(_SEQ(node.tag, seq, node.start_mark, node.end_mark,
+                                node.flow_style), node)
+    raise _placed(files, where, "JSON patch path goes through a scalar")
+
+
+# ---- images ----------------------------------------------------------------------------------
+def _image_name(image: str) -> str:
+    """``repo/name:tag@digest`` → ``repo/name`` (a registry's :port stays)."""
+    ref = image.split("@", 1)[0]
+    last = ref.rsplit("/", 1)[-1]
+    return ref[: len(ref) - len(last)] + last.split(":", 1)[0]
+
+
+def _images(doc: Any, overrides: list[tuple[Any, Ctx]], files: Files) -> Any:
+    """Containers whose image matches an ``images`` entry get its newName/newTag/digest."""
+    if not overrides:
+        return doc
+
+    def visit(node: Any) -> Any:
+        if isinstance(node, _MAP):
+            items = list(node.value)
+            changed = False
+            for i, (k, v) in enumerate(items):
+                if _text(k) == "image" and isinstance(v, _SCALAR):
+                    new = _override(v, overrides, files)
+                    if new is not v:
+                        items[i], changed = (k, new), True
+                elif isinstance(v, (_MAP, _SEQ)):
+                    nv = visit(v)
+                    if nv is not v:
+                        items[i], changed = (k, nv), True
+            if changed:
+                return files.adopt(_MAP(node.tag, items, node.start_mark, node.end_mark,
+                                        node.flow_style), node)
+        elif isinstance(node, _SEQ):
+            seq = [visit(x) for x in node.value]
+            if any(a is not b for a, b in zip(seq, node.value, strict=True)):
+                return files.adopt(_SEQ(node.tag, seq, node.start_mark, node.end_mark,
+                                        node.flow_style), node)
+        return node
+
+    return visit(doc)
+
+
+def _override(image: Any, overrides: list[tuple[Any, Ctx]], files: Files) -> Any:
+    name = _image_name(image.value)
+    for entry, ctx in overrides:
+        if _text(_get(entry, "name")) != name:
+            continue
+        new_name = _text(_get(entry, "newName")) or name
+        tag, digest = _text(_get(entry, "newTag")), _text(_get(entry, "digest"))
+        old = image.value.split("@", 1)[0]
+        old_tag = old[len(name) + 1:] if old[len(name):].startswith(":") else ""
+        value = new_name + (f"@{digest}" if digest else f":{tag}" if tag else
+                            f":{old_tag}" if old_tag else "")
+        # the value is the kustomization's: placed on the entry's tag (else its name)
+        at = _get(entry, "newTag") or _get(entry, "digest") or _get(entry, "newName") or entry
+        node = _SCALAR(_STR, value, at.start_mark, at.end_mark)
+        files.ctx_of[id(node)] = ctx
+        files.keep.append(node)
+        files.synthetic.add(id(node))
+        return node
+    return image
+
+
+# ---- the kustomization -----------------------------------------------------------------------
+def build(path: str, files: Files, depth: int = 0) -> list[Any]:
+    """The objects ``kustomize build`` would emit for the kustomization at ``path``."""
+    if depth > MAX_DEPTH:
+        raise KustomizeError(path, 1, 1, f"kustomizations nest more than {MAX_DEPTH} deep")
+    folder = os.path.dirname(path) or "."
+    (kz, *_) = files.docs(path, (path, None)) or [None]
+    if not isinstance(kz, _MAP):
+        return []
+    ctx = files.ctx_of[id(kz)]
+    objects: list[Any] = []
+    for entry in _items(_get(kz, "resources")) + _items(_get(kz, "bases")):
+        ref = _text(entry)
+        if ref is None or "://" in ref or ref.startswith(("github.com/", "git@")):
+            continue  # a remote base: not fetched
+        target = os.path.normpath(os.path.join(folder, ref))
+        if os.path.isdir(target):
+            inner = next((os.path.join(target, n) for n in NAMES
+                          if os.path.isfile(os.path.join(target, n))), None)
+            if inner is None:
+                raise _error((path, entry), f"{ref}: a folder with no kustomization.yaml")
+            objects.extend(build(inner, files, depth + 1))
+        else:
+            objects.extend(files.docs(target, (path, entry)))
+    for patch, target, _ in _patches(kz, folder, files, path):
+        objects = [_patch_one(o, patch, target, files) for o in objects]
+    generated = _generated_env(kz)
+    if generated:
+        objects = [_env_from(o, generated, files) for o in objects]
+    overrides = [(e, ctx) for e in _items(_get(kz, "images")) if isinstance(e, _MAP)]
+    return [_images(o, overrides, files) for o in objects]
+
+
+def _generated_env(kz: Any) -> dict[str, list[Any]]:
+    """ConfigMap name → its ``configMapGenerator`` literals (``KEY=value`` scalars)."""
+    out: dict[str, list[Any]] = {}
+    for gen in _items(_get(kz, "configMapGenerator")):
+        name = _text(_get(gen, "name"))
+        literals = [x for x in _items(_get(gen, "literals"))
+                    if isinstance(x, _SCALAR) and "=" in x.value]
+        if name and literals:
+            out.setdefault(name, []).extend(literals)
+    return out
+
+
+def _env_from(node: Any, generated: dict[str, list[Any]], files: Files) -> Any:
+    """Containers with ``envFrom: [{configMapRef: {name}}]`` of a generated ConfigMap get its
+    literals as ``KEY=value`` env items, before their own ``env`` (which wins, as in
+    Kubernetes) and after literals an inner kustomization added (an overlay's win)."""
+    if isinstance(node, _SEQ):
+        seq = [_env_from(x, generated, files) for x in node.value]
+        if all(a is b for a, b in zip(seq, node.value, strict=True)):
+            return node
+        return files.adopt(_SEQ(node.tag, seq, node.start_mark, node.end_mark,
+                                node.flow_style), node)
+    if not isinstance(node, _MAP):
+        return node
+    literals = [lit for ref in _items(_get(node, "envFrom"))
+                for lit in generated.get(_text(_get(_get(ref, "configMapRef"), "name")) or "", [])]
+    items = []
+    changed = False
+    for k, v in node.value:
+        nv = _env_from(v, generated, files) if isinstance(v, (_MAP, _SEQ)) else v
+        changed |= nv is not v
+        items.append((k, nv))
+    if literals:
+        env_at = next((i for i, (k, _) in enumerate(items) if _text(k) == "env"), None)
+        if env_at is None:
+            key = files.adopt(_SCALAR(_STR, "env", node.start_mark, node.start_mark), node)
+            files.synthetic.add(id(key))
+            items.append((key, files.adopt(_SEQ(_SEQ_TAG, list(literals), node.start_mark,
+                                                node.end_mark), node)))
+        elif isinstance(items[env_at][1], _SEQ):
+            env = items[env_at][1]
+            old = _items(env)
+            lead = next((i for i, x in enumerate(old) if not isinstance(x, _SCALAR)), len(old))
+            new = files.adopt(_SEQ(env.tag, [*old[:lead], *literals, *old[lead:]],
+                                   env.start_mark, env.end_mark), env)
+            items[env_at] = (items[env_at][0], new)
+        changed = True
+    if not changed:
+        return node
+    return files.adopt(_MAP(node.tag, items, node.start_mark, node.end_mark, node.flow_style),
+                       node)
+
+
+def _items(node: Any) -> list[Any]:
+    return list(node.value) if isinstance(node, _SEQ) else []
+
+
+def _patches(kz: Any, folder: str, files: Files,
+             path: str) -> Iterator[tuple[Any, Any, tuple[str, Any]]]:
+    """(patch document, target selector or None, where it was named) in kustomize's order."""
+    ctx = files.ctx_of[id(kz)]
+    for entry in _items(_get(kz, "patchesStrategicMerge")):
+        yield from _patch_docs(entry, None, folder, files, path, ctx)
+    for key in ("patches", "patchesJson6902"):
+        for entry in _items(_get(kz, key)):
+            if isinstance(entry, _MAP):
+                target = _get(entry, "target")
+                body = _get(entry, "path") or _get(entry, "patch")
+                if body is not None:
+                    inline = _get(entry, "patch") is body
+                    yield from _patch_docs(body, target, folder, files, path, ctx, inline)
+            else:
+                yield from _patch_docs(entry, None, folder, files, path, ctx)
+
+
+def _patch_docs(node: Any, target: Any, folder: str, files: Files, path: str, ctx: Ctx,
+                inline: bool = False) -> Iterator[tuple[Any, Any, tuple[str, Any]]]:
+    ref = _text(node)
+    if ref is None:
+        return
+    if inline or "\n" in ref:  # a patch written in the kustomization itself
+        inner = ctx.inner(ctx.locate(node))
+        try:
+            docs = [d for d in yaml.compose_all(ref, Loader=LOADER) if d is not None]
+        except yaml.YAMLError:
+            raise _error((path, node), "inline patch does not parse as YAML") from None
+        for d in docs:
+            files.own(d, inner)
+            yield d, target, (path, node)
+        return
+    file = os.path.normpath(os.path.join(folder, ref))
+    for d in files.docs(file, (path, node)):
+        yield d, target, (file, d)
+
+
+def _patch_one(obj: Any, patch: Any, target: Any, files: Files) -> Any:
+    kind, name = _identity(obj)
+    if target is not None:
+        want_kind, want_name = _text(_get(target, "kind")), _text(_get(target, "name"))
+        if (want_kind and want_kind != kind) or (want_name and want_name != name):
+            return obj
+        if isinstance(patch, _SEQ):
+            return json6902(obj, patch, files)
+    elif isinstance(patch, _SEQ) or _identity(patch) != (kind, name):
+        return obj
+    return merge(obj, patch, files)
+
+
+# ---- reading ---------------------------------------------------------------------------------
+class MergedCtx(Ctx):
+    """Positions for the composed text of the merged objects: each node is placed where the
+    node it was written from sits, in that node's own file."""
+
+    def __init__(self, path: str, index: LineIndex, origin: dict[int, tuple[Any, Ctx]],
+                 synthetic: set[int]) -> None:
+        super().__init__(path, index)
+        self.origin = origin
+        self.synthetic = synthetic
+
+    def locate(self, node: Any) -> Located:
+        hit = self.origin.get(id(node))
+        if hit is None:
+            return super().locate(node)
+        orig, ctx = hit
+        if id(orig) in self.synthetic:  # an image override: the kustomization entry's span
+            return Located(node.value, (), ctx.span(orig), ctx.path)
+        return ctx.locate(orig)
+
+    def span(self, node: Any) -> Span:
+        hit = self.origin.get(id(node))
+        if hit is None:
+            return super().span(node)
+        orig, ctx = hit
+        return ctx.span(orig)
+
+    def inner(self, loc: Located) -> Ctx:
+        return Ctx(loc.path, LineIndex(loc.value), loc)
+
+
+def _pair(written: Any, read: Any, files: Files, origin: dict[int, tuple[Any, Ctx]]) -> None:
+    """Map each composed node to the merged node it was written from (same shape)."""
+    stack = [(written, read)]
+    while stack:
+        w, r = stack.pop()
+        if id(r) in origin:
+            continue
+        ctx = files.ctx_of.get(id(w))
+        if ctx is not None:
+            origin[id(r)] = (w, ctx)
+        if isinstance(w, _MAP) and isinstance(r, _MAP):
+            for (wk, wv), (rk, rv) in zip(w.value, r.value, strict=False):
+                stack.append((wk, rk))
+                stack.append((wv, rv))
+        elif isinstance(w, _SEQ) and isinstance(r, _SEQ):
+            stack.extend(zip(w.value, r.value, strict=False))
+
+
+def _one_file(span: Span) -> Span:
+    """A launch whose words come from two files (the base's command, the patch's args) ends
+    in the other file: keep its start, in the file it names."""
+    if (span.end_line, span.end_column) <= (span.line, span.column):
+        return Span(span.path, span.line, span.column, span.line, span.column + 1)
+    return span
+
+
+def read_kustomization(path: str, text: str) -> ReadResult:
+    """The workloads of ``kustomize build`` on this kustomization, with their positions."""
+    from tpcheck.sources.kube import Walker
+
+    files = Files()
+    files.given(path, text)
+    try:
+        # the workloads a patch or an image override changed: the others are read (once) in
+        # their own files
+        objects = [o for o in build(path, files) if _identity(o)[0] in WORKLOADS]
+        as_read = {id(d) for docs in files.all_docs() for d in docs}
+        objects = [o for o in objects if id(o) not in as_read]
+    except KustomizeError as e:
+        return ReadResult(path, (), (e.error,), text)
+    except RecursionError:
+        return ReadResult(path, (), (SourceError(path, 1, 1, "nesting too deep to read"),),
+                          text)
+    if not objects:
+        return ReadResult(path, (), (), text)
+    written = yaml.serialize_all(objects, Dumper=yaml.SafeDumper)
+    found: list[Deployment] = []
+    for w, r in zip(objects, yaml.compose_all(written, Loader=LOADER), strict=True):
+        origin: dict[int, tuple[Any, Ctx]] = {}
+        _pair(w, r, files, origin)
+        ctx = MergedCtx(path, LineIndex(written), origin, files.synthetic)
+        # each launch is where its container is written (the base, or the patch that replaced
+        # it), and says which overlay it was read through
+        found.extend(replace(d, path=d.span.path, span=_one_file(d.span),
+                             notes=(*d.notes, f"{OVERLAY_NOTE} {path}"))
+                     for d in Walker(ctx).run(r))
+    return ReadResult(path, tuple(found), (), text)
+
+
+# ---- files kustomize reads as patches --------------------------------------------------------
+def _listed_patches(folder: str) -> frozenset[str]:
+    """Files the folder's kustomization names as patches (read through it, not alone)."""
+    kz = next((os.path.join(folder, n) for n in NAMES if os.path.isfile(os.path.join(folder, n))),
+              None)
+    if kz is None:
+        return frozenset()
+    files = Files()
+    try:
+        (doc, *_) = files.docs(kz, (kz, None)) or [None]
+        found = [] if not isinstance(doc, _MAP) else list(_patches(doc, folder, files, kz))
+    except KustomizeError:
+        return frozenset()
+    return frozenset(w[0] for _, _, w in found if w[0] != kz)
+
+
+def is_listed_patch(path: str) -> bool:
+    """Whether a kustomization beside ``path`` reads it as a patch."""
+    folder = os.path.dirname(os.path.abspath(path))
+    return os.path.abspath(path) in {os.path.abspath(p) for p in _listed_patches(folder)}
+
+
+def note_lone_patch(path: str, result: ReadResult) -> ReadResult:
+    """A workload whose containers name no image, with a workload of that kind and name in a
+    parent folder: the deployments say which file kustomize would merge it into."""
+    unresolved = [d for d in result.deployments if d.image is None and (
+        d.model is None or "$" in d.model)]
+    if not unresolved or not result.text or "image:" in result.text:
+        return result
+    try:
+        docs = [d for d in yaml.compose_all(result.text, Loader=LOADER) if d is not None]
+    except yaml.YAMLError:
+        return result
+    kinds = {_identity(d) for d in docs if _identity(d)[0] in WORKLOADS and _identity(d)[1]}
+    if not kinds:
+        return result
+    bases = _bases_above(os.path.dirname(os.path.abspath(path)), frozenset(kinds))
+    if not bases:
+        return result
+    kind, name = next(iter(kinds))
+    here = os.path.dirname(os.path.abspath(path))
+    best = sorted(bases, key=lambda b: (os.path.splitext(os.path.basename(b))[0]
+                                        != os.path.basename(here), b))
+    shown = os.path.relpath(best[0], here)
+    more = f" (and {len(best) - 1} other file(s) there)" if len(best) > 1 else ""
+    note = (f"{PATCH_NOTE} (no image): kustomize would merge it into {kind} {name} in "
+            f"{shown}{more}; lint the overlay's kustomization.yaml, or the base")
+    out = tuple(replace(d, notes=(*d.notes, note)) if d in unresolved else d
+                for d in result.deployments)
+    return ReadResult(result.path, out, result.errors, result.text, result.skipped)
+
+
+def _bases_above(folder: str, kinds: frozenset[tuple[str | None, str | None]]) -> list[str]:
+    """YAML files in the parent folders (two levels up) defining one of ``kinds``."""
+    out: list[str] = []
+    parent = os.path.dirname(folder)
+    names_wanted = [n for _, n in kinds if n]
+    for _ in range(2):
+        try:
+            names = sorted(os.listdir(parent))[:MAX_SCANNED]
+        except OSError:
+            break
+        for n in names:
+            p = os.path.join(parent, n)
+            if not n.endswith((".yaml", ".yml")) or not os.path.isfile(p):
+                continue
+            try:
+                with open(p, encoding="utf-8-sig") as fh:
+                    text = fh.read(1 << 20)
+                if not any(w in text for w in names_wanted):
+                    continue  # cheaper than composing every file beside the patch
+                docs = list(yaml.compose_all(text, Loader=LOADER))
+            except (OSError, UnicodeDecodeError, yaml.YAMLError):
+                continue
+            if any(d is not None and _identity(d) in kinds for d in docs):
+                out.append(p)
+        if out:
+            break
+        parent = os.path.dirname(parent)
+    return out
+
+
+__all__ = ["PATCH_NOTE", "is_kustomization", "is_listed_patch", "note_lone_patch",
+           "read_kustomization"]
