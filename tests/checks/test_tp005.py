@@ -22,3 +22,19 @@ def test_deprecated_option_quotes_the_engines_warning(tmp_path: Path) -> None:
     assert f.message.startswith("'--enable-dp-attention' is deprecated and will be removed in a "
                                 "future release. Use '--attn-dp-size <dp-size>' instead.")
     assert f.span.column == col(line, "--enable-dp-attention")
+
+
+def test_deprecated_true_says_what_the_engine_prints(tmp_path: Path) -> None:
+    """vLLM 0.10.2 registers --disable-log-requests with argparse's ``deprecated=True``
+    (engine/arg_utils.py:1783 in that release's table, which stores no text of its own): the
+    finding says the warning line argparse prints, with the release and the place, and the fix
+    says to remove it since no replacement is named."""
+    text = ("apiVersion: v1\nkind: Pod\nmetadata: {name: p}\nspec:\n  containers:\n"
+            "  - name: vllm\n    image: vllm/vllm-openai:v0.10.2\n"
+            "    command: [vllm, serve, m, --disable-log-requests]\n")
+    [f] = lint(tmp_path, "p.yaml", text)
+    assert f.code == "TP005" and f.severity is Severity.WARNING
+    assert f.message.startswith(
+        "vllm serve: warning: option '--disable-log-requests' is deprecated (registered as "
+        "deprecated in vllm 0.10.2 at vllm/engine/arg_utils.py:1783)")
+    assert f.fix is not None and f.fix.startswith("remove it")

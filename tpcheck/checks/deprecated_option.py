@@ -28,4 +28,5 @@ SUMMARY = "An option the pinned release still accepts but warns about and will r
 
 def check(ctx: CheckContext) -> Iterator[Finding]:
     yield from findings(ctx, sys.modules[__name__], "deprecated",
-                        "move to the replacement the engine's warning names")
+                        "remove it, or use the replacement the engine's warning names: later "
+                        "releases drop deprecated options")
