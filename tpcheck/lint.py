@@ -348,6 +348,7 @@ class Linter:
                                    model_source=source, model_fix=ctx.model_fix,
                                    model_hint=ctx.model_hint,
                                    topology=self.topology, evaluations=self._evaluations)
+        unresolved = d.unresolved.keys()  # usually empty: then no rule is skipped for it
         for rule in self.rules:
             # each rule declares what it needs (tpcheck.checks): skipped when that is missing
             if tpu and rule.NEEDS_GPU_PHYSICS:
@@ -356,7 +357,7 @@ class Linter:
                 continue
             if tp_unknown and rule.NEEDS_KNOWN_TP:
                 continue  # t is an expression tpcheck cannot evaluate: nothing to say about it
-            if any(name in d.unresolved for name in rule.DEPENDS_ON):
+            if unresolved and not unresolved.isdisjoint(rule.DEPENDS_ON):
                 continue  # a value the rule's figures need is an expression: no guessed finding
             try:
                 found.extend(rule.check(ctx))

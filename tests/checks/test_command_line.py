@@ -77,3 +77,28 @@ def test_pin_between_two_tables_judges_only_what_both_neighbours_refuse(tmp_path
                                 "did you mean --max-num-seqs?")
     assert "vllm 0.23.0 has no option table: checked against 0.21.0, the nearest known" in (
         f.message)
+
+
+def test_one_analysis_per_deployment_and_no_finished_deployment_kept(tmp_path: Path) -> None:
+    # The five option rules share one analysis of a deployment; once the next deployment is
+    # analysed, the previous one is not kept alive by that memo (a corpus run holds one file).
+    import gc
+    import weakref
+
+    from tpcheck.checks._options import analyze
+    from tpcheck.sources import read_path
+
+    p = tmp_path / "two.sh"
+    p.write_text("vllm serve a/b --tensor-parallel-sise 8\nvllm serve c/d --max-num-seqs 8\n",
+                 encoding="utf-8")
+    rr = read_path(str(p))
+    first, second = rr.deployments
+    a = analyze(first)
+    assert analyze(first) is a
+    assert [(v.use.written, v.outcome) for v in a.verdicts] == [
+        ("--tensor-parallel-sise", "unknown")]
+    assert analyze(second).verdicts == ()
+    gone = weakref.ref(first)
+    del first, rr, a
+    gc.collect()
+    assert gone() is None

@@ -63,14 +63,17 @@ def release_for(d: Deployment) -> tuple[str, str | None]:
     return nearest_release(d.engine, d.engine_version)
 
 
-_CACHE: dict[int, tuple[Deployment, Analysis]] = {}
+# The last deployment analysed: the option rules (TP001-TP005) run one after another on one
+# deployment, so one entry serves them all and no finished deployment is kept alive.
+_last: tuple[Deployment, Analysis] | None = None
 
 
 def analyze(d: Deployment) -> Analysis:
     """Every option of ``d`` resolved against its release (computed once per deployment)."""
-    hit = _CACHE.get(id(d))
-    if hit is not None and hit[0] is d:
-        return hit[1]
+    global _last
+    last = _last  # read once: an LSP thread may replace it meanwhile
+    if last is not None and last[0] is d:
+        return last[1]
     release, note = release_for(d)
     table = load_table(d.engine, release)
     verdicts = tuple(
@@ -94,9 +97,7 @@ def analyze(d: Deployment) -> Analysis:
         # options, found by name, are judged
         verdicts = tuple(v for v in verdicts if v.outcome in ("bad_value", "deprecated"))
     a = Analysis(d.engine, release, note, verdicts)
-    if len(_CACHE) > 256:
-        _CACHE.clear()
-    _CACHE[id(d)] = (d, a)
+    _last = (d, a)
     return a
 
 
