@@ -10,6 +10,7 @@ import click
 
 from tpcheck.commands import base
 from tpcheck.errors import UsageError
+from tpcheck.oneline import one_line
 from tpcheck.sources import iter_files, read_path, read_stdin
 from tpcheck.sources.base import Deployment, ReadResult, SourceError
 
@@ -113,7 +114,7 @@ def run(args: base.Args) -> int:
         results.append(read_path(p, text, stdin_filename=stdin_filename))
     errors = walk_errors + [e for r in results for e in r.errors]
     for e in errors:
-        print(str(e), file=sys.stderr)
+        print(one_line(str(e)), file=sys.stderr)
     deployments = [d for r in results for d in r.deployments]
     if fmt == "json":
         print(json.dumps({
