@@ -18,7 +18,6 @@ import sys
 
 from tpcheck import __version__
 from tpcheck.errors import CommandError, UsageError
-from tpcheck.oneline import one_line
 
 # typing's constant without importing typing, so `tpcheck --version` stays small (a command run
 # imports typing anyway, with click); type checkers take any name TYPE_CHECKING as true.
@@ -108,6 +107,8 @@ def _run(args: list[str], standalone: bool) -> int:
 
 
 def _say_error(message: str, hint: str | None) -> int:
+    from tpcheck.oneline import one_line  # here, so `tpcheck --version` imports nothing more
+
     see = f" (see '{hint} --help')" if hint else ""
     sys.stderr.write(f"tpcheck: error: {one_line(message)}{see}\n")
     return 2
@@ -147,6 +148,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     except Exception as e:
         if debug:
             raise
+        from tpcheck.oneline import one_line
+
         sys.stderr.write(f"tpcheck: internal error: {type(e).__name__}: {one_line(str(e))} "
                          "(rerun with --debug for a traceback)\n")
         return 2
