@@ -115,3 +115,16 @@ def test_a_launch_value_in_a_message_cannot_recolour_the_terminal(tmp_path: Path
 def test_a_command_line_error_is_one_line(tmp_path: Path) -> None:
     code, _, err = run_in(tmp_path, ["--context", "1\n2", "x.yaml"])
     assert code == 2 and len(err.splitlines()) == 1 and "1\\n2" in err, err
+
+
+def test_inspect_text_keeps_each_launch_on_its_lines(tmp_path: Path) -> None:
+    # tp is $'\n' (ANSI-C quoting): unresolved, and its expression holds a real newline
+    (tmp_path / "esc.sh").write_text("vllm serve \"nosuch/m\x1b[31mX\" -tp $'\\n'\n",
+                                     encoding="utf-8")
+    out = io.StringIO()
+    with contextlib.chdir(tmp_path), contextlib.redirect_stdout(out):
+        assert main(["inspect", "--offline", "esc.sh"]) == 0
+    assert "\x1b" not in out.getvalue()
+    lines = out.getvalue().splitlines()
+    assert lines[0].startswith("esc.sh:1: vllm model=nosuch/m\\x1b[31mX tp=- "), lines
+    assert "    tensor_parallel_size: unresolved $\\n" in lines, lines
