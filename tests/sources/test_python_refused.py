@@ -4,13 +4,15 @@
 tokens, then its validation raises ``CSTValidationError`` ("Cannot concatenate string and
 bytes"), which ended the whole run as "internal error". Python refuses the file as well
 ("cannot mix bytes and nonbytes literals"), so it is reported where Python's parser points.
-The siblings: a libcst syntax error and nesting past the reader's limit.
+The siblings: a libcst syntax error, nesting past the reader's limit, and the parser's
+"invalid escape sequence" warnings, which printed stray stderr lines naming no file.
 """
 
 from __future__ import annotations
 
 import ast
 import re
+import warnings
 
 import pytest
 
@@ -62,3 +64,18 @@ def test_a_lone_bytes_literal_parses_and_its_launch_is_read() -> None:
     result = read_path("ok.py", "LLM(model=b'org/m', tensor_parallel_size=2)\n")
     assert result.errors == ()
     assert len(result.deployments) == 1
+
+
+def test_invalid_escape_warnings_neither_print_nor_change_the_read() -> None:
+    # "\d" in a literal: parsing warns "<unknown>:1: invalid escape sequence" (SyntaxWarning,
+    # shown by default from Python 3.12), a stderr line that names no file
+    text = 'LLM(model="a\\d", tensor_parallel_size=2)\n'
+    with warnings.catch_warnings(record=True) as shown:
+        warnings.simplefilter("always")
+        result = read_path("w.py", text)
+    assert shown == []
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # a warning made an error still reads the same value
+        strict = read_path("w.py", text)
+    assert [d.model for d in result.deployments] == [d.model for d in strict.deployments] \
+        == ["a\\d"]
