@@ -107,8 +107,10 @@ def _run(args: list[str], standalone: bool) -> int:
 
 
 def _say_error(message: str, hint: str | None) -> int:
+    from tpcheck.oneline import one_line  # here, so `tpcheck --version` imports nothing more
+
     see = f" (see '{hint} --help')" if hint else ""
-    sys.stderr.write(f"tpcheck: error: {message}{see}\n")
+    sys.stderr.write(f"tpcheck: error: {one_line(message)}{see}\n")
     return 2
 
 
@@ -146,7 +148,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     except Exception as e:
         if debug:
             raise
-        sys.stderr.write(f"tpcheck: internal error: {type(e).__name__}: {e} "
+        from tpcheck.oneline import one_line
+
+        sys.stderr.write(f"tpcheck: internal error: {type(e).__name__}: {one_line(str(e))} "
                          "(rerun with --debug for a traceback)\n")
         return 2
 

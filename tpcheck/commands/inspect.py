@@ -10,6 +10,7 @@ import click
 
 from tpcheck.commands import base
 from tpcheck.errors import UsageError
+from tpcheck.oneline import one_line
 from tpcheck.sources import iter_files, read_path, read_stdin
 from tpcheck.sources.base import Deployment, ReadResult, SourceError
 
@@ -117,7 +118,7 @@ def run(args: base.Args) -> int:
         results.append(read_path(p, text, stdin_filename=stdin_filename))
     errors = walk_errors + [e for r in results for e in r.errors]
     for e in errors:
-        print(str(e), file=sys.stderr)
+        print(one_line(str(e)), file=sys.stderr)
     deployments = [d for r in results for d in r.deployments]
     if fmt == "json":
         print(json.dumps({
@@ -128,23 +129,23 @@ def run(args: base.Args) -> int:
         for r in results:
             if not r.deployments:
                 if verbose and not r.errors:
-                    print(f"{r.path}: no engine launch")
+                    print(one_line(f"{r.path}: no engine launch"))
                 continue
             for d in r.deployments:
                 tp = d.spans.get("tensor_parallel_size")
                 where = f"{d.path}:{d.span.line}"
-                print(
+                print(one_line(
                     f"{where}: {d.engine} model={_cell(d.model)} tp={_cell(d.tensor_parallel_size)}"
                     f" pp={_cell(d.pipeline_parallel_size)} dp={_cell(d.data_parallel_size)}"
                     f" max_num_seqs={_cell(d.max_num_seqs)} max_model_len={_cell(d.max_model_len)}"
                     f" gpus={_cell(d.gpus_requested)} gpu={_cell(d.gpu_product)}"
                     + (f" (tp at {tp.line}:{tp.column})" if tp else "")
-                )
-                print(f"    config: {models.text(d)}")
+                ))
+                print(one_line(f"    config: {models.text(d)}"))
                 for name, expr in sorted(d.unresolved.items()):
-                    print(f"    {name}: unresolved {expr}")
+                    print(one_line(f"    {name}: unresolved {expr}"))
                 for note in d.notes:
-                    print(f"    note: {note}")
+                    print(one_line(f"    note: {note}"))
     if walk_errors or (errors and not deployments and all(r.errors for r in results)):
         return 2  # a folder went unread, or nothing could be read
     return 0

@@ -12,6 +12,7 @@ import click
 
 from tpcheck.commands import base
 from tpcheck.errors import UsageError
+from tpcheck.oneline import one_line
 
 TYPE_CHECKING = False  # typing's constant without importing typing (start-up)
 if TYPE_CHECKING:
@@ -119,7 +120,7 @@ def run(args: base.Args) -> int:
         sys.stdout.write(text)
     if fmt in ("text", "github"):
         for problem in result.errors:
-            sys.stderr.write(f"tpcheck: {problem}\n")
+            sys.stderr.write(f"tpcheck: {one_line(str(problem))}\n")
     code = exit_code(result, settings.fail_on)
     if args.sarif_file is not None and not _write_sarif(args.sarif_file, result):
         return 2
@@ -134,7 +135,8 @@ def _write_sarif(path: Path, result: LintResult) -> bool:
     try:
         path.write_text(render("sarif", result), encoding="utf-8")
     except OSError as e:
-        sys.stderr.write(f"tpcheck: cannot write SARIF to {path}: {e.strerror or e}\n")
+        sys.stderr.write(one_line(f"tpcheck: cannot write SARIF to {path}: {e.strerror or e}")
+                         + "\n")
         return False
     return True
 

@@ -9,6 +9,7 @@ from typing import Any
 
 from tpcheck.commands import base
 from tpcheck.errors import CommandError
+from tpcheck.oneline import one_line
 
 DESCRIPTION = """\
 Fetch and list the model configs the project relies on.
@@ -62,11 +63,11 @@ def run_pull(args: base.Args) -> int:
         print(f"{p.model_id} @ {p.revision or 'unknown revision'} ({p.fetched_from}) -> "
               f"{p.folder}")
     for note in result.skipped:
-        sys.stderr.write(f"tpcheck: skipped: {note}\n")
+        sys.stderr.write(f"tpcheck: skipped: {one_line(str(note))}\n")
     for err in result.errors:
-        sys.stderr.write(f"tpcheck: error: {err}\n")
+        sys.stderr.write(f"tpcheck: error: {one_line(str(err))}\n")
     for model_id, message in result.failed:
-        sys.stderr.write(f"tpcheck: error: {model_id}: {message}\n")
+        sys.stderr.write(f"tpcheck: error: {one_line(f'{model_id}: {message}')}\n")
     if result.pulled:
         print(f"mapped {len(result.pulled)} model(s) in {result.settings_file}")
     return 2 if result.failed or result.errors else 0

@@ -6,6 +6,7 @@ from collections.abc import Sequence
 
 from tpcheck.formula import GIB, Formula
 from tpcheck.models.shape import ModelShape
+from tpcheck.oneline import one_line
 from tpcheck.physics import step as stepmodel
 from tpcheck.physics.plan import Evaluation, Options
 
@@ -71,7 +72,7 @@ def render_plan(model: str, where: str, shape: ModelShape, rows: Sequence[Evalua
     out: list[str] = []
     kvdesc = (f"MLA latent {shape.mla.latent_dim}" if shape.mla else
               f"h_kv={shape.kv_heads}, d_h={shape.head_dim}")
-    out.append(f"{model}  ({where})")
+    out.append(one_line(f"{model}  ({where})"))  # the names as given, on one line
     out.append(f"  L={shape.layers} d={shape.hidden} h={shape.heads} {kvdesc} f={shape.ffn} "
                f"V={shape.vocab} dtype={shape.dtype}"
                + (f" experts={shape.moe.num_experts}x{shape.moe.expert_ffn}" if shape.moe else ""))

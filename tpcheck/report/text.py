@@ -6,6 +6,7 @@ from collections import Counter
 
 from tpcheck.checks.base import Finding
 from tpcheck.lint import LintResult
+from tpcheck.oneline import one_line
 
 SHARED_MIN = 24  # characters two messages must share, ending at ": ", to count as one statement
 
@@ -43,26 +44,27 @@ def render_text(result: LintResult, *, color: bool = False, statistics: bool = F
             # One mistake, one screen: a finding on the lead's span that repeats its statement
             # (TP101-TP104 for one t) says only its own reason; JSON/SARIF keep it whole.
             code = f"{COLORS[sev]}{f.code}{RESET}" if color else f.code
-            out.append(f"  + {code} [{sev}] {reason}")
+            out.append(f"  + {code} [{sev}] {one_line(reason)}")
             if f.fix and f.fix != lead.fix and not quiet:
-                out.append(f"    fix: {f.fix}")
+                out.append(f"    fix: {one_line(f.fix)}")
             continue
         lead = f
-        loc = f"{s.path}:{s.line}:{s.column}:"
+        loc = f"{one_line(s.path)}:{s.line}:{s.column}:"  # a path or value never breaks the line
+        message = one_line(f.message)
         if color:
-            head = f"{BOLD}{loc}{RESET} {COLORS[sev]}{f.code}{RESET} [{sev}] {f.message}"
+            head = f"{BOLD}{loc}{RESET} {COLORS[sev]}{f.code}{RESET} [{sev}] {message}"
         else:
-            head = f"{loc} {f.code} [{sev}] {f.message}"
+            head = f"{loc} {f.code} [{sev}] {message}"
         out.append(head)
         if quiet:
             continue
         for fm in f.formulas:
-            line = f"    = {fm.render()}"
+            line = f"    = {one_line(fm.render())}"
             out.append(f"{DIM}{line}{RESET}" if color else line)
         if f.fix:
-            out.append(f"    fix: {f.fix}")
+            out.append(f"    fix: {one_line(f.fix)}")
     for upath, uline, utext in result.unused_ignores:
-        out.append(f"{upath}:{uline}:1: unused suppression: {utext}")
+        out.append(one_line(f"{upath}:{uline}:1: unused suppression: {utext}"))
     if statistics and result.findings:
         counts = Counter((f.code, f.name) for f in result.findings)
         out.append("")

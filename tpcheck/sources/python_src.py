@@ -65,6 +65,21 @@ def _too_deep(path: str, text: str) -> SourceError | None:
     return None
 
 
+def _refused(path: str, text: str, err: Exception) -> SourceError:
+    """The error for a file libcst would not build a tree for, at the position the
+    interpreter's own parser gives (libcst's validation errors carry none). Deep nesting is
+    ``_too_deep``'s, and a RecursionError past it is the caller's (``read_path``)."""
+    import ast
+
+    try:
+        ast.parse(text)
+    except SyntaxError as e:
+        return SourceError(path, e.lineno or 1, e.offset or 1, f"Python does not parse: {e.msg}")
+    except (RecursionError, MemoryError, ValueError):
+        pass
+    return SourceError(path, 1, 1, f"Python does not parse: {str(err).rstrip('.')}")
+
+
 def read_python(path: str, text: str) -> ReadResult:
     if not any(hint in text for hint in ("LLM", "Engine", "vllm", "sglang")):
         return ReadResult(path, (), (), text)  # no launcher name: nothing libcst could find
@@ -80,6 +95,10 @@ def read_python(path: str, text: str) -> ReadResult:
         msg = str(e.message).splitlines()[0] if e.message else "syntax error"
         return ReadResult(path, (), (SourceError(path, e.raw_line, e.raw_column + 1,
                                                  f"Python does not parse: {msg}"),), text)
+    except cst.CSTValidationError as e:
+        # libcst tokenised the file but would not build the tree (b"" "" concatenates bytes and
+        # str, which Python refuses too): the file's own error, never the run's.
+        return ReadResult(path, (), (_refused(path, text, e),), text)
     wrapper = MetadataWrapper(module, unsafe_skip_copy=True)  # read only: no second tree
     reader = _Reader(path, wrapper, wrapper.resolve(PositionProvider))
 

@@ -1,0 +1,130 @@
+"""One line per problem, whatever the paths and values hold (issue 14, hostile classes).
+
+A newline, carriage return, NEL (U+0085), U+2028 or an escape sequence in a file name, a setting
+or a launch value is written the way ``repr`` writes it in text output, in the GitHub commands
+and in the error lines on stderr; JSON and SARIF keep the true string (their encoders escape
+it). Each case runs ``main()`` in a temporary folder, offline.
+"""
+
+from __future__ import annotations
+
+import ast
+import contextlib
+import io
+import json
+from pathlib import Path
+from urllib.parse import unquote
+
+import pytest
+
+from tpcheck.cli import main
+from tpcheck.oneline import one_line
+
+ROOT = Path(__file__).resolve().parents[2]
+GOOD_TEXT = (ROOT / "fixtures" / "lint" / "qwen3-32b-tp16.yaml").read_text(encoding="utf-8")
+# Each breaks a line for str.splitlines() or rewrites a terminal (ESC ... m recolours it).
+HOSTILE = ["\n", "\r", "\x85", "\u2028", "\u2029", "\x1b[31m", "\x0b", "\x7f"]
+ODD_PY = 'LLM(model=b"""""""", tensor_parallel_size=2)\n'  # bytes then str: Python refuses it
+
+
+def run_in(folder: Path, args: list[str]) -> tuple[int, str, str]:
+    out, err = io.StringIO(), io.StringIO()
+    with contextlib.chdir(folder), contextlib.redirect_stdout(out), \
+            contextlib.redirect_stderr(err):
+        code = main(["--offline", "--gpu", "h100-sxm", *args])
+    return code, out.getvalue(), err.getvalue()
+
+
+@pytest.mark.parametrize("text", ["a\nb", "a\rb", "a\x85b", "a\u2028b", "a\u2029b",
+                                  "\x1b[31mred", "\x00", "\t", "\x7f", "\x9f"])
+def test_every_line_breaking_or_terminal_character_is_escaped(text: str) -> None:
+    shown = one_line(text)
+    assert len(shown.splitlines()) == 1 and shown.isprintable(), shown
+    assert shown == repr(text)[1:-1]  # as repr writes them (no quote or backslash in the cases)
+
+
+def test_other_text_is_left_alone() -> None:
+    text = "C:\\models\\x 'é' \"ü\" 中文 ${A} %0A"
+    assert one_line(text) == text
+
+
+@pytest.mark.parametrize("bad", HOSTILE)
+def test_a_finding_in_a_file_so_named_stays_on_its_line(tmp_path: Path, bad: str) -> None:
+    name = f"q{bad}wen.yaml"
+    (tmp_path / name).write_text(GOOD_TEXT, encoding="utf-8")
+    code, out, err = run_in(tmp_path, [name])
+    assert code == 1, err
+    # TP201 on the fixture: t = 16 > h_kv = 8 (Qwen3-32B), at its "16" (line 19, column 16)
+    heads = [x for x in out.splitlines() if " TP201 " in x]
+    assert len(heads) == 1 and heads[0].startswith(f"q{one_line(bad)}wen.yaml:19:16: "), out
+    assert "\x1b" not in out and len(out.splitlines()) == len(out.split("\n")) - 1
+
+    code, out, _ = run_in(tmp_path, ["--format", "json", name])
+    assert {f["path"] for f in json.loads(out)["findings"]} == {name}  # the true name
+
+    code, out, _ = run_in(tmp_path, ["--format", "github", name])
+    line = next(x for x in out.splitlines() if x.startswith("::"))
+    assert f"file=q{one_line(bad).replace(':', '%3A')}wen.yaml," in line
+    assert "\x1b" not in out
+
+
+@pytest.mark.parametrize("bad", HOSTILE)
+def test_an_error_about_a_file_so_named_is_one_line(tmp_path: Path, bad: str) -> None:
+    name = f"od{bad}d.py"
+    (tmp_path / name).write_text(ODD_PY, encoding="utf-8")
+    (tmp_path / "good.yaml").write_text(GOOD_TEXT, encoding="utf-8")
+    code, out, err = run_in(tmp_path, [name, "good.yaml"])
+    assert code == 2
+    # where the interpreter's own parser points (3.11: column 20, just past b"""""""")
+    try:
+        ast.parse(ODD_PY)
+    except SyntaxError as e:
+        at = f"{e.lineno}:{e.offset}"
+    assert err.splitlines() == [f"tpcheck: od{one_line(bad)}d.py:{at}: Python does not parse: "
+                                "cannot mix bytes and nonbytes literals"], err
+    assert "TP201" in out  # the other file is still checked
+
+    code, out, err = run_in(tmp_path, ["--format", "sarif", name])
+    (result,) = json.loads(out)["runs"][0]["results"]
+    uri = result["locations"][0]["physicalLocation"]["artifactLocation"]["uri"]
+    assert unquote(uri) == name  # SARIF keeps the true name (percent-encoded in its URI)
+
+
+@pytest.mark.parametrize("bad", HOSTILE)
+def test_a_settings_value_in_an_error_is_one_line(tmp_path: Path, bad: str) -> None:
+    # the reproducer: topology = "\u0085" printed a raw NEL inside "tpcheck: ...:1:1: ..."
+    (tmp_path / ".tpcheck.toml").write_text(f"offline = true\ntopology = {json.dumps(bad)}\n",
+                                            encoding="utf-8")
+    (tmp_path / "good.yaml").write_text(GOOD_TEXT, encoding="utf-8")
+    code, _, err = run_in(tmp_path, ["good.yaml"])
+    assert code == 2
+    lines = err.splitlines()
+    assert len(lines) == 1 and lines[0].startswith(f"tpcheck: {one_line(bad)}:1:1: cannot read "
+                                                   "topology"), err
+    assert "\x1b" not in err
+
+
+def test_a_launch_value_in_a_message_cannot_recolour_the_terminal(tmp_path: Path) -> None:
+    (tmp_path / "esc.sh").write_text('vllm serve "nosuch/m\x1b[31mX" -tp 3\n', encoding="utf-8")
+    _, out, err = run_in(tmp_path, ["esc.sh"])
+    assert "\x1b" not in out + err
+    # column 13: the model's first character, after `vllm serve ` (11) and the quote
+    assert "esc.sh:1:13: TP000 [warning] nosuch/m\\x1b[31mX: " in out, out
+
+
+def test_a_command_line_error_is_one_line(tmp_path: Path) -> None:
+    code, _, err = run_in(tmp_path, ["--context", "1\n2", "x.yaml"])
+    assert code == 2 and len(err.splitlines()) == 1 and "1\\n2" in err, err
+
+
+def test_inspect_text_keeps_each_launch_on_its_lines(tmp_path: Path) -> None:
+    # tp is $'\n' (ANSI-C quoting): unresolved, and its expression holds a real newline
+    (tmp_path / "esc.sh").write_text("vllm serve \"nosuch/m\x1b[31mX\" -tp $'\\n'\n",
+                                     encoding="utf-8")
+    out = io.StringIO()
+    with contextlib.chdir(tmp_path), contextlib.redirect_stdout(out):
+        assert main(["inspect", "--offline", "esc.sh"]) == 0
+    assert "\x1b" not in out.getvalue()
+    lines = out.getvalue().splitlines()
+    assert lines[0].startswith("esc.sh:1: vllm model=nosuch/m\\x1b[31mX tp=- "), lines
+    assert "    tensor_parallel_size: unresolved $\\n" in lines, lines
