@@ -10,7 +10,14 @@ import stat
 import sys
 from collections.abc import Iterable, Iterator
 
-from tpcheck.sources.base import MAX_BYTES, Deployment, ReadResult, SourceError, Span
+from tpcheck.sources.base import (
+    MAX_BYTES,
+    Deployment,
+    ReadResult,
+    SourceError,
+    Span,
+    keep_launches,
+)
 
 __all__ = [
     "MAX_BYTES",
@@ -101,6 +108,11 @@ def read_path(path: str, text: str | bytes | None = None, *,
             return ReadResult(shown, (), (SourceError(
                 shown, line, column,
                 f"not UTF-8 text (lone surrogate U+{ord(text[e.start]):04X})"),))
+    return keep_launches(_read_text(shown, text))
+
+
+def _read_text(shown: str, text: str) -> ReadResult:
+    """The reader the name or content picks, on text that passed the size and encoding checks."""
     kind = reader_kind(shown, text)
     try:
         if kind == "yaml":

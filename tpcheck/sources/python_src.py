@@ -24,7 +24,16 @@ from tpcheck.sources.argv import (
     find_launch,
     set_typed,
 )
-from tpcheck.sources.base import Deployment, ModelHint, OptionUse, ReadResult, SourceError, Span
+from tpcheck.sources.base import (
+    MAX_LAUNCHES,
+    Deployment,
+    ModelHint,
+    OptionUse,
+    ReadResult,
+    SourceError,
+    Span,
+    launch_limit,
+)
 from tpcheck.sources.positions import Located
 from tpcheck.sources.shell import Word
 
@@ -144,14 +153,13 @@ def _line_start(text: str, line: int) -> int:
 # time grows with the syntax nodes it parses (~35 us each to parse, as much again to visit, on
 # a busy 2-core box: 5 MB of LLM() calls took 198 s), so a Python file is read up to
 # MAX_CHARS characters (what the interpreter's parser screens in about a second), then up to
-# MAX_NODES syntax nodes, each cut at a top-level statement; and past MAX_LAUNCHES launches (each
-# costs its positions and findings) the rest is not checked. The first limit reached is said in
-# one line (exit 2, as the shell reader's MAX_WORDS), never a silent "0 deployments". Launch
+# MAX_NODES syntax nodes, each cut at a top-level statement; and past base.MAX_LAUNCHES launches
+# (each costs its positions and findings) the rest is not checked. The first limit reached is
+# said in one line (exit 2, as the shell reader's MAX_WORDS), never a silent "0 deployments". Launch
 # scripts have a few hundred nodes; the largest engine sources (SGLang's scheduler.py, 282 KB)
 # ~28,000.
 MAX_CHARS = 512 * 1024
 MAX_NODES = 50_000
-MAX_LAUNCHES = 1_000
 # A line that can start a top-level statement the prefix before it can end without: not a
 # continuation clause (else, elif, except, finally), not after a decorator or a backslash.
 _TOP_LINE = re.compile(r"\n(?![ \t\n#@)\]}]|else\b|elif\b|except\b|finally\b)")
@@ -332,11 +340,7 @@ class _Reader:
         for node, top in scan.calls:
             self.top = top
             if len(self.found) >= MAX_LAUNCHES and self.launches(node):
-                at = self.span(node)
-                self.limits.append(SourceError(
-                    self.path, at.line, at.column,
-                    f"the file has more launches than tpcheck reads ({MAX_LAUNCHES:,}); "
-                    f"nothing from line {at.line} on is checked"))
+                self.limits.append(launch_limit(self.path, self.span(node), MAX_LAUNCHES))
                 return
             self.call(node)
 
