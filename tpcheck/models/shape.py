@@ -7,7 +7,7 @@ the physics only reads it. Every width here is the *text* model's, as vLLM's
 
 from __future__ import annotations
 
-from tpcheck.record import record
+from tpcheck.record import record, value_hash
 
 
 @record
@@ -111,6 +111,14 @@ class ModelShape:
     attn_output_gate: bool = False  # qwen3_next: q_proj also emits a gate, 2·h·d_h outputs
     attention_sinks: bool = False  # gpt-oss: one learned sink logit per head per layer
     linear_attn: LinearAttention | None = None  # hybrid models: the non-KV-cache layers
+
+    def __hash__(self) -> int:
+        """Computed once and kept: the shape keys the memoised legality questions, which a file
+        of refused launches asks ~8 times a launch, and its fields hash nested records."""
+        h: int | None = self.__dict__.get("_hash")
+        if h is None:
+            h = self.__dict__["_hash"] = value_hash(self)
+        return h
 
     @property
     def dense_layers(self) -> int:
