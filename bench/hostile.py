@@ -31,6 +31,7 @@ up to 512 KiB and 50,000 syntax nodes. Past a limit the file says where reading 
     5MB-refused-launches      10.2 s, 542 MiB (10,000: MAX_WORDS)  1.7 s, 70 MiB (1,000)
     5MB-LLM-calls             230.4 s, 2959 MiB (100,824)          5.0 s, 179 MiB (1,000)
     5MB-pods                  40.6 s, 1344 MiB (26,083)            1.4 s, 49 MiB (1,000)
+    5MB-python-code           over 300 s (timeout)                 3.9 s, 231 MiB (50,000 nodes)
 
 At equal work (1,000 launches, user CPU seconds): refused launches 1.19 -> 0.90, Pods
 1.26 -> 1.04, LLM() calls 2.26 -> 1.99. What is left in a Python file is libcst's own cost per
@@ -76,6 +77,14 @@ def llm_cap_py(_: int) -> str:
     return head + line * ((CAP - 1 - len(head)) // len(line))
 
 
+def code_cap_py(_: int) -> str:
+    """Python that names vLLM but is mostly other code (dense list literals), up to the cap:
+    libcst's cost is per syntax node, not per launch."""
+    head = "import vllm\n"
+    line = "x = [1, 2, 3]\n"
+    return head + line * ((CAP - 1 - len(head)) // len(line))
+
+
 def pods_cap_yaml(_: int) -> str:
     """Kubernetes Pods (refused t = 3) in one multi-document file, up to the cap."""
     doc = (
@@ -93,6 +102,7 @@ CASES: dict[str, tuple[str, int, Callable[[int], str]]] = {
     "5MB-refused-launches": ("refused-cap.sh", 0, refused_cap_sh),
     "5MB-LLM-calls": ("calls-cap.py", 0, llm_cap_py),
     "5MB-pods": ("pods-cap.yaml", 0, pods_cap_yaml),
+    "5MB-python-code": ("code-cap.py", 0, code_cap_py),
 }
 
 
