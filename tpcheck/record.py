@@ -107,6 +107,11 @@ def _hash(self: Any) -> int:
     return hash(_values(self))
 
 
+def value_hash(obj: object) -> int:
+    """The hash a frozen record has by default: of its compared fields' values."""
+    return _hash(obj)
+
+
 def _frozen_setattr(self: Any, name: str, value: object) -> None:
     raise FrozenInstanceError(f"cannot assign to field {name!r}")
 
@@ -213,7 +218,9 @@ def _build(cls: _C, frozen: bool, order: bool) -> _C:
     if "__repr__" not in cls.__dict__:
         attrs["__repr__"] = _repr
     if frozen:
-        attrs.update(__setattr__=_frozen_setattr, __delattr__=_frozen_delattr, __hash__=_hash)
+        attrs.update(__setattr__=_frozen_setattr, __delattr__=_frozen_delattr)
+        if cls.__dict__.get("__hash__") is None:  # a hand-written __hash__ is kept (ModelShape)
+            attrs["__hash__"] = _hash
     else:
         attrs["__hash__"] = None  # mutable and compared by value: unhashable, like dataclasses
     if order:

@@ -15,6 +15,7 @@ from lsprotocol import types as lsp
 from pytest_lsp import LanguageClient
 
 from tests.lsp.conftest import REPO
+from tpcheck.sources.base import MAX_LAUNCHES
 
 pytestmark = pytest.mark.asyncio
 
@@ -408,9 +409,11 @@ async def test_editing_pyproject_relints_open_documents(bare_client: LanguageCli
 
 async def test_a_slow_document_does_not_hold_up_a_fast_one(client: LanguageClient,
                                                            tmp_path: Path) -> None:
-    # 1,500 LLM(...) calls: every one a deployment to read and check, seconds of work.
+    # MAX_LAUNCHES (1,000) LLM(...) calls, as many as a file is read for: every one a
+    # deployment to read and check, seconds of work.
     slow_text = "from vllm import LLM\n" + "".join(
-        f'llm{i} = LLM("Qwen/Qwen3-32B", tensor_parallel_size=16)\n' for i in range(1500))
+        f'llm{i} = LLM("Qwen/Qwen3-32B", tensor_parallel_size=16)\n'
+        for i in range(MAX_LAUNCHES))
     slow, fast = (tmp_path / "slow.py").as_uri(), (tmp_path / "fast.sh").as_uri()
     open_doc(client, slow, slow_text, "python")
     await asyncio.sleep(0.05)  # the slow lint has started
@@ -420,7 +423,7 @@ async def test_a_slow_document_does_not_hold_up_a_fast_one(client: LanguageClien
     # The fast document was answered while the slow one was still being linted.
     assert not any(p.uri == slow for p in published(client))
     diags = await publish(client, slow, 1)
-    assert len(diags) == 1500 and {x.code for x in diags} == {"TP201"}
+    assert len(diags) == MAX_LAUNCHES and {x.code for x in diags} == {"TP201"}
 
 
 async def test_a_document_past_the_size_budget_is_linted_on_save(client: LanguageClient,

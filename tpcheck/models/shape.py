@@ -7,7 +7,7 @@ the physics only reads it. Every width here is the *text* model's, as vLLM's
 
 from __future__ import annotations
 
-from tpcheck.record import record
+from tpcheck.record import record, value_hash
 
 
 @record
@@ -119,6 +119,14 @@ class ModelShape:
     # and each layer's MLP width when they differ (0: a no-op MLP); ``ffn`` is then the widest.
     no_attention_layers: int = 0
     layer_ffn: tuple[int, ...] = ()
+
+    def __hash__(self) -> int:
+        """Computed once and kept: the shape keys the memoised legality questions, which a file
+        of refused launches asks ~8 times a launch, and its fields hash nested records."""
+        h: int | None = self.__dict__.get("_hash")
+        if h is None:
+            h = self.__dict__["_hash"] = value_hash(self)
+        return h
 
     @property
     def dense_layers(self) -> int:

@@ -1,4 +1,9 @@
-"""DESIGN.md's JSON shape: {"findings": [...], "errors": [...]} (a public contract)."""
+"""DESIGN.md's JSON shape: {"findings": [...], "errors": [...]} (a public contract).
+
+The keys are the contract, not the layout: one finding (or error) a line, each encoded by the
+json module's C encoder. ``indent=`` would take the pure-Python encoder, which was ~45% of a
+``--format json`` run over 10,000 refused launches (issue 14 item 8).
+"""
 
 from __future__ import annotations
 
@@ -8,13 +13,22 @@ from tpcheck.lint import LintResult
 
 
 def render_json(result: LintResult) -> str:
-    doc = {
-        "findings": [f.to_json() for f in result.findings],
-        "errors": [e.to_json() for e in result.errors],
-        "summary": {"files": result.files, "deployments": result.deployments,
-                    "suppressed": result.suppressed},
-    }
-    return json.dumps(doc, indent=2, default=_default) + "\n"
+    summary = {"files": result.files, "deployments": result.deployments,
+               "suppressed": result.suppressed}
+    return ('{\n  "findings": ' + _rows([f.to_json() for f in result.findings])
+            + ',\n  "errors": ' + _rows([e.to_json() for e in result.errors])
+            + ',\n  "summary": ' + _dumps(summary) + "\n}\n")
+
+
+def _rows(items: list[dict[str, object]]) -> str:
+    """A list with one compact item a line, indented under its key."""
+    if not items:
+        return "[]"
+    return "[\n    " + ",\n    ".join(_dumps(i) for i in items) + "\n  ]"
+
+
+def _dumps(o: object) -> str:
+    return json.dumps(o, default=_default)
 
 
 def _default(o: object) -> object:

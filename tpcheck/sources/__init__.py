@@ -10,7 +10,14 @@ import stat
 import sys
 from collections.abc import Iterable, Iterator
 
-from tpcheck.sources.base import MAX_BYTES, Deployment, ReadResult, SourceError, Span
+from tpcheck.sources.base import (
+    MAX_BYTES,
+    Deployment,
+    ReadResult,
+    SourceError,
+    Span,
+    keep_launches,
+)
 
 __all__ = [
     "MAX_BYTES",
@@ -101,10 +108,15 @@ def read_path(path: str, text: str | bytes | None = None, *,
             return ReadResult(shown, (), (SourceError(
                 shown, line, column,
                 f"not UTF-8 text (lone surrogate U+{ord(text[e.start]):04X})"),))
+    return keep_launches(_read_text(shown, text, stdin=path == "-"))
+
+
+def _read_text(shown: str, text: str, *, stdin: bool = False) -> ReadResult:
+    """The reader the name or content picks, on text that passed the size and encoding checks."""
     kind = reader_kind(shown, text)
     try:
         if kind == "yaml":
-            return _read_yaml_file(path, shown, text)
+            return _read_yaml_file(shown, text, stdin=stdin)
         if kind == "python":
             import warnings
 
@@ -149,7 +161,7 @@ def _templates_launch(path: str) -> bool:
 
 
 
-def _read_yaml_file(path: str, shown: str, text: str) -> ReadResult:
+def _read_yaml_file(shown: str, text: str, *, stdin: bool) -> ReadResult:
     """A YAML file, unless a chart's templates or a kustomization read it already."""
     if os.path.basename(shown) == "values.yaml" and _templates_launch(shown):
         # the chart's own values are read through its templates (read_template); read
@@ -160,7 +172,7 @@ def _read_yaml_file(path: str, shown: str, text: str) -> ReadResult:
 
     if kustomize.is_kustomization(shown):
         return kustomize.read_kustomization(shown, text)
-    if path == "-":
+    if stdin:
         return read_yaml(shown, text)
     if kustomize.is_listed_patch(shown):
         return ReadResult(shown, (), (), text)  # read through its kustomization

@@ -13,7 +13,8 @@ so, since the environment may name another), for other options as the value, wit
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+import re
+from collections.abc import Iterable, Mapping
 
 from tpcheck.engines.flags import SGLANG_KWARGS, VLLM_KWARGS
 from tpcheck.sources.argv import (
@@ -23,7 +24,16 @@ from tpcheck.sources.argv import (
     find_launch,
     set_typed,
 )
-from tpcheck.sources.base import Deployment, ModelHint, OptionUse, ReadResult, SourceError, Span
+from tpcheck.sources.base import (
+    MAX_LAUNCHES,
+    Deployment,
+    ModelHint,
+    OptionUse,
+    ReadResult,
+    SourceError,
+    Span,
+    launch_limit,
+)
 from tpcheck.sources.positions import Located
 from tpcheck.sources.words import Word
 
@@ -40,9 +50,11 @@ SUBPROCESS = frozenset({"run", "Popen", "call", "check_call", "check_output", "e
 MAX_DEPTH = 200
 
 
-def _too_deep(path: str, text: str) -> SourceError | None:
-    """A quick check with the interpreter's own parser (it runs nothing): None when libcst may
-    read the file. Other syntax errors are left to libcst, which knows newer grammars."""
+def _screen(path: str, text: str) -> SourceError | int | None:
+    """A quick look with the interpreter's own parser (it runs nothing) before libcst reads the
+    file: an error when it nests too deep; else the line of the first top-level statement past
+    MAX_NODES syntax nodes, where reading must stop (None: read it all). Other syntax errors
+    are left to libcst, which knows newer grammars."""
     import ast
 
     try:
@@ -54,14 +66,19 @@ def _too_deep(path: str, text: str) -> SourceError | None:
                            f"Python nests too deep to read: {e.msg}")
     except (RecursionError, MemoryError, ValueError):
         return SourceError(path, 1, 1, "Python nests too deep to read")
-    stack: list[tuple[ast.AST, int]] = [(tree, 0)]
-    while stack:
-        node, depth = stack.pop()
-        if depth > MAX_DEPTH:
-            line = getattr(node, "lineno", 1)
-            return SourceError(path, line, getattr(node, "col_offset", 0) + 1,
-                               f"Python nests over {MAX_DEPTH} levels deep; not read")
-        stack.extend((child, depth + 1) for child in ast.iter_child_nodes(node))
+    nodes = 0
+    for i, top in enumerate(tree.body):
+        stack: list[tuple[ast.AST, int]] = [(top, 1)]
+        while stack:
+            node, depth = stack.pop()
+            nodes += 1
+            if depth > MAX_DEPTH:
+                line = getattr(node, "lineno", 1)
+                return SourceError(path, line, getattr(node, "col_offset", 0) + 1,
+                                   f"Python nests over {MAX_DEPTH} levels deep; not read")
+            stack.extend((child, depth + 1) for child in ast.iter_child_nodes(node))
+        if nodes > MAX_NODES:
+            return _first_line(tree.body, i)
     return None
 
 
@@ -80,34 +97,206 @@ def _refused(path: str, text: str, err: Exception) -> SourceError:
     return SourceError(path, 1, 1, f"Python does not parse: {str(err).rstrip('.')}")
 
 
+def _first_line(body: list[Any], i: int) -> int:
+    """The line where statement ``i`` of the module starts (its decorators included), moved
+    back to an earlier statement while it shares a line with the one before (``a(); b()``)."""
+    while True:
+        top = body[i]
+        start: int = min([top.lineno, *(d.lineno for d in getattr(top, "decorator_list", ()))])
+        if i == 0 or (body[i - 1].end_lineno or start) < start:
+            return start
+        i -= 1
+
+
 def read_python(path: str, text: str) -> ReadResult:
     if not any(hint in text for hint in ("LLM", "Engine", "vllm", "sglang")):
         return ReadResult(path, (), (), text)  # no launcher name: nothing libcst could find
-    deep = _too_deep(path, text)
-    if deep is not None:
-        return ReadResult(path, (), (deep,), text)
+    limit: SourceError | None = None  # where reading stopped (MAX_CHARS, MAX_NODES, MAX_LAUNCHES)
+    if len(text) > MAX_CHARS:
+        cut = _cut(text)
+        if cut is None:
+            return ReadResult(path, (), (SourceError(
+                path, 1, 1, f"the file is longer than tpcheck reads as Python ({MAX_CHARS:,} "
+                            "characters) and has no top-level statement to stop at; not read"),),
+                text)
+        limit = _stopped(path, text, cut, f"{MAX_CHARS:,} characters")
+        text = text[:cut]
+    screened = _screen(path, text)
+    if isinstance(screened, SourceError):
+        return ReadResult(path, (), (screened,), text)
+    if screened is not None:
+        cut = _line_start(text, screened)
+        limit = _stopped(path, text, cut, f"{MAX_NODES:,} syntax nodes")
+        text = text[:cut]
     import libcst as cst
-    from libcst.metadata import MetadataWrapper, PositionProvider
 
     try:
         module = cst.parse_module(text)
     except cst.ParserSyntaxError as e:
         msg = str(e.message).splitlines()[0] if e.message else "syntax error"
+        if limit is not None:  # a cut inside a bracket or a string: say the limit, not the cut
+            return ReadResult(path, (), (SourceError(
+                path, limit.line, 1, f"the file is longer than tpcheck reads as Python and line "
+                                     f"{limit.line} is inside a statement; not read"),), text)
         return ReadResult(path, (), (SourceError(path, e.raw_line, e.raw_column + 1,
                                                  f"Python does not parse: {msg}"),), text)
     except cst.CSTValidationError as e:
         # libcst tokenised the file but would not build the tree (b"" "" concatenates bytes and
         # str, which Python refuses too): the file's own error, never the run's.
         return ReadResult(path, (), (_refused(path, text, e),), text)
-    wrapper = MetadataWrapper(module, unsafe_skip_copy=True)  # read only: no second tree
-    reader = _Reader(path, wrapper, wrapper.resolve(PositionProvider))
+    reader = _Reader(path, module)
+    reader.run()
+    # the launch limit, when reached, is the earlier stop
+    stops = reader.limits or ([limit] if limit is not None else [])
+    return ReadResult(path, tuple(reader.found), tuple(stops), text)
 
-    class V(cst.CSTVisitor):
+
+def _stopped(path: str, text: str, cut: int, what: str) -> SourceError:
+    line = text.count("\n", 0, cut) + 1
+    return SourceError(path, line, 1, f"the file is longer than tpcheck reads as Python ({what}); "
+                                      f"nothing from line {line} on is checked")
+
+
+def _line_start(text: str, line: int) -> int:
+    """Offset of the first character of 1-based ``line``."""
+    at = 0
+    for _ in range(line - 1):
+        at = text.index("\n", at) + 1
+    return at
+
+
+# Work limits (issue 14 item 8), so any file under the size cap is read in seconds. libcst's
+# time grows with the syntax nodes it parses (~35 us each to parse, as much again to visit, on
+# a busy 2-core box: 5 MB of LLM() calls took 198 s), so a Python file is read up to
+# MAX_CHARS characters (what the interpreter's parser screens in about a second), then up to
+# MAX_NODES syntax nodes, each cut at a top-level statement; and past base.MAX_LAUNCHES launches
+# (each costs its positions and findings) the rest is not checked. The first limit reached is
+# said in one line (exit 2, as the shell reader's MAX_WORDS), never a silent "0 deployments". Launch
+# scripts have a few hundred nodes; the largest engine sources (SGLang's scheduler.py, 282 KB)
+# ~28,000.
+MAX_CHARS = 512 * 1024
+MAX_NODES = 50_000
+# A line that can start a top-level statement the prefix before it can end without: not a
+# continuation clause (else, elif, except, finally), not after a decorator or a backslash.
+_TOP_LINE = re.compile(r"\n(?![ \t\n#@)\]}]|else\b|elif\b|except\b|finally\b)")
+
+
+def _cut(text: str) -> int | None:
+    """Where to stop reading a Python text over MAX_CHARS: the start of the last line at or
+    before MAX_CHARS that begins a top-level statement (None: no such line). A line inside a
+    bracket or a string is not known here; libcst then fails on the prefix and the file is
+    not read."""
+    at = text.rfind("\n", 0, MAX_CHARS)
+    while at >= 0:
+        prev = text.rfind("\n", 0, at)
+        before = text[prev + 1 : at]
+        if _TOP_LINE.match(text, at) and not before.startswith("@") and not before.endswith("\\"):
+            return at + 1
+        at = prev
+    return None
+
+
+def _launch_kind(node: Any) -> str | None:
+    """Which launch a call could be: "vllm" (``LLM(...)``, ``EngineArgs(...)``), "sglang"
+    (``sgl.Engine(...)``), "subprocess" (``subprocess.run([...])``), else None."""
+    import libcst as cst
+
+    fn = node.func
+    name = fn.value if isinstance(fn, cst.Name) else (
+        fn.attr.value if isinstance(fn, cst.Attribute) else ""
+    )
+    owner = fn.value.value if isinstance(fn, cst.Attribute) and isinstance(
+        fn.value, cst.Name) else ""
+    if name in VLLM_CALLS:
+        return "vllm"
+    if name == "Engine" and owner in ("sgl", "sglang", ""):
+        return "sglang"
+    if name in SUBPROCESS and node.args:
+        return "subprocess"
+    return None
+
+
+def _scan_visitor() -> Any:
+    """One pass over the file (libcst's visits cost as much as its parse): the launch calls,
+    the argparse options and the name bindings, each with its top-level statement."""
+    import libcst as cst
+
+    class Scan(cst.CSTVisitor):
+        def __init__(self) -> None:
+            super().__init__()
+            self.top: Any = None
+            self.calls: list[tuple[Any, Any]] = []  # (call, top-level statement)
+            self.options: list[tuple[Any, Any]] = []  # (add_argument call, top)
+            self.binds: list[tuple[str, Any, Any]] = []  # (name, value, top)
+
         def visit_Call(self, node: cst.Call) -> None:
-            reader.call(node)
+            fn = node.func
+            if isinstance(fn, cst.Attribute) and fn.attr.value == "add_argument":
+                self.options.append((node, self.top))
+            if _launch_kind(node) is not None:
+                self.calls.append((node, self.top))
 
-    wrapper.visit(V())
-    return ReadResult(path, tuple(reader.found), (), text)
+        def visit_Assign(self, node: cst.Assign) -> None:
+            for t in node.targets:
+                if isinstance(t.target, cst.Name):
+                    self.binds.append((t.target.value, node.value, self.top))
+
+        def visit_AnnAssign(self, node: cst.AnnAssign) -> None:
+            if isinstance(node.target, cst.Name):
+                self.binds.append((node.target.value, node.value, self.top))
+
+    return Scan()
+
+
+class _Positions:
+    """Line and column of the nodes a finding can point at, worked out in source order up to the
+    last statement asked for: libcst's PositionProvider over the whole module recorded every
+    node of a large file (most of a 10,000-call file's time and memory). Top-level statements
+    are placed ``CHUNK`` at a time, each chunk by PositionProvider on a module of those
+    statements alone, shifted by the lines before them (a resolve per statement cost ~1 ms)."""
+
+    CHUNK = 256
+
+    def __init__(self, module: Any) -> None:
+        self.module = module
+        self.ranges: dict[Any, Any] = {}
+        self.homes: dict[int, Any] = {}  # id(node) -> its top-level statement (borrowed values)
+        self.index = {id(top): i for i, top in enumerate(module.body)}
+        self.placed = 0  # module.body[:placed] have their ranges
+        self.line = 1 + sum(module.code_for_node(e).count("\n") for e in module.header)
+
+    def home(self, root: Any, top: Any) -> None:
+        """``root`` and every node under it live in ``top``."""
+        stack = [root]
+        while stack:
+            node = stack.pop()
+            self.homes[id(node)] = top
+            stack.extend(node.children)
+
+    def get(self, node: Any, top: Any) -> Any:
+        r = self.ranges.get(node)
+        if r is None:
+            self.place(self.homes.get(id(node), top))
+            r = self.ranges[node]
+        return r
+
+    def place(self, top: Any) -> None:
+        import libcst as cst
+        from libcst.metadata import CodePosition, CodeRange, MetadataWrapper, PositionProvider
+
+        i = self.index[id(top)]
+        while self.placed <= i:
+            chunk = self.module.body[self.placed : self.placed + self.CHUNK]
+            alone = cst.Module(body=chunk, header=[], footer=[],
+                               default_indent=self.module.default_indent,
+                               default_newline=self.module.default_newline)
+            shift = self.line - 1
+            for node, r in MetadataWrapper(alone, unsafe_skip_copy=True).resolve(
+                    PositionProvider).items():
+                self.ranges[node] = CodeRange(CodePosition(r.start.line + shift, r.start.column),
+                                              CodePosition(r.end.line + shift, r.end.column))
+            self.line += alone.code.count("\n")
+            self.placed += len(chunk)
 
 
 def _module_consts(module: Any) -> dict[str, Any]:
@@ -130,19 +319,57 @@ def _module_consts(module: Any) -> dict[str, Any]:
 
 class _Reader:
     """One parsed file: its positions, constants and argparse defaults, and the launches its
-    calls make (``call`` is handed every ``Call`` node, in source order)."""
+    calls make (``run`` scans the file once, then reads the launch calls in source order)."""
 
-    def __init__(self, path: str, wrapper: Any, positions: Any) -> None:
+    def __init__(self, path: str, module: Any) -> None:
         self.path = path
-        self.wrapper = wrapper
-        self.positions = positions
-        self.consts = _module_consts(wrapper.module)
-        self.flags = _argparse_defaults(wrapper.module)
-        self.consts.update(_env_names(wrapper.module, self.consts, self.flags))
+        self.module = module
+        self.positions = _Positions(module)
+        self.top: Any = None  # the top-level statement of the call being read
+        self.consts = _module_consts(module)
+        self.flags: dict[str, tuple[str, Any]] = {}
         self.found: list[Deployment] = []
+        self.limits: list[SourceError] = []  # MAX_LAUNCHES, when reached
+
+    def run(self) -> None:
+        import libcst as cst
+
+        scan = _scan_visitor()
+        for top in self.module.body:
+            scan.top = top
+            top.visit(scan)
+        self.flags = _argparse_defaults(call for call, _ in scan.options)
+        self.consts.update(_env_names(scan.binds, self.consts, self.flags))
+        # where the values a launch may borrow are (module constants, environment reads,
+        # argparse defaults): their statements are placed when a span asks for them
+        const_ids = {id(v) for v in self.consts.values()}
+        for top in self.module.body:
+            if isinstance(top, cst.SimpleStatementLine):
+                for small in top.body:
+                    if isinstance(small, cst.Assign) and id(small.value) in const_ids:
+                        self.positions.home(small.value, top)
+        for name, value, top in scan.binds:
+            if value is not None and self.consts.get(name) is value:
+                self.positions.home(value, top)
+        for call, top in scan.options:
+            self.positions.home(call, top)
+        for node, top in scan.calls:
+            self.top = top
+            if len(self.found) >= MAX_LAUNCHES and self.launches(node):
+                self.limits.append(launch_limit(self.path, self.span(node), MAX_LAUNCHES))
+                return
+            self.call(node)
+
+    def launches(self, node: Any) -> bool:
+        """Whether ``call`` would add a deployment for this call (the launch cap's count)."""
+        before = len(self.found)
+        self.call(node)
+        added = len(self.found) > before
+        del self.found[before:]
+        return added
 
     def span(self, node: Any) -> Span:
-        r = self.positions[node]
+        r = self.positions.get(node, self.top)
         return Span(self.path, r.start.line, r.start.column + 1, r.end.line, r.end.column + 1)
 
     def env_default(self, node: Any) -> tuple[str, Any] | None:
@@ -170,7 +397,7 @@ class _Reader:
             target = env[1]
         lit = _literal(target)
         if lit is None:
-            src = self.wrapper.module.code_for_node(node)
+            src = self.module.code_for_node(node)
             fb = self.span(node)
             return Word(Located(src, (), fb, path), fb, unresolved=src)
         fb = self.span(target)
@@ -183,19 +410,12 @@ class _Reader:
         return Word(Located(str(lit), (), fb, path), fb)
 
     def call(self, node: Any) -> None:
-        import libcst as cst
-
-        fn = node.func
-        name = fn.value if isinstance(fn, cst.Name) else (
-            fn.attr.value if isinstance(fn, cst.Attribute) else ""
-        )
-        owner = fn.value.value if isinstance(fn, cst.Attribute) and isinstance(
-            fn.value, cst.Name) else ""
-        if name in VLLM_CALLS:
+        kind = _launch_kind(node)
+        if kind == "vllm":
             self.found.append(self.kwargs_call(node, "vllm", VLLM_KWARGS))
-        elif name == "Engine" and owner in ("sgl", "sglang", ""):
+        elif kind == "sglang":
             self.found.append(self.kwargs_call(node, "sglang", SGLANG_KWARGS))
-        elif name in SUBPROCESS and node.args:
+        elif kind == "subprocess":
             self.subprocess_call(node.args[0].value)
 
     def subprocess_call(self, arg0: Any) -> None:
@@ -223,7 +443,7 @@ class _Reader:
             value = str(_literal(lit))
             where = d.spans.get("model")
             if d.model == value and where is not None and where.line == self.span(lit).line:
-                src = self.wrapper.module.code_for_node(node)
+                src = self.module.code_for_node(node)
                 d = replace(d, model=None, unresolved={**d.unresolved, "model": src},
                             model_hints=(*d.model_hints,
                                          ModelHint(value, self.env_origin(lit, var, lit))))
@@ -261,7 +481,7 @@ class _Reader:
             return
         if env is not None and kind == "model":
             # the environment names the model; its default is a hint, not the value
-            src = self.wrapper.module.code_for_node(value)
+            src = self.module.code_for_node(value)
             fb = self.span(value)
             set_typed(f, name, kind, Word(Located(src, (), fb, self.path), fb, unresolved=src))
             model_hints.append(ModelHint(w.value, self.env_origin(value, *env)))
@@ -319,58 +539,37 @@ def _env_default(node: Any, flags: Mapping[str, tuple[str, Any]] | None = None
     return f'os.getenv("{var}")', default
 
 
-def _argparse_defaults(module: Any) -> dict[str, tuple[str, Any]]:
+def _argparse_defaults(calls: Iterable[Any]) -> dict[str, tuple[str, Any]]:
     """argparse dest → (its option, default literal node) for every ``add_argument("--x", ...,
-    default=lit)`` in the file; a dest declared twice could hold either default and is left
-    out."""
-    import libcst as cst
-
+    default=lit)`` in ``calls`` (the file's ``add_argument`` calls); a dest declared twice could
+    hold either default and is left out."""
     found: dict[str, tuple[str, Any]] = {}
     seen: dict[str, int] = {}
-
-    class Options(cst.CSTVisitor):
-        def visit_Call(self, node: cst.Call) -> None:
-            fn = node.func
-            if not (isinstance(fn, cst.Attribute) and fn.attr.value == "add_argument"):
-                return
-            names = [_literal(a.value) for a in node.args if a.keyword is None]
-            opts = [n for n in names if isinstance(n, str) and n.startswith("-")]
-            kw = {a.keyword.value: a.value for a in node.args if a.keyword is not None}
-            if not opts or "default" not in kw or _literal(kw["default"]) is None:
-                return
-            opt = next((o for o in opts if o.startswith("--")), opts[0])
-            dest = _literal(kw["dest"]) if "dest" in kw else opt.lstrip("-").replace("-", "_")
-            if isinstance(dest, str) and dest:
-                seen[dest] = seen.get(dest, 0) + 1
-                found[dest] = (opt, kw["default"])
-
-    module.visit(Options())
+    for node in calls:
+        names = [_literal(a.value) for a in node.args if a.keyword is None]
+        opts = [n for n in names if isinstance(n, str) and n.startswith("-")]
+        kw = {a.keyword.value: a.value for a in node.args if a.keyword is not None}
+        if not opts or "default" not in kw or _literal(kw["default"]) is None:
+            continue
+        opt = next((o for o in opts if o.startswith("--")), opts[0])
+        dest = _literal(kw["dest"]) if "dest" in kw else opt.lstrip("-").replace("-", "_")
+        if isinstance(dest, str) and dest:
+            seen[dest] = seen.get(dest, 0) + 1
+            found[dest] = (opt, kw["default"])
     return {d: v for d, v in found.items() if seen[d] == 1}
 
 
-def _env_names(module: Any, consts: dict[str, Any],
+def _env_names(binds: Iterable[tuple[str, Any, Any]], consts: dict[str, Any],
                flags: Mapping[str, tuple[str, Any]] | None = None) -> dict[str, Any]:
     """Names bound exactly once in the file (at any depth) to an environment read with a literal
     default: ``model = os.getenv("MODEL_ID", "org/name")`` inside ``main()`` is common. A name
-    bound twice could hold either value, so it is left alone."""
-    import libcst as cst
-
+    bound twice could hold either value, so it is left alone. ``binds``: (name, value, _) for
+    every assignment to a plain name, in the file's order."""
     counts: dict[str, int] = {}
     values: dict[str, Any] = {}
-
-    class Binds(cst.CSTVisitor):
-        def visit_Assign(self, node: cst.Assign) -> None:
-            for t in node.targets:
-                if isinstance(t.target, cst.Name):
-                    counts[t.target.value] = counts.get(t.target.value, 0) + 1
-                    values[t.target.value] = node.value
-
-        def visit_AnnAssign(self, node: cst.AnnAssign) -> None:
-            if isinstance(node.target, cst.Name):
-                counts[node.target.value] = counts.get(node.target.value, 0) + 1
-                values[node.target.value] = node.value
-
-    module.visit(Binds())
+    for name, value, _ in binds:
+        counts[name] = counts.get(name, 0) + 1
+        values[name] = value
     return {n: v for n, v in values.items()
             if counts[n] == 1 and n not in consts and v is not None
             and _env_default(v, flags) is not None}

@@ -8,7 +8,14 @@ from collections.abc import Callable
 
 import yaml
 
-from tpcheck.sources.base import RECOVERED_NOTE, Deployment, ReadResult, SourceError, Span
+from tpcheck.sources.base import (
+    MAX_LAUNCHES,
+    RECOVERED_NOTE,
+    Deployment,
+    ReadResult,
+    SourceError,
+    Span,
+)
 from tpcheck.sources.dstack import is_dstack, read_dstack
 from tpcheck.sources.kube import Walker
 from tpcheck.sources.positions import LineIndex, Located, Runs
@@ -44,7 +51,12 @@ def read_yaml(path: str, text: str) -> ReadResult:
 
 
 def _compose(text: str, ctx: Ctx, found: list[Deployment]) -> None:
+    """Every document's launches into ``found``; the documents after the one that takes it past
+    MAX_LAUNCHES are not composed (``sources.read_path`` keeps the first MAX_LAUNCHES and says
+    where reading stopped)."""
     for doc in yaml.compose_all(text, Loader=LOADER):
+        if len(found) > MAX_LAUNCHES:
+            return
         if doc is None:
             continue
         if is_dstack(doc):
