@@ -17,10 +17,10 @@ from __future__ import annotations
 import sys
 from collections.abc import Iterator
 
+from tpcheck.checks._nodes import network, node_size, nvlink_domain
 from tpcheck.checks.base import Finding, Severity
 from tpcheck.checks.context import CheckContext
 from tpcheck.checks.needs import LAYOUT
-from tpcheck.checks.tp_crosses_nodes import network, node_size, nvlink_domain
 from tpcheck.formula import Formula, fmt_bytes
 from tpcheck.physics import kv
 from tpcheck.physics.groups import a2a_bytes_per_token

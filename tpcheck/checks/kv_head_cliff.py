@@ -9,10 +9,10 @@ from __future__ import annotations
 import sys
 from collections.abc import Iterator
 
+from tpcheck.checks._nodes import step_nodes
 from tpcheck.checks.base import Edit, Finding, Severity
 from tpcheck.checks.context import CheckContext
 from tpcheck.checks.needs import LAYOUT
-from tpcheck.checks.tp_crosses_nodes import network, node_size, nvlink_domain
 from tpcheck.formula import Formula, fmt_bytes
 from tpcheck.physics import step
 from tpcheck.physics.plan import Evaluation
@@ -139,7 +139,7 @@ def _speed(ctx: CheckContext, now: Evaluation, at: Evaluation, seats_t: int, sea
     b_t, b_h = min(seats_t, int(seqs.result)), min(seats_h, int(seqs.result))
     if b_t <= 0 or b_h <= 0:
         return None
-    nodes = _nodes(ctx)
+    nodes = step_nodes(ctx)
     ev_t = ctx.evaluate_at(ctx.tp, batch=b_t, **nodes)
     ev_h = ctx.evaluate_at(at.tp, batch=b_h, **nodes)
     if ev_t.step is None or ev_h.step is None:
@@ -156,21 +156,6 @@ def _speed(ctx: CheckContext, now: Evaluation, at: Evaluation, seats_t: int, sea
         ev_h.step.source,
         (alt, mine),
     )
-
-
-def _nodes(ctx: CheckContext) -> dict[str, object]:
-    """Node size and network as TP301 reads them from the manifest (instance type, pods,
-    --nnodes), so a TP group that spans nodes all-reduces on the network in the step; without
-    them the physics' default holds (the GPU's NVLink domain, InfiniBand NDR past it)."""
-    size = node_size(ctx)
-    if size is None:
-        return {}
-    per_node = max(size.per_node, nvlink_domain(ctx))
-    use = network(ctx)
-    if use.assumed:  # no instance type: the physics' own assumption, which says so
-        return {"gpus_per_node": per_node}
-    net = replace(use.link, bandwidth=use.bandwidth.result, alpha=use.alpha.result)
-    return {"gpus_per_node": per_node, "network": net}
 
 
 def _edits(ctx: CheckContext, hkv: int) -> tuple[Edit, ...]:

@@ -5,13 +5,8 @@ What it does: works out how many GPUs one node (pod) holds and where the engine 
 has ranks on two nodes. It says which TP ranks sit on which node, the network bandwidth the
 all-reduces then run at, what they cost at this t, and the layout that keeps TP inside a node.
 
-Where GPUs per node come from, first match wins:
-1. ``Deployment.gpus_per_node`` when a reader sets it;
-2. the per-pod GPU limit (``nvidia.com/gpu``) when the launch spans pods — LeaderWorkerSet
-   ``size`` / Dynamo ``nodeCount`` / ``--nnodes`` > 1, or t·p·dp larger than one pod's GPUs
-   (a Ray worker group): a pod runs on one node, so its GPUs are one node's share;
-3. t·p·dp / ``--nnodes`` (both engines spread their ranks evenly over the nodes);
-4. the instance type in the manifest (``node.kubernetes.io/instance-type: p5.48xlarge``).
+GPUs per node come from the manifest as ``checks/_nodes.py`` reads them (shared with TP201
+and TP303).
 
 Rack-scale NVLink (GB200 NVL72): the NVLink domain, not the tray, is the boundary.
 
@@ -24,22 +19,12 @@ from __future__ import annotations
 import sys
 from collections.abc import Iterator
 
-from tpcheck.checks._links import (
-    LinkUse,
-    alpha_override,
-    ceil_div,
-    describe,
-    link_costs,
-    link_use,
-)
+from tpcheck.checks._links import describe, link_costs
+from tpcheck.checks._nodes import network, node_size, nvlink_domain
 from tpcheck.checks.base import Finding, Severity
 from tpcheck.checks.context import CheckContext
 from tpcheck.checks.needs import LAYOUT
 from tpcheck.formula import Formula
-from tpcheck.hardware.links import Link, find_link
-from tpcheck.hardware.machines import Machine, find_machine
-from tpcheck.record import record
-from tpcheck.sources.base import Span
 
 CODE = "TP301"
 NAME = "tp-crosses-nodes"
@@ -57,71 +42,6 @@ SRC_ORDER = ("vllm 0.33.0 distributed/parallel_state.py initialize_model_paralle
              "(ranks: TP innermost, then PP, then DP); sglang 0.5.23 the same")
 
 
-@record
-class NodeSize:
-    """GPUs per node (or per NVLink domain), where that came from, and where it is written."""
-
-    per_node: int
-    formula: Formula
-    label: str  # for the message: "8 GPUs per pod (nvidia.com/gpu), 2 pods"
-    span: Span | None
-
-
-def machine_of(ctx: CheckContext) -> Machine | None:
-    p = ctx.deployment.gpu_product
-    return find_machine(p) if p else None
-
-
-def node_size(ctx: CheckContext) -> NodeSize | None:
-    d = ctx.deployment
-    world = ctx.tp * ctx.pp * ctx.dp_replicas
-    pods = max(d.group_size or 1, d.nnodes or 1)
-    if d.gpus_per_node:
-        f = Formula("gpus_per_node", "gpus_per_node", {"gpus_per_node": d.gpus_per_node},
-                    d.gpus_per_node, "GPUs", "manifest")
-        return NodeSize(d.gpus_per_node, f, f"{d.gpus_per_node} GPUs per node",
-                        d.spans.get("gpus_per_node"))
-    # More ranks than one pod holds spans nodes only when something gathers several pods: a Ray
-    # cluster (or the Ray executor joining one). Otherwise the pod cannot start at all — TP401.
-    ray = bool(d.ray_cluster) or d.distributed_executor_backend == "ray"
-    if d.gpus_requested and d.gpus_requested > 0 and (
-            pods > 1 or (ray and world > d.gpus_requested)):
-        g = d.gpus_requested
-        how = ("LeaderWorkerSet/group size" if d.group_size and d.group_size > 1 else
-               "--nnodes" if d.nnodes and d.nnodes > 1 else
-               f"t·p·dp = {world} ranks over a Ray cluster's pods")
-        f = Formula("gpus_per_node", "GPUs per pod (a pod runs on one node)",
-                    {"gpus_per_pod": g, "pods": pods if pods > 1 else None}, g, "GPUs",
-                    "manifest resources.limits nvidia.com/gpu; " + how)
-        label = f"{g} GPU{'s' if g != 1 else ''} per pod" + (
-            f", {pods} pods ({how})" if pods > 1 else f" ({how})")
-        return NodeSize(g, f, label, d.spans.get("gpus_requested"))
-    if d.nnodes and d.nnodes > 1:
-        per = ceil_div(world, d.nnodes)
-        f = Formula("gpus_per_node", "ceil(t·p·dp / nnodes)",
-                    {"t": ctx.tp, "p": ctx.pp, "dp": ctx.dp_replicas, "nnodes": d.nnodes}, per,
-                    "GPUs", "--nnodes: the engine spreads its ranks evenly over the nodes")
-        return NodeSize(per, f, f"{per} GPUs per node (t·p·dp = {world} over --nnodes "
-                        f"{d.nnodes})", d.spans.get("nnodes"))
-    m = machine_of(ctx)
-    if m is not None:
-        f = Formula("gpus_per_node", "GPUs per instance", {"instance": m.key}, m.gpus, "GPUs",
-                    m.source)
-        return NodeSize(m.gpus, f, f"{m.gpus} GPUs per {m.key}", d.spans.get("gpu_product"))
-    return None
-
-
-def nvlink_domain(ctx: CheckContext) -> int:
-    """GPUs one NVLink fabric joins across trays (GB200 NVL72: 72); 0 when it ends at the node."""
-    m = machine_of(ctx)
-    if m is not None and m.nvlink_domain:
-        return m.nvlink_domain
-    g = ctx.gpu
-    if g is not None and g.link.startswith("nvlink"):
-        return g.nvlink_domain
-    return 0
-
-
 def split_groups(t: int, groups: int, per_node: int) -> list[list[tuple[int, int, int]]]:
     """For each TP group, its (node, first TP rank, last TP rank) runs in rank order."""
     out: list[list[tuple[int, int, int]]] = []
@@ -135,24 +55,6 @@ def split_groups(t: int, groups: int, per_node: int) -> list[list[tuple[int, int
                 runs.append((node, r, r))
         out.append(runs)
     return out
-
-
-def network(ctx: CheckContext) -> LinkUse:
-    """Network per GPU: the instance type's when known, else InfiniBand NDR (assumed)."""
-    alpha = alpha_override(ctx)
-    m = machine_of(ctx)
-    ndr = find_link("ib-ndr")
-    assert ndr is not None
-    if m is not None:
-        lk = Link(f"{m.key}-network", f"{m.key} network ({m.network_gbps:,.0f} Gb/s for "
-                  f"{m.gpus} GPUs)", m.network_per_gpu, ndr.alpha, True, m.source)
-        bw = Formula("B", "network_Gbps·10⁹/8 / GPUs per node",
-                     {"network_Gbps": m.network_gbps, "gpus": m.gpus}, m.network_per_gpu, "B/s",
-                     f"{m.source} ({m.key})")
-        return link_use(lk, bandwidth=bw, alpha=alpha)
-    return link_use(ndr, assumed=True, alpha=alpha,
-                    why="no instance type in the manifest; InfiniBand NDR 400 Gb/s per GPU "
-                    "(one ConnectX-7 port per GPU, as on DGX H100/B200)")
 
 
 def _fix(ctx: CheckContext, per_node: int) -> str:
