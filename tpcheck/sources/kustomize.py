@@ -21,6 +21,8 @@ from __future__ import annotations
 
 import os
 from collections.abc import Iterator
+from functools import lru_cache
+from stat import S_ISREG
 
 import yaml
 
@@ -559,25 +561,34 @@ def read_kustomization(path: str, text: str) -> ReadResult:
 
 
 # ---- files kustomize reads as patches --------------------------------------------------------
-def _listed_patches(folder: str) -> frozenset[str]:
-    """Files the folder's kustomization names as patches (read through it, not alone)."""
-    kz = next((os.path.join(folder, n) for n in NAMES if os.path.isfile(os.path.join(folder, n))),
-              None)
-    if kz is None:
-        return frozenset()
+@lru_cache(maxsize=64)
+def _listed_patches(kz: str, mtime_ns: int, size: int) -> frozenset[str]:
+    """Absolute paths of the files kustomization ``kz`` names as patches (read through it, not
+    alone). Read once per version of the file (its mtime and size in the key), not once per
+    YAML file beside it."""
     files = Files()
     try:
         (doc, *_) = files.docs(kz, (kz, None)) or [None]
-        found = [] if not isinstance(doc, _MAP) else list(_patches(doc, folder, files, kz))
+        found = ([] if not isinstance(doc, _MAP)
+                 else list(_patches(doc, os.path.dirname(kz), files, kz)))
     except KustomizeError:
         return frozenset()
-    return frozenset(w[0] for _, _, w in found if w[0] != kz)
+    return frozenset(os.path.abspath(w[0]) for _, _, w in found if w[0] != kz)
 
 
 def is_listed_patch(path: str) -> bool:
     """Whether a kustomization beside ``path`` reads it as a patch."""
     folder = os.path.dirname(os.path.abspath(path))
-    return os.path.abspath(path) in {os.path.abspath(p) for p in _listed_patches(folder)}
+    for name in NAMES:
+        kz = os.path.join(folder, name)
+        try:
+            st = os.stat(kz)
+        except OSError:
+            continue
+        if not S_ISREG(st.st_mode):  # a folder or a FIFO by that name: nothing to read
+            continue
+        return os.path.abspath(path) in _listed_patches(kz, st.st_mtime_ns, st.st_size)
+    return False
 
 
 def note_lone_patch(path: str, result: ReadResult) -> ReadResult:
