@@ -109,3 +109,28 @@ def test_tp201_speed_uses_the_instance_network_for_the_spanning_group() -> None:
     # On NVLink (the old figure) the t=16 step was shorter, so the gain was smaller.
     nv = evaluate(shape, 16, replace(base, batch=b16, link_bandwidth=450e9)).step
     assert nv is not None and nv.result < s16.result
+
+
+def test_prefill_share_is_the_chunk_models() -> None:
+    """linkcost.prefill_share (TP301/TP302, plan --link) on step.prefill_chunk, by hand:
+    Llama-3-70B at t = 8 on NVLink 4, n = 2048 tokens, the first chunk (c0 = 0)."""
+    from tpcheck.physics import linkcost
+
+    shape = shape_of(LLAMA70)
+    gpu = find_gpu("h100-sxm")
+    nvl = find_link("nvlink4")
+    assert gpu is not None and nvl is not None
+    f = linkcost.prefill_share(shape, 8, gpu, linkcost.link_use(nvl), 2048, "given")
+    # P = 70.55e9, n = 2048, t = 8, π = 989.4e12, η = 0.6, L = 80, h = 64, d_h = 128:
+    # rest = (2·P·n + 4·L·h·d_h·n(n+1)/2) / (t·π·η)
+    #      = (2.8899e14 + 2621440·2,098,176) / (8·989.4e12·0.6) = 2.9449e14 / 4.7491e15 = 62.01 ms
+    # T_comm = 161·(10 µs + 2·7/8·2048·8192·2 / 450e9) = 161·(10 + 130.5) µs = 22.62 ms
+    p = 70_553_706_496
+    rest = (2 * p * 2048 + 4 * 80 * 64 * 128 * 2048 * 2049 / 2) / (8 * 989.4e12 * 0.6)
+    comm = 161 * (10e-6 + 1.75 * 2048 * 8192 * 2 / 450e9)
+    assert rest == pytest.approx(62.01e-3, rel=1e-3)
+    assert comm == pytest.approx(22.62e-3, rel=1e-3)
+    assert f.result == pytest.approx(comm / rest, rel=1e-9)  # 0.365: 36%
+    assert f.values["η"] == step.PREFILL_EFFICIENCY == 0.6
+    assert f.terms[0] == step.prefill_chunk(
+        step.Prefill(p, 80, 64, 128, 8192, 2, 8, 989.4e12, 450e9, 10e-6), 2048, 0, 0.6)

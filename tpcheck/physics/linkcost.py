@@ -11,6 +11,7 @@ from tpcheck.hardware.gpus import GPU
 from tpcheck.hardware.links import Link, find_link
 from tpcheck.models.shape import ModelShape
 from tpcheck.physics import comm
+from tpcheck.physics import step as stepmodel
 from tpcheck.physics.kv import activation_dtype, dtype_bytes
 from tpcheck.physics.split import model_params
 from tpcheck.record import record
@@ -118,6 +119,19 @@ def _b(shape: ModelShape, dtype: str | None) -> float:
     return dtype_bytes(activation_dtype(shape.dtype, dtype))
 
 
+def chunk_efficiency(engine: str, version: str | None, gpu_key: str) -> float:
+    """η, the share of dense FLOP/s a prefill chunk's matmuls reach, for TP301/TP302's prefill
+    share and ``plan --link``: the ONE place it is chosen.
+
+    Today the step model's single assumed η (``step.PREFILL_EFFICIENCY``) for every engine and
+    GPU; the arguments are what a per-engine/GPU calibration
+    (``step.prefill_efficiency(engine, version, gpu_key)``, issue 22) needs, so wiring it is a
+    one-line change here.
+    """
+    del engine, version, gpu_key  # not yet calibrated per engine release and GPU
+    return stepmodel.PREFILL_EFFICIENCY
+
+
 def prefill_share(
     shape: ModelShape,
     t: int,
@@ -126,21 +140,34 @@ def prefill_share(
     tokens: int,
     tokens_source: str,
     dtype: str | None = None,
+    *,
+    engine: str = "vllm",
+    version: str | None = None,
 ) -> Formula:
-    f = comm.prefill_chunk(
-        params_active=model_params(shape, active=True),
-        tokens=tokens,
-        t=t,
-        flops=gpu.bf16_flops,
-        layers=shape.layers,
-        hidden=shape.hidden,
-        b=_b(shape, dtype),
-        link_bw=use.bandwidth.result,
-        alpha=use.alpha.result,
+    """What the all-reduces add to the rest of one prefill chunk of n tokens (the first, c0 = 0)
+    on this link: T_comm / (T_chunk − T_comm), the chunk on ``step.prefill_chunk`` (matmuls
+    and causal attention at η of π, plus 2L+1 all-reduces of n·d·b at this link's B and α).
+
+    The same ratio as the decode share (what the collectives add to the rest of the step), so
+    it passes 100% where they outlast the compute.
+    """
+    eta = chunk_efficiency(engine, version, gpu.key)
+    model = stepmodel.Prefill(model_params(shape, active=True), shape.layers, shape.heads,
+                              shape.head_dim, shape.hidden, _b(shape, dtype), t,
+                              gpu.bf16_flops, use.bandwidth.result, use.alpha.result)
+    chunk = stepmodel.prefill_chunk(model, tokens, 0, eta)
+    t_comm = next(x.result for x in chunk.terms if x.name == "T_comm")
+    rest = chunk.result - t_comm
+    return Formula(
+        "prefill_comm_share",
+        "T_comm / (T_chunk − T_comm)",
+        {"n": tokens, "n_source": tokens_source, "T_comm": t_comm, "T_chunk": chunk.result,
+         "η": eta, "t": t, "B": use.bandwidth.result, "α": use.alpha.result},
+        t_comm / rest if rest > 0 else 0.0,
+        "",
+        chunk.source,
+        (chunk,),
     )
-    vals = dict(f.values)
-    vals["n_source"] = tokens_source
-    return Formula(f.name, f.expression, vals, f.result, f.unit, f.source, f.terms)
 
 
 def breakeven(shape: ModelShape, gpu: GPU, use: LinkUse, dtype: str | None = None) -> Formula:
