@@ -111,6 +111,30 @@ def test_tp201_speed_uses_the_instance_network_for_the_spanning_group() -> None:
     assert nv is not None and nv.result < s16.result
 
 
+def test_one_assumed_network_for_tp301_and_the_step() -> None:
+    """TP301's link (checks/_nodes.network) and the step's (linkcost.node_network) are the same
+    assumed InfiniBand NDR, with one "why"."""
+    from tpcheck.checks._nodes import network
+    from tpcheck.checks.context import CheckContext
+    from tpcheck.physics import linkcost
+    from tpcheck.settings import Settings
+    from tpcheck.sources.base import Deployment, Span
+
+    span = Span("m.yaml", 3, 5, 3, 7)
+    d = Deployment(path="m.yaml", engine="vllm", span=span, tensor_parallel_size=16,
+                   gpus_requested=8, group_size=2)
+    rule = network(CheckContext(d, shape=None, settings=Settings()))
+    phys = linkcost.node_network(find_gpu("h100-sxm"), 16)
+    assert phys is not None and rule == phys == linkcost.assumed_network()
+    # 400 Gb/s / 8 = 50 GB/s per GPU, α = 30 µs, said to be assumed
+    assert (rule.bandwidth.result, rule.alpha.result, rule.assumed) == (50e9, 30e-6, True)
+    assert rule.bandwidth.source.startswith("ASSUMPTION: " + linkcost.NETWORK_ASSUMED)
+    # the user's α replaces the network's and says so
+    mine = network(CheckContext(d, shape=None, settings=Settings(alpha=5e-5)))
+    assert mine.alpha.result == 5e-5 and mine.alpha.source == "alpha override"
+    assert mine.bandwidth == rule.bandwidth
+
+
 def test_prefill_share_is_the_chunk_models() -> None:
     """linkcost.prefill_share (TP301/TP302, plan --link) on step.prefill_chunk, by hand:
     Llama-3-70B at t = 8 on NVLink 4, n = 2048 tokens, the first chunk (c0 = 0)."""

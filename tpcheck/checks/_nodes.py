@@ -17,6 +17,7 @@ from tpcheck.checks.context import CheckContext
 from tpcheck.formula import Formula
 from tpcheck.hardware.links import Link, find_link
 from tpcheck.hardware.machines import Machine, find_machine
+from tpcheck.physics.linkcost import assumed_network
 from tpcheck.record import record, replace
 from tpcheck.sources.base import Span
 
@@ -87,7 +88,8 @@ def nvlink_domain(ctx: CheckContext) -> int:
 
 
 def network(ctx: CheckContext) -> LinkUse:
-    """Network per GPU: the instance type's when known, else InfiniBand NDR (assumed)."""
+    """Network per GPU: the instance type's when known, else the physics' assumed one
+    (``linkcost.assumed_network``: InfiniBand NDR, said to be assumed)."""
     alpha = alpha_override(ctx)
     m = machine_of(ctx)
     ndr = find_link("ib-ndr")
@@ -99,9 +101,7 @@ def network(ctx: CheckContext) -> LinkUse:
                      {"network_Gbps": m.network_gbps, "gpus": m.gpus}, m.network_per_gpu, "B/s",
                      f"{m.source} ({m.key})")
         return link_use(lk, bandwidth=bw, alpha=alpha)
-    return link_use(ndr, assumed=True, alpha=alpha,
-                    why="no instance type in the manifest; InfiniBand NDR 400 Gb/s per GPU "
-                    "(one ConnectX-7 port per GPU, as on DGX H100/B200)")
+    return assumed_network(alpha)
 
 
 def step_nodes(ctx: CheckContext) -> dict[str, object]:

@@ -62,8 +62,18 @@ def link_use(
     return LinkUse(link, bw, af, assumed)
 
 
-NETWORK_ASSUMED = ("no network named for the nodes; InfiniBand NDR 400 Gb/s per GPU "
-                   "(one ConnectX-7 port per GPU, as on DGX/HGX H100)")
+# The one assumed network (TP301's message, TP201's and ``plan``'s step): named here only.
+NETWORK_ASSUMED = ("no network named for the nodes (no instance type in the manifest); "
+                   "InfiniBand NDR 400 Gb/s per GPU (one ConnectX-7 port per GPU, as on "
+                   "DGX/HGX H100 and DGX B200)")
+
+
+def assumed_network(alpha: float | None = None) -> LinkUse:
+    """InfiniBand NDR, marked assumed: what a TP group across nodes runs on when nothing names
+    the network. ``alpha`` overrides the network's α (``[tool.tpcheck] alpha``)."""
+    ndr = find_link("ib-ndr")
+    assert ndr is not None
+    return link_use(ndr, assumed=True, why=NETWORK_ASSUMED, alpha=alpha)
 
 
 def node_network(gpu: GPU | None, t: int, *, gpus_per_node: int | None = None,
@@ -73,7 +83,7 @@ def node_network(gpu: GPU | None, t: int, *, gpus_per_node: int | None = None,
     A node (or NVLink domain) holds ``gpus_per_node`` GPUs; unknown, an NVLink part's own domain
     (8 on HGX boards, 72 on GB200 NVL72); PCIe parts have no known node size, so None. Ring
     all-reduce runs at its slowest hop: once the ranks span nodes, every ring crosses the
-    network, so B is the network's per-GPU rate (``network``, else InfiniBand NDR, assumed).
+    network, so B is the network's per-GPU rate (``network``, else ``assumed_network``).
     """
     per_node = gpus_per_node
     if per_node is None and gpu is not None and gpu.link.startswith("nvlink"):
@@ -82,9 +92,7 @@ def node_network(gpu: GPU | None, t: int, *, gpus_per_node: int | None = None,
         return None
     if network is not None:
         return link_use(network)
-    ndr = find_link("ib-ndr")
-    assert ndr is not None
-    return link_use(ndr, assumed=True, why=NETWORK_ASSUMED)
+    return assumed_network()
 
 
 def prefill_tokens(
