@@ -111,6 +111,42 @@ def test_tp201_speed_uses_the_instance_network_for_the_spanning_group() -> None:
     assert nv is not None and nv.result < s16.result
 
 
+def test_tp201_speed_honours_the_users_alpha() -> None:
+    """``[tool.tpcheck] alpha`` reaches both steps of TP201's tokens/s gain: the t=16 group
+    (across nodes, assumed network) and the 2 replicas of TP 8 (NVLink). Before, only TP301/TP302
+    used it; TP201 ran on the link classes' 30 µs and 10 µs."""
+    from tpcheck.lint import Linter
+    from tpcheck.settings import Settings
+
+    def speed(alpha: float | None) -> tuple[float, float, float, int, int]:
+        res = Linter(Settings(offline=True, select=("TP201",), gpu="h100-sxm", alpha=alpha)).run(
+            [str(FIXTURES / "lws-tp16-2x8-h100.yaml")])
+        assert not res.errors, res.errors
+        [f] = res.findings
+        g = next(x for x in f.formulas if x.name == "decode_speed_gain")
+        alt, mine = g.terms
+        a16 = float(str(mine.terms[0].terms[0].values["α"]))
+        a8 = float(str(alt.terms[0].terms[0].values["α"]))
+        return (g.result, a16, a8, int(str(g.values["batch(t)"])),
+                int(str(g.values["batch(h_kv)"])))
+
+    gain0, a16, a8, _, _ = speed(None)
+    assert (a16, a8) == (30e-6, 10e-6)  # ib-ndr (assumed) and NVLink 4 link classes
+    gain, a16, a8, b16, b8 = speed(100e-6)
+    assert (a16, a8) == (100e-6, 100e-6)
+    # Redone on the physics with α = 100 µs on both links: gain = (2·b8/T8) / (b16/T16)
+    shape = shape_of("meta-llama/Llama-3.1-70B-Instruct")
+    base = Options(engine_version="0.33.0", gpu=find_gpu("h100-sxm"), context=131072,
+                   max_num_seqs=256, alpha=100e-6)
+    s16 = evaluate(shape, 16, replace(base, batch=b16, gpus_per_node=8)).step
+    s8 = evaluate(shape, 8, replace(base, batch=b8)).step
+    assert s16 is not None and s8 is not None
+    assert s16.terms[0].values["B"] == 50e9  # still the network: α changed, not the link
+    assert gain == pytest.approx((2 * b8 / s8.result) / (b16 / s16.result), rel=1e-9)
+    # 161 fixed costs per step: +70 µs each on t=16, +90 µs on TP 8, so the gain moves
+    assert gain != pytest.approx(gain0, rel=1e-3)
+
+
 def test_one_assumed_network_for_tp301_and_the_step() -> None:
     """TP301's link (checks/_nodes.network) and the step's (linkcost.node_network) are the same
     assumed InfiniBand NDR, with one "why"."""

@@ -105,15 +105,18 @@ def network(ctx: CheckContext) -> LinkUse:
 
 
 def step_nodes(ctx: CheckContext) -> dict[str, object]:
-    """Node size and network as TP301 reads them from the manifest (instance type, pods,
-    --nnodes), so a TP group that spans nodes all-reduces on the network in the step; without
-    them the physics' default holds (the GPU's NVLink domain, InfiniBand NDR past it)."""
+    """The step's link as TP301 reads it: node size and network from the manifest (instance
+    type, pods, --nnodes), so a TP group that spans nodes all-reduces on the network, and the
+    user's α (``[tool.tpcheck] alpha``) on whichever link it is; without them the physics'
+    defaults hold (the GPU's NVLink domain and α, the assumed network past it)."""
+    alpha = alpha_override(ctx)
+    given: dict[str, object] = {} if alpha is None else {"alpha": alpha}
     size = node_size(ctx)
     if size is None:
-        return {}
+        return given
     per_node = max(size.per_node, nvlink_domain(ctx))
     use = network(ctx)
     if use.assumed:  # no instance type: the physics' own assumption, which says so
-        return {"gpus_per_node": per_node}
+        return {**given, "gpus_per_node": per_node}
     net = replace(use.link, bandwidth=use.bandwidth.result, alpha=use.alpha.result)
-    return {"gpus_per_node": per_node, "network": net}
+    return {**given, "gpus_per_node": per_node, "network": net}
