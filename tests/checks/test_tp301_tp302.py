@@ -53,11 +53,13 @@ def share_decode(w_gpu: float, hbm: float, t: int, batch: int, d: int, layers: i
     return (2 * layers + 1) * (alpha + 2 * (t - 1) / t * batch * d * 2 / bw) / (w_gpu / hbm)
 
 
-def share_prefill(p: float, n: int, t: int, flops: float, d: int, layers: int, bw: float,
-                  alpha: float) -> float:
-    compute = 2 * p * n / (t * flops)
+def share_prefill(p: float, n: int, t: int, flops: float, eta: float, layers: int, heads: int,
+                  head_dim: int, d: int, bw: float, alpha: float) -> float:
+    # The first chunk (c0 = 0) on step.prefill_chunk, b = 2 (bf16):
+    # T_comm = (2L+1)·(α + 2(t−1)/t·n·d·b/B); rest = (2·P·n + 4·L·h·d_h·n(n+1)/2)/(t·π·η)
+    rest = (2 * p * n + 4 * layers * heads * head_dim * n * (n + 1) / 2) / (t * flops * eta)
     comm = (2 * layers + 1) * (alpha + 2 * (t - 1) / t * n * d * 2 / bw)
-    return comm / (compute + comm)
+    return comm / rest
 
 
 # ---------------------------------------------------------------------------- TP301
@@ -81,8 +83,20 @@ def test_tp301_fires_for_tp16_over_two_8_gpu_pods() -> None:
     assert f"{d1 * 100:,.0f}% at batch 1, {d256 * 100:,.0f}% at batch 256" in f.message
     # prefill: vLLM 0.33 serve default max_num_batched_tokens on an H100 (≥ 70 GiB) = 8192
     p = model_params(s, active=True)
-    pre = share_prefill(p, 8192, 16, 989.4e12, 8192, 80, 50e9, 30e-6)
-    assert f"they take {pre:.0%} of a 8,192-token prefill chunk" in f.message
+    # P = 70.55e9, n = 8192, t = 16, π = 989.4 TFLOP/s, η = 0.6 (step.PREFILL_EFFICIENCY),
+    # L = 80, h = 64, d_h = 128, d = 8192, b = 2, B = 50 GB/s, α = 30 µs:
+    # T_linear = 2·70.55e9·8192 / (16·989.4e12) = 73.02 ms; T_attn = 4·80·64·128·8192·8193/2
+    # / (16·989.4e12) = 5.557 ms; rest = (73.02 + 5.557)/0.6 = 131.0 ms
+    # T_comm = 161·(30 µs + 1.875·8192·8192·2 / 50e9) = 161·5.063 ms = 815.2 ms
+    pre = share_prefill(p, 8192, 16, 989.4e12, 0.6, 80, 64, 128, 8192, 50e9, 30e-6)
+    assert pre == pytest.approx(815.2 / 131.0, rel=1e-3)  # 6.22: 622% (the old T_comm ÷
+    # (T_compute + T_comm) at peak FLOP/s, no attention, read 92%)
+    assert (f"they add {pre * 100:,.0f}% to the rest of a 8,192-token prefill chunk "
+            "(compute at η = 0.6, assumed)") in f.message
+    share = next(x for x in f.formulas if x.name == "prefill_comm_share")
+    assert share.result == pytest.approx(pre, rel=1e-9)
+    assert share.terms[0].name == "prefill_chunk_seconds"
+    assert share.values["T_chunk"] == pytest.approx((815.2 + 131.0) / 1000, rel=1e-3)
     # break-even t = 1 + P·B / (2·L·d·b·π) = 1 + 70.55e9·50e9/(2·80·8192·2·989.4e12) ≈ 2.36
     be = 1 + p * 50e9 / (2 * 80 * 8192 * 2 * 989.4e12)
     assert be == pytest.approx(2.35, abs=0.02)  # the seed's 2.35 uses P = 70e9
@@ -105,7 +119,7 @@ def test_tp301_p5_network_from_the_instance_type() -> None:
     [f] = lint(MAN / "lws-tp16-2x8-p5.yaml", "TP301")
     # AWS P5 page: 3,200 Gb/s EFA for 8 H100 → 3200e9/8/8 = 50e9 B/s per GPU, not assumed
     assert "p5.48xlarge network (3,200 Gb/s for 8 GPUs), B ≈ 50.0 GB/s per GPU" in f.message
-    assert "assumed" not in f.message
+    assert "(assumed: no instance type" not in f.message  # only the prefill η is assumed
     b = next(x for x in f.formulas if x.name == "B")
     assert b.result == 3200e9 / 8 / 8 and "P5" in b.source
 
@@ -175,8 +189,16 @@ def test_tp302_fires_for_tp4_across_sockets_on_l40s() -> None:
     assert L40S is not None
     p = model_params(s, active=True)
     # vLLM 0.33 serve default chunk on a 44.4 GiB card (< 70 GiB) = 2048 tokens
-    pre = share_prefill(p, 2048, 4, L40S.bf16_flops, s.hidden, s.layers, 32e9, 30e-6)
-    assert f"they take {pre:.0%} of a 2,048-token prefill chunk" in f.message
+    # P = 32.76e9, n = 2048, t = 4, π = 362.05 TFLOP/s (L40S), η = 0.6, L = 64, h = 64,
+    # d_h = 128, d = 5120, b = 2, B = 32 GB/s, α = 30 µs:
+    # T_linear = 2·32.76e9·2048 / (4·362.05e12) = 92.66 ms; T_attn = 4·64·64·128·2048·2049/2
+    # / (4·362.05e12) = 3.038 ms; rest = (92.66 + 3.038)/0.6 = 159.5 ms
+    # T_comm = 129·(30 µs + 1.5·2048·5120·2 / 32e9) = 129·1.013 ms = 130.7 ms
+    assert (s.layers, s.heads, s.head_dim, s.hidden) == (64, 64, 128, 5120)
+    pre = share_prefill(p, 2048, 4, L40S.bf16_flops, 0.6, 64, 64, 128, 5120, 32e9, 30e-6)
+    assert pre == pytest.approx(130.7 / 159.5, rel=1e-3)  # 0.819: 82% (old formula: 59%)
+    assert (f"they add {pre * 100:,.0f}% to the rest of a 2,048-token prefill chunk "
+            "(compute at η = 0.6, assumed)") in f.message
     be = 1 + p * 32e9 / (2 * s.layers * s.hidden * 2 * L40S.bf16_flops)
     assert f"TP stops paying past t ≈ {be:.2f}" in f.message
     assert f.fix == ("set CUDA_VISIBLE_DEVICES=0,1,2,3: those 4 GPUs are joined by NODE at "

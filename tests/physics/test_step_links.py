@@ -109,3 +109,88 @@ def test_tp201_speed_uses_the_instance_network_for_the_spanning_group() -> None:
     # On NVLink (the old figure) the t=16 step was shorter, so the gain was smaller.
     nv = evaluate(shape, 16, replace(base, batch=b16, link_bandwidth=450e9)).step
     assert nv is not None and nv.result < s16.result
+
+
+def test_tp201_speed_honours_the_users_alpha() -> None:
+    """``[tool.tpcheck] alpha`` reaches both steps of TP201's tokens/s gain: the t=16 group
+    (across nodes, assumed network) and the 2 replicas of TP 8 (NVLink). Before, only TP301/TP302
+    used it; TP201 ran on the link classes' 30 µs and 10 µs."""
+    from tpcheck.lint import Linter
+    from tpcheck.settings import Settings
+
+    def speed(alpha: float | None) -> tuple[float, float, float, int, int]:
+        res = Linter(Settings(offline=True, select=("TP201",), gpu="h100-sxm", alpha=alpha)).run(
+            [str(FIXTURES / "lws-tp16-2x8-h100.yaml")])
+        assert not res.errors, res.errors
+        [f] = res.findings
+        g = next(x for x in f.formulas if x.name == "decode_speed_gain")
+        alt, mine = g.terms
+        a16 = float(str(mine.terms[0].terms[0].values["α"]))
+        a8 = float(str(alt.terms[0].terms[0].values["α"]))
+        return (g.result, a16, a8, int(str(g.values["batch(t)"])),
+                int(str(g.values["batch(h_kv)"])))
+
+    gain0, a16, a8, _, _ = speed(None)
+    assert (a16, a8) == (30e-6, 10e-6)  # ib-ndr (assumed) and NVLink 4 link classes
+    gain, a16, a8, b16, b8 = speed(100e-6)
+    assert (a16, a8) == (100e-6, 100e-6)
+    # Redone on the physics with α = 100 µs on both links: gain = (2·b8/T8) / (b16/T16)
+    shape = shape_of("meta-llama/Llama-3.1-70B-Instruct")
+    base = Options(engine_version="0.33.0", gpu=find_gpu("h100-sxm"), context=131072,
+                   max_num_seqs=256, alpha=100e-6)
+    s16 = evaluate(shape, 16, replace(base, batch=b16, gpus_per_node=8)).step
+    s8 = evaluate(shape, 8, replace(base, batch=b8)).step
+    assert s16 is not None and s8 is not None
+    assert s16.terms[0].values["B"] == 50e9  # still the network: α changed, not the link
+    assert gain == pytest.approx((2 * b8 / s8.result) / (b16 / s16.result), rel=1e-9)
+    # 161 fixed costs per step: +70 µs each on t=16, +90 µs on TP 8, so the gain moves
+    assert gain != pytest.approx(gain0, rel=1e-3)
+
+
+def test_one_assumed_network_for_tp301_and_the_step() -> None:
+    """TP301's link (checks/_nodes.network) and the step's (linkcost.node_network) are the same
+    assumed InfiniBand NDR, with one "why"."""
+    from tpcheck.checks._nodes import network
+    from tpcheck.checks.context import CheckContext
+    from tpcheck.physics import linkcost
+    from tpcheck.settings import Settings
+    from tpcheck.sources.base import Deployment, Span
+
+    span = Span("m.yaml", 3, 5, 3, 7)
+    d = Deployment(path="m.yaml", engine="vllm", span=span, tensor_parallel_size=16,
+                   gpus_requested=8, group_size=2)
+    rule = network(CheckContext(d, shape=None, settings=Settings()))
+    phys = linkcost.node_network(find_gpu("h100-sxm"), 16)
+    assert phys is not None and rule == phys == linkcost.assumed_network()
+    # 400 Gb/s / 8 = 50 GB/s per GPU, α = 30 µs, said to be assumed
+    assert (rule.bandwidth.result, rule.alpha.result, rule.assumed) == (50e9, 30e-6, True)
+    assert rule.bandwidth.source.startswith("ASSUMPTION: " + linkcost.NETWORK_ASSUMED)
+    # the user's α replaces the network's and says so
+    mine = network(CheckContext(d, shape=None, settings=Settings(alpha=5e-5)))
+    assert mine.alpha.result == 5e-5 and mine.alpha.source == "alpha override"
+    assert mine.bandwidth == rule.bandwidth
+
+
+def test_prefill_share_is_the_chunk_models() -> None:
+    """linkcost.prefill_share (TP301/TP302, plan --link) on step.prefill_chunk, by hand:
+    Llama-3-70B at t = 8 on NVLink 4, n = 2048 tokens, the first chunk (c0 = 0)."""
+    from tpcheck.physics import linkcost
+
+    shape = shape_of(LLAMA70)
+    gpu = find_gpu("h100-sxm")
+    nvl = find_link("nvlink4")
+    assert gpu is not None and nvl is not None
+    f = linkcost.prefill_share(shape, 8, gpu, linkcost.link_use(nvl), 2048, "given")
+    # P = 70.55e9, n = 2048, t = 8, π = 989.4e12, η = 0.6, L = 80, h = 64, d_h = 128:
+    # rest = (2·P·n + 4·L·h·d_h·n(n+1)/2) / (t·π·η)
+    #      = (2.8899e14 + 2621440·2,098,176) / (8·989.4e12·0.6) = 2.9449e14 / 4.7491e15 = 62.01 ms
+    # T_comm = 161·(10 µs + 2·7/8·2048·8192·2 / 450e9) = 161·(10 + 130.5) µs = 22.62 ms
+    p = 70_553_706_496
+    rest = (2 * p * 2048 + 4 * 80 * 64 * 128 * 2048 * 2049 / 2) / (8 * 989.4e12 * 0.6)
+    comm = 161 * (10e-6 + 1.75 * 2048 * 8192 * 2 / 450e9)
+    assert rest == pytest.approx(62.01e-3, rel=1e-3)
+    assert comm == pytest.approx(22.62e-3, rel=1e-3)
+    assert f.result == pytest.approx(comm / rest, rel=1e-9)  # 0.365: 36%
+    assert f.values["η"] == step.PREFILL_EFFICIENCY == 0.6
+    assert f.terms[0] == step.prefill_chunk(
+        step.Prefill(p, 80, 64, 128, 8192, 2, 8, 989.4e12, 450e9, 10e-6), 2048, 0, 0.6)

@@ -6,9 +6,10 @@ Three figures, each a Formula a person can redo by hand:
   fraction", T_comm / T_weights, which passes 100% when the collectives outlast the weight
   read), at batch 1 and at the batch the scheduler admits (max-num-seqs, engine default when
   unset);
-- prefill: the share of one prefill chunk's time spent in all-reduces,
-  T_comm / (T_compute + T_comm), for a chunk of max_num_batched_tokens (SGLang
-  --chunked-prefill-size; engine default when unset);
+- prefill: what the all-reduces add to the rest of one prefill chunk,
+  T_comm / (T_chunk − T_comm) on the step model's chunk (``step.prefill_chunk``: matmuls and
+  causal attention at an efficiency η, plus the all-reduces on this link), for a chunk of
+  max_num_batched_tokens (SGLang --chunked-prefill-size; engine default when unset);
 - break-even t on this link (where interconnect intensity meets FLOP/s ÷ link bandwidth).
 
 The link's bandwidth and α arrive as Formulas too, so an assumed figure says it is assumed.
@@ -81,15 +82,17 @@ def link_costs(ctx: CheckContext, use: LinkUse) -> tuple[Formula, ...]:
             full = decode_share(ctx, use, seqs, src)
             if full is not None:
                 out.append(full)
+    version = d.engine_version or ctx.settings.engine_version
     n, nsrc = prefill_tokens(
         d.engine,
-        d.engine_version or ctx.settings.engine_version,
+        version,
         d.entrypoint or "serve",
         gpu,
         None,
         d.max_num_batched_tokens,
     )
-    out.append(prefill_share(s, ctx.tp, gpu, use, n, nsrc, d.dtype))
+    out.append(prefill_share(s, ctx.tp, gpu, use, n, nsrc, d.dtype, engine=d.engine,
+                             version=version))
     out.append(breakeven(s, gpu, use, d.dtype))
     return tuple(out)
 
@@ -121,7 +124,8 @@ def describe(costs: tuple[Formula, ...]) -> str:
         )
     for f in costs:
         if f.name == "prefill_comm_share":
-            parts.append(f"they take {f.result:.0%} of a {f.values['n']:,}-token prefill chunk")
+            parts.append(f"they add {_pct(f.result)} to the rest of a {f.values['n']:,}-token "
+                         f"prefill chunk (compute at η = {f.values['η']:g}, assumed)")
         elif f.name == "breakeven_tp":
             be = f.result
             parts.append(

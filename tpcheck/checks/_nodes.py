@@ -17,6 +17,7 @@ from tpcheck.checks.context import CheckContext
 from tpcheck.formula import Formula
 from tpcheck.hardware.links import Link, find_link
 from tpcheck.hardware.machines import Machine, find_machine
+from tpcheck.physics.linkcost import assumed_network
 from tpcheck.record import record, replace
 from tpcheck.sources.base import Span
 
@@ -87,7 +88,8 @@ def nvlink_domain(ctx: CheckContext) -> int:
 
 
 def network(ctx: CheckContext) -> LinkUse:
-    """Network per GPU: the instance type's when known, else InfiniBand NDR (assumed)."""
+    """Network per GPU: the instance type's when known, else the physics' assumed one
+    (``linkcost.assumed_network``: InfiniBand NDR, said to be assumed)."""
     alpha = alpha_override(ctx)
     m = machine_of(ctx)
     ndr = find_link("ib-ndr")
@@ -99,21 +101,22 @@ def network(ctx: CheckContext) -> LinkUse:
                      {"network_Gbps": m.network_gbps, "gpus": m.gpus}, m.network_per_gpu, "B/s",
                      f"{m.source} ({m.key})")
         return link_use(lk, bandwidth=bw, alpha=alpha)
-    return link_use(ndr, assumed=True, alpha=alpha,
-                    why="no instance type in the manifest; InfiniBand NDR 400 Gb/s per GPU "
-                    "(one ConnectX-7 port per GPU, as on DGX H100/B200)")
+    return assumed_network(alpha)
 
 
 def step_nodes(ctx: CheckContext) -> dict[str, object]:
-    """Node size and network as TP301 reads them from the manifest (instance type, pods,
-    --nnodes), so a TP group that spans nodes all-reduces on the network in the step; without
-    them the physics' default holds (the GPU's NVLink domain, InfiniBand NDR past it)."""
+    """The step's link as TP301 reads it: node size and network from the manifest (instance
+    type, pods, --nnodes), so a TP group that spans nodes all-reduces on the network, and the
+    user's α (``[tool.tpcheck] alpha``) on whichever link it is; without them the physics'
+    defaults hold (the GPU's NVLink domain and α, the assumed network past it)."""
+    alpha = alpha_override(ctx)
+    given: dict[str, object] = {} if alpha is None else {"alpha": alpha}
     size = node_size(ctx)
     if size is None:
-        return {}
+        return given
     per_node = max(size.per_node, nvlink_domain(ctx))
     use = network(ctx)
     if use.assumed:  # no instance type: the physics' own assumption, which says so
-        return {"gpus_per_node": per_node}
+        return {**given, "gpus_per_node": per_node}
     net = replace(use.link, bandwidth=use.bandwidth.result, alpha=use.alpha.result)
-    return {"gpus_per_node": per_node, "network": net}
+    return {**given, "gpus_per_node": per_node, "network": net}

@@ -11,6 +11,7 @@ from tpcheck.hardware.gpus import GPU
 from tpcheck.hardware.links import Link, find_link
 from tpcheck.models.shape import ModelShape
 from tpcheck.physics import comm
+from tpcheck.physics import step as stepmodel
 from tpcheck.physics.kv import activation_dtype, dtype_bytes
 from tpcheck.physics.split import model_params
 from tpcheck.record import record
@@ -61,8 +62,18 @@ def link_use(
     return LinkUse(link, bw, af, assumed)
 
 
-NETWORK_ASSUMED = ("no network named for the nodes; InfiniBand NDR 400 Gb/s per GPU "
-                   "(one ConnectX-7 port per GPU, as on DGX/HGX H100)")
+# The one assumed network (TP301's message, TP201's and ``plan``'s step): named here only.
+NETWORK_ASSUMED = ("no network named for the nodes (no instance type in the manifest); "
+                   "InfiniBand NDR 400 Gb/s per GPU (one ConnectX-7 port per GPU, as on "
+                   "DGX/HGX H100 and DGX B200)")
+
+
+def assumed_network(alpha: float | None = None) -> LinkUse:
+    """InfiniBand NDR, marked assumed: what a TP group across nodes runs on when nothing names
+    the network. ``alpha`` overrides the network's α (``[tool.tpcheck] alpha``)."""
+    ndr = find_link("ib-ndr")
+    assert ndr is not None
+    return link_use(ndr, assumed=True, why=NETWORK_ASSUMED, alpha=alpha)
 
 
 def node_network(gpu: GPU | None, t: int, *, gpus_per_node: int | None = None,
@@ -72,7 +83,7 @@ def node_network(gpu: GPU | None, t: int, *, gpus_per_node: int | None = None,
     A node (or NVLink domain) holds ``gpus_per_node`` GPUs; unknown, an NVLink part's own domain
     (8 on HGX boards, 72 on GB200 NVL72); PCIe parts have no known node size, so None. Ring
     all-reduce runs at its slowest hop: once the ranks span nodes, every ring crosses the
-    network, so B is the network's per-GPU rate (``network``, else InfiniBand NDR, assumed).
+    network, so B is the network's per-GPU rate (``network``, else ``assumed_network``).
     """
     per_node = gpus_per_node
     if per_node is None and gpu is not None and gpu.link.startswith("nvlink"):
@@ -81,9 +92,7 @@ def node_network(gpu: GPU | None, t: int, *, gpus_per_node: int | None = None,
         return None
     if network is not None:
         return link_use(network)
-    ndr = find_link("ib-ndr")
-    assert ndr is not None
-    return link_use(ndr, assumed=True, why=NETWORK_ASSUMED)
+    return assumed_network()
 
 
 def prefill_tokens(
@@ -118,6 +127,19 @@ def _b(shape: ModelShape, dtype: str | None) -> float:
     return dtype_bytes(activation_dtype(shape.dtype, dtype))
 
 
+def chunk_efficiency(engine: str, version: str | None, gpu_key: str) -> float:
+    """η, the share of dense FLOP/s a prefill chunk's matmuls reach, for TP301/TP302's prefill
+    share and ``plan --link``: the ONE place it is chosen.
+
+    Today the step model's single assumed η (``step.PREFILL_EFFICIENCY``) for every engine and
+    GPU; the arguments are what a per-engine/GPU calibration
+    (``step.prefill_efficiency(engine, version, gpu_key)``, issue 22) needs, so wiring it is a
+    one-line change here.
+    """
+    del engine, version, gpu_key  # not yet calibrated per engine release and GPU
+    return stepmodel.PREFILL_EFFICIENCY
+
+
 def prefill_share(
     shape: ModelShape,
     t: int,
@@ -126,21 +148,34 @@ def prefill_share(
     tokens: int,
     tokens_source: str,
     dtype: str | None = None,
+    *,
+    engine: str = "vllm",
+    version: str | None = None,
 ) -> Formula:
-    f = comm.prefill_chunk(
-        params_active=model_params(shape, active=True),
-        tokens=tokens,
-        t=t,
-        flops=gpu.bf16_flops,
-        layers=shape.layers,
-        hidden=shape.hidden,
-        b=_b(shape, dtype),
-        link_bw=use.bandwidth.result,
-        alpha=use.alpha.result,
+    """What the all-reduces add to the rest of one prefill chunk of n tokens (the first, c0 = 0)
+    on this link: T_comm / (T_chunk − T_comm), the chunk on ``step.prefill_chunk`` (matmuls
+    and causal attention at η of π, plus 2L+1 all-reduces of n·d·b at this link's B and α).
+
+    The same ratio as the decode share (what the collectives add to the rest of the step), so
+    it passes 100% where they outlast the compute.
+    """
+    eta = chunk_efficiency(engine, version, gpu.key)
+    model = stepmodel.Prefill(model_params(shape, active=True), shape.layers, shape.heads,
+                              shape.head_dim, shape.hidden, _b(shape, dtype), t,
+                              gpu.bf16_flops, use.bandwidth.result, use.alpha.result)
+    chunk = stepmodel.prefill_chunk(model, tokens, 0, eta)
+    t_comm = next(x.result for x in chunk.terms if x.name == "T_comm")
+    rest = chunk.result - t_comm
+    return Formula(
+        "prefill_comm_share",
+        "T_comm / (T_chunk − T_comm)",
+        {"n": tokens, "n_source": tokens_source, "T_comm": t_comm, "T_chunk": chunk.result,
+         "η": eta, "t": t, "B": use.bandwidth.result, "α": use.alpha.result},
+        t_comm / rest if rest > 0 else 0.0,
+        "",
+        chunk.source,
+        (chunk,),
     )
-    vals = dict(f.values)
-    vals["n_source"] = tokens_source
-    return Formula(f.name, f.expression, vals, f.result, f.unit, f.source, f.terms)
 
 
 def breakeven(shape: ModelShape, gpu: GPU, use: LinkUse, dtype: str | None = None) -> Formula:
