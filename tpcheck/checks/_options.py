@@ -146,11 +146,10 @@ def _judge(engine: str, table: OptionTable, use: OptionUse) -> Verdict | None:
     if option is None:
         return _unknown(engine, table, use, opt, list(names))
     if option.deprecated:
-        text = option.deprecated
-        if text == "deprecated":  # argparse's deprecated=True: the engine prints its own line
-            text = (f"{PROG[engine]}: warning: option '{use.written}' is deprecated "
-                    f"(registered as deprecated in {engine} {table.version} at {option.where})")
-        return Verdict(use, "deprecated", text, option, replacement=option.replacement)
+        # the table holds the whole warning (tools/gen_options.py: the engine's text, or for
+        # argparse's deprecated=True the parser's line, where, and what the engine says)
+        return Verdict(use, "deprecated", option.deprecated, option,
+                       replacement=option.replacement)
     return _value_verdict(engine, use, option, keyword=False)
 
 
