@@ -222,3 +222,29 @@ def test_deprecations_carry_the_engines_words_and_replacement() -> None:
     dev = load_table("vllm", "0.9.2").by_name["--device"]
     assert "This parameter is deprecated and will be removed" in (dev.deprecated or "")
     assert dev.choices == ("auto", "cpu", "cuda", "hpu", "neuron", "tpu", "xpu")  # l.2369
+
+
+def test_version_key_orders_by_pep_440() -> None:
+    """PEP 440 'Summary of permitted suffixes and relative ordering'
+    (https://peps.python.org/pep-0440/#summary-of-permitted-suffixes-and-relative-ordering):
+    .devN < aN < bN < rcN < release < .postN, each N numerically; a build suffix after the
+    version (-cu126, -rocm6.3) names no c/r pre/post part."""
+    from tpcheck.engines.flags import version_key
+
+    order = ["0.5.2.dev1", "0.5.2a1", "0.5.2b2", "0.5.2rc2.dev3", "0.5.2rc2", "0.5.2rc10",
+             "0.5.2", "0.5.2.post1.dev2", "0.5.2.post1", "0.5.10", "0.5.10.post1", "0.10"]
+    assert sorted(reversed(order), key=version_key) == order
+    assert version_key("0.5.2rc2") < version_key("0.5.2")  # was (0, 5, 2, 2) > (0, 5, 2)
+    assert version_key("v0.10.2") == version_key("0.10.2.0") == version_key("0.10.2-cu128")
+    assert version_key("0.8.5-rocm6.3") == version_key("0.8.5")
+    assert version_key("0.5.2-rc.2") == version_key("0.5.2rc2")  # PEP 440 normal form
+    assert version_key("latest") == ()
+
+
+def test_a_release_candidate_is_checked_against_the_release_before_it() -> None:
+    """SGLang 0.5.10rc1 predates 0.5.10.post1: the nearest table not newer is 0.4.10.post2
+    (with digits alone, rc1 and post1 both read (0, 5, 10, 1) and 0.5.10.post1 was picked)."""
+    rel, note = nearest_release("sglang", "0.5.10rc1")
+    assert rel == "0.4.10.post2" and note is not None
+    assert nearest_release("sglang", "0.5.10.post2")[0] == "0.5.10.post1"
+    assert nearest_release("vllm", "0.11.0rc1")[0] == "0.10.2"
