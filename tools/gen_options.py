@@ -216,6 +216,7 @@ class Classes:
     def __init__(self, archive: Archive, prefixes: tuple[str, ...]) -> None:
         self.fields: dict[str, dict[str, tuple[ast.expr, ast.expr | None, str]]] = {}
         self.bases: dict[str, list[str]] = {}
+        self.docs: dict[tuple[str, str], tuple[str, str]] = {}
         for rel, text in sorted(archive.files.items()):
             if not rel.startswith(prefixes):
                 continue
@@ -235,6 +236,13 @@ class Classes:
                         ):
                             continue
                         fs[b.target.id] = (b.annotation, b.value, f"{rel}:{b.lineno}")
+                for b, nxt in zip(st.body, st.body[1:], strict=False):
+                    # the string under a field is its help text (vLLM's get_attr_docs)
+                    if (isinstance(b, ast.AnnAssign) and isinstance(b.target, ast.Name)
+                            and isinstance(nxt, ast.Expr) and isinstance(nxt.value, ast.Constant)
+                            and isinstance(nxt.value.value, str)):
+                        self.docs[(st.name, b.target.id)] = (
+                            " ".join(nxt.value.value.split()), f"{rel}:{nxt.lineno}")
                 self.fields[st.name] = fs
                 self.bases[st.name] = [_name(x) for x in st.bases]
 
@@ -326,19 +334,7 @@ def explicit_kwargs(call: ast.Call, aliases: Aliases, deprecated_actions: dict[s
             elif a == "BooleanOptionalAction":
                 info["kind"] = "bool_optional"
             elif isinstance(a, str) and a in deprecated_actions:
-                msg = deprecated_actions[a]
-                if msg.startswith("flag:"):
-                    info["kind"] = "flag"
-                    msg = msg[5:]
-                helps = [_literal_text(k.value) for k in call.keywords if k.arg == "help"]
-                if helps and "eprecat" in helps[0]:
-                    msg = helps[0]
-                elif "{" in msg or msg.endswith("'"):
-                    msg = "deprecated"
-                info["deprecated"] = msg or "deprecated"
-                new = [_literal_text(k.value) for k in call.keywords if k.arg == "new_flag"]
-                if new and new[0]:
-                    info["replacement"] = new[0]
+                _deprecated_action(call, deprecated_actions[a], info)
         elif kw.arg == "nargs":
             v = kw.value.value if isinstance(kw.value, ast.Constant) else None
             if v in ("+", "*"):
@@ -347,11 +343,53 @@ def explicit_kwargs(call: ast.Call, aliases: Aliases, deprecated_actions: dict[s
                 info["nargs"] = "?"
         elif kw.arg == "deprecated":
             if isinstance(kw.value, ast.Constant) and kw.value.value:
-                helps = [_literal_text(k.value) for k in call.keywords if k.arg == "help"]
-                said = helps[0] if helps and "eprecat" in helps[0] else "deprecated"
-                info["deprecated"] = info.get("deprecated") or said
+                _argparse_deprecated(call, info)
         elif kw.arg in ("gt", "ge", "lt", "le"):
             pass
+
+
+def _deprecated_action(call: ast.Call, msg: str, info: dict[str, Any]) -> None:
+    """An engine's own Deprecated* action class: its message (or the call's help text when
+    that says deprecated) and the ``new_flag=`` it names."""
+    if msg.startswith("flag:"):
+        info["kind"] = "flag"
+        msg = msg[5:]
+    helps = [_literal_text(k.value) for k in call.keywords if k.arg == "help"]
+    if helps and "deprecat" in helps[0].lower():
+        msg = helps[0]
+    elif "{" in msg or msg.endswith("'"):
+        msg = "deprecated"
+    info["deprecated"] = msg or "deprecated"
+    new = [_literal_text(k.value) for k in call.keywords if k.arg == "new_flag"]
+    if new and new[0]:
+        info["replacement"] = new[0]
+
+
+def _argparse_deprecated(call: ast.Call, info: dict[str, Any]) -> None:
+    """argparse's own ``deprecated=True``: the parser prints the warning; the engine's words
+    (this help text, a log line elsewhere) are added by ``render_argparse_deprecated``."""
+    info["argparse_deprecated"] = True
+    hk = [k for k in call.keywords if k.arg == "help"]
+    said = _literal_text(hk[0].value) if hk else ""
+    if "deprecat" in said.lower():
+        rel = str(info.get("where", "")).rsplit(":", 1)[0]
+        info["said"] = (" ".join(said.split()), f"{rel}:{hk[0].value.lineno}")
+
+
+def _field_info(classes: Classes, aliases: Aliases, field_src: tuple[str, str],
+                info: dict[str, Any]) -> None:
+    """Kind, range, place and deprecated docstring of the config field a call spreads."""
+    fs = classes.all_fields(field_src[0]).get(field_src[1])
+    if fs is None:
+        return
+    info.update(kind_from_annotation(aliases, fs[0], field_src[1]))
+    rng = _field_range(fs[1])
+    if rng:
+        info["range"] = rng
+    info["field_where"] = fs[2]
+    doc = classes.docs.get(field_src)
+    if doc is not None and "deprecat" in doc[0].lower():
+        info["doc_said"] = doc  # the help text vLLM shows for the field (get_attr_docs)
 
 
 def gen_vllm(archive: Archive) -> list[dict[str, Any]]:
@@ -395,13 +433,7 @@ def gen_vllm(archive: Archive) -> list[dict[str, Any]]:
                     if cls and isinstance(key, ast.Constant) and isinstance(key.value, str):
                         field_src = (cls, key.value)
             if field_src is not None:
-                fs = classes.all_fields(field_src[0]).get(field_src[1])
-                if fs is not None:
-                    info.update(kind_from_annotation(aliases, fs[0], field_src[1]))
-                    rng = _field_range(fs[1])
-                    if rng:
-                        info["range"] = rng
-                    info["field_where"] = fs[2]
+                _field_info(classes, aliases, field_src, info)
             explicit_kwargs(call, aliases, deprecated, info)
             if any(isinstance(a, ast.Starred) for a in call.args) and rel.endswith("cli_args.py"):
                 continue  # the frontend loop, read from the classes below
@@ -444,18 +476,104 @@ def gen_sglang(archive: Archive) -> list[dict[str, Any]]:
     return entries
 
 
+_OPTION_RE = re.compile(r"--[a-z][a-z0-9-]*[a-z0-9](?:\.[a-z0-9_]+)*")
+PROG = {"vllm": "vllm serve", "sglang": "sglang serve"}  # argparse's prog in its messages
+
+
+def _opposite(a: str, b: str) -> bool:
+    """``--disable-x`` and ``--enable-x`` (or ``--x``/``--no-x``): the same switch turned the
+    other way, so not a drop-in replacement (0.10.2 says --disable-log-requests is 'replaced
+    with --enable-log-requests', whose default already does what the old flag did)."""
+    def base(n: str) -> str:
+        n = n[2:]
+        for pre in ("no-", "enable-", "disable-"):
+            if n.startswith(pre):
+                return n[len(pre):]
+        return n
+    return base(a) == base(b) and a != b
+
+
+def _replacement(text: str, names: list[str]) -> str | None:
+    """The first other option a deprecation text names, unless it is the opposite switch."""
+    for m in _OPTION_RE.findall(text):
+        if m not in names and not any(_opposite(n, m) for n in names):
+            return m
+    return None
+
+
 def _add_entry(entries: list[dict[str, Any]], names: list[str], info: dict[str, Any]) -> None:
     if info.get("kind") == "bool_optional":
         names = names + ["--no-" + n[2:] for n in names if n.startswith("--")]
     info.pop("choices_unknown", None)
     if info.get("deprecated") and not info.get("replacement"):
         # the first other option the engine's deprecation text names is its replacement
-        named = [m for m in re.findall(r"--[a-z][a-z0-9-]*[a-z0-9](?:\.[a-z0-9_]+)*",
-                                       info["deprecated"])
-                 if m not in names]
+        named = _replacement(info["deprecated"], names)
         if named:
-            info["replacement"] = named[0]
+            info["replacement"] = named
     entries.append({"names": names, **{k: info[k] for k in sorted(info)}})
+
+
+class DeprecationNotes:
+    """Every string literal in the package that says 'deprecat', with its file:line: the log
+    lines and help texts an engine adds to an argparse ``deprecated=True`` option."""
+
+    def __init__(self, archive: Archive, prefix: str) -> None:
+        self.notes: list[tuple[str, str]] = []
+        for rel, text in sorted(archive.files.items()):
+            if not rel.startswith(prefix) or "eprecat" not in text.lower():
+                continue
+            try:
+                tree = ast.parse(text)
+            except SyntaxError:
+                continue
+            for n in ast.walk(tree):
+                if isinstance(n, ast.Constant) and isinstance(n.value, str):
+                    said = n.value
+                elif isinstance(n, ast.JoinedStr):
+                    said = _literal_text(n)
+                else:
+                    continue
+                if "deprecat" in said.lower() and len(said) < 400:
+                    self.notes.append((" ".join(said.split()), f"{rel}:{n.lineno}"))
+
+    def about(self, names: list[str]) -> list[tuple[str, str]]:
+        """Notes naming the option (``--name``) or its dest in quotes (``'name'``)."""
+        longs = [n for n in names if n.startswith("--")]
+        dests = {n[2:].replace("-", "_") for n in longs}
+        pats = [re.compile(r"(?<![\w-])" + re.escape(n) + r"(?![\w-])") for n in longs]
+        quoted = [q + d + q for d in dests for q in ("'", "`", '"')]
+        return [(t, w) for t, w in self.notes
+                if any(p.search(t) for p in pats) or any(q in t for q in quoted)]
+
+
+def render_argparse_deprecated(entries: list[dict[str, Any]], notes: DeprecationNotes,
+                               engine: str, version: str) -> None:
+    """An option registered with argparse ``deprecated=True``: the warning the parser prints
+    (CPython 3.13 argparse: 'PROG: warning: option X is deprecated'), where it was registered,
+    and what the engine's own words say about it, preferring words that name a replacement."""
+    for i, e in enumerate(entries):
+        if not e.pop("argparse_deprecated", False):
+            e.pop("said", None)
+            e.pop("doc_said", None)
+            continue
+        names = e["names"]
+        own = [tuple(x) for x in (e.pop("said", None), e.pop("doc_said", None)) if x]
+        found = [x for x in notes.about(names) if x not in own]
+        other = [x for x in found if any(m not in names for m in _OPTION_RE.findall(x[0]))]
+        ranked = ([x for x in found if _replacement(x[0], names)]
+                  + [x for x in own if _replacement(x[0], names)] + other + own + found)
+        text = (f"{PROG[engine]}: warning: option '{names[0]}' is deprecated (registered as "
+                f"deprecated in {engine} {version} at {e['where']})")
+        if ranked:
+            said, where = ranked[0]
+            text += f"; {where}: \"{said}\""
+            if not e.get("replacement"):
+                rep = _replacement(said, names)
+                if rep:
+                    e["replacement"] = rep
+        e["deprecated"] = text
+        # keys in _add_entry's order: names first, then sorted
+        entries[i] = {"names": names, **{k: e[k] for k in sorted(e) if k != "names"}}
 
 
 HAND = Path(__file__).resolve().parent / "hand"
@@ -525,6 +643,8 @@ def write(engine: str, version: str, archive: Archive | None, out: Path = OUT) -
         entries = gen_hand(engine, version)
     else:
         entries = gen_vllm(archive) if engine == "vllm" else gen_sglang(archive)
+        render_argparse_deprecated(entries, DeprecationNotes(archive, engine + "/"), engine,
+                                   version)
     # argparse: a later registration of the same string would conflict; keep the first.
     seen: set[str] = set()
     kept = []

@@ -46,3 +46,19 @@ def test_sglang_kv_cache_dtype_choice(tmp_path: Path) -> None:
 
 def test_value_filled_in_at_run_time_is_not_judged(tmp_path: Path) -> None:
     assert lint(tmp_path, "r.sh", 'vllm serve m -tp "$(( N * 2 ))" --max-model-len "$LEN"\n') == []
+
+
+def test_pinned_0_10_2_reads_skipvalidation_fields(tmp_path: Path) -> None:
+    """vLLM 0.10.2 --block-size is SkipValidation[BlockSize] (config/cache.py:35), BlockSize =
+    Literal[1, 8, 16, 32, 64, 128] (cache.py:24): argparse refuses 256 there (0.14.0 adds it).
+    --max-num-seqs is SkipValidation[int] (config/scheduler.py:43): an int. The tables before
+    the regeneration had both as plain strings, so neither was judged."""
+    text = ("apiVersion: v1\nkind: Pod\nmetadata: {name: p}\nspec:\n  containers:\n"
+            "  - name: vllm\n    image: vllm/vllm-openai:v0.10.2\n"
+            "    command: [vllm, serve, m, --block-size, '256', --max-num-seqs, lots]\n")
+    fs = lint(tmp_path, "p.yaml", text)
+    assert [f.code for f in fs] == ["TP003", "TP003"]
+    assert fs[0].message.startswith("vllm serve: error: argument --block-size: invalid choice: ")
+    assert "(choose from '1', '8', '16', '32', '64', '128')" in fs[0].message
+    assert fs[1].message.startswith(
+        "vllm serve: error: argument --max-num-seqs: invalid int value: 'lots'")

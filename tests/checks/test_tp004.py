@@ -44,3 +44,20 @@ def test_old_image_tag_picks_the_nearest_older_table(tmp_path: Path) -> None:
     assert f.code == "TP001"
     assert "vllm 0.15.1 has no option table: checked against 0.14.0, the nearest known" in (
         f.message)
+
+
+def test_a_flag_whose_replacement_takes_a_value_is_not_swapped_in_place(tmp_path: Path) -> None:
+    """vLLM 0.11.0 logs 'Please use `--mm-encoder-tp-mode data` instead.' for the flag
+    --enable-multimodal-encoder-data-parallel (arg_utils.py:987-989), gone by 0.14.0: the
+    finding names the replacement, but no edit puts --mm-encoder-tp-mode there without its
+    value."""
+    text = ("apiVersion: v1\nkind: Pod\nmetadata: {name: p}\nspec:\n  containers:\n"
+            "  - name: vllm\n    image: vllm/vllm-openai:v0.14.0\n"
+            "    command: [vllm, serve, m, --enable-multimodal-encoder-data-parallel]\n")
+    [f] = lint(tmp_path, "p.yaml", text)
+    assert f.code == "TP004"
+    assert f.message.startswith(
+        "vllm serve: error: unrecognized arguments: --enable-multimodal-encoder-data-parallel "
+        "(registered up to vllm 0.11.0 at vllm/engine/arg_utils.py:752; gone in 0.14.0); "
+        "use --mm-encoder-tp-mode")
+    assert f.fix == "use --mm-encoder-tp-mode" and f.edits == ()

@@ -26,9 +26,10 @@ def test_deprecated_option_quotes_the_engines_warning(tmp_path: Path) -> None:
 
 def test_deprecated_true_says_what_the_engine_prints(tmp_path: Path) -> None:
     """vLLM 0.10.2 registers --disable-log-requests with argparse's ``deprecated=True``
-    (engine/arg_utils.py:1783 in that release's table, which stores no text of its own): the
-    finding says the warning line argparse prints, with the release and the place, and the fix
-    says to remove it since no replacement is named."""
+    (engine/arg_utils.py:1783): the finding says the warning line argparse prints, the release
+    and the place, then the line vLLM itself logs (utils/__init__.py:1758-1761), all from the
+    table. That line names --enable-log-requests, the opposite switch, which is no drop-in
+    replacement, so the fix still says to remove it."""
     text = ("apiVersion: v1\nkind: Pod\nmetadata: {name: p}\nspec:\n  containers:\n"
             "  - name: vllm\n    image: vllm/vllm-openai:v0.10.2\n"
             "    command: [vllm, serve, m, --disable-log-requests]\n")
@@ -36,5 +37,25 @@ def test_deprecated_true_says_what_the_engine_prints(tmp_path: Path) -> None:
     assert f.code == "TP005" and f.severity is Severity.WARNING
     assert f.message.startswith(
         "vllm serve: warning: option '--disable-log-requests' is deprecated (registered as "
-        "deprecated in vllm 0.10.2 at vllm/engine/arg_utils.py:1783)")
+        "deprecated in vllm 0.10.2 at vllm/engine/arg_utils.py:1783); "
+        "vllm/utils/__init__.py:1759: \"argument '--disable-log-requests' is deprecated and "
+        "replaced with '--enable-log-requests'. This will be removed in v0.12.0.\"")
     assert f.fix is not None and f.fix.startswith("remove it")
+
+
+def test_deprecated_true_names_the_replacement_the_engine_logs(tmp_path: Path) -> None:
+    """vLLM 0.11.0 --enable-multimodal-encoder-data-parallel (deprecated=True, arg_utils.py:752)
+    and EngineArgs.__post_init__ logging 'Please use `--mm-encoder-tp-mode data` instead.'
+    (arg_utils.py:987-989): the fix names that option."""
+    text = ("apiVersion: v1\nkind: Pod\nmetadata: {name: p}\nspec:\n  containers:\n"
+            "  - name: vllm\n    image: vllm/vllm-openai:v0.11.0\n"
+            "    command: [vllm, serve, m, --enable-multimodal-encoder-data-parallel]\n")
+    [f] = lint(tmp_path, "p.yaml", text)
+    assert f.code == "TP005"
+    assert f.message.startswith(
+        "vllm serve: warning: option '--enable-multimodal-encoder-data-parallel' is deprecated "
+        "(registered as deprecated in vllm 0.11.0 at vllm/engine/arg_utils.py:752); "
+        "vllm/engine/arg_utils.py:988: \"--enable-multimodal-encoder-data-parallel` is "
+        "deprecated and will be removed in v0.13. Please use `--mm-encoder-tp-mode data` "
+        "instead.\"")
+    assert f.fix == "use --mm-encoder-tp-mode"

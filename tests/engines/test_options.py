@@ -94,6 +94,13 @@ class EngineArgs:
         parser.add_argument("--enable-prefix-caching",
                             **{**cache_kwargs["enable_prefix_caching"], "default": None})
         parser.add_argument("--old", action="store_true", deprecated=True)
+        parser.add_argument("--older", type=int, deprecated=True,
+                            help="[DEPRECATED] --older will be removed in v10.0.")
+        parser.add_argument("--disable-x", action="store_true", deprecated=True)
+        parser.add_argument("--legacy-mode", action="store_true", deprecated=True)
+    def __post_init__(self):
+        logger.warning("`--legacy-mode` is deprecated. Please use `--mode new` instead.")
+        logger.warning("argument '--disable-x' is deprecated and replaced with '--enable-x'.")
 '''
 _CACHE = '''
 from typing import Literal
@@ -128,7 +135,23 @@ def test_generator_reads_a_release_with_ast_and_is_idempotent(tmp_path: Path) ->
     assert by["--kv-cache-dtype"]["choices"] == ["auto", "fp8"]
     assert by["--gpu-memory-utilization"]["range"] == {"gt": 0, "le": 1}
     assert by["--no-enable-prefix-caching"] is by["--enable-prefix-caching"]
-    assert by["--old"]["deprecated"] == "deprecated" and by["--old"]["kind"] == "flag"
+    # argparse deprecated=True: the table holds the parser's warning and where it was
+    # registered (the add_argument call's line in _ARG_UTILS), then the engine's own words
+    # (help text, or a log line naming the option, preferred when it names a replacement)
+    assert by["--old"]["kind"] == "flag" and by["--old"]["deprecated"] == (
+        "vllm serve: warning: option '--old' is deprecated (registered as deprecated in "
+        "vllm 9.9.9 at vllm/engine/arg_utils.py:15)")
+    assert by["--older"]["deprecated"].endswith(
+        "at vllm/engine/arg_utils.py:16); vllm/engine/arg_utils.py:17: "
+        "\"[DEPRECATED] --older will be removed in v10.0.\"")  # upper-case help counts
+    assert by["--legacy-mode"]["deprecated"].endswith(
+        "; vllm/engine/arg_utils.py:21: \"`--legacy-mode` is deprecated. Please use "
+        "`--mode new` instead.\"")
+    assert by["--legacy-mode"]["replacement"] == "--mode"
+    # the opposite switch is named, but it is not a drop-in replacement
+    assert "replaced with '--enable-x'" in by["--disable-x"]["deprecated"]
+    assert "replacement" not in by["--disable-x"]
+    assert "replacement" not in by["--old"] and "replacement" not in by["--older"]
     assert data["keywords"] == ["kv_cache_dtype", "tensor_parallel_size"]
     assert data["source"] == "vllm-9.9.9.tar.gz"
 
@@ -137,3 +160,91 @@ def test_hand_listed_release_regenerates_to_the_committed_file(tmp_path: Path) -
     g = gen()
     path = g.write("sglang", "0.5.23", None, tmp_path)
     assert path.read_bytes() == (OPTIONS / "sglang-0.5.23.json").read_bytes()
+
+
+def test_skipvalidation_fields_read_from_the_wheels() -> None:
+    """vLLM 0.9-0.21 declare several scheduler/cache/model fields as pydantic
+    ``SkipValidation[X]`` (= ``Annotated[X, SkipValidation()]``), and ``get_type_hints`` in
+    engine/arg_utils.py (0.10.2 l.134-148) unwraps ``Annotated``: argparse gets X's kind. The
+    tables before the regeneration said ``str`` with no choices for all of these."""
+    t92 = load_table("vllm", "0.9.2").by_name
+    t102 = load_table("vllm", "0.10.2").by_name
+    t110 = load_table("vllm", "0.11.0").by_name
+    # 0.10.2 config/__init__.py:344 max_model_len: SkipValidation[int]; arg_utils.py l.230-236
+    # names max_model_len and max_num_batched_tokens as human_readable_int
+    for t in (t92, t102, t110):
+        assert t["--max-model-len"].kind == "human_int"
+        assert t["--max-num-batched-tokens"].kind == "human_int"
+        assert t["--max-num-seqs"].kind == "int"  # 0.10.2 config/scheduler.py:43
+    # 0.10.2 config/cache.py:24 BlockSize = Literal[1, 8, 16, 32, 64, 128]; :35 the field
+    assert t102["--block-size"].kind == "int"
+    assert t102["--block-size"].choices == ("1", "8", "16", "32", "64", "128")
+    # 0.14.0 config/cache.py:23 adds 256
+    assert load_table("vllm", "0.14.0").by_name["--block-size"].choices == (
+        "1", "8", "16", "32", "64", "128", "256")
+    # 0.19.0 config/cache.py:36 block_size: SkipValidation[int] (no Literal any more)
+    b19 = load_table("vllm", "0.19.0").by_name["--block-size"]
+    assert b19.kind == "int" and b19.choices is None
+    # quantization: SkipValidation[Optional[QuantizationMethods]] (0.9.2 config.py:301);
+    # QuantizationMethods = Literal[...] in model_executor/layers/quantization/__init__.py:9:
+    # 29 methods in 0.9.2 (aqlm, marlin, qqq still there), 28 in 0.10.2 (mxfp4 added)
+    q92, q102 = t92["--quantization"].choices, t102["--quantization"].choices
+    assert q92 is not None and q102 is not None
+    assert (len(q92), len(q102)) == (29, 28)
+    assert {"aqlm", "marlin", "qqq"} <= set(q92) and "mxfp4" not in q92
+    assert "mxfp4" in q102 and "aqlm" not in q102
+    # --no-enable-chunked-prefill: SkipValidation[bool] (0.10.2 config/scheduler.py:89)
+    assert t102["--no-enable-chunked-prefill"] is t102["--enable-chunked-prefill"]
+
+
+def test_deprecations_carry_the_engines_words_and_replacement() -> None:
+    """Options registered with argparse ``deprecated=True`` hold the whole warning: no table
+    keeps the bare word 'deprecated' any more."""
+    for p in sorted(OPTIONS.glob("*.json")):
+        for e in json.loads(p.read_text(encoding="utf-8"))["options"]:
+            assert e.get("deprecated") != "deprecated", (p.name, e["names"])
+    t = load_table("vllm", "0.10.2").by_name
+    # arg_utils.py:697: help="[DEPRECATED] --num-redundant-experts will be removed in v0.12.0."
+    assert t["--num-redundant-experts"].deprecated == (
+        "vllm serve: warning: option '--num-redundant-experts' is deprecated (registered as "
+        "deprecated in vllm 0.10.2 at vllm/engine/arg_utils.py:693); "
+        "vllm/engine/arg_utils.py:697: \"[DEPRECATED] --num-redundant-experts will be removed "
+        "in v0.12.0.\"")
+    # arg_utils.py:956-959 logs "... Please use `--mm-encoder-tp-mode data` instead."
+    mm = t["--enable-multimodal-encoder-data-parallel"]
+    assert mm.replacement == "--mm-encoder-tp-mode" and "arg_utils.py:957" in (mm.deprecated or "")
+    # utils/__init__.py:1758-1761: "... replaced with '--enable-log-requests'": the opposite
+    # switch (whose default already logs nothing), so named but no replacement
+    dl = t["--disable-log-requests"]
+    assert dl.replacement is None
+    assert "vllm/utils/__init__.py:1759" in (dl.deprecated or "")
+    # 0.9.2 config.py:2378, DeviceConfig.device's docstring (vLLM's help for --device)
+    dev = load_table("vllm", "0.9.2").by_name["--device"]
+    assert "This parameter is deprecated and will be removed" in (dev.deprecated or "")
+    assert dev.choices == ("auto", "cpu", "cuda", "hpu", "neuron", "tpu", "xpu")  # l.2369
+
+
+def test_version_key_orders_by_pep_440() -> None:
+    """PEP 440 'Summary of permitted suffixes and relative ordering'
+    (https://peps.python.org/pep-0440/#summary-of-permitted-suffixes-and-relative-ordering):
+    .devN < aN < bN < rcN < release < .postN, each N numerically; a build suffix after the
+    version (-cu126, -rocm6.3) names no c/r pre/post part."""
+    from tpcheck.engines.flags import version_key
+
+    order = ["0.5.2.dev1", "0.5.2a1", "0.5.2b2", "0.5.2rc2.dev3", "0.5.2rc2", "0.5.2rc10",
+             "0.5.2", "0.5.2.post1.dev2", "0.5.2.post1", "0.5.10", "0.5.10.post1", "0.10"]
+    assert sorted(reversed(order), key=version_key) == order
+    assert version_key("0.5.2rc2") < version_key("0.5.2")  # was (0, 5, 2, 2) > (0, 5, 2)
+    assert version_key("v0.10.2") == version_key("0.10.2.0") == version_key("0.10.2-cu128")
+    assert version_key("0.8.5-rocm6.3") == version_key("0.8.5")
+    assert version_key("0.5.2-rc.2") == version_key("0.5.2rc2")  # PEP 440 normal form
+    assert version_key("latest") == ()
+
+
+def test_a_release_candidate_is_checked_against_the_release_before_it() -> None:
+    """SGLang 0.5.10rc1 predates 0.5.10.post1: the nearest table not newer is 0.4.10.post2
+    (with digits alone, rc1 and post1 both read (0, 5, 10, 1) and 0.5.10.post1 was picked)."""
+    rel, note = nearest_release("sglang", "0.5.10rc1")
+    assert rel == "0.4.10.post2" and note is not None
+    assert nearest_release("sglang", "0.5.10.post2")[0] == "0.5.10.post1"
+    assert nearest_release("vllm", "0.11.0rc1")[0] == "0.10.2"

@@ -36,6 +36,28 @@ from tpcheck.sources.kube import engine_version
     ("vllm/vllm-openai:v0.5.2foo", "vllm", None),  # not 0.5 either
     ("lmsysorg/sglang:v0.4.6.post1-cu124", "vllm", None),  # another engine's image
     ("nvcr.io/nvidia/vllm:26.02-py3", "vllm", None),  # NGC's container release
+    # Vendor builds naming the release after the engine's word, as published. AMD's table
+    # https://rocm.docs.amd.com/en/docs-7.1.0/how-to/rocm-for-ai/inference/benchmark-docker/
+    # previous-versions/vllm-history.html (tag -> "vLLM 0.8.5", "vLLM 0.9.0.1", ...):
+    ("rocm/vllm:rocm6.3.1_vllm_0.8.5_20250513", "vllm", "0.8.5"),
+    ("rocm/vllm:rocm7.0.0_vllm_0.11.1_20251024", "vllm", "0.11.1"),
+    ("rocm/vllm:rocm6.4.1_vllm_0.9.0.1_20250605", "vllm", "0.9.0.1"),
+    ("rocm/vllm:rocm6.3.1_instinct_vllm0.8.3_20250415", "vllm", "0.8.3"),
+    # https://rocm.docs.amd.com/en/7.12.0-preview/rocm-for-ai/vllm.html: py3.12 and
+    # pytorch_2.9.1 are other versions in the same tag; only the one after "vllm" counts
+    ("rocm/vllm:rocm7.12.0_gfx950-dcgpu_ubuntu24.04_py3.12_pytorch_2.9.1_vllm_0.16.0", "vllm",
+     "0.16.0"),
+    # https://rocm.docs.amd.com/projects/ai-ecosystem/en/latest/inference/sglang.html
+    ("rocm/sgl-dev:v0.5.13.post1-ubuntu24.04-py3.14-rocm7.14", "sglang", "0.5.13.post1"),
+    # AMD's SGLang history table: lmsysorg/sglang:v0.4.5-rocm630 is "SGLang 0.4.5"
+    ("lmsysorg/sglang:v0.4.5-rocm630", "sglang", "0.4.5"),
+    # gpustack/runner PR 233, gpustack_runner/runner.py.json ("service_version")
+    ("gpustack/runner:rocm7.2-vllm0.25.0", "vllm", "0.25.0"),
+    ("gpustack/runner:rocm7.2-sglang0.5.12.post1", "sglang", "0.5.12.post1"),
+    ("gpustack/runner:rocm7.2-sglang0.5.12.post1", "vllm", None),  # the other engine's build
+    # no release named (production-stack tutorials/assets/values-01-minimal-amd-example.yaml)
+    ("rocm/vllm:instinct_main", "vllm", None),
+    ("rocm/vllm:rocm6.3.1_vllm_0.8.5_vllm_0.9.1", "vllm", None),  # two releases: ambiguous
 ])
 def test_release_from_tag(image: str, engine: str, release: str | None) -> None:
     assert engine_version(image, engine) == release  # type: ignore[arg-type]
@@ -74,3 +96,29 @@ def test_chunked_prefill_switch_on_releases_that_type_it_skip_validation(
         " --enable-chunked-prefill, --max-num-seqs, '8']\n")
     res = Linter(Settings(offline=True)).run([str(p)])
     assert not [f for f in res.findings if f.code in ("TP003", "TP004")], res.findings
+
+
+def test_rocm_tag_pins_the_release_it_names(tmp_path: Path) -> None:
+    """``rocm/vllm:rocm6.3.1_vllm_0.8.5_20250513`` pinned nothing (the tag starts with the ROCm
+    version): its deployment now carries vLLM 0.8.5, and the 0.8.5 option table judges it:
+    --num-scheduler-steps is registered there (gone after 0.9.2), so no TP004, which unpinned
+    (checked against 0.33.0) it was."""
+    from tpcheck.lint import Linter
+    from tpcheck.settings import Settings
+
+    text = (
+        "apiVersion: v1\nkind: Pod\nmetadata: {name: p}\nspec:\n  containers:\n  - name: v\n"
+        "    image: rocm/vllm:rocm6.3.1_vllm_0.8.5_20250513\n"
+        "    command: [vllm, serve, Qwen/Qwen3-8B, --num-scheduler-steps, '10']\n"
+    )
+    (d,) = read_path("p.yaml", text).deployments
+    assert d.engine_version == "0.8.5"
+    rel = release_for("vllm", image=d.image, image_version=d.engine_version)
+    assert (rel.version, rel.pinned) == ("0.8.5", True)
+    p = tmp_path / "p.yaml"
+    p.write_text(text)
+    res = Linter(Settings(offline=True)).run([str(p)])
+    assert not [f for f in res.findings if f.code == "TP004"], res.findings
+    p.write_text(text.replace("rocm6.3.1_vllm_0.8.5_20250513", "instinct_main"))
+    res = Linter(Settings(offline=True)).run([str(p)])
+    assert [f.code for f in res.findings if f.code == "TP004"] == ["TP004"]

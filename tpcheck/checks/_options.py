@@ -146,11 +146,10 @@ def _judge(engine: str, table: OptionTable, use: OptionUse) -> Verdict | None:
     if option is None:
         return _unknown(engine, table, use, opt, list(names))
     if option.deprecated:
-        text = option.deprecated
-        if text == "deprecated":  # argparse's deprecated=True: the engine prints its own line
-            text = (f"{PROG[engine]}: warning: option '{use.written}' is deprecated "
-                    f"(registered as deprecated in {engine} {table.version} at {option.where})")
-        return Verdict(use, "deprecated", text, option, replacement=option.replacement)
+        # the table holds the whole warning (tools/gen_options.py: the engine's text, or for
+        # argparse's deprecated=True the parser's line, where, and what the engine says)
+        return Verdict(use, "deprecated", option.deprecated, option,
+                       replacement=option.replacement)
     return _value_verdict(engine, use, option, keyword=False)
 
 
@@ -317,6 +316,14 @@ def _ambiguous_since(engine: str, opt: str, version: str) -> str | None:
     return None
 
 
+def _same_shape(a: Analysis, v: Verdict, target: str) -> bool:
+    """A removed option is swapped for its replacement in place only when both take a value
+    or neither does: vLLM's --enable-multimodal-encoder-data-parallel (a flag) became
+    --mm-encoder-tp-mode data, which the option's name alone would leave without its value."""
+    new = load_table(a.engine, a.release).by_name.get(normalize(a.engine, target))
+    return new is not None and v.option is not None and new.takes_value == v.option.takes_value
+
+
 def findings(ctx: CheckContext, rule: ModuleType, outcome: Outcome,
              default_fix: str) -> Iterator[Finding]:
     """The findings of one outcome, each at the option (or, for a bad value, the value)."""
@@ -342,7 +349,8 @@ def findings(ctx: CheckContext, rule: ModuleType, outcome: Outcome,
         fix = default_fix
         if target and target != v.use.written:
             fix = f"use {target}"
-            if outcome in ("unknown", "removed") or (outcome == "bad_value" and value_span):
+            if (outcome in ("unknown", "removed") or (outcome == "bad_value" and value_span)) and (
+                    outcome != "removed" or _same_shape(a, v, target)):
                 edits = (Edit(value_span if outcome == "bad_value" and value_span else opt_span,
                               target, f"replace with {target}"),)
         severity = None

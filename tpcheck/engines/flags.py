@@ -251,15 +251,46 @@ def known_releases(engine: str) -> list[str]:
 
 
 _KEYS: dict[str, tuple[int, ...]] = {}
+# PEP 440's public version, spelt leniently (``v`` prefix, ``-``/``_``/``.`` separators, the
+# alternative names alpha/beta/c/pre/preview/rev/r); a local ``+cu128`` or build suffix after
+# it is ignored. packaging is no dependency of tpcheck, so the ordering is written out here.
+# Each word must end there (``-cu128``, ``-rocm6.3`` are build suffixes, not c/r parts).
+_PEP440 = (r"^\s*v?(\d+(?:\.\d+)*)"
+           r"(?:[-_.]?(alpha|beta|preview|pre|rc|a|b|c)[-_.]?(\d*)(?![a-z]))?"
+           r"(?:-(\d+)|[-_.]?(post|rev|r)[-_.]?(\d*)(?![a-z]))?"
+           r"(?:[-_.]?(dev)[-_.]?(\d*)(?![a-z]))?")
+_PRE_RANK = {"a": -3, "alpha": -3, "b": -2, "beta": -2, "c": -1, "rc": -1, "pre": -1,
+             "preview": -1}
+_NO_DEV = 1 << 62  # a release without .devN sorts after every .devN of it
 
 
 def version_key(v: str) -> tuple[int, ...]:
-    """``0.5.10.post1`` → (0, 5, 10, 1): release order."""
+    """Release order by PEP 440: ``0.5.2.dev1`` < ``0.5.2a1`` < ``0.5.2rc2`` < ``0.5.2`` <
+    ``0.5.2.post1`` < ``0.5.3``; () when ``v`` starts with no version.
+
+    The key is the release padded to four numbers (0.10 == 0.10.0), then the pre-release phase
+    (-4 a lone .devN, -3 a, -2 b, -1 rc, 0 none) and number, the post number (-1 none) and the
+    dev number (after every .devN when there is none)."""
     k = _KEYS.get(v)
     if k is None:
         import re
 
-        k = tuple(int(x) for x in re.findall(r"\d+", v)[:4])
+        m = re.match(_PEP440, v, re.IGNORECASE)
+        if m is None:
+            k = ()
+        else:
+            rel = [int(x) for x in m.group(1).split(".")]
+            while len(rel) > 4 and rel[-1] == 0:
+                rel.pop()  # 1.0.0.0.0 == 1.0
+            rel += [0] * (4 - len(rel))
+            pre_l, pre_n, post_implicit, post_l, post_n, dev_l, dev_n = m.groups()[1:]
+            phase = _PRE_RANK[pre_l.lower()] if pre_l else 0
+            post = (int(post_implicit) if post_implicit is not None
+                    else int(post_n or 0) if post_l else -1)
+            if dev_l and not pre_l and post < 0:
+                phase = -4  # 1.0.dev1 sorts before 1.0a1 (PEP 440 "Summary of ordering")
+            dev = int(dev_n or 0) if dev_l else _NO_DEV
+            k = (*rel, phase, int(pre_n or 0), post, dev)
         if len(_KEYS) < 1024:
             _KEYS[v] = k
     return k

@@ -32,6 +32,20 @@ _IMAGE_VERSION = re.compile(
 )
 
 
+# Vendor tags that carry the engine's release after its name, anywhere in the tag (AMD's
+# rocm/vllm:rocm6.3.1_vllm_0.8.5_20250513, rocm6.3.1_instinct_vllm0.8.3_20250415,
+# rocm7.12.0_gfx950-dcgpu_ubuntu24.04_py3.12_pytorch_2.9.1_vllm_0.16.0; GPUStack's
+# gpustack/runner:rocm7.2-vllm0.25.0, rocm7.2-sglang0.5.12.post1): the word, an optional
+# _/- separator, then the release as above.
+_NAMED_VERSION = {
+    engine: re.compile(r"(?<![^-_.])" + engine + r"[-_]?" + _IMAGE_VERSION.pattern)
+    for engine in ("vllm", "sglang")
+}
+# Image names that are an engine's build under another name (AMD's SGLang images are
+# rocm/sgl-dev:v0.5.13.post1-ubuntu24.04-py3.14-rocm7.14).
+_ENGINE_IMAGES = {"vllm": ("vllm",), "sglang": ("sglang", "sgl-dev")}
+
+
 def mget(node: Any, key: str) -> Any:
     if isinstance(node, yaml.MappingNode):
         for k, v in node.value:
@@ -54,15 +68,24 @@ def engine_version(image: str | None, engine: Engine) -> str | None:
     the option tables and defaults are per release, not per CUDA build. Images that
     wrap an engine carry their own version in the tag: NGC's ``nvcr.io/nvidia/vllm:26.02-py3``
     (a container release) and Dynamo's ``ai-dynamo-vllm-runtime:1.2.0`` are not vLLM 26.02 or
-    1.2.0, so they pin nothing."""
+    1.2.0, so they pin nothing.
+
+    A tag that does not start with a release may name it after the engine's name (ROCm and
+    other vendor builds: ``rocm/vllm:rocm6.3.1_vllm_0.8.5_20250513`` → ``0.8.5``); only when
+    it names one release, so ``rocm/vllm:instinct_main`` and a tag naming two pin nothing."""
     low = (image or "").lower()
-    if not image or engine not in low or "dynamo" in low or low.startswith("nvcr.io/nvidia/"):
+    if (not image or not any(w in low for w in _ENGINE_IMAGES[engine]) or "dynamo" in low
+            or low.startswith("nvcr.io/nvidia/")):
         return None
     name = image.split("@", 1)[0].rsplit("/", 1)[-1]  # a registry's :port is no tag
     if ":" not in name:
         return None  # untagged or a digest only: no release named
-    m = _IMAGE_VERSION.match(name.rsplit(":", 1)[1])
-    return m.group(1) if m else None
+    tag = name.rsplit(":", 1)[1]
+    m = _IMAGE_VERSION.match(tag)
+    if m:
+        return m.group(1)
+    named = {x.group(1) for x in _NAMED_VERSION[engine].finditer(tag.lower())}
+    return named.pop() if len(named) == 1 else None
 
 
 def product_in_terms(terms: Any) -> Any:
