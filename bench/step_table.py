@@ -1,10 +1,12 @@
 """Print the decode-step table: floor, calibrated and leave-one-out predictions vs measured.
 
 Run from the repository root: ``python bench/step_table.py``. Rows are
-``fixtures/observations/step-sweeps.jsonl``; the helpers (and the acceptance bars) live in
-tests/physics/test_step.py. Issue 22's acceptance: leave-one-out median TPOT error ≤ 15 % over
-rows with batch ≤ 16, TP-doubling gain within 10 % of measured in every series; large-batch rows
-are listed separately (they mix chunked prefill into decode steps, so they calibrate nothing).
+``fixtures/observations/step-sweeps.jsonl`` and, for prefill, ``prefill-sweeps.jsonl``; the
+helpers (and the acceptance bars) live in tests/physics/test_step.py and test_prefill.py. Issue
+22's acceptance: leave-one-out median TPOT error ≤ 15 % over rows with batch ≤ 16, TP-doubling
+gain within 10 % of measured in every series; large-batch rows are listed separately (they mix
+chunked prefill into decode steps, so they calibrate nothing). The prefill rows follow: each at
+the assumed η, the η it implies, and η from the other rows (leave-one-out).
 """
 
 from __future__ import annotations
@@ -15,6 +17,8 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
+from tests.physics.test_prefill import ROWS as PREFILL_ROWS
+from tests.physics.test_prefill import terms as prefill_terms
 from tests.physics.test_step import (
     GAIN_BAR,
     LOO_MEDIAN_BAR,
@@ -86,10 +90,35 @@ def main() -> None:
         fl, _ = floor_of(r)
         era = step.era_for(str(r["engine"]), str(r["version"]), str(r["gpu"]))
         y = float(str(r["measured_ms"]))
-        cal = predict(r, era.a, era.c, era.k) * 1000 if era else float("nan")
+        if era is None:
+            cal_text = f"uncalibrated ({r['engine']} {r['version']} on {r['gpu']}: no era)"
+        else:
+            cal = predict(r, era.a, era.c, era.k) * 1000
+            cal_text = f"calibrated {cal:.2f} ({cal / y - 1:+.0%})"
         print(f"  {r['id']!s:<40} t={r['tp']} batch {r['batch']}: measured {y:.2f} ms, floor "
-              f"{fl.result * 1000:.2f} ({y / 1000 / fl.result:.2f}×), calibrated {cal:.2f} "
-              f"({cal / y - 1:+.0%})")
+              f"{fl.result * 1000:.2f} ({y / 1000 / fl.result:.2f}×), {cal_text}")
+    prefill_table()
+
+
+def prefill_table() -> None:
+    """The prefill rows: predicted at the assumed η, the η each implies, leave-one-out."""
+    print(f"\nprefill rows ({step.PREFILL_SWEEPS}; T = (T_linear + T_attn)/η + T_comm):")
+    assumed = f"η={step.PREFILL_EFFICIENCY}"
+    print(f"  {'row':<34} {'t':>2} {'tokens':>6} {'meas ms':>8} {assumed:>7} {'×':>5} "
+          f"{'η implied':>9} {'LOO η':>6} {'LOO err':>7}")
+    pts = [prefill_terms(r) for r in PREFILL_ROWS]
+    for i, (r, (x, c, y)) in enumerate(zip(PREFILL_ROWS, pts, strict=True)):
+        pred = x / step.PREFILL_EFFICIENCY + c
+        others = [p for j, p in enumerate(pts) if j != i]
+        eta = step.fit_efficiency(others) if others else float("nan")
+        loo = x / eta + c
+        print(f"  {r['id']!s:<34} {r['tp']!s:>2} {r['input_tokens']!s:>6} {y * 1000:>8.2f} "
+              f"{pred * 1000:>7.2f} {y / pred:>5.2f} {x / (y - c):>9.3f} {eta:>6.3f} "
+              f"{loo / y - 1:>+7.1%}")
+    eras = ", ".join(f"{e.engine} {e.low}–{e.high} {e.gpu_class}: η = {e.efficiency}"
+                     for e in step.PREFILL_ERAS)
+    eras = eras or "none (every row is uncalibrated: see its reason)"
+    print(f"prefill eras: {eras}")
 
 
 if __name__ == "__main__":

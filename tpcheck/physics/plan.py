@@ -384,9 +384,10 @@ def evaluate(shape: ModelShape, t: int, opts: Options) -> Evaluation:
         # One request's chunk passes every pipeline stage in turn: the whole model at t.
         pre = stepmodel.Prefill(model_params(shape, active=True), shape.layers, shape.heads,
                                 shape.head_dim, shape.hidden, b, t, flops, link, alpha)
-        prefill = stepmodel.prefill_chunk(pre, ntok)
+        eta, eta_src = prefill_efficiency(shape, opts)
+        prefill = stepmodel.prefill_chunk(pre, ntok, efficiency=eta, source=eta_src)
         prefill = replace(prefill, values={**prefill.values, "n_source": ntok_src})
-        prompt = stepmodel.prefill_prompt(pre, c, ntok)
+        prompt = stepmodel.prefill_prompt(pre, c, ntok, efficiency=eta, source=eta_src)
     return Evaluation(
         tp=t,
         refusals=refs,
@@ -414,6 +415,17 @@ def evaluate(shape: ModelShape, t: int, opts: Options) -> Evaluation:
         prefill=prefill,
         prefill_prompt=prompt,
     )
+
+
+def prefill_efficiency(shape: ModelShape, opts: Options) -> tuple[float, str]:
+    """η of the prefill columns for this engine release and GPU (``step.prefill_efficiency``),
+    resolved like the decode step's era; MoE and MLA keep the assumed η (the rows are dense)."""
+    gpu = opts.gpu
+    if gpu is None or shape.moe is not None or shape.is_mla:
+        return stepmodel.PREFILL_EFFICIENCY, stepmodel.PREFILL_SOURCE
+    eng = opts.engine
+    version = opts.engine_version or defaults_for("sglang" if eng == "sglang" else "vllm").version
+    return stepmodel.prefill_efficiency(eng, version, gpu.key)
 
 
 def calibrated(shape: ModelShape, t: int, opts: Options, floor: Formula,

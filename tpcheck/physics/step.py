@@ -16,8 +16,12 @@ the step is the floor and the Formula says so, with the range the calibrated era
 No public sweep covers t > h_kv (replicated K/V heads): the model's claim stops at t ≤ h_kv.
 A TP group wider than a node all-reduces on the network (``linkcost.node_network``).
 
-Prefill (``prefill_chunk``, ``prefill_prompt``) is compute-bound: the chunk's FLOPs at an assumed
-efficiency plus its all-reduces; no published TTFT row calibrates it, and its source says so.
+Prefill (``prefill_chunk``, ``prefill_prompt``) is compute-bound: the chunk's FLOPs at an
+efficiency η plus its all-reduces. ``prefill_efficiency`` gives η per engine release and GPU class
+from ``PREFILL_ERAS`` (fitted by ``fit_efficiency`` on
+``fixtures/observations/prefill-sweeps.jsonl``) and falls back to an assumed η, with "assumed" in
+its source, where no row calibrates it — today everywhere: the published TTFT rows found so far
+run through the API server and do not fit one η (see that file).
 """
 
 from __future__ import annotations
@@ -260,14 +264,63 @@ def fit(points: Sequence[tuple[float, int, float, float, float]]) -> tuple[float
     return a, c, 1.0
 
 
-# Prefill: no published batch-1 TTFT row states input length, GPU, t and release together
-# (searched issue 22: vLLM/SGLang issues, blog posts, performance pages; the rows that give
-# TTFT omit the prompt length or mix queued requests), so η is the decode compute term's
-# assumption and the prefill figure is a floor with a stated efficiency, not a calibration.
+# Prefill: no published row isolates one prefill with its lengths, GPU, t and release stated (the
+# TTFT rows in PREFILL_SWEEPS run through the API server and imply η from 0.2 to 0.4 for one engine
+# and GPU, so one η does not fit them), so η is the decode compute term's assumption and the
+# prefill figure is a floor with a stated efficiency, not a calibration.
+PREFILL_SWEEPS = "fixtures/observations/prefill-sweeps.jsonl"
 PREFILL_EFFICIENCY = COMPUTE_EFFICIENCY
 PREFILL_SOURCE = (f"compute-bound prefill at η = {PREFILL_EFFICIENCY} of dense FLOP/s (assumed: "
                   "no published batch-1 TTFT row with lengths, GPU, t and release to calibrate "
                   "it); seeds/tp-inference-deployer.txt §3.2 (prefill is compute-bound)")
+
+
+@record
+class PrefillEra:
+    """η for engine releases [low, high) on one GPU class, and the prefill rows it was fitted on."""
+
+    engine: str
+    low: tuple[int, int]
+    high: tuple[int, int]
+    gpu_class: str
+    efficiency: float  # η: achieved ÷ dense FLOP/s over a whole prefill chunk
+    rows: tuple[str, ...]
+    source: str
+
+
+# η per era from ``fit_efficiency`` over the rows named (tests/physics/test_prefill.py refits
+# them). Empty: no row of PREFILL_SWEEPS calibrates η yet (each row's ``uncalibrated`` says why).
+PREFILL_ERAS: tuple[PrefillEra, ...] = ()
+
+
+def prefill_efficiency(engine: str, version: str | None, gpu_key: str,
+                       eras: Sequence[PrefillEra] | None = None) -> tuple[float, str]:
+    """(η, the source to cite) for this engine release and GPU; the assumed η where no era fits.
+
+    ``engine`` is the Deployment's engine name ("vllm" or "sglang"); ``eras`` defaults to
+    ``PREFILL_ERAS``.
+    """
+    rel = _release(version)
+    cls = gpu_class(gpu_key)
+    for e in PREFILL_ERAS if eras is None else eras:
+        if rel is not None and e.engine == engine and e.gpu_class == cls and e.low <= rel < e.high:
+            return e.efficiency, (f"η = {e.efficiency:g} calibrated: {engine} "
+                                  f"{e.low[0]}.{e.low[1]}–{e.high[0]}.{e.high[1] - 1}.x on "
+                                  f"{cls}, {len(e.rows)} rows of {PREFILL_SWEEPS} ({e.source})")
+    return PREFILL_EFFICIENCY, PREFILL_SOURCE
+
+
+def fit_efficiency(points: Sequence[tuple[float, float, float]]) -> float:
+    """η from (T_flops at peak, T_comm, measured) points, least squares in relative error.
+
+    The model is y = T_flops/η + T_comm, linear in 1/η: minimising Σ((x/η + c − y)/y)² gives
+    1/η = Σ x(y − c)/y² ÷ Σ x²/y².
+    """
+    num = sum(x * (y - c) / y**2 for x, c, y in points)
+    den = sum(x * x / y**2 for x, _, y in points)
+    if den <= 0 or num <= 0:
+        raise ValueError("the rows do not determine η")
+    return den / num
 
 
 @record
@@ -296,7 +349,7 @@ class Prefill:
 
 
 def prefill_chunk(m: Prefill, tokens: int, start: int = 0,
-                  efficiency: float = PREFILL_EFFICIENCY) -> Formula:
+                  efficiency: float = PREFILL_EFFICIENCY, source: str = PREFILL_SOURCE) -> Formula:
     """One prefill chunk of n tokens whose prompt already has c0 tokens cached.
 
     T = (T_linear + T_attn)/η + (2L+1)·T_AR, with T_linear = 2·P·n/(t·π) (every weight once per
@@ -313,7 +366,7 @@ def prefill_chunk(m: Prefill, tokens: int, start: int = 0,
          "B": m.link_bw, "α": m.alpha},
         (lin + attn) / efficiency + t_comm,
         "s",
-        PREFILL_SOURCE,
+        source,
         (Formula("T_linear", "2·P·n / (t·π)", {"P": m.params_active, "n": tokens, "t": m.t,
                                                 "π": m.flops}, lin, "s"),
          Formula("T_attn", "4·L·h·d_h·(n·c0 + n(n+1)/2) / (t·π)",
@@ -324,7 +377,7 @@ def prefill_chunk(m: Prefill, tokens: int, start: int = 0,
 
 
 def prefill_prompt(m: Prefill, prompt: int, chunk: int,
-                   efficiency: float = PREFILL_EFFICIENCY) -> Formula:
+                   efficiency: float = PREFILL_EFFICIENCY, source: str = PREFILL_SOURCE) -> Formula:
     """A whole prompt of c tokens prefilled in chunks of n — one request's time to first token
     on an idle engine, before any queueing.
 
@@ -339,10 +392,10 @@ def prefill_prompt(m: Prefill, prompt: int, chunk: int,
     total = (lin + attn) / efficiency + full * comm_full + comm_rest
     count = full + (1 if rest else 0)
     last_start = chunk * (count - 1) if count else 0
-    last = prefill_chunk(m, prompt - last_start, last_start, efficiency)
+    last = prefill_chunk(m, prompt - last_start, last_start, efficiency, source)
     return Formula("prefill_prompt_seconds",
                    "(2·P·c + 4·L·h·d_h·c(c+1)/2) / (t·π·η) + Σ_chunks (2L+1)·T_AR(n_k)",
-                   {"c": prompt, "n": chunk, "chunks": count}, total, "s", PREFILL_SOURCE,
+                   {"c": prompt, "n": chunk, "chunks": count}, total, "s", source,
                    (replace(last, name="last_chunk_seconds"),))
 
 
