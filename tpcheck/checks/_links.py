@@ -125,7 +125,8 @@ def describe(costs: tuple[Formula, ...]) -> str:
     for f in costs:
         if f.name == "prefill_comm_share":
             parts.append(f"they add {_pct(f.result)} to the rest of a {f.values['n']:,}-token "
-                         f"prefill chunk (compute at η = {f.values['η']:g}, assumed)")
+                         f"prefill chunk (compute at η = {f.values['η']:g}, "
+                         f"{'assumed' if 'assumed' in f.source else 'calibrated'})")
         elif f.name == "breakeven_tp":
             be = f.result
             parts.append(

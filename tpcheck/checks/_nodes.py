@@ -106,17 +106,15 @@ def network(ctx: CheckContext) -> LinkUse:
 
 def step_nodes(ctx: CheckContext) -> dict[str, object]:
     """The step's link as TP301 reads it: node size and network from the manifest (instance
-    type, pods, --nnodes), so a TP group that spans nodes all-reduces on the network, and the
-    user's α (``[tool.tpcheck] alpha``) on whichever link it is; without them the physics'
-    defaults hold (the GPU's NVLink domain and α, the assumed network past it)."""
-    alpha = alpha_override(ctx)
-    given: dict[str, object] = {} if alpha is None else {"alpha": alpha}
+    type, pods, --nnodes), so a TP group that spans nodes all-reduces on the network; without
+    them the physics' defaults hold (the GPU's NVLink domain, the assumed network past it).
+    The user's α (``[tool.tpcheck] alpha``) is already in ``ctx.options``."""
     size = node_size(ctx)
     if size is None:
-        return given
+        return {}
     per_node = max(size.per_node, nvlink_domain(ctx))
     use = network(ctx)
     if use.assumed:  # no instance type: the physics' own assumption, which says so
-        return {**given, "gpus_per_node": per_node}
+        return {"gpus_per_node": per_node}
     net = replace(use.link, bandwidth=use.bandwidth.result, alpha=use.alpha.result)
-    return {**given, "gpus_per_node": per_node, "network": net}
+    return {"gpus_per_node": per_node, "network": net}

@@ -237,6 +237,7 @@ class CheckContext:
             swa_full_tokens_ratio=d.swa_full_tokens_ratio,
             mamba_full_memory_ratio=d.mamba_full_memory_ratio,
             max_mamba_cache_size=d.max_mamba_cache_size,
+            alpha=self.settings.alpha,
         )
 
     @cached_property

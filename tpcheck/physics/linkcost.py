@@ -127,17 +127,17 @@ def _b(shape: ModelShape, dtype: str | None) -> float:
     return dtype_bytes(activation_dtype(shape.dtype, dtype))
 
 
-def chunk_efficiency(engine: str, version: str | None, gpu_key: str) -> float:
-    """η, the share of dense FLOP/s a prefill chunk's matmuls reach, for TP301/TP302's prefill
-    share and ``plan --link``: the ONE place it is chosen.
+def chunk_efficiency(shape: ModelShape, engine: str, version: str | None,
+                     gpu_key: str) -> tuple[float, str]:
+    """(η, its source): the share of dense FLOP/s a prefill chunk's matmuls reach, for
+    TP301/TP302's prefill share and ``plan --link`` — the one place it is chosen.
 
-    Today the step model's single assumed η (``step.PREFILL_EFFICIENCY``) for every engine and
-    GPU; the arguments are what a per-engine/GPU calibration
-    (``step.prefill_efficiency(engine, version, gpu_key)``, issue 22) needs, so wiring it is a
-    one-line change here.
+    ``step.prefill_efficiency`` for this engine release and GPU class; MoE and MLA models keep
+    the assumed η, as ``plan``'s prefill columns do (the calibration rows are dense).
     """
-    del engine, version, gpu_key  # not yet calibrated per engine release and GPU
-    return stepmodel.PREFILL_EFFICIENCY
+    if shape.moe is not None or shape.is_mla:
+        return stepmodel.PREFILL_EFFICIENCY, stepmodel.PREFILL_SOURCE
+    return stepmodel.prefill_efficiency(engine, version, gpu_key)
 
 
 def prefill_share(
@@ -159,11 +159,11 @@ def prefill_share(
     The same ratio as the decode share (what the collectives add to the rest of the step), so
     it passes 100% where they outlast the compute.
     """
-    eta = chunk_efficiency(engine, version, gpu.key)
+    eta, eta_source = chunk_efficiency(shape, engine, version, gpu.key)
     model = stepmodel.Prefill(model_params(shape, active=True), shape.layers, shape.heads,
                               shape.head_dim, shape.hidden, _b(shape, dtype), t,
                               gpu.bf16_flops, use.bandwidth.result, use.alpha.result)
-    chunk = stepmodel.prefill_chunk(model, tokens, 0, eta)
+    chunk = stepmodel.prefill_chunk(model, tokens, 0, eta, eta_source)
     t_comm = next(x.result for x in chunk.terms if x.name == "T_comm")
     rest = chunk.result - t_comm
     return Formula(

@@ -19,7 +19,7 @@ from tpcheck.models.shape import ModelShape
 from tpcheck.physics import comm, kv, memory, sglang_memory, sglang_pools
 from tpcheck.physics import step as stepmodel
 from tpcheck.physics.legality import Refusal, refusals
-from tpcheck.physics.linkcost import LinkUse, node_network, prefill_tokens
+from tpcheck.physics.linkcost import LinkUse, chunk_efficiency, node_network, prefill_tokens
 from tpcheck.physics.split import model_params, weight_split
 from tpcheck.physics.weights import mxfp4_padding, weights_per_gpu
 from tpcheck.record import field, record, replace
@@ -418,14 +418,14 @@ def evaluate(shape: ModelShape, t: int, opts: Options) -> Evaluation:
 
 
 def prefill_efficiency(shape: ModelShape, opts: Options) -> tuple[float, str]:
-    """η of the prefill columns for this engine release and GPU (``step.prefill_efficiency``),
-    resolved like the decode step's era; MoE and MLA keep the assumed η (the rows are dense)."""
+    """η of the prefill columns for this engine release and GPU, chosen as TP301/TP302 choose
+    it (``linkcost.chunk_efficiency``), the release resolved like the decode step's era."""
     gpu = opts.gpu
-    if gpu is None or shape.moe is not None or shape.is_mla:
+    if gpu is None:
         return stepmodel.PREFILL_EFFICIENCY, stepmodel.PREFILL_SOURCE
     eng = opts.engine
     version = opts.engine_version or defaults_for("sglang" if eng == "sglang" else "vllm").version
-    return stepmodel.prefill_efficiency(eng, version, gpu.key)
+    return chunk_efficiency(shape, eng, version, gpu.key)
 
 
 def calibrated(shape: ModelShape, t: int, opts: Options, floor: Formula,

@@ -60,6 +60,11 @@ class Era:
         return f"{self.engine} {rel} on {self.gpu_class}"
 
 
+# Lambda's harness says v0.5.4, its files say otherwise (fixtures/observations/README.md).
+LAMBDA_DOUBT = ("release in doubt: the result files stream 10 tokens per chunk (itls ≈ 10× "
+                "the TPOT), as --num-scheduler-steps 10 does, which vLLM gained in 0.5.5 "
+                "(vllm-project/vllm#7000); benchmark_v0.md says v0.5.4")
+
 # Constants from ``fit`` over the rows named; tests/physics/test_step.py refits them.
 ERAS: tuple[Era, ...] = (
     Era(
@@ -69,14 +74,16 @@ ERAS: tuple[Era, ...] = (
               "lambda-llama3-8b-h100-tp2", "lambda-llama3-8b-h100-tp4",
               "lambda-llama3-8b-h100-tp8", "lambda-mistral7b-h100-tp1",
               "lambda-mistral7b-h100-tp2", "lambda-mistral7b-h100-tp4"),
-        source="LambdaLabsML/vllm-benchmark results/prompt_10 (vLLM 0.5.4, H100 SXM)",
+        source=("LambdaLabsML/vllm-benchmark results/prompt_10 (vLLM 0.5.4, H100 SXM; "
+                + LAMBDA_DOUBT + ")"),
     ),
     Era(
         "vllm", (0, 5), (0, 6), "a100", a=1.2011, c=70.54e-6, k=16.80,
         rows=("lambda-llama3-70b-a100-tp2", "lambda-llama3-70b-a100-tp4",
               "lambda-llama3-70b-a100-tp8", "lambda-llama3-8b-a100-tp1",
               "lambda-llama3-8b-a100-tp8"),
-        source="LambdaLabsML/vllm-benchmark results/prompt_10 (vLLM 0.5.4, A100 SXM 80GB)",
+        source=("LambdaLabsML/vllm-benchmark results/prompt_10 (vLLM 0.5.4, A100 SXM 80GB; "
+                + LAMBDA_DOUBT + ")"),
     ),
     Era(
         "vllm", (0, 7), (0, 8), "a100", a=0.9695, c=159.71e-6, k=45.43,
