@@ -21,6 +21,9 @@ the file. The rules follow what vLLM's ``hf_text_config`` sees:
   Falcon (``falcon``/``RefinedWeb``/``RefinedWebModel``): not ``new_decoder_architecture`` and
   ``multi_query`` (default true) means one KV head; vLLM's RWConfig forces the new architecture
   when ``hidden_size == 8192`` (falcon-40b) and defaults ``n_head_kv`` to 1.
+- Keys the file leaves out that its transformers config class defaults (``_CLASS_DEFAULTS``,
+  per text model_type: gemma3_text, gemma4_text) take that default, as vLLM's instantiated
+  config does: Gemma 3's text_config has no vocab_size (262208), the 12B's no head_dim (256).
 - ``head_dim`` is the config's when positive, else ``hidden_size // num_attention_heads``. For MLA
   models it is ``qk_nope_head_dim + qk_rope_head_dim`` (the q/k head) and ``v_head_dim`` is set.
 - ``ffn`` is the dense MLP width (``intermediate_size``; Llama 4 ``intermediate_size_mlp``), 0 when
@@ -74,6 +77,27 @@ _KV_HEAD_KEYS = (
     "num_attention_groups",
 )
 _TEXT_KEYS = ("text_config", "language_config", "llm_config")
+# Keys a hub config.json may leave out because its transformers config class gives them a default
+# (multimodal wrappers above all: Gemma 3's text_config has no vocab_size, and the 4B/12B ones no
+# head_dim). vLLM reads the class's value (hf_text_config is the instantiated class), so a missing
+# key takes it here too, per text model_type, each table with the source lines it copies.
+_CLASS_DEFAULTS: dict[str, tuple[str, dict[str, int]]] = {
+    "gemma3_text": (
+        "transformers 5.20.2 models/gemma3/configuration_gemma3.py Gemma3TextConfig l.74-94",
+        {"vocab_size": 262_208, "hidden_size": 2304, "intermediate_size": 9216,
+         "num_hidden_layers": 26, "num_attention_heads": 8, "num_key_value_heads": 4,
+         "head_dim": 256, "max_position_embeddings": 131_072, "sliding_window": 4096},
+    ),
+    "gemma4_text": (
+        "transformers 5.20.2 models/gemma4/configuration_gemma4.py Gemma4TextConfig l.152-171",
+        {"vocab_size": 262_144, "hidden_size": 2304, "intermediate_size": 9216,
+         "num_hidden_layers": 30, "num_attention_heads": 8, "num_key_value_heads": 4,
+         "head_dim": 256, "max_position_embeddings": 131_072, "sliding_window": 512},
+    ),
+}
+# A wrapper whose text_config names no model_type gets its class's text config (transformers
+# Gemma3Config.sub_configs_defaults l.201-202: text_config is a Gemma3TextConfig).
+_WRAPPER_TEXT_TYPE = {"gemma3": "gemma3_text", "gemma4": "gemma4_text"}
 _TIED_BY_DEFAULT = ("gemma", "starcoder2", "falcon", "RefinedWeb")
 # Families whose transformers config class defaults tie_word_embeddings to true (transformers
 # 5.20.2 models/gpt2/configuration_gpt2.py:103, models/opt/configuration_opt.py:74); their hub
@@ -248,8 +272,10 @@ def parse_config(
             raise ConfigError(f"{where}: field {key} must be an object")
         text, prefix = sub, f"{key}."
         break
-    r = _Reader(text, where, prefix)
     outer_type = _str(cfg.get("model_type"))
+    text = _with_class_defaults(text, _str(text.get("model_type")) or (
+        _WRAPPER_TEXT_TYPE.get(outer_type, outer_type) if prefix else outer_type))
+    r = _Reader(text, where, prefix)
     model_type = _str(text.get("model_type")) or outer_type
     family = model_type or outer_type
 
@@ -347,6 +373,16 @@ def parse_config(
 
 def _str(value: Any) -> str:
     return value if isinstance(value, str) else ""
+
+
+def _with_class_defaults(text: Mapping[str, Any], class_type: str) -> Mapping[str, Any]:
+    """``text`` with the keys it leaves out (or sets to null) filled from its config class's
+    defaults (``_CLASS_DEFAULTS``); a key the file sets is never changed."""
+    table = _CLASS_DEFAULTS.get(class_type)
+    if table is None:
+        return text
+    missing = {k: v for k, v in table[1].items() if text.get(k) is None}
+    return {**text, **missing} if missing else text
 
 
 def _is_list(cfg: Mapping[str, Any], key: str) -> bool:
@@ -448,9 +484,19 @@ def _moe_and_ffn(r: _Reader, family: str, layers: int, hidden: int) -> tuple[MoE
             return None, r.first_int("n_inner") or 4 * hidden
         return None, r.need("intermediate_size", "ffn_hidden_size", "n_inner", "ffn_dim")
     # kimi_linear (Kimi-K3's text_config) spells it num_experts_per_token (vllm 0.33.0
-    # models/kimi_k3/amd/linear.py:210)
+    # models/kimi_k3/amd/linear.py:210); gemma4_text top_k_experts (vllm 0.33.0
+    # model_executor/models/gemma4.py:648, transformers 5.20.2 Gemma4TextConfig l.182)
     top_k = r.need("num_experts_per_tok", "experts_per_token", "moe_topk",
-                   "num_experts_per_token")
+                   "num_experts_per_token", "top_k_experts")
+    if family.startswith("gemma4"):
+        # Gemma 4 MoE layers run the dense MLP (intermediate_size) *and* the experts on every
+        # token and add them (vllm 0.33.0 gemma4.py:609-615, 630-655, 737-755): priced as one
+        # always-on shared expert of the MLP's width, which TP shards the same way.
+        expert_ffn = r.need("moe_intermediate_size", "expert_intermediate_size")
+        moe = MoE(num_experts=experts, experts_per_token=top_k, expert_ffn=expert_ffn,
+                  moe_layers=layers, num_shared_experts=1,
+                  shared_expert_ffn=r.need("intermediate_size"))
+        return moe, 0
     expert_ffn = r.need("moe_intermediate_size" if r.has("moe_intermediate_size")
                         else "intermediate_size")
     is_moe = _moe_layer_pattern(r, family, layers)
