@@ -54,7 +54,14 @@ import math
 from collections.abc import Mapping
 from pathlib import Path
 
-from tpcheck.models.shape import MLA, LinearAttention, ModelShape, MoE, Quant
+from tpcheck.models.shape import (
+    MLA,
+    CompressedAttention,
+    LinearAttention,
+    ModelShape,
+    MoE,
+    Quant,
+)
 from tpcheck.record import replace
 
 TYPE_CHECKING = False  # typing's constant without importing typing (start-up, issue 8)
@@ -332,6 +339,9 @@ def parse_config(
     quant = parse_quant(cfg, quant_cfg, where)
     if family == "deepseek_v4":
         quant = _deepseek_v4_experts({**cfg, **text}, quant, where)
+    # DeepSeek-V4 (model_type deepseek_v4; sgl-project's FP8 re-release says deepseek_ref)
+    compressed = (_compressed_attention(r, layers, head_dim)
+                  if family == "deepseek_v4" or r.has("compress_ratios") else None)
     arch = cfg.get("architectures")
     architectures = tuple(a for a in arch if isinstance(a, str)) if isinstance(arch, list) else ()
 
@@ -368,6 +378,7 @@ def parse_config(
         extra_params=extra_params,
         no_attention_layers=no_attention,
         layer_ffn=layer_ffn,
+        compressed=compressed,
     )
 
 
@@ -468,6 +479,33 @@ def _mla(r: _Reader) -> MLA | None:
         q_lora_rank=r.int_or_none("q_lora_rank"),
         indexer_heads=r.int_default("index_n_heads", 0, minimum=0),
         indexer_head_dim=r.int_default("index_head_dim", 0, minimum=0),
+    )
+
+
+def _compressed_attention(r: _Reader, layers: int, head_dim: int) -> CompressedAttention:
+    """DeepSeek-V4's per-layer compress ratios: ``compress_ratios`` (MTP layers listed last), or
+    the upstream config's ``layer_types`` mapped through ``compress_rates`` (vllm 0.33.0
+    transformers_utils/deepseek_v4_utils.py get_compress_ratios l.6-18)."""
+    ratios = r.int_list("compress_ratios")
+    if not ratios:
+        types = r.str_list("layer_types") or []
+        rates = r.cfg.get("compress_rates")
+        if not types or not isinstance(rates, Mapping):
+            raise ConfigError(f"{r.where}: DeepSeek-V4 config needs {r.prefix}compress_ratios "
+                              "(or layer_types with compress_rates)")
+        ratios = [rates.get(t, 0) for t in types]
+        if not all(isinstance(x, int) and not isinstance(x, bool) for x in ratios):
+            raise ConfigError(f"{r.where}: field {r.prefix}compress_rates must map layer types "
+                              "to integers")
+    if len(ratios) < layers or any(x < 0 for x in ratios):
+        raise ConfigError(f"{r.where}: field {r.prefix}compress_ratios must give each of the "
+                          f"{layers} layers a ratio >= 0, got {len(ratios)}")
+    return CompressedAttention(
+        window=r.need("sliding_window"),
+        head_dim=head_dim,
+        rope_head_dim=r.need("qk_rope_head_dim"),
+        ratios=tuple(ratios[:layers]),
+        indexer_head_dim=r.int_default("index_head_dim", 128),
     )
 
 
