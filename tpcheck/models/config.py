@@ -43,6 +43,10 @@ the file. The rules follow what vLLM's ``hf_text_config`` sees:
 - Mixed precision: DeepSeek-V4 fp8 checkpoints keep routed experts in MXFP4 (``expert_dtype``
   fp4, the default) or NVFP4 (``moe_quant_algo``); ModelOpt ``MIXED_PRECISION`` takes each
   component group's algo from ``quantized_layers`` (``Quant.overrides``).
+- DeepSeek-V4 attention (``compress_ratios``, or ``layer_types`` through ``compress_rates``;
+  ``sliding_window``, ``index_head_dim``) is ``ModelShape.compressed``: the caches vLLM and SGLang
+  keep for it are MLA-like, not the GQA its ``num_key_value_heads: 1`` suggests.
+- Gemma 4 MoE: ``top_k_experts``; its dense MLP runs beside the experts on every layer.
 - MTP / next-token-prediction layers (``num_nextn_predict_layers``) are not part of the shape:
   vLLM loads them only for speculative decoding.
 """
