@@ -44,8 +44,9 @@ def test_catalog_size() -> None:
     # and Qwen3.6-35B-A3B-NVFP4 = 148, microsoft/phi-4 and DeepSeek-R1-Distill-Qwen-1.5B = 150;
     # then (issue 16, Google/Meta ids the corpus deploys) gemma-2b-it, gemma-7b-it,
     # Llama-2-7b-chat-hf and Llama-2-13b-chat-hf, and the mlc-llm presets of
-    # Phi-3.5-mini-instruct and CodeLlama-7b-hf = 156; each folder's SOURCE says which
-    assert len(catalog.all_ids()) == 156
+    # Phi-3.5-mini-instruct and CodeLlama-7b-hf = 156; then gemma-3-12b-it and gemma-3-27b-it
+    # (their text_config leaves vocab_size to Gemma3TextConfig) = 158; each SOURCE says which
+    assert len(catalog.all_ids()) == 158
 
 
 def test_dated_and_renamed_ids_resolve_to_their_folder() -> None:
@@ -378,6 +379,9 @@ def test_bad_fields(tmp_path: Path, field: str, value: Any, fragment: str) -> No
 def test_text_config_field_is_named_with_prefix() -> None:
     cfg = json.loads((FIX / "gemma-3-27b-it.json").read_text())
     del cfg["text_config"]["num_hidden_layers"]
+    # gemma3_text would take Gemma3TextConfig's 26 layers (config.py _CLASS_DEFAULTS); a text
+    # model_type without a defaults table must name the missing field, with its prefix
+    cfg["text_config"]["model_type"] = "custom_text"
     with pytest.raises(ConfigError, match=r"gemma.json: missing field text_config\.num_hidden"):
         parse_config(cfg, path="gemma.json")
 

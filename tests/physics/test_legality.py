@@ -50,6 +50,18 @@ def _expected_codes(s: ModelShape, t: int) -> set[str]:
         for w in widths[:2]:
             if w % t == 0 and ((w // t) % bk or (w // t) % bn):
                 codes.add("TP103")  # fp8_utils.validate_fp8_block_shape
+    # ModelOpt linear layers refuse a per-rank input that is not whole scale blocks: NVFP4 16
+    # (modelopt.py l.2026-2029), MXFP8 32 (l.2335-2339); per component group, through the
+    # checkpoint's overrides (MIXED_PRECISION: an unlisted group is unquantized)
+    if q is not None and t > 1:
+        lin = [("dense_mlp", s.ffn if s.dense_layers else 0)]
+        if s.moe and s.moe.num_shared_experts:
+            lin.append(("shared_experts", s.moe.num_shared_experts * s.moe.shared_expert_ffn))
+        for group, w in lin:
+            gq = dict(q.overrides).get(group, None if q.method == "modelopt-mixed" else q)
+            size = {"modelopt-nvfp4": 16, "mxfp8": 32}.get(gq.method if gq else "", 0)
+            if w and size and w % t == 0 and (w // t) % size:
+                codes.add("TP103")
     if ((s.vocab + 63) // 64 * 64) % t:
         codes.add("TP104")  # VocabParallelEmbedding: padded vocab divided by tp
     return codes

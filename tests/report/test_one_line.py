@@ -128,3 +128,36 @@ def test_inspect_text_keeps_each_launch_on_its_lines(tmp_path: Path) -> None:
     lines = out.getvalue().splitlines()
     assert lines[0].startswith("esc.sh:1: vllm model=nosuch/m\\x1b[31mX tp=- "), lines
     assert "    tensor_parallel_size: unresolved $\\n" in lines, lines
+
+
+# The Unicode bidi controls (UAX #9): LRM, RLM, LRE, RLE, PDF, LRO, RLO, LRI, RLI, FSI, PDI.
+# None breaks a line, but each reorders how the rest of it is shown ("Trojan source").
+BIDI = ["\u200e", "\u200f", "\u202a", "\u202b", "\u202c", "\u202d", "\u202e",
+        "\u2066", "\u2067", "\u2068", "\u2069"]
+
+
+@pytest.mark.parametrize("mark", BIDI)
+def test_bidi_controls_are_escaped_as_repr_writes_them(mark: str) -> None:
+    shown = one_line(f"a{mark}b")
+    # "\u202e" is 6 printable characters: a, the escape, b = 8, and no bidi control left
+    assert shown == f"a\\u{ord(mark):04x}b" and len(shown) == 8 and shown.isprintable()
+    assert shown == repr(f"a{mark}b")[1:-1]
+
+
+def test_neighbours_of_the_bidi_controls_are_left_alone() -> None:
+    # U+200D (ZWJ, joins emoji), U+2065 (unassigned) and U+206A (deprecated, not a UAX #9 control)
+    # sit just outside the escaped ranges U+200E-U+200F, U+202A-U+202E, U+2066-U+2069
+    text = "a\u200db\u202fc\u2065d\u206ae"
+    assert one_line(text) == text
+
+
+def test_a_file_named_with_an_rlo_shows_it_escaped(tmp_path: Path) -> None:
+    # unescaped, the RLO would show the rest of the line right to left
+    name = "q\u202ewen.yaml"
+    (tmp_path / name).write_text(GOOD_TEXT, encoding="utf-8")
+    code, out, _ = run_in(tmp_path, [name])
+    assert code == 1 and "\u202e" not in out
+    # TP201 at line 19, column 16 of the fixture, as in the hostile-name test above
+    assert "q\\u202ewen.yaml:19:16: TP201 " in out, out
+    code, out, _ = run_in(tmp_path, ["--format", "json", name])
+    assert {f["path"] for f in json.loads(out)["findings"]} == {name}  # JSON keeps the name

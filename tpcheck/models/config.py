@@ -21,6 +21,9 @@ the file. The rules follow what vLLM's ``hf_text_config`` sees:
   Falcon (``falcon``/``RefinedWeb``/``RefinedWebModel``): not ``new_decoder_architecture`` and
   ``multi_query`` (default true) means one KV head; vLLM's RWConfig forces the new architecture
   when ``hidden_size == 8192`` (falcon-40b) and defaults ``n_head_kv`` to 1.
+- Keys the file leaves out that its transformers config class defaults (``_CLASS_DEFAULTS``,
+  per text model_type: gemma3_text, gemma4_text) take that default, as vLLM's instantiated
+  config does: Gemma 3's text_config has no vocab_size (262208), the 12B's no head_dim (256).
 - ``head_dim`` is the config's when positive, else ``hidden_size // num_attention_heads``. For MLA
   models it is ``qk_nope_head_dim + qk_rope_head_dim`` (the q/k head) and ``v_head_dim`` is set.
 - ``ffn`` is the dense MLP width (``intermediate_size``; Llama 4 ``intermediate_size_mlp``), 0 when
@@ -40,6 +43,10 @@ the file. The rules follow what vLLM's ``hf_text_config`` sees:
 - Mixed precision: DeepSeek-V4 fp8 checkpoints keep routed experts in MXFP4 (``expert_dtype``
   fp4, the default) or NVFP4 (``moe_quant_algo``); ModelOpt ``MIXED_PRECISION`` takes each
   component group's algo from ``quantized_layers`` (``Quant.overrides``).
+- DeepSeek-V4 attention (``compress_ratios``, or ``layer_types`` through ``compress_rates``;
+  ``sliding_window``, ``index_head_dim``) is ``ModelShape.compressed``: the caches vLLM and SGLang
+  keep for it are MLA-like, not the GQA its ``num_key_value_heads: 1`` suggests.
+- Gemma 4 MoE: ``top_k_experts``; its dense MLP runs beside the experts on every layer.
 - MTP / next-token-prediction layers (``num_nextn_predict_layers``) are not part of the shape:
   vLLM loads them only for speculative decoding.
 """
@@ -51,7 +58,14 @@ import math
 from collections.abc import Mapping
 from pathlib import Path
 
-from tpcheck.models.shape import MLA, LinearAttention, ModelShape, MoE, Quant
+from tpcheck.models.shape import (
+    MLA,
+    CompressedAttention,
+    LinearAttention,
+    ModelShape,
+    MoE,
+    Quant,
+)
 from tpcheck.record import replace
 
 TYPE_CHECKING = False  # typing's constant without importing typing (start-up, issue 8)
@@ -74,6 +88,27 @@ _KV_HEAD_KEYS = (
     "num_attention_groups",
 )
 _TEXT_KEYS = ("text_config", "language_config", "llm_config")
+# Keys a hub config.json may leave out because its transformers config class gives them a default
+# (multimodal wrappers above all: Gemma 3's text_config has no vocab_size, and the 4B/12B ones no
+# head_dim). vLLM reads the class's value (hf_text_config is the instantiated class), so a missing
+# key takes it here too, per text model_type, each table with the source lines it copies.
+_CLASS_DEFAULTS: dict[str, tuple[str, dict[str, int]]] = {
+    "gemma3_text": (
+        "transformers 5.20.2 models/gemma3/configuration_gemma3.py Gemma3TextConfig l.74-94",
+        {"vocab_size": 262_208, "hidden_size": 2304, "intermediate_size": 9216,
+         "num_hidden_layers": 26, "num_attention_heads": 8, "num_key_value_heads": 4,
+         "head_dim": 256, "max_position_embeddings": 131_072, "sliding_window": 4096},
+    ),
+    "gemma4_text": (
+        "transformers 5.20.2 models/gemma4/configuration_gemma4.py Gemma4TextConfig l.152-171",
+        {"vocab_size": 262_144, "hidden_size": 2304, "intermediate_size": 9216,
+         "num_hidden_layers": 30, "num_attention_heads": 8, "num_key_value_heads": 4,
+         "head_dim": 256, "max_position_embeddings": 131_072, "sliding_window": 512},
+    ),
+}
+# A wrapper whose text_config names no model_type gets its class's text config (transformers
+# Gemma3Config.sub_configs_defaults l.201-202: text_config is a Gemma3TextConfig).
+_WRAPPER_TEXT_TYPE = {"gemma3": "gemma3_text", "gemma4": "gemma4_text"}
 _TIED_BY_DEFAULT = ("gemma", "starcoder2", "falcon", "RefinedWeb")
 # Families whose transformers config class defaults tie_word_embeddings to true (transformers
 # 5.20.2 models/gpt2/configuration_gpt2.py:103, models/opt/configuration_opt.py:74); their hub
@@ -248,8 +283,10 @@ def parse_config(
             raise ConfigError(f"{where}: field {key} must be an object")
         text, prefix = sub, f"{key}."
         break
-    r = _Reader(text, where, prefix)
     outer_type = _str(cfg.get("model_type"))
+    text = _with_class_defaults(text, _str(text.get("model_type")) or (
+        _WRAPPER_TEXT_TYPE.get(outer_type, outer_type) if prefix else outer_type))
+    r = _Reader(text, where, prefix)
     model_type = _str(text.get("model_type")) or outer_type
     family = model_type or outer_type
 
@@ -306,6 +343,9 @@ def parse_config(
     quant = parse_quant(cfg, quant_cfg, where)
     if family == "deepseek_v4":
         quant = _deepseek_v4_experts({**cfg, **text}, quant, where)
+    # DeepSeek-V4 (model_type deepseek_v4; sgl-project's FP8 re-release says deepseek_ref)
+    compressed = (_compressed_attention(r, layers, head_dim)
+                  if family == "deepseek_v4" or r.has("compress_ratios") else None)
     arch = cfg.get("architectures")
     architectures = tuple(a for a in arch if isinstance(a, str)) if isinstance(arch, list) else ()
 
@@ -342,11 +382,22 @@ def parse_config(
         extra_params=extra_params,
         no_attention_layers=no_attention,
         layer_ffn=layer_ffn,
+        compressed=compressed,
     )
 
 
 def _str(value: Any) -> str:
     return value if isinstance(value, str) else ""
+
+
+def _with_class_defaults(text: Mapping[str, Any], class_type: str) -> Mapping[str, Any]:
+    """``text`` with the keys it leaves out (or sets to null) filled from its config class's
+    defaults (``_CLASS_DEFAULTS``); a key the file sets is never changed."""
+    table = _CLASS_DEFAULTS.get(class_type)
+    if table is None:
+        return text
+    missing = {k: v for k, v in table[1].items() if text.get(k) is None}
+    return {**text, **missing} if missing else text
 
 
 def _is_list(cfg: Mapping[str, Any], key: str) -> bool:
@@ -435,6 +486,33 @@ def _mla(r: _Reader) -> MLA | None:
     )
 
 
+def _compressed_attention(r: _Reader, layers: int, head_dim: int) -> CompressedAttention:
+    """DeepSeek-V4's per-layer compress ratios: ``compress_ratios`` (MTP layers listed last), or
+    the upstream config's ``layer_types`` mapped through ``compress_rates`` (vllm 0.33.0
+    transformers_utils/deepseek_v4_utils.py get_compress_ratios l.6-18)."""
+    ratios = r.int_list("compress_ratios")
+    if not ratios:
+        types = r.str_list("layer_types") or []
+        rates = r.cfg.get("compress_rates")
+        if not types or not isinstance(rates, Mapping):
+            raise ConfigError(f"{r.where}: DeepSeek-V4 config needs {r.prefix}compress_ratios "
+                              "(or layer_types with compress_rates)")
+        ratios = [rates.get(t, 0) for t in types]
+        if not all(isinstance(x, int) and not isinstance(x, bool) for x in ratios):
+            raise ConfigError(f"{r.where}: field {r.prefix}compress_rates must map layer types "
+                              "to integers")
+    if len(ratios) < layers or any(x < 0 for x in ratios):
+        raise ConfigError(f"{r.where}: field {r.prefix}compress_ratios must give each of the "
+                          f"{layers} layers a ratio >= 0, got {len(ratios)}")
+    return CompressedAttention(
+        window=r.need("sliding_window"),
+        head_dim=head_dim,
+        rope_head_dim=r.need("qk_rope_head_dim"),
+        ratios=tuple(ratios[:layers]),
+        indexer_head_dim=r.int_default("index_head_dim", 128),
+    )
+
+
 def _moe_and_ffn(r: _Reader, family: str, layers: int, hidden: int) -> tuple[MoE | None, int]:
     """MoE widths and the dense FFN width; ``ffn`` is 0 when no layer is dense."""
     experts = r.first_int("n_routed_experts", "num_local_experts", "num_experts", "moe_num_experts")
@@ -448,9 +526,19 @@ def _moe_and_ffn(r: _Reader, family: str, layers: int, hidden: int) -> tuple[MoE
             return None, r.first_int("n_inner") or 4 * hidden
         return None, r.need("intermediate_size", "ffn_hidden_size", "n_inner", "ffn_dim")
     # kimi_linear (Kimi-K3's text_config) spells it num_experts_per_token (vllm 0.33.0
-    # models/kimi_k3/amd/linear.py:210)
+    # models/kimi_k3/amd/linear.py:210); gemma4_text top_k_experts (vllm 0.33.0
+    # model_executor/models/gemma4.py:648, transformers 5.20.2 Gemma4TextConfig l.182)
     top_k = r.need("num_experts_per_tok", "experts_per_token", "moe_topk",
-                   "num_experts_per_token")
+                   "num_experts_per_token", "top_k_experts")
+    if family.startswith("gemma4"):
+        # Gemma 4 MoE layers run the dense MLP (intermediate_size) *and* the experts on every
+        # token and add them (vllm 0.33.0 gemma4.py:609-615, 630-655, 737-755): priced as one
+        # always-on shared expert of the MLP's width, which TP shards the same way.
+        expert_ffn = r.need("moe_intermediate_size", "expert_intermediate_size")
+        moe = MoE(num_experts=experts, experts_per_token=top_k, expert_ffn=expert_ffn,
+                  moe_layers=layers, num_shared_experts=1,
+                  shared_expert_ffn=r.need("intermediate_size"))
+        return moe, 0
     expert_ffn = r.need("moe_intermediate_size" if r.has("moe_intermediate_size")
                         else "intermediate_size")
     is_moe = _moe_layer_pattern(r, family, layers)

@@ -81,6 +81,24 @@ class LinearAttention:
 
 
 @record
+class CompressedAttention:
+    """DeepSeek-V4 attention, which vLLM and SGLang cache as MLA (one latent, every rank): each
+    layer keeps the last ``window`` tokens' latents, and a layer of compress ratio r > 1 also keeps
+    one latent per r tokens, r = 4 with a sparse indexer's K cache beside it."""
+
+    window: int  # sliding_window (128)
+    head_dim: int  # the latent: head_dim (512) = NoPE part + qk_rope_head_dim
+    rope_head_dim: int  # qk_rope_head_dim (64), kept in bf16 by the fp8_ds_mla layout
+    ratios: tuple[int, ...]  # compress ratio per decoder layer (MTP layers excluded); 0 = window
+    indexer_head_dim: int  # index_head_dim (128)
+
+    @property
+    def indexed_layers(self) -> int:
+        """Layers with a sparse indexer: ratio 4 (vllm 0.33.0 deepseek_v4/attention.py:302)."""
+        return sum(1 for r in self.ratios if r == 4)
+
+
+@record
 class ModelShape:
     """Shape of one decoder-only language model (the text part of a multimodal wrapper)."""
 
@@ -119,6 +137,7 @@ class ModelShape:
     # and each layer's MLP width when they differ (0: a no-op MLP); ``ffn`` is then the widest.
     no_attention_layers: int = 0
     layer_ffn: tuple[int, ...] = ()
+    compressed: CompressedAttention | None = None  # DeepSeek-V4's compressed sparse attention
 
     def __hash__(self) -> int:
         """Computed once and kept: the shape keys the memoised legality questions, which a file

@@ -11,7 +11,7 @@ from __future__ import annotations
 from functools import lru_cache
 
 from tpcheck.formula import Formula
-from tpcheck.models.shape import ModelShape
+from tpcheck.models.shape import ModelShape, Quant
 from tpcheck.record import record
 
 VOCAB_PAD = 64
@@ -47,6 +47,16 @@ BLOCK_MOE_SRC = (
     f"{VLLM} quantization/utils/fp8_utils.py validate_fp8_block_shape_moe l.1347-1373"
 )
 BLOCK_SRC = f"{VLLM} quantization/utils/fp8_utils.py validate_fp8_block_shape l.1296-1344"
+# ModelOpt linear layers (one algo for the checkpoint, or per layer under MIXED_PRECISION; both
+# build the same weight scheme, quantization/modelopt.py build_linear_method l.2777-2792) refuse
+# a row-parallel input the format's scale block does not divide. Routed experts use the fused-MoE
+# methods instead, which do not refuse here.
+MODELOPT_ALIGN: dict[str, tuple[int, str, str]] = {
+    "modelopt-nvfp4": (16, "Unsupported model when in features size is not multiple of 16",
+                       f"{VLLM} quantization/modelopt.py KNvfp4Static.create_weights l.2026-2029"),
+    "mxfp8": (32, "MXFP8 requires input size divisible by 32, got {per}",
+              f"{VLLM} quantization/modelopt.py KMxfp8Static.create_weights l.2335-2339"),
+}
 
 
 @record
@@ -200,19 +210,36 @@ def _width_refusals(
                     _mod("f_expert mod " + sym, "f_expert", moe.expert_ffn, sym, tm, MOE_SRC),
                 )
             )
-    q = shape.quant
-    if q is None:
+    base = shape.quant
+    if base is None:
         return out
-    widths: list[tuple[str, int, int]] = []  # (symbol, full width, divisor)
+    # (symbol, full width, divisor, component group): each row-parallel input, checked against
+    # the format its group is stored in (Quant.overrides: DeepSeek-V4's MXFP4/NVFP4 experts,
+    # ModelOpt MIXED_PRECISION's per-layer algos)
+    widths: list[tuple[str, int, int, str]] = []
     if shape.ffn and shape.dense_layers > 0 and shape.ffn % t == 0:
-        widths.append(("f", shape.ffn, t))
+        widths.append(("f", shape.ffn, t, "dense_mlp"))
+    if moe and moe.shared_expert_ffn and moe.num_shared_experts:
+        shared = moe.shared_expert_ffn * moe.num_shared_experts
+        if shared % t == 0:
+            widths.append(("f_shared", shared, t, "shared_experts"))
     if moe and not expert_parallel:
         tm = t * dp if engine == "vllm" else t
         if moe.expert_ffn % tm == 0:
-            widths.append(("f_expert", moe.expert_ffn, tm))
-    for sym, width, div in widths:
+            widths.append(("f_expert", moe.expert_ffn, tm, "routed_experts"))
+    for sym, width, div, group in widths:
         per = width // div
-        if div == 1:
+        q = group_quant(base, group)
+        if div == 1 or q is None:
+            continue
+        align = MODELOPT_ALIGN.get(q.method) if group != "routed_experts" else None
+        if align is not None and per % align[0]:
+            size, text, src = align
+            out.append(Refusal(
+                "TP103", "quant_block", "ValueError: " + text.format(per=per),
+                Formula(f"({sym}/t) mod {size}", f"({sym} / t) mod {size}",
+                        {sym: width, "t": div}, per % size, "", src),
+                engines=("vllm",)))
             continue
         grouped = q.method in GROUPED_METHODS
         if grouped and q.group_size and q.group_size > 0 and per % q.group_size:
@@ -255,6 +282,17 @@ def _width_refusals(
         if q.block:
             out.extend(_block_refusals(sym, width, div, per, q.block))
     return out
+
+
+def group_quant(quant: Quant, group: str) -> Quant | None:
+    """How one component group (dense_mlp, shared_experts, routed_experts, attn, ...) is stored:
+    its override when the checkpoint names one, else the checkpoint's method; a ModelOpt
+    MIXED_PRECISION group that ``quantized_layers`` does not list stays unquantized (vllm 0.33.0
+    quantization/modelopt.py ModelOptMixedPrecisionConfig.get_quant_method l.1878-1886)."""
+    for name, q in quant.overrides:
+        if name == group:
+            return q
+    return None if quant.method == "modelopt-mixed" else quant
 
 
 def _block_refusals(sym: str, width: int, div: int, per: int,
@@ -325,6 +363,7 @@ def ceil_div(a: int, b: int) -> int:
 __all__ = [
     "Refusal",
     "ceil_div",
+    "group_quant",
     "is_power_of_two",
     "legal_sizes",
     "nearest_legal",

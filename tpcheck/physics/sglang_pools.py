@@ -113,6 +113,10 @@ def cell_bytes(shape: ModelShape, t: int, *, kv_cache_dtype: str | None = None, 
     charged in full, as SGLang does without a hybrid pool). Hybrid SWA: F·n_full + r·S·n_swa.
     Hybrid linear attention: the full-attention layers only (``kv.attention_layers``).
     """
+    if shape.compressed is not None:  # DeepSeek-V4: its own pools (kv.compressed_kv_bytes)
+        return kv.compressed_kv_bytes(
+            shape, kv_cache_dtype=kv_cache_dtype, pp=pp,
+            sglang_swa_ratio=kv.V4_SGLANG_SWA_RATIO if swa_ratio is None else swa_ratio)
     base = kv.kv_bytes_per_token_per_gpu(shape, t, kv_cache_dtype=kv_cache_dtype, pp=pp,
                                          attn_dp=attn_dp)
     split = None if shape.is_mla else swa_split(shape, version)
