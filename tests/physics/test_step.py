@@ -254,6 +254,34 @@ def test_calibrated_step_formula() -> None:
     assert share.result == pytest.approx(31.12354 / 22.4718, rel=1e-6)
 
 
+def test_k_is_the_link_peak_off_nvlink() -> None:
+    # The same made-up floor as above, on a ring that is not NVLink (an A100 PCIe part): the
+    # era's a and c carry over (same chip), k does not (fitted on NVLink rows), so k = 1:
+    # 0.9695·10 + 159.71 µs·80 + 0.322 + 1·0.678 = 9.695 + 12.7768 + 0.322 + 0.678
+    # = 23.4718 ms
+    floor = Formula("decode_step_seconds", "", {"n_AR": 161, "α": 2e-6, "t": 4}, 0.011, "s", "", (
+        Formula("T_weights", "", {}, 0.009, "s"), Formula("T_kv", "", {}, 0.001, "s"),
+        Formula("T_comm", "", {}, 0.001, "s")))
+    era = step.era_for("vllm", "0.7.2", "a100-pcie-80gb")
+    assert era is not None and era.k == 45.43
+    st = step.calibrated_step(floor, layers=80, era=era, off_nvlink="pcie4")
+    assert st.values["k"] == 1.0
+    assert st.result == pytest.approx(0.0234718, rel=1e-9)
+    assert "pcie4" in st.source and "lower bound" in st.source
+
+
+def test_plan_uses_k_1_on_a_pcie_part_and_the_era_k_on_nvlink() -> None:
+    shape = shape_of("Qwen/QwQ-32B")
+    for key, k in (("a100-pcie-80gb", 1.0), ("a100-sxm-80gb", 45.43)):
+        gpu = find_gpu(key)
+        ev = evaluate(shape, 2, Options(engine_version="0.7.2", gpu=gpu, batch=1, context=512))
+        assert ev.step is not None and ev.step.values["k"] == k, key
+    # at t = 1 there is no ring: nothing to say about the link
+    ev1 = evaluate(shape, 1, Options(engine_version="0.7.2", gpu=find_gpu("a100-pcie-80gb"),
+                                     batch=1, context=512))
+    assert ev1.step is not None and "pcie" not in ev1.step.source
+
+
 def test_uncalibrated_release_falls_back_to_the_floor_with_a_range() -> None:
     assert step.era_for("vllm", "0.33.0", "h100-sxm") is None
     assert step.era_for("vllm", "0.5.4", "b200") is None

@@ -444,11 +444,17 @@ def calibrated(shape: ModelShape, t: int, opts: Options, floor: Formula,
     if flops:
         compute = stepmodel.compute_time(model_params(shape, active=True) / pp, opts.batch, t,
                                          flops)
+    off_nvlink = None
+    if t > 1 and opts.link_bandwidth:
+        off_nvlink = f"a link of {opts.link_bandwidth / 1e9:g} GB/s per GPU (given)"
+    elif t > 1 and gpu is not None and not gpu.link.startswith("nvlink"):
+        off_nvlink = f"{gpu.link} (the {gpu.key}'s link)"
     st = stepmodel.calibrated_step(floor, layers=kv.stage_layers(shape.layers, pp), era=era,
                                    compute=compute, why=why,
                                    network=None if network is None else network.label + (
                                        " (assumed: no network named for the nodes)"
-                                       if network.assumed else ""))
+                                       if network.assumed else ""),
+                                   off_nvlink=off_nvlink)
     return st, stepmodel.comm_share(st)
 
 

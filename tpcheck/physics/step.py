@@ -160,12 +160,14 @@ NOT_DENSE = "the sweeps are dense GQA models; MoE and MLA layers are not calibra
 
 def calibrated_step(floor: Formula, *, layers: int, era: Era | None,
                     compute: Formula | None = None, why: str = NO_SWEEP,
-                    network: str | None = None) -> Formula:
+                    network: str | None = None, off_nvlink: str | None = None) -> Formula:
     """T_step = max(a·T_mem, T_compute) + c·L + n_AR·α + k·T_bw; the floor when ``era`` is None.
 
     ``network`` names the link when the TP group spans nodes (the floor's B is then the
     network's): k was fitted on NVLink rows only, so across nodes it is 1 (the network's peak)
     and the comm part is a lower bound; the source says so.
+    ``off_nvlink`` names the link when the ring runs inside a node but not on NVLink (a PCIe
+    part, or a bandwidth the user set): k is 1 there too, for the same reason.
     """
     t_mem = _term(floor, "T_weights") + _term(floor, "T_kv")
     t_cmp = compute.result if compute is not None else 0.0
@@ -184,7 +186,12 @@ def calibrated_step(floor: Formula, *, layers: int, era: Era | None,
             (floor,) + ((compute,) if compute is not None else ()),
         )
     fixed, bw = comm_split(floor)
-    k = 1.0 if network else era.k
+    if off_nvlink and not network:
+        across = f"; all-reduces on {off_nvlink}"
+    k = 1.0 if network or off_nvlink else era.k
+    if off_nvlink and not network and era.k != 1.0:
+        across += (f" (k = 1, the link's peak: the sweeps' k = {era.k:g} is NVLink's, no "
+                   "sweep runs on this link, so the all-reduce part is a lower bound)")
     if network and era.k != 1.0:
         across += (f" (k = 1, the network's peak: the sweeps' k = {era.k:g} is NVLink's, no "
                    "sweep crosses nodes, so the all-reduce part is a lower bound)")
