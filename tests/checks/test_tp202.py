@@ -215,3 +215,14 @@ def test_v4_pro_dp_attention_that_seats_fewer_is_no_fix() -> None:
 def test_v4_quiet(text: str) -> None:
     found = lint_text(text, gpu="h200")
     assert [f.code for f in found if f.code in ("TP201", "TP202")] == []
+
+
+def test_v4_no_gpu_no_seats_and_pro_on_h100_waits_for_the_weights() -> None:
+    f = only(lint_text(V4F_VLLM, gpu=None), "TP202")
+    assert [x.name for x in f.formulas] == ["kv_bytes_per_token_per_gpu"]  # no t_spent for V4
+    assert "(3,899 B per token per GPU at any t)" in f.message and "Seats now" not in f.message
+    # V4-Pro at t = 8 on an H100: W = 111,675,038,304 B = 104.0 GiB > M·u = 72.9 GiB (TP205)
+    f = only(lint_text(V4P_VLLM), "TP202")
+    assert "Seats now" not in f.message
+    assert ("— once the weights fit (at t=8 they leave no KV pool: weights 104.0 GiB"
+            in (f.fix or ""))
