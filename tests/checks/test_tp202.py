@@ -90,3 +90,139 @@ def test_no_pool_at_t_waits_for_the_weights() -> None:
 ])
 def test_quiet(text: str) -> None:
     assert [f for f in lint_text(text, gpu="h200") if f.code == "TP202"] == []
+
+
+# ---- DeepSeek-V4: compressed MLA states, whole on every rank (TP202's, not TP201's) ----------
+# vLLM 0.33.0 caches V4's attention as MLA specs with num_kv_heads=1, max_tp_shards=1
+# (models/deepseek_v4/attention.py l.860-883, l.911-925; v1/attention/backends/mla/sparse_swa.py
+# l.120-136), and "TP ranks beyond this hold replicas" (v1/kv_cache_interface.py l.554-556).
+# s = 584 B fp8_ds_mla state (448 fp8 NoPE + 64·2 bf16 RoPE + 8 scale bytes), i = 132 B indexer
+# key (128 fp8 + one fp32 scale), w = 128-token window; c = 65,536, 16-token blocks in vLLM.
+C = 65536
+V4F = "deepseek-ai/DeepSeek-V4-Flash"
+V4P = "deepseek-ai/DeepSeek-V4-Pro"
+V4F_VLLM = f"vllm serve {V4F} --tensor-parallel-size 8 --max-model-len {C}"
+V4F_SGL = f"python3 -m sglang.launch_server --model-path {V4F} --tp 8 --context-length {C}"
+V4P_VLLM = f"vllm serve {V4P} --tensor-parallel-size 8 --max-model-len {C}"
+# V4-Flash: 43 layers, compress_ratios 0,0 then 4/128 alternating, last 0: n_4 = 21, n_128 = 20.
+# kv_B = n_4·s/4 + n_128·s/128 + n_4·i/4 + L·s·min(c, w)/c
+#      = 21·584/4 + 20·584/128 + 21·132/4 + 43·584·128/65536
+#      = 3066 + 91.25 + 693 + 49.046875 = 3,899.296875 B per token per GPU, at t = 1 or 8.
+V4F_KV = 21 * 584 / 4 + 20 * 584 / 128 + 21 * 132 / 4 + 43 * 584 * 128 / C
+# V4-Pro: 61 layers, 128,128 then 4/128 alternating: n_4 = 30, n_128 = 31.
+# kv_B = 30·584/4 + 31·584/128 + 30·132/4 + 61·584·128/65536
+#      = 4380 + 141.4375 + 990 + 69.578125 = 5,581.015625 B.
+V4P_KV = 30 * 584 / 4 + 31 * 584 / 128 + 30 * 132 / 4 + 61 * 584 * 128 / C
+
+
+def _vllm_seats(pool: float, kv_b: float) -> int:
+    """vLLM: blocks = floor(pool / (kv_B·16)); a sequence of c tokens takes c/16 blocks."""
+    return int(pool // (kv_b * 16)) // (C // 16)
+
+
+def test_v4_flash_vllm_is_tp202_with_dp_attention_seats() -> None:
+    found = lint_text(V4F_VLLM)  # H100 SXM: M = 85,031,714,816 B, u = 0.92
+    assert "TP201" not in {f.code for f in found}  # no "t=8 > h_kv=1 … TP 1 × PP 8"
+    f = only(found, "TP202")
+    assert V4F_KV == 3899.296875
+    kvb = f.formulas[0]
+    assert kvb.expression == "n_4·s/4 + n_128·s/128 + n_4·i/4 + L·s·min(c, w)/c"
+    assert kvb.result == pytest.approx(V4F_KV)
+    assert "(3,899 B per token per GPU at any t): 8× the cache" in f.message
+    assert "on 41 of its 43 layers (r = 4, 128), indexer keys on the 21 r = 4 layers" in f.message
+    # no GQA-8 catch-up for V4: its bytes per token are per r tokens plus a window
+    assert "GQA-8" not in f.message and "t_spent" not in [x.name for x in f.formulas]
+    # t = 8: W = 3,200,518,144/8 + 11,545,542,656/8 + 180,399,104 + 147,169,738,752/8
+    #          + 90,912,256 = 20,510,786,304 B; R = 3,311,004,549 B (tpcheck's vLLM reserve)
+    # pool = 85,031,714,816·0.92 − W − R = 54,407,386,778 B → 872,070 blocks → 212 seats
+    now = _vllm_seats(85031714816 * 0.92 - 20510786304 - 3311004549, V4F_KV)
+    # DP-attention: 8 ranks of TP 1, experts over EP 8: W = 3,200,518,144 + 11,545,542,656
+    #   + 180,399,104 + 147,169,738,752/8 + 90,912,256 = 33,413,589,504 B, R = 3,017,403,269 B
+    # pool = 41,798,184,858 B → 669,963 blocks → 163 seats per rank, 8·163 = 1,304
+    per_rank = _vllm_seats(85031714816 * 0.92 - 33413589504 - 3017403269, V4F_KV)
+    assert (now, per_rank) == (212, 163)
+    gain = next(x for x in f.formulas if x.name == "seats_with_dp_attention")
+    assert (gain.values["seats_rank"], gain.values["t"], gain.result) == (163, 8, 1304)
+    assert ("Seats now: 212 sequences of 65,536 tokens; with DP-attention over the same 8 GPUs: "
+            "1304 (6.2×, attention weights then replicated per rank)") in f.message  # 1304/212
+    assert f.fix == ("use --data-parallel-size 8 --tensor-parallel-size 1 --enable-expert-parallel "
+                     "(DP attention, experts shared)")
+
+
+def test_v4_flash_sglang_is_tp202_with_attn_dp_seats() -> None:
+    found = lint_text(V4F_SGL)
+    assert "TP201" not in {f.code for f in found}
+    f = only(found, "TP202")
+    # SGLang 0.5.23 cell: n_4·s/4 + n_128·s/128 + n_4·i/4 + r·(L·s + n_4·ring), SWA ratio
+    # r = 0.1, c4 state ring 320 B: 3,850.25 + 0.1·(43·584 + 21·320) = 7,033.45 B
+    cell = 21 * 584 / 4 + 20 * 584 / 128 + 21 * 132 / 4 + 0.1 * (43 * 584 + 21 * 320)
+    assert f.formulas[0].result == pytest.approx(cell) == pytest.approx(7033.45)
+    # now: rest = T·mfs − W = 82,443,997,020·0.811 − 20,510,786,304 = 46,351,295,279 B
+    #   → floor(rest/cell) = 6,590,122 tokens → floor(6,590,122/65,536) = 100 seats
+    # --attn-dp-size 8: attention whole per rank, W = 3,200,518,144/8 + 11,545,542,656
+    #   + 180,399,104 + 147,169,738,752/8 + 90,912,256 = 30,613,136,128 B, mfs 0.584:
+    #   rest = 17,534,158,132 B → 2,492,966 tokens → 38 seats per rank, 8·38 = 304
+    now = int((82443997020 * 0.811 - 20510786304) // cell) // C
+    per_rank = int((82443997020 * 0.584 - 30613136128) // cell) // C
+    assert (now, per_rank) == (100, 38)
+    assert ("Seats now: 100 sequences of 65,536 tokens; with DP-attention over the same 8 GPUs: "
+            "304 (3.0×") in f.message
+    assert f.fix == "run attention data parallel over the same GPUs: --attn-dp-size 8"
+
+
+def test_v4_pro_dp_attention_does_not_start_so_pipeline_stages() -> None:
+    f = only(lint_text(V4P_VLLM, gpu="h200"), "TP202")  # M = 150,023,207,649 B, u = 0.92
+    assert V4P_KV == 5581.015625
+    assert f.formulas[0].result == pytest.approx(V4P_KV)
+    assert "(5,581 B per token per GPU at any t): 8× the cache" in f.message
+    # t = 8: W = 111,675,038,304 B, R = 3,361,336,197 B: pool = 22,984,976,536 B → 62 seats
+    assert _vllm_seats(150023207649 * 0.92 - 111675038304 - 3361336197, V4P_KV) == 62
+    # DP-attention, TP 1: W = 7,737,377,536 + 57,324,961,792 + 447,851,264
+    #   + 822,054,223,872/8 + 337,616,640 = 168,604,585,216 B = 157.0 GiB
+    #   > M·u = 138,021,351,037 B = 128.5 GiB: it does not start
+    assert ("Seats now: 62 sequences of 65,536 tokens; DP-attention over the same 8 GPUs does "
+            "not start (weights 157.0 GiB per GPU > M·u = 139.7·0.92 = 128.5 GiB") in f.message
+    # TP 1 × PP 8: vLLM cuts 61 layers 7,7,8,8,8,8,8,7; the worst stage has 4 r=4 and 4 r=128
+    # layers: 4·584/4 + 4·584/128 + 4·132/4 + 8·584·128/65536 = 743.375 B per token;
+    # W = 887,902,031,104/8 = 110,987,753,888 B, R = 3,067,734,917 B:
+    # pool = 23,965,862,232 B → 491 seats
+    stage = 4 * 584 / 4 + 4 * 584 / 128 + 4 * 132 / 4 + 8 * 584 * 128 / C
+    assert stage == 743.375
+    assert _vllm_seats(150023207649 * 0.92 - 110987753888 - 3067734917, stage) == 491
+    pp = next(x for x in f.formulas if x.name == "seats_pp")
+    assert pp.result == 491
+    assert "TP 1 × PP 8 over the same GPUs caches each layer on one stage: 491 seats" in f.message
+    assert f.fix == ("use --tensor-parallel-size 1 --pipeline-parallel-size 8: the same 8 GPUs, "
+                     "each stage caching only its own layers")
+
+
+def test_v4_pro_dp_attention_that_seats_fewer_is_no_fix() -> None:
+    # B200: DP-attention starts but each rank keeps 57.3 GB of attention weights whole: 7 seats
+    # per rank, 8·7 = 56 < 166 at TP 8, so TP 1 × PP 8 is quoted instead.
+    f = only(lint_text(V4P_VLLM, gpu="b200"), "TP202")
+    gain = next(x for x in f.formulas if x.name == "seats_with_dp_attention")
+    assert (gain.values["seats_rank"], gain.result) == (7, 56)
+    assert "Seats now: 166 sequences" in f.message
+    assert "with DP-attention over the same 8 GPUs only 56 (the attention weights" in f.message
+    assert (f.fix or "").startswith("use --tensor-parallel-size 1 --pipeline-parallel-size 8")
+
+
+@pytest.mark.parametrize("text", [
+    f"python3 -m sglang.launch_server --model-path {V4F} --tp 8 --attn-dp-size 8",
+    f"vllm serve {V4F} --data-parallel-size 8 --enable-expert-parallel --max-model-len {C}",
+    f"vllm serve {V4F} --max-model-len {C}",  # t = 1
+])
+def test_v4_quiet(text: str) -> None:
+    found = lint_text(text, gpu="h200")
+    assert [f.code for f in found if f.code in ("TP201", "TP202")] == []
+
+
+def test_v4_no_gpu_no_seats_and_pro_on_h100_waits_for_the_weights() -> None:
+    f = only(lint_text(V4F_VLLM, gpu=None), "TP202")
+    assert [x.name for x in f.formulas] == ["kv_bytes_per_token_per_gpu"]  # no t_spent for V4
+    assert "(3,899 B per token per GPU at any t)" in f.message and "Seats now" not in f.message
+    # V4-Pro at t = 8 on an H100: W = 111,675,038,304 B = 104.0 GiB > M·u = 72.9 GiB (TP205)
+    f = only(lint_text(V4P_VLLM), "TP202")
+    assert "Seats now" not in f.message
+    assert ("— once the weights fit (at t=8 they leave no KV pool: weights 104.0 GiB"
+            in (f.fix or ""))

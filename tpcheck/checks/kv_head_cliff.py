@@ -2,6 +2,8 @@
 
 Past t = h_kv every rank keeps max(1, floor(h_kv/t)) = 1 KV head: the cache is replicated t/h_kv
 times and per-GPU KV bytes per token stop shrinking; only the weight term keeps moving.
+MLA and DeepSeek-V4's compressed attention (h_kv = 1, one latent held whole by every rank) are
+TP202's: their fix is DP-attention, not TP h_kv = 1.
 """
 
 from __future__ import annotations
@@ -35,7 +37,7 @@ def check(ctx: CheckContext) -> Iterator[Finding]:
     s = ctx.shape
     assert s is not None
     t, hkv = ctx.tp, s.kv_heads
-    if s.is_mla or hkv <= 0 or t <= hkv or ctx.evaluation.refusals:
+    if s.is_mla or s.compressed is not None or hkv <= 0 or t <= hkv or ctx.evaluation.refusals:
         return
     rule = sys.modules[__name__]
     now = ctx.evaluation
