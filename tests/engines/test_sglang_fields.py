@@ -5,7 +5,8 @@ classes in ``sglang/srt/arg_groups/fields/*.py``; ``arg_groups/arg_utils.py``
 ``add_cli_args_from_dataclass`` (l.328-417) turns each into an ``add_argument`` call, and
 ``server_args.py`` ``add_cli_args`` (l.351-443) adds dynamic choices and deprecated spellings.
 Line numbers below are the wheel's (sglang-0.5.23-cp311-cp311-manylinux_2_34_x86_64.whl).
-Each test here failed on the table transcribed by hand (names only) that this one replaces.
+Each test here but the TP004 one failed on the table transcribed by hand (names only, no
+keywords) that this one replaces.
 """
 
 from __future__ import annotations
@@ -124,6 +125,20 @@ def test_an_option_0_5_23_dropped_names_the_last_release(tmp_path: Path) -> None
     assert f.message.startswith(
         "sglang serve: error: unrecognized arguments: --stream-output (registered up to sglang "
         "0.5.10.post1 at sglang/srt/server_args.py:4149; gone in 0.5.23)")
+
+
+def test_engine_keywords_are_checked_for_0_5_23(tmp_path: Path) -> None:
+    """``sgl.Engine(**kwargs)`` builds ``ServerArgs(**kwargs)``, a msgspec struct of every
+    namespace field (server_args.py:546-566): 0.5.23 has no ``cuda_graph_max_bs`` field (split
+    into fields/exec_.py cuda_graph_max_bs_decode / _prefill), 0.5.10.post1 had one. The hand
+    table had no keyword list, so keywords were not judged at all."""
+    fs = lint(tmp_path, "e.py", 'import sglang as sgl\n\nllm = sgl.Engine(model_path="m", '
+              "tp_size=2, attn_dp_size=2, cuda_graph_max_bs=8)\n")
+    [f] = fs
+    assert f.code == "TP004"
+    assert f.message.startswith(
+        "TypeError: ServerArgs.__init__() got an unexpected keyword argument "
+        "'cuda_graph_max_bs' (accepted up to sglang 0.5.10.post1; gone in 0.5.23)")
 
 
 _ARG_UTILS = "def add_cli_args_from_dataclass(parser, cls, *, fields=None): ...\n"
