@@ -938,7 +938,7 @@ def _replacement(text: str, names: list[str]) -> str | None:
     """The first other option a deprecation text names, unless it is the opposite switch."""
     for m in _OPTION_RE.findall(text):
         if m not in names and not any(_opposite(n, m) for n in names):
-            return m
+            return str(m)
     return None
 
 
