@@ -43,6 +43,12 @@ def test_kinds_choices_and_defaults_come_from_the_cited_field() -> None:
     cg = s["--cuda-graph-backend-decode"]
     assert cg.where.endswith("fields/exec_.py:613")
     assert cg.choices == ("breakable", "disabled", "full")
+    # fields/exec_.py:836-851 moe_a2a_backend: A[Literal["none", "deepep", "mooncake", "nixl",
+    # "mori", "ascend_fuseep", "flashinfer", "megamoe", "deepep_v2", "ascend_tp", "pplx",
+    # "flashinfer_megamoe"], ...] = "none": 12 choices from the Literal (no Arg choices)
+    a2a = s["--moe-a2a-backend"]
+    assert a2a.where.endswith("fields/exec_.py:836") and a2a.choices is not None
+    assert len(a2a.choices) == 12 and "flashinfer_megamoe" in a2a.choices
     # fields/parallel.py:81 attn_dp_size: A[int, Arg(aliases=["--attention-data-parallel-size"])]
     assert s["--attention-data-parallel-size"] is s["--attn-dp-size"]
     assert s["--attn-dp-size"].kind == "int"
