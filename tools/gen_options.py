@@ -14,7 +14,12 @@ What is read:
   vLLM's ``_compute_kwargs`` does (bool -> BooleanOptionalAction, a Literal without ``str`` ->
   choices, int, float, ...) and whose pydantic ``Field(gt=, ge=, lt=, le=)`` gives the range.
 - SGLang: every ``add_argument`` call in ``sglang/srt/server_args.py`` (``type=``, ``choices=``
-  resolved from module-level lists, ``action=`` store_true / deprecated actions).
+  resolved from module-level lists, ``action=`` store_true / deprecated actions). From 0.5.23 the
+  options are annotated fields of the namespace classes in ``sglang/srt/arg_groups/fields/*.py``
+  (``A[T, "help"]`` / ``A[T, Arg(...)]``), turned into ``add_argument`` calls by
+  ``arg_groups/arg_utils.py`` ``add_cli_args_from_dataclass``: the same rules are applied here to
+  the field's annotation, ``Arg`` keywords and default, before the calls ``add_cli_args`` writes
+  out (dynamic choices, deprecated spellings).
 """
 
 from __future__ import annotations
@@ -456,6 +461,395 @@ def gen_vllm(archive: Archive) -> list[dict[str, Any]]:
     return entries
 
 
+SGLANG_ARG_UTILS = "sglang/srt/arg_groups/arg_utils.py"
+SGLANG_ACTIONS = "sglang/srt/arg_groups/argparse_actions.py"
+SGLANG_FIELD_ORDER = "sglang/srt/arg_groups/field_order.py"
+
+
+class _Unresolved(Exception):
+    """A value the source computes at run time (a call, an environment read)."""
+
+
+class Consts:
+    """Module-level and class-level constants of the archive's modules, followed through
+    ``from x import y`` (0.5.23 fields name choice lists kept in ``arg_groups/choices.py`` and
+    ``Backend.ALL`` in ``model_executor/cuda_graph_config.py``)."""
+
+    def __init__(self, archive: Archive) -> None:
+        self.archive = archive
+        self._trees: dict[str, ast.Module | None] = {}
+
+    def tree(self, rel: str) -> ast.Module | None:
+        if rel not in self._trees:
+            try:
+                self._trees[rel] = self.archive.tree(rel)
+            except SyntaxError:
+                self._trees[rel] = None
+        return self._trees[rel]
+
+    def module(self, dotted: str) -> str | None:
+        base = dotted.replace(".", "/")
+        return next((r for r in (base + ".py", base + "/__init__.py")
+                     if r in self.archive.files), None)
+
+    def binding(self, body: list[ast.stmt], rel: str, name: str,
+                depth: int = 0) -> tuple[ast.AST, str] | None:
+        """What ``name`` is bound to in a module or class body: the assigned value or the
+        class, with the module it is in (an import is followed to its module)."""
+        for st in body:
+            if isinstance(st, ast.Assign) and any(
+                    isinstance(t, ast.Name) and t.id == name for t in st.targets):
+                return st.value, rel
+            if (isinstance(st, ast.AnnAssign) and isinstance(st.target, ast.Name)
+                    and st.target.id == name and st.value is not None):
+                return st.value, rel
+            if isinstance(st, ast.ClassDef | ast.FunctionDef) and st.name == name:
+                return st, rel
+        for st in body:
+            if isinstance(st, ast.ImportFrom) and st.module and depth < 6:
+                for al in st.names:
+                    if (al.asname or al.name) == name:
+                        mod = self.module(st.module)
+                        tree = self.tree(mod) if mod else None
+                        if tree is not None and mod is not None:
+                            return self.binding(tree.body, mod, al.name, depth + 1)
+        return None
+
+    def value(self, node: ast.AST, rel: str, scope: ast.ClassDef | None = None,
+              depth: int = 0) -> Any:
+        """The Python value of a constant expression, or ``_Unresolved``."""
+        if depth > 12:
+            raise _Unresolved
+        if isinstance(node, ast.Constant):
+            return node.value
+        if isinstance(node, ast.List | ast.Tuple | ast.Set):
+            return [self.value(e, rel, scope, depth + 1) for e in node.elts]
+        if isinstance(node, ast.BinOp) and isinstance(node.op, ast.Add):
+            left = self.value(node.left, rel, scope, depth + 1)
+            right = self.value(node.right, rel, scope, depth + 1)
+            if isinstance(left, list) and isinstance(right, list):
+                return left + right
+            if isinstance(left, str) and isinstance(right, str):
+                return left + right
+            raise _Unresolved
+        if isinstance(node, ast.UnaryOp) and isinstance(node.op, ast.USub):
+            v = self.value(node.operand, rel, scope, depth + 1)
+            if isinstance(v, int | float):
+                return -v
+            raise _Unresolved
+        if isinstance(node, ast.Call) and _name(node.func) in (
+                "list", "tuple", "set", "frozenset", "sorted") and len(node.args) == 1:
+            v = self.value(node.args[0], rel, scope, depth + 1)
+            if isinstance(v, list):
+                return v
+            raise _Unresolved
+        if isinstance(node, ast.Name):
+            found = self.binding(scope.body, rel, node.id) if scope is not None else None
+            if found is None:
+                tree = self.tree(rel)
+                found = self.binding(tree.body, rel, node.id) if tree is not None else None
+            if found is not None and not isinstance(found[0], ast.ClassDef | ast.FunctionDef):
+                return self.value(found[0], found[1], None, depth + 1)
+            raise _Unresolved
+        if isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name):
+            tree = self.tree(rel)
+            owner = self.binding(tree.body, rel, node.value.id) if tree is not None else None
+            if owner is not None and isinstance(owner[0], ast.ClassDef):
+                attr = self.binding(owner[0].body, owner[1], node.attr)
+                if attr is not None and not isinstance(attr[0], ast.ClassDef | ast.FunctionDef):
+                    return self.value(attr[0], owner[1], owner[0], depth + 1)
+        raise _Unresolved
+
+
+def _sglang_namespaces(archive: Archive,
+                       consts: Consts) -> list[tuple[str, list[ast.AnnAssign]]]:
+    """The namespace classes ``ServerArgs`` collects (server_args.py ``_INPUT_NAMESPACES``, in
+    that order), each as (module, annotated fields)."""
+    rel = "sglang/srt/server_args.py"
+    tree = consts.tree(rel)
+    names: list[str] = []
+    for st in tree.body if tree is not None else ():
+        if (isinstance(st, ast.Assign) and isinstance(st.value, ast.List)
+                and any(_name(t) == "_INPUT_NAMESPACES" for t in st.targets)):
+            names = [_name(e) for e in st.value.elts]
+    out: list[tuple[str, list[ast.AnnAssign]]] = []
+    for n in names:
+        found = consts.binding(tree.body, rel, n) if tree is not None else None
+        if found is None or not isinstance(found[0], ast.ClassDef):
+            raise SystemExit(f"{archive.name}: namespace {n} not found from {rel}")
+        fields = [b for b in found[0].body
+                  if isinstance(b, ast.AnnAssign) and isinstance(b.target, ast.Name)]
+        out.append((found[1], fields))
+    return out
+
+
+def _arg_meta(ann: ast.expr) -> tuple[ast.expr, dict[str, ast.expr]] | None:
+    """``A[T, "help"]`` / ``A[T, Arg(...)]`` → (T, the Arg keywords); None for a field without
+    either (arg_utils.py ``_unwrap_annotated``: the first ``Arg`` or string after T counts)."""
+    if not (isinstance(ann, ast.Subscript) and _name(ann.value) in ("A", "Annotated")
+            and isinstance(ann.slice, ast.Tuple) and ann.slice.elts):
+        return None
+    raw, *rest = ann.slice.elts
+    for a in rest:
+        if isinstance(a, ast.Call) and _name(a.func) == "Arg":
+            return raw, {k.arg: k.value for k in a.keywords if k.arg}
+        if isinstance(a, ast.Constant) and isinstance(a.value, str):
+            return raw, {"help": a}
+    return None
+
+
+def _unwrap_optional(t: ast.expr) -> ast.expr:
+    """``Optional[X]``, ``Union[X, None]``, ``X | None`` → X (arg_utils.py ``_unwrap_optional``:
+    only when exactly one member is not None)."""
+    parts: list[ast.expr] = []
+    if isinstance(t, ast.Subscript) and _name(t.value) == "Optional":
+        return t.slice
+    if isinstance(t, ast.Subscript) and _name(t.value) == "Union":
+        parts = list(t.slice.elts) if isinstance(t.slice, ast.Tuple) else [t.slice]
+    elif isinstance(t, ast.BinOp) and isinstance(t.op, ast.BitOr):
+        parts = [t.left, t.right]
+    rest = [p for p in parts if not (isinstance(p, ast.Constant) and p.value is None)]
+    return rest[0] if parts and len(rest) == 1 else t
+
+
+def _identity_parser(consts: Consts, rel: str, node: ast.expr) -> bool:
+    """A ``type_parser`` that returns its argument unchanged (or refuses it): argparse then
+    checks ``choices`` against the value as written (cuda_graph_config.py
+    ``parse_cuda_graph_backend_arg`` only rejects the retired ``tc_piecewise``)."""
+    tree = consts.tree(rel)
+    found = consts.binding(tree.body, rel, _name(node)) if tree is not None else None
+    if found is None:
+        return False
+    fn = found[0]
+    if not isinstance(fn, ast.FunctionDef) or not fn.args.args:
+        return False
+    param = fn.args.args[0].arg
+    rets = [n for n in ast.walk(fn) if isinstance(n, ast.Return)]
+    return bool(rets) and all(isinstance(r.value, ast.Name) and r.value.id == param
+                              for r in rets)
+
+
+def _action_kind(arg: dict[str, ast.expr]) -> str:
+    """``Arg(action=..., action_kwargs={...})``: argparse gets the action and those kwargs."""
+    action = _name(arg["action"]) or (
+        str(arg["action"].value) if isinstance(arg["action"], ast.Constant) else "")
+    akw = arg.get("action_kwargs")
+    kw: dict[str, ast.expr] = {}
+    if isinstance(akw, ast.Dict):
+        kw = {str(k.value): v for k, v in zip(akw.keys, akw.values, strict=True)
+              if isinstance(k, ast.Constant)}
+    an = kw.get("nargs")
+    if action == "BooleanOptionalAction":
+        return "bool_optional"
+    if action in ("store_true", "store_false", "store_const", "count"):
+        return "flag"
+    if isinstance(an, ast.Constant) and an.value in ("*", "+"):
+        return "list"  # lora.py lora_paths: LoRAPathAction with nargs="*"
+    return _PARSER_KIND.get(_name(kw["type"]), "str") if "type" in kw else "str"
+
+
+_PARSER_KIND = {"int": "int", "float": "float", "str": "str", "human_readable_int": "human_int",
+                "human_readable_int_or_auto": "human_int"}
+
+
+def _field_default(consts: Consts, rel: str, value: ast.expr | None) -> tuple[bool, Any]:
+    """(stated, value) of a field's default: a literal, ``msgspec.field(default=...)`` or a
+    ``default_factory`` of list/dict; (False, None) when there is none or it is computed."""
+    if value is None:
+        return False, None
+    if isinstance(value, ast.Call) and _name(value.func) == "field":
+        for k in value.keywords:
+            if k.arg == "default":
+                value = k.value
+                break
+            if k.arg == "default_factory" and _name(k.value) in ("list", "dict"):
+                return True, [] if _name(k.value) == "list" else {}
+        else:
+            return False, None
+    try:
+        v = consts.value(value, rel)
+    except _Unresolved:
+        return False, None
+    ok = v is None or isinstance(v, str | int | float | bool | list)
+    return ok, v if ok else None
+
+
+def _choices(consts: Consts, rel: str, node: ast.expr) -> list[Any] | None:
+    try:
+        v = consts.value(node, rel)
+    except _Unresolved:
+        return None
+    if isinstance(v, list) and all(isinstance(x, str | int) for x in v):
+        return sorted(set(v), key=str)
+    return None
+
+
+def _sglang_field_option(consts: Consts, rel: str,
+                         f: ast.AnnAssign) -> tuple[list[str], dict[str, Any]] | None:
+    """The ``add_argument`` call arg_utils.py ``add_cli_args_from_dataclass`` (0.5.23
+    l.328-417) makes of one field, as (names, table info); None for ``no_cli`` and unannotated
+    fields."""
+    meta = _arg_meta(f.annotation)
+    if meta is None or not isinstance(f.target, ast.Name):
+        return None
+    raw, arg = meta
+
+    def const(key: str) -> Any:
+        try:
+            return consts.value(arg[key], rel) if key in arg else None
+        except _Unresolved:
+            return None
+
+    if const("no_cli") is True:
+        return None
+    cli = const("cli_name") or "--" + f.target.id.replace("_", "-")
+    names = [cli] + [a for a in (const("aliases") or []) if isinstance(a, str)]
+    info: dict[str, Any] = {"kind": "str", "where": f"{rel}:{f.lineno}"}
+    stated, default = _field_default(consts, rel, f.value)
+    if stated:
+        info["default"] = default
+    parser = arg.get("type_parser")
+    pkind = _PARSER_KIND.get(_name(parser), "str") if parser is not None else None
+    keeps_choices = parser is None or pkind != "str" or _name(parser) == "str" or (
+        _identity_parser(consts, rel, parser))
+    nargs = const("nargs")
+    choices = _choices(consts, rel, arg["choices"]) if "choices" in arg else None
+    if "action" in arg:
+        info["kind"] = _action_kind(arg)
+        return names, info
+    inner = _unwrap_optional(raw)
+    if isinstance(inner, ast.Subscript) and _name(inner.value) == "Literal":
+        lits = _choices(consts, rel, inner.slice if isinstance(inner.slice, ast.Tuple)
+                        else ast.Tuple(elts=[inner.slice], ctx=ast.Load()))
+        if pkind is None:
+            first = inner.slice.elts[0] if isinstance(inner.slice, ast.Tuple) else inner.slice
+            v = first.value if isinstance(first, ast.Constant) else ""
+            pkind = "int" if isinstance(v, int) and not isinstance(v, bool) else (
+                "float" if isinstance(v, float) else "str")
+        info["kind"] = pkind
+        use = choices if "choices" in arg else lits
+        if use is not None and keeps_choices:
+            info["choices"] = use
+        return names, info
+    if isinstance(inner, ast.Subscript) and _name(inner.value) in ("list", "List") and (
+            parser is None):
+        info["kind"] = "list"
+        if choices:
+            info["choices"] = choices
+        return names, info
+    if _name(inner) == "bool" and isinstance(inner, ast.Name):
+        info["kind"] = "flag"  # store_true
+        return names, info
+    info["kind"] = pkind or {"int": "int", "float": "float"}.get(_name(inner), "str")
+    if nargs in ("*", "+"):
+        info["kind"] = "list"
+    elif nargs == "?":
+        info["nargs"] = "?"
+    if choices and keeps_choices:
+        info["choices"] = choices
+    return names, info
+
+
+def _field_order(consts: Consts) -> list[str]:
+    """field_order.py ``POSITIONAL_FIELD_ORDER``: the fields ``collect_input_fields`` puts
+    first (the rest follow in namespace order), hence argparse's registration order."""
+    tree = consts.tree(SGLANG_FIELD_ORDER)
+    found = consts.binding(tree.body, SGLANG_FIELD_ORDER, "POSITIONAL_FIELD_ORDER") if (
+        tree is not None) else None
+    if found is None:
+        return []
+    try:
+        v = consts.value(found[0], found[1])
+    except _Unresolved:
+        return []
+    return [x for x in v if isinstance(x, str)] if isinstance(v, list) else []
+
+
+def gen_sglang_fields(archive: Archive, consts: Consts) -> list[dict[str, Any]]:
+    """0.5.23: the options ``add_cli_args_from_dataclass(parser, ServerArgs)`` registers."""
+    fields = [(rel, f) for rel, fs in _sglang_namespaces(archive, consts) for f in fs]
+    rank = {n: i for i, n in enumerate(_field_order(consts))}
+    fields.sort(key=lambda rf: rank.get(_name(rf[1].target), len(rank)))  # stable: rest keep order
+    entries: list[dict[str, Any]] = []
+    for rel, f in fields:
+        got = _sglang_field_option(consts, rel, f)
+        if got is not None:
+            _add_entry(entries, *got)
+    return entries
+
+
+def _declared_defaults(archive: Archive, consts: Consts) -> dict[str, tuple[bool, Any]]:
+    out: dict[str, tuple[bool, Any]] = {}
+    for rel, fs in _sglang_namespaces(archive, consts):
+        for f in fs:
+            out[_name(f.target)] = _field_default(consts, rel, f.value)
+    return out
+
+
+def _explicit_default(call: ast.Call, consts: Consts, rel: str,
+                      declared: dict[str, tuple[bool, Any]], info: dict[str, Any]) -> None:
+    """``default=`` of a call in 0.5.23's ``add_cli_args``: a literal, or
+    ``_declared_default("field")`` (the namespace field's default)."""
+    for k in call.keywords:
+        if k.arg != "default":
+            continue
+        v = k.value
+        if (isinstance(v, ast.Call) and _name(v.func) == "_declared_default" and v.args
+                and isinstance(v.args[0], ast.Constant)):
+            stated, val = declared.get(str(v.args[0].value), (False, None))
+        else:
+            stated, val = _field_default(consts, rel, v)
+        if stated:
+            info["default"] = val
+    if not any(k.arg == "default" for k in call.keywords) and info.get("kind") == "flag":
+        info["default"] = False
+
+
+def render_warning(cls: ast.ClassDef, option: str, new_flag: str | None) -> str | None:
+    """The message an engine's Deprecated* action logs, rendered from its ``__call__``
+    (SGLang 0.5.23 argparse_actions.py ``DeprecatedStoreTrueAction``:
+    ``f"'{option_string}' is deprecated ...{replacement}"`` with ``replacement`` the
+    ``f" Use '{self.new_flag}' instead."`` line above it); None if it is not that simple."""
+    call = next((b for b in cls.body if isinstance(b, ast.FunctionDef)
+                 and b.name == "__call__"), None)
+    if call is None:
+        return None
+    env: dict[str, str] = {"option_string": option, "self.new_flag": new_flag or ""}
+
+    def ev(n: ast.AST) -> str:
+        if isinstance(n, ast.Constant) and isinstance(n.value, str):
+            return n.value
+        if isinstance(n, ast.JoinedStr):
+            return "".join(ev(v) for v in n.values)
+        if isinstance(n, ast.FormattedValue):
+            return ev(n.value)
+        if isinstance(n, ast.Name | ast.Attribute) and ast.unparse(n) in env:
+            return env[ast.unparse(n)]
+        if isinstance(n, ast.IfExp):
+            return ev(n.body) if ev(n.test) else ev(n.orelse)
+        raise _Unresolved
+
+    try:
+        for st in call.body:
+            if (isinstance(st, ast.Assign) and len(st.targets) == 1
+                    and isinstance(st.targets[0], ast.Name)):
+                env[st.targets[0].id] = ev(st.value)
+            elif (isinstance(st, ast.Expr) and isinstance(st.value, ast.Call)
+                  and st.value.args and isinstance(st.value.args[0], ast.JoinedStr)):
+                return ev(st.value.args[0])
+    except _Unresolved:
+        return None
+    return None
+
+
+def _action_classes(trees: list[ast.Module]) -> dict[str, ast.ClassDef]:
+    return {st.name: st for t in trees for st in t.body
+            if isinstance(st, ast.ClassDef) and "Deprecated" in st.name}
+
+
+_NEW_FLAG_RE = re.compile(r"^(--[a-z0-9][a-z0-9-]*[a-z0-9])(?=$|[ =])")
+
+
 def gen_sglang(archive: Archive) -> list[dict[str, Any]]:
     rel = "sglang/srt/server_args.py"
     tree = archive.tree(rel)
@@ -463,7 +857,21 @@ def gen_sglang(archive: Archive) -> list[dict[str, Any]]:
         raise SystemExit(f"{archive.name}: no {rel}")
     aliases = Aliases(archive, "sglang/srt/")
     deprecated = _deprecation_messages(tree)
+    trees = [tree]
     entries: list[dict[str, Any]] = []
+    consts = Consts(archive)
+    fielded = SGLANG_ARG_UTILS in archive.files
+    declared: dict[str, tuple[bool, Any]] = {}
+    if fielded:
+        # 0.5.23: add_cli_args calls add_cli_args_from_dataclass first, then the calls below;
+        # the Deprecated* actions moved to arg_groups/argparse_actions.py
+        entries = gen_sglang_fields(archive, consts)
+        declared = _declared_defaults(archive, consts)
+        acts = archive.tree(SGLANG_ACTIONS)
+        if acts is not None:
+            deprecated = {**_deprecation_messages(acts), **deprecated}
+            trees.append(acts)
+    classes = _action_classes(trees)
     for call in _calls(tree):
         names = [a.value for a in call.args
                  if isinstance(a, ast.Constant) and isinstance(a.value, str)
@@ -472,8 +880,41 @@ def gen_sglang(archive: Archive) -> list[dict[str, Any]]:
             continue
         info: dict[str, Any] = {"kind": "str", "where": f"{rel}:{call.lineno}"}
         explicit_kwargs(call, aliases, deprecated, info)
+        if fielded:
+            _explicit_choices(call, consts, rel, info)
+            _explicit_default(call, consts, rel, declared, info)
+            _new_flag_warning(call, classes, names, info)
         _add_entry(entries, names, info)
     return entries
+
+
+def _explicit_choices(call: ast.Call, consts: Consts, rel: str, info: dict[str, Any]) -> None:
+    """``choices=`` built at registration from module constants (0.5.23
+    ``["auto"] + _reasoning_parser_choices()`` is computed at run time: left unknown)."""
+    for k in call.keywords:
+        if k.arg == "choices" and "choices" not in info:
+            got = _choices(consts, rel, k.value)
+            if got is not None:
+                info["choices"] = got
+        if (k.arg == "nargs" and isinstance(k.value, ast.Constant) and k.value.value is None
+                and info.get("deprecated")):
+            info["kind"] = "str"  # a valued deprecated spelling (--monokernel-backend amd)
+
+
+def _new_flag_warning(call: ast.Call, classes: dict[str, ast.ClassDef], names: list[str],
+                      info: dict[str, Any]) -> None:
+    """A Deprecated* action given ``new_flag=``: the table holds the warning the action logs,
+    and the replacement is the option the new flag starts with (none for a brace pattern
+    such as ``--cuda-graph-backend-{decode,prefill}=disabled``: two options replace it)."""
+    act = next((_name(k.value) for k in call.keywords if k.arg == "action"), "")
+    new = next((_literal_text(k.value) for k in call.keywords if k.arg == "new_flag"), "")
+    if act not in classes or not new:
+        return
+    said = render_warning(classes[act], names[0], new)
+    if said:
+        info["deprecated"] = said
+    m = _NEW_FLAG_RE.match(new)
+    info["replacement"] = m.group(1) if m else None
 
 
 _OPTION_RE = re.compile(r"--[a-z][a-z0-9-]*[a-z0-9](?:\.[a-z0-9_]+)*")
@@ -497,7 +938,7 @@ def _replacement(text: str, names: list[str]) -> str | None:
     """The first other option a deprecation text names, unless it is the opposite switch."""
     for m in _OPTION_RE.findall(text):
         if m not in names and not any(_opposite(n, m) for n in names):
-            return m
+            return str(m)
     return None
 
 
@@ -505,11 +946,13 @@ def _add_entry(entries: list[dict[str, Any]], names: list[str], info: dict[str, 
     if info.get("kind") == "bool_optional":
         names = names + ["--no-" + n[2:] for n in names if n.startswith("--")]
     info.pop("choices_unknown", None)
-    if info.get("deprecated") and not info.get("replacement"):
+    if info.get("deprecated") and "replacement" not in info:
         # the first other option the engine's deprecation text names is its replacement
         named = _replacement(info["deprecated"], names)
         if named:
             info["replacement"] = named
+    if "replacement" in info and info["replacement"] is None:
+        del info["replacement"]  # the reader found that no one option replaces it
     entries.append({"names": names, **{k: info[k] for k in sorted(info)}})
 
 
@@ -576,47 +1019,6 @@ def render_argparse_deprecated(entries: list[dict[str, Any]], notes: Deprecation
         entries[i] = {"names": names, **{k: e[k] for k in sorted(e) if k != "names"}}
 
 
-HAND = Path(__file__).resolve().parent / "hand"
-# Facts about releases read by hand (their package is not on the registry reachable here), each
-# with the file:line of the release it comes from (see ../shared/engines/sglang-0.5.23.md).
-HAND_FACTS: dict[tuple[str, str], dict[str, dict[str, Any]]] = {
-    ("sglang", "0.5.23"): {
-        "--kv-cache-dtype": {
-            "kind": "str", "where": "sglang/srt/arg_groups/fields/model.py:197",
-            "choices": ["auto", "bf16", "bfloat16", "fp4_mx_block16", "fp8_e4m3", "fp8_e5m2",
-                        "mxfp8", "nvfp4"],
-        },
-        "--enable-dp-attention": {
-            "kind": "flag", "where": "sglang/srt/server_args.py:419",
-            "deprecated": "'--enable-dp-attention' is deprecated and will be removed in a future "
-                          "release. Use '--attn-dp-size <dp-size>' instead.",
-            "replacement": "--attn-dp-size",
-        },
-    },
-}
-
-
-def gen_hand(engine: str, version: str) -> list[dict[str, Any]]:
-    """A release whose package cannot be downloaded here: its transcribed option list, with kinds
-    from tpcheck's own Flag table (the options tpcheck reads) and the facts above."""
-    sys.path.insert(0, str(OUT.parent.parent.parent))
-    from tpcheck.engines.flags import FLAGS
-
-    facts = HAND_FACTS.get((engine, version), {})
-    kinds = {"int": "int", "float": "float", "human_int": "human_int", "bool": "flag"}
-    entries: list[dict[str, Any]] = []
-    text = (HAND / f"{engine}-{version}.txt").read_text(encoding="utf-8")
-    for name in (ln.strip() for ln in text.splitlines()):
-        if not name or name.startswith("#"):
-            continue
-        flag = FLAGS[engine].get(name)
-        info: dict[str, Any] = {"kind": kinds.get(flag.kind, "str") if flag else "str",
-                                "where": flag.source if flag else "transcribed list"}
-        info.update(facts.get(name, {}))
-        _add_entry(entries, [name], info)
-    return entries
-
-
 def keywords(engine: str, archive: Archive) -> list[str]:
     """Python keyword names the engine accepts: vLLM ``EngineArgs`` fields plus ``LLM.__init__``
     parameters (``LLM(**kwargs)`` passes the rest to ``EngineArgs``); SGLang ``ServerArgs``
@@ -632,19 +1034,20 @@ def keywords(engine: str, archive: Archive) -> list[str]:
                     if isinstance(b, ast.FunctionDef) and b.name == "__init__":
                         a = b.args
                         out |= {x.arg for x in (*a.args, *a.kwonlyargs) if x.arg != "self"}
+    elif SGLANG_ARG_UTILS in archive.files:
+        # 0.5.23: ServerArgs is msgspec.defstruct over the namespace classes' fields (no_cli ones
+        # too: server_args.py collect_input_fields), so each is a keyword of ServerArgs(...)
+        out = {f.target.id for _, fs in _sglang_namespaces(archive, Consts(archive))
+               for f in fs if isinstance(f.target, ast.Name)}
     else:
         rel = next((r for r in ("sglang/srt/server_args.py",) if r in archive.files), "")
         out = set(Classes(archive, (rel,)).all_fields("ServerArgs")) if rel else set()
     return sorted(out)
 
 
-def write(engine: str, version: str, archive: Archive | None, out: Path = OUT) -> Path:
-    if archive is None:
-        entries = gen_hand(engine, version)
-    else:
-        entries = gen_vllm(archive) if engine == "vllm" else gen_sglang(archive)
-        render_argparse_deprecated(entries, DeprecationNotes(archive, engine + "/"), engine,
-                                   version)
+def write(engine: str, version: str, archive: Archive, out: Path = OUT) -> Path:
+    entries = gen_vllm(archive) if engine == "vllm" else gen_sglang(archive)
+    render_argparse_deprecated(entries, DeprecationNotes(archive, engine + "/"), engine, version)
     # argparse: a later registration of the same string would conflict; keep the first.
     seen: set[str] = set()
     kept = []
@@ -657,8 +1060,8 @@ def write(engine: str, version: str, archive: Archive | None, out: Path = OUT) -
         "_": HEADER,
         "engine": engine,
         "version": version,
-        "source": archive.name if archive else f"tools/hand/{engine}-{version}.txt",
-        "keywords": keywords(engine, archive) if archive else None,
+        "source": archive.name,
+        "keywords": keywords(engine, archive),
         "options": kept,
     }
     out.mkdir(parents=True, exist_ok=True)
@@ -672,11 +1075,7 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("pairs", nargs="*", help="ENGINE VERSION [ENGINE VERSION ...]")
     p.add_argument("--from-archive", nargs=3, metavar=("ENGINE", "VERSION", "PATH"),
                    action="append", default=[], help="read a downloaded sdist/wheel")
-    p.add_argument("--from-hand-list", nargs=2, metavar=("ENGINE", "VERSION"), action="append",
-                   default=[], help="a release transcribed in tools/hand/ENGINE-VERSION.txt")
     a = p.parse_args(argv)
-    for engine, version in a.from_hand_list:
-        print(write(engine, version, None))
     if len(a.pairs) % 2:
         p.error("give ENGINE VERSION pairs")
     for engine, version, path in a.from_archive:

@@ -156,12 +156,6 @@ def test_generator_reads_a_release_with_ast_and_is_idempotent(tmp_path: Path) ->
     assert data["source"] == "vllm-9.9.9.tar.gz"
 
 
-def test_hand_listed_release_regenerates_to_the_committed_file(tmp_path: Path) -> None:
-    g = gen()
-    path = g.write("sglang", "0.5.23", None, tmp_path)
-    assert path.read_bytes() == (OPTIONS / "sglang-0.5.23.json").read_bytes()
-
-
 def test_skipvalidation_fields_read_from_the_wheels() -> None:
     """vLLM 0.9-0.21 declare several scheduler/cache/model fields as pydantic
     ``SkipValidation[X]`` (= ``Annotated[X, SkipValidation()]``), and ``get_type_hints`` in
