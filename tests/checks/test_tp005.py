@@ -18,7 +18,7 @@ def test_deprecated_option_quotes_the_engines_warning(tmp_path: Path) -> None:
     line = "python -m sglang.launch_server --model-path m --dp 2 --enable-dp-attention"
     [f] = lint(tmp_path, "d.sh", line + "\n")
     assert f.code == "TP005" and f.severity is Severity.WARNING
-    # SGLang 0.5.23 server_args.py:419, DeprecatedStoreTrueAction(new_flag="--attn-dp-size")
+    # SGLang 0.5.23 server_args.py:418, DeprecatedStoreTrueAction(new_flag="--attn-dp-size")
     assert f.message.startswith("'--enable-dp-attention' is deprecated and will be removed in a "
                                 "future release. Use '--attn-dp-size <dp-size>' instead.")
     assert f.span.column == col(line, "--enable-dp-attention")

@@ -178,7 +178,7 @@ def _closest(word: str, names: list[str]) -> str | None:
 def _keyword_verdict(engine: str, table: OptionTable, use: OptionUse) -> Verdict | None:
     kws = keywords_of(engine, table.version)
     if kws is None:
-        return None  # a transcribed release: its keyword names were not read
+        return None  # a table without keyword names: nothing to judge a keyword by
     if use.written not in kws:
         msg = (f"TypeError: {KEYWORD_OWNER[engine]} got an unexpected keyword argument "
                f"'{use.written}'")
