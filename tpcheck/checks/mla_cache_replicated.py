@@ -134,6 +134,7 @@ def check(ctx: CheckContext) -> Iterator[Finding]:
         related=ctx.model_related(),
     )
 
+
 def _gqa_catch_up(ctx: CheckContext) -> Formula | None:
     """The t past which a GQA-8 cache of the same depth, divided by t, costs less per token
     than MLA's latent. None for DeepSeek-V4: its cache is not one latent per token but one per
