@@ -44,6 +44,8 @@ if TYPE_CHECKING:
     ResolveKey = tuple[str, str | None, str | None, str | None, tuple[ModelHint, ...]]
 
 IGNORE_RE = re.compile(r"#\s*tpcheck:\s*ignore(?:\[([A-Za-z0-9_,\s]*)\])?", re.IGNORECASE)
+# `nvidia-smi topo -m` prints a few KiB even on a 72-GPU NVL rack; 1 MiB bounds what is read.
+MAX_TOPOLOGY_BYTES = 1024 * 1024
 
 
 @record(frozen=False)
@@ -125,11 +127,13 @@ class Linter:
 
     def _load_topology(self, path: str) -> None:
         from tpcheck.hardware.topology import TopologyError, parse_topology
+        from tpcheck.sources import read_capped
 
-        try:
-            text = Path(path).read_text(encoding="utf-8")
+        try:  # `nvidia-smi topo -m` is a few KiB; a FIFO or /dev/zero would hang the run
+            text = read_capped(path, MAX_TOPOLOGY_BYTES).decode("utf-8")
         except (OSError, UnicodeDecodeError) as e:
-            self.topology_error = SourceError(path, 1, 1, f"cannot read topology: {e}")
+            why = getattr(e, "strerror", None) or e
+            self.topology_error = SourceError(path, 1, 1, f"cannot read topology: {why}")
             return
         try:
             self.topology = parse_topology(text, path)

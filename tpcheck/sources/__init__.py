@@ -26,6 +26,7 @@ __all__ = [
     "SourceError",
     "Span",
     "iter_files",
+    "read_capped",
     "read_path",
     "read_stdin",
 ]
@@ -223,6 +224,21 @@ def _read_regular(path: str, shown: str, max_bytes: int) -> bytes | ReadResult:
             return raw
     except OSError as e:
         return _err(shown, f"cannot read: {e.strerror or e}")
+
+
+def read_capped(path: str, max_bytes: int) -> bytes:
+    """A side file named by an option or a setting (settings, topology, SARIF's re-read): its
+    bytes, or an OSError whose text says why not. Opened as ``_read_regular`` opens inputs, so
+    a FIFO is refused rather than waited on and /dev/zero is never read; past ``max_bytes`` it
+    is refused, not truncated."""
+    with open(os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0)), "rb") as fh:
+        mode = os.fstat(fh.fileno()).st_mode
+        if not stat.S_ISREG(mode):
+            raise OSError(f"not a regular file ({_file_type(mode)})")
+        data = fh.read(max_bytes + 1)
+    if len(data) > max_bytes:
+        raise OSError(f"over the {max_bytes:,}-byte limit")
+    return data
 
 
 def _file_type(mode: int) -> str:
