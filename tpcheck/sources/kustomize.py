@@ -25,6 +25,7 @@ from functools import lru_cache
 from stat import S_ISREG
 
 import yaml
+from yaml.reader import ReaderError
 
 from tpcheck.record import replace
 from tpcheck.sources.base import MAX_BYTES, Deployment, ReadResult, SourceError, Span
@@ -100,6 +101,10 @@ class Files:
             mark = e.problem_mark or e.context_mark
             line, col = (mark.line + 1, mark.column + 1) if mark is not None else (1, 1)
             raise KustomizeError(path, line, col, f"YAML does not parse: {e.problem}") from None
+        except ReaderError as e:  # a NUL or other control character: no mark, a position
+            line, col = LineIndex(text).pos(e.position)
+            raise KustomizeError(path, line, col, f"YAML does not parse: {e.reason} "
+                                 f"(character #x{e.character:04x})") from None
         for d in docs:
             self.own(d, ctx)
         self._docs[path] = docs
