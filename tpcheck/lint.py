@@ -635,7 +635,17 @@ def run_with_nearest_settings(paths: Iterable[str], linter_for: Callable[[Path |
             nearest[folder] = find_settings_file(Path(folder))
         groups.setdefault(nearest[folder], []).append(p)
     for sfile, files in groups.items():
-        out.merge(linter_for(sfile).run(files, stdin_text=stdin_text,
-                                        stdin_filename=stdin_filename))
+        try:
+            linter = linter_for(sfile)
+        except UsageError as e:
+            if sfile is None:
+                raise
+            # A broken settings file deeper in the tree costs its own files, not the run's:
+            # one error naming it, and every other folder is still checked.
+            problem = str(e).removeprefix(f"{sfile}: ")
+            out.errors.append(SourceError(str(sfile), 1, 1, f"{problem}; the {len(files)} "
+                                          f"file(s) it governs were not checked"))
+            continue
+        out.merge(linter.run(files, stdin_text=stdin_text, stdin_filename=stdin_filename))
     out.findings.sort(key=lambda f: (f.span.path, f.span.line, f.span.column, f.code))
     return out
