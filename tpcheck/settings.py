@@ -106,9 +106,10 @@ def _load(path: Path) -> dict[str, Any]:
     from tpcheck.sources import read_capped
 
     try:
-        # `--config` names any path: a FIFO would block and /dev/zero never end.
+        # `--config` names any path: a FIFO would block and /dev/zero never end. A BOM (Windows
+        # editors write one) is dropped: tomllib calls it an invalid statement at 1:1.
         data: dict[str, Any] = tomllib.loads(
-            read_capped(str(path), MAX_SETTINGS_BYTES).decode("utf-8"))
+            read_capped(str(path), MAX_SETTINGS_BYTES).decode("utf-8-sig"))
         return data
     except OSError as e:
         raise SettingsError(f"{path}: cannot read: {e.strerror or e}") from None

@@ -231,3 +231,48 @@ def test_a_control_character_is_one_error_at_its_position(
     assert one_error(err) == (f"tpcheck: {tmp_path / name}:{where}: YAML does not parse: "
                               "control characters are not allowed (character #x0000)")
     assert "qwen3-32b-tp16.yaml:19:16: TP201" in out
+
+
+# ---- one bad file costs itself, not the run -------------------------------------------------
+
+def test_a_broken_settings_file_in_a_subfolder_costs_only_its_files(
+        capsys: pytest.CaptureFixture[str], tmp_path: Path,
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """Before, one team's broken .tpcheck.toml was a usage error that checked nothing at all."""
+    (tmp_path / "team-a").mkdir()
+    (tmp_path / "team-b").mkdir()
+    (tmp_path / "team-b" / ".tpcheck.toml").write_text("alpha = -1\n", encoding="utf-8")
+    for team in ("team-a", "team-b"):
+        (tmp_path / team / "deploy.yaml").write_text(GOOD.read_text(encoding="utf-8"),
+                                                     encoding="utf-8")
+    (tmp_path / "team-b" / "run.sh").write_text("vllm serve m -tp 2\n", encoding="utf-8")
+    monkeypatch.chdir(tmp_path)
+    code, out, err = run(capsys, *LINT, ".")
+    assert code == 2
+    assert "./team-a/deploy.yaml:19:16: TP201" in out and "team-b" not in out
+    settings = tmp_path / "team-b" / ".tpcheck.toml"
+    assert one_error(err) == (f"tpcheck: {settings}:1:1: alpha must be a finite number of "
+                              "seconds, 0 or more, got -1; the 2 file(s) it governs were not "
+                              "checked")
+
+
+def test_a_settings_file_with_a_bom_is_read(tmp_path: Path) -> None:
+    (tmp_path / ".tpcheck.toml").write_text("\ufeffgpu = 'l40s'\n", encoding="utf-8")
+    assert load_settings(tmp_path / ".tpcheck.toml").gpu == "l40s"
+
+
+def test_python_in_its_declared_encoding_is_read_as_python_reads_it(
+        capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
+    """PEP 263: Python runs a latin-1 file that says so; it was "not UTF-8 text (byte 31)"
+    (the é after 26 bytes of coding line and 5 of "# caf")."""
+    path = tmp_path / "launch.py"
+    path.write_bytes(b"# -*- coding: latin-1 -*-\n# caf\xe9\nfrom vllm import LLM\n"
+                     b'LLM(model="Qwen/Qwen3-32B", tensor_parallel_size=3)\n')
+    code, out, err = run(capsys, *LINT, "--select", "TP101", str(path))
+    # Qwen3-32B: h = 64 query heads, 64 mod 3 = 1 → TP101 at the 3 (line 4, column 50)
+    assert code == 1 and err == ""
+    assert f"{path}:4:50: TP101" in out
+    path.write_bytes(b"from vllm import LLM\n# caf\xe9\n")  # no declaration: still refused
+    code, _, err = run(capsys, *LINT, str(path))
+    # the é is byte 21 ("from vllm import LLM\n") + 5 ("# caf") = 26
+    assert code == 2 and one_error(err) == f"tpcheck: {path}:1:1: not UTF-8 text (byte 26)"

@@ -92,10 +92,14 @@ def read_path(path: str, text: str | bytes | None = None, *,
             what = "input" if path == "-" else "file"
             return _err(shown, f"{what} is over the {max_bytes}-byte limit; skipped",
                         skipped=True)
+        data = text
         try:
-            text = text.decode("utf-8-sig")
+            text = data.decode("utf-8-sig")
         except UnicodeDecodeError as e:
-            return _err(shown, f"not UTF-8 text (byte {e.start})")
+            declared = _python_declared(shown, data)
+            if declared is None:
+                return _err(shown, f"not UTF-8 text (byte {e.start})")
+            text = declared
     elif len(text) > max_bytes:
         return _err(shown, f"input is over the {max_bytes}-byte limit; skipped", skipped=True)
     elif not text.isascii():
@@ -110,6 +114,21 @@ def read_path(path: str, text: str | bytes | None = None, *,
                 shown, line, column,
                 f"not UTF-8 text (lone surrogate U+{ord(text[e.start]):04X})"),))
     return keep_launches(_read_text(shown, text, stdin=path == "-"))
+
+
+def _python_declared(shown: str, data: bytes) -> str | None:
+    """A Python file in the encoding its ``# -*- coding: latin-1 -*-`` line declares (PEP 263:
+    Python itself runs it), or None: no declaration, an unknown codec, or bytes it refuses."""
+    if not shown.endswith(PY_EXT):
+        return None
+    import io
+    import tokenize
+
+    try:
+        encoding, _ = tokenize.detect_encoding(io.BytesIO(data).readline)
+        return None if encoding.startswith("utf-8") else data.decode(encoding)
+    except (SyntaxError, LookupError, UnicodeDecodeError):
+        return None
 
 
 def _read_text(shown: str, text: str, *, stdin: bool = False) -> ReadResult:
