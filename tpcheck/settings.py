@@ -167,9 +167,7 @@ def settings_from_table(table: Mapping[str, Any], where: str) -> Settings:
                 raise SettingsError(f"{where}: fail-on must be one of {', '.join(SEVERITIES)}")
             kw[attr] = value
         elif key == "models":
-            if not all(isinstance(v, str) for v in value.values()):
-                raise SettingsError(f"{where}: [tool.tpcheck.models] values must be strings")
-            kw[attr] = dict(value)
+            kw[attr] = _models(value, where)
         elif key == "rules":
             for code, options in value.items():
                 if not isinstance(options, dict):
@@ -199,6 +197,15 @@ def settings_from_table(table: Mapping[str, Any], where: str) -> Settings:
     if "engine_version" in kw:
         kw["engine_version_from"] = f"[tool.tpcheck] engine-version in {Path(where).name}"
     return Settings(**kw)
+
+
+def _models(value: dict[str, Any], where: str) -> dict[str, str]:
+    if not all(isinstance(v, str) for v in value.values()):
+        raise SettingsError(f"{where}: [tool.tpcheck.models] values must be strings")
+    empty = next((k for k, v in value.items() if not v.strip()), None)
+    if empty is not None:  # "" would resolve to the settings file's own folder
+        raise SettingsError(f"{where}: [tool.tpcheck.models] maps {empty!r} to an empty path")
+    return dict(value)
 
 
 def _given_once(table: Mapping[str, Any], where: str) -> None:

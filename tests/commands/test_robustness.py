@@ -117,6 +117,8 @@ def test_a_settings_file_past_the_cap_is_refused_unread(tmp_path: Path) -> None:
     (".tpcheck.toml", "engine-version = ''\n",
      "engine-version must be a release number such as 0.8.5 or v0.8.5, got ''"),
     (".tpcheck.toml", "select = ['TP2', ' ']\n", "select holds an empty rule code"),
+    (".tpcheck.toml", "[models]\n'Qwen/Qwen3-32B' = ''\n",
+     "[tool.tpcheck.models] maps 'Qwen/Qwen3-32B' to an empty path"),
     (".tpcheck.toml", "[per-file-ignores]\n'*.sh' = ['']\n",
      "per-file-ignores.*.sh holds an empty rule code"),
 ])
