@@ -38,7 +38,8 @@ HOSTILE: dict[str, str] = {
     "kustomization.yaml": "resources: [a.yaml]\n\x00",
     "Chart.yaml": "apiVersion: [\n",
     "values.yaml": "a: &a [*a]\n",
-    "config.json": '{"num_hidden_layers": ' + "9" * 5000 + "}",
+    # a vLLM --config file (JSON is not linted in the editor) with a 5,000-digit integer
+    "vllm-config.yaml": "model: Qwen/Qwen3-32B\ntensor-parallel-size: " + "9" * 5000 + "\n",
     "unterminated.sh": 'vllm serve "meta-llama/Llama-3.1-8B --tensor-parallel-size 8\n',
     "heredoc.sh": "cat <<EOF\nvllm serve m --tensor-parallel-size 8\n",
     "continuation.sh": "vllm serve Qwen/Qwen3-32B \\\n  --tensor-parallel-size 3 \\",
@@ -65,7 +66,7 @@ async def test_every_hostile_document_is_answered_and_the_server_lives(
         client: LanguageClient, tmp_path: Path) -> None:
     for version, (name, text) in enumerate(HOSTILE.items(), start=1):
         uri = (tmp_path / name).as_uri()
-        language = {"sh": "shellscript", "py": "python", "json": "json"}.get(
+        language = {"sh": "shellscript", "py": "python"}.get(
             name.rsplit(".", 1)[1], "yaml")
         open_doc(client, uri, text, language)
         diags = await publish(client, uri, 1)  # raises after 30 s without a publish
