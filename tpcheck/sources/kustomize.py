@@ -335,8 +335,10 @@ def _override(image: Any, overrides: list[tuple[Any, Ctx]], files: Files) -> Any
 
 
 # ---- the kustomization -----------------------------------------------------------------------
-def build(path: str, files: Files, depth: int = 0) -> list[Any]:
-    """The objects ``kustomize build`` would emit for the kustomization at ``path``."""
+def build(path: str, files: Files, depth: int = 0, chain: tuple[str, ...] = ()) -> list[Any]:
+    """The objects ``kustomize build`` would emit for the kustomization at ``path``; ``chain``
+    holds the kustomizations being built around it, so a cycle is named as one."""
+    chain = (*chain, os.path.realpath(path))
     if depth > MAX_DEPTH:
         raise KustomizeError(path, 1, 1, f"kustomizations nest more than {MAX_DEPTH} deep")
     folder = os.path.dirname(path) or "."
@@ -355,7 +357,10 @@ def build(path: str, files: Files, depth: int = 0) -> list[Any]:
                           if os.path.isfile(os.path.join(target, n))), None)
             if inner is None:
                 raise _error((path, entry), f"{ref}: a folder with no kustomization.yaml")
-            objects.extend(build(inner, files, depth + 1))
+            if os.path.realpath(inner) in chain:  # kustomize refuses it too ("cycle detected")
+                raise _error((path, entry), f"{ref}: leads back to a kustomization already "
+                             "being built (a cycle)")
+            objects.extend(build(inner, files, depth + 1, chain))
         else:
             objects.extend(files.docs(target, (path, entry)))
     for patch, target, _ in _patches(kz, folder, files, path):
