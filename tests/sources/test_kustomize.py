@@ -137,6 +137,8 @@ def test_bad_kustomizations_are_one_line_errors(tmp_path: Path) -> None:
                "  patch: |\n    - op: move\n      from: /a\n      path: /b\n"),
         "loop": "resources:\n  - .\n",
         "fifo": "resources: [pipe.yaml]\n",  # opening a FIFO to read would wait forever
+        "notmap": "- srv.yaml\n",  # was read as an empty kustomization, silently
+        "scalar": "resources: srv.yaml\n",  # likewise: the app it names went unchecked
     }
     for name, text in cases.items():
         (tmp_path / name).mkdir()
@@ -162,6 +164,10 @@ def test_bad_kustomizations_are_one_line_errors(tmp_path: Path) -> None:
     assert (f"{tmp_path / 'op' / 'kustomization.yaml'}:5:7: JSON patch operation 'move' is not "
             "read by tpcheck") in err
     assert "kustomizations nest more than 8 deep" in err  # the chain
+    assert (f"{tmp_path / 'notmap' / 'kustomization.yaml'}:1:1: a kustomization must be a "
+            "mapping of fields") in err
+    # "resources: " is 11 characters: the scalar starts at column 12
+    assert f"{tmp_path / 'scalar' / 'kustomization.yaml'}:1:12: resources must be a list" in err
     # loop/kustomization.yaml line 2 is "  - ." (the entry at column 5): it includes itself
     assert (f"{tmp_path / 'loop' / 'kustomization.yaml'}:2:5: .: leads back to a kustomization "
             "already being built (a cycle)") in err

@@ -45,6 +45,8 @@ OVERLAY_NOTE = "as kustomize builds"
 MERGE_KEYS = {"containers": "name", "initContainers": "name", "env": "name",
               "volumes": "name", "volumeMounts": "mountPath", "ports": "containerPort",
               "imagePullSecrets": "name"}
+LIST_FIELDS = ("resources", "bases", "patches", "patchesStrategicMerge", "patchesJson6902",
+               "images", "configMapGenerator")
 MAX_DEPTH = 8  # kustomizations including kustomizations: a cycle or a deep chain stops here
 MAX_SCANNED = 200  # files per parent folder looked at for a lone patch's base
 _MAP, _SEQ, _SCALAR = yaml.MappingNode, yaml.SequenceNode, yaml.ScalarNode
@@ -343,8 +345,14 @@ def build(path: str, files: Files, depth: int = 0, chain: tuple[str, ...] = ()) 
         raise KustomizeError(path, 1, 1, f"kustomizations nest more than {MAX_DEPTH} deep")
     folder = os.path.dirname(path) or "."
     (kz, *_) = files.docs(path, (path, None)) or [None]
-    if not isinstance(kz, _MAP):
+    if kz is None:
         return []
+    if not isinstance(kz, _MAP):  # kustomize: "json: cannot unmarshal array into Kustomization"
+        raise _placed(files, kz, "a kustomization must be a mapping of fields")
+    for key in LIST_FIELDS:  # `resources: app.yaml` read as nothing would hide the whole app
+        node = _get(kz, key)
+        if node is not None and not isinstance(node, _SEQ) and not _is_null(node):
+            raise _placed(files, node, f"{key} must be a list")
     ctx = files.ctx_of[id(kz)]
     objects: list[Any] = []
     for entry in _items(_get(kz, "resources")) + _items(_get(kz, "bases")):
