@@ -9,7 +9,7 @@ from __future__ import annotations
 import math
 import re
 import sys
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from pathlib import Path
 
 from tpcheck.record import field, record, replace
@@ -76,13 +76,13 @@ _MENTIONS_TOOL_TPCHECK = re.compile(r"""tool\s*\.\s*["']?tpcheck|^\s*\[\s*tool\s
 
 def find_settings_file(start: Path) -> Path | None:
     """The nearest ``.tpcheck.toml``, or ``pyproject.toml`` with a [tool.tpcheck] table."""
-    d = start if start.is_dir() else start.parent
+    d = start if _probe(start.is_dir) else start.parent
     for folder in (d, *d.parents):
         dot = folder / ".tpcheck.toml"
-        if dot.is_file():
+        if _probe(dot.is_file):
             return dot
         py = folder / "pyproject.toml"
-        if py.is_file():
+        if _probe(py.is_file):
             try:
                 if not _MENTIONS_TOOL_TPCHECK.search(py.read_text(encoding="utf-8",
                                                                    errors="replace")):
@@ -95,6 +95,15 @@ def find_settings_file(start: Path) -> Path | None:
             except SettingsError:
                 return py
     return None
+
+
+def _probe(test: Callable[[], bool]) -> bool:
+    """``Path.is_file``/``is_dir`` that say False where they raise: a name past NAME_MAX
+    (``--stdin-filename`` of 5,000 characters) raised ENAMETOOLONG as an internal error."""
+    try:
+        return test()
+    except OSError:
+        return False
 
 
 def _load(path: Path) -> dict[str, Any]:

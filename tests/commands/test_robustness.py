@@ -278,3 +278,14 @@ def test_python_in_its_declared_encoding_is_read_as_python_reads_it(
     code, _, err = run(capsys, *LINT, str(path))
     # the é is byte 21 ("from vllm import LLM\n") + 5 ("# caf") = 26
     assert code == 2 and one_error(err) == f"tpcheck: {path}:1:1: not UTF-8 text (byte 26)"
+
+
+def test_a_name_past_the_file_system_limit_is_one_error(
+        capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
+    """Finding the nearest settings file probed a 5,000-character folder name, and Path.is_dir
+    raised ENAMETOOLONG (Linux's NAME_MAX is 255) as an internal error for the whole run."""
+    long = tmp_path / ("a" * 5000) / "x.yaml"
+    code, out, err = run(capsys, *LINT, str(long), str(GOOD))
+    assert code == 2
+    assert one_error(err) == f"tpcheck: {long}:1:1: cannot read: File name too long"
+    assert "qwen3-32b-tp16.yaml:19:16: TP201" in out
