@@ -289,3 +289,50 @@ def test_a_name_past_the_file_system_limit_is_one_error(
     assert code == 2
     assert one_error(err) == f"tpcheck: {long}:1:1: cannot read: File name too long"
     assert "qwen3-32b-tp16.yaml:19:16: TP201" in out
+
+
+# ---- where the report goes -----------------------------------------------------------------
+
+def _to(stdout: object, *args: str) -> subprocess.CompletedProcess[str]:
+    env = {**os.environ, "HF_HUB_OFFLINE": "1"}
+    env.pop("TPCHECK_DEBUG", None)
+    return subprocess.run([sys.executable, "-m", "tpcheck", *args], stdout=stdout,
+                          stderr=subprocess.PIPE, text=True, cwd=ROOT, env=env, timeout=60,
+                          check=False, stdin=subprocess.DEVNULL)
+
+
+@pytest.mark.skipif(not os.path.exists("/dev/full"), reason="Linux's always-full device")
+@pytest.mark.parametrize("args", [
+    [*LINT, str(GOOD)],
+    ["plan", "--offline", "Qwen/Qwen3-32B", "--gpu", "h100-sxm"],
+    ["rules"],
+    ["inspect", str(GOOD)],
+])
+def test_a_report_that_cannot_be_written_is_one_line_exit_2(args: list[str]) -> None:
+    """> /dev/full was an internal OSError; a CI step must not pass with its report lost."""
+    with open("/dev/full", "w") as full:
+        p = _to(full, *args)
+    assert p.returncode == 2
+    assert one_error(p.stderr) == "tpcheck: error: cannot write the report: No space left on device"
+
+
+@pytest.mark.parametrize("args", [[*LINT, str(GOOD)], ["explain", "TP101"]])
+def test_a_closed_stdout_is_one_line_exit_2(args: list[str]) -> None:
+    """>&- gave check an AttributeError (sys.stdout is None), and explain exit 0 having
+    printed nothing."""
+    code = ("import sys, os; os.close(1); sys.stdout = None; "
+            "from tpcheck.cli import main; sys.exit(main(sys.argv[1:]))")
+    p = subprocess.run([sys.executable, "-c", code, *args], stdout=subprocess.DEVNULL,
+                       stderr=subprocess.PIPE, text=True, cwd=ROOT, timeout=60, check=False,
+                       env={**os.environ, "HF_HUB_OFFLINE": "1"})
+    assert p.returncode == 2
+    assert one_error(p.stderr) == ("tpcheck: error: standard output is closed; nothing could "
+                                   "be reported")
+
+
+def test_the_output_errnos_are_linux_s() -> None:
+    import errno
+
+    from tpcheck.cli import _OUTPUT_ERRNOS
+
+    assert {errno.ENOSPC, errno.EIO, errno.EBADF, errno.EFBIG, errno.EDQUOT} == _OUTPUT_ERRNOS
