@@ -138,7 +138,10 @@ class Linter:
         try:
             self.topology = parse_topology(text, path)
         except TopologyError as e:
-            self.topology_error = SourceError(path, 1, 1, str(e))
+            # its text already says "PATH:LINE: problem": placed at that line, said once
+            placed = re.match(rf"{re.escape(path)}:(\d+): (.*)", str(e), re.S)
+            line, problem = (int(placed[1]), placed[2]) if placed else (1, str(e))
+            self.topology_error = SourceError(path, line, 1, problem)
 
     # ---- model and GPU for one deployment ---------------------------------------------------
     def shape_for(self, d: Deployment) -> tuple[ModelShape | None, str | None, str | None]:

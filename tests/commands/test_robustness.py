@@ -336,3 +336,16 @@ def test_the_output_errnos_are_linux_s() -> None:
     from tpcheck.cli import _OUTPUT_ERRNOS
 
     assert {errno.ENOSPC, errno.EIO, errno.EBADF, errno.EFBIG, errno.EDQUOT} == _OUTPUT_ERRNOS
+
+
+def test_a_topology_that_does_not_parse_is_placed_at_its_line_once(
+        capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
+    """It read "topo.txt:1:1: topo.txt:3: unknown link class ...": the path twice, line 1."""
+    topo = tmp_path / "topo.txt"
+    topo.write_text("\tGPU0\tGPU1\nGPU0\tX\tNV18\nGPU1\tNV-1\tX\n", encoding="utf-8")
+    code, out, err = run(capsys, *LINT, "--topology", str(topo), str(GOOD))
+    assert code == 2
+    # line 3 is GPU1's row, whose first cell NV-1 is no link class
+    assert one_error(err) == (f"tpcheck: {topo}:3:1: unknown link class 'NV-1' (expected X, "
+                              "NV#, PIX, PXB, PHB, NODE or SYS)")
+    assert "qwen3-32b-tp16.yaml:19:16: TP201" in out
