@@ -29,6 +29,11 @@ if TYPE_CHECKING:
 
 __all__ = ["COMMANDS", "CommandError", "UsageError", "main"]
 
+# errno values of a failed write to the report: ENOSPC (/dev/full, a full disk), EIO, EBADF
+# (a closed descriptor), EFBIG (past the file size limit), EDQUOT. Spelled as numbers so that
+# `tpcheck --version` imports no errno module; Linux's values (tests check them against errno).
+_OUTPUT_ERRNOS = frozenset({28, 5, 9, 27, 122})
+
 COMPLETE_VAR = "_TPCHECK_COMPLETE"  # _TPCHECK_COMPLETE=bash_source tpcheck: the shell script
 
 # name -> (module, one-line summary for `tpcheck --help`). The registry is an explicit list,
@@ -129,6 +134,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 0
     if not args:
         return _say_error("no PATH or COMMAND given", "tpcheck")
+    if sys.stdout is None:  # started with >&-: print() would drop every finding and exit 0
+        return _say_error("standard output is closed; nothing could be reported", None) \
+            if sys.stderr is not None else 2
     try:
         return _run(args, standalone=argv is None)
     except UsageError as e:  # raised outside a command's run (commands add their own --help)
@@ -140,11 +148,15 @@ def main(argv: Sequence[str] | None = None) -> int:
     except BrokenPipeError:
         # The reader went away (`| head`): stop quietly, and keep Python's final flush from
         # failing on the closed pipe too.
-        import contextlib
-
-        with contextlib.suppress(OSError, ValueError, AttributeError):
-            os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        _quiet_stdout()
         return 0
+    except OSError as e:
+        if debug or e.errno not in _OUTPUT_ERRNOS:
+            raise
+        # The output could not be written (> /dev/full, a disk filled, a closed descriptor):
+        # the readers turn their own OSErrors into findings, so this one is the report's.
+        _quiet_stdout()
+        return _say_error(f"cannot write the report: {e.strerror or e}", None)
     except Exception as e:
         if debug:
             raise
@@ -153,6 +165,14 @@ def main(argv: Sequence[str] | None = None) -> int:
         sys.stderr.write(f"tpcheck: internal error: {type(e).__name__}: {one_line(str(e))} "
                          "(rerun with --debug for a traceback)\n")
         return 2
+
+
+def _quiet_stdout() -> None:
+    """Point stdout at /dev/null so Python's final flush does not fail a second time."""
+    import contextlib
+
+    with contextlib.suppress(OSError, ValueError, AttributeError):
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
 
 
 if __name__ == "__main__":  # pragma: no cover

@@ -6,6 +6,7 @@ JSON and the editor hover can all show the expression, the substituted values an
 
 from __future__ import annotations
 
+import math
 from collections.abc import Mapping
 
 from tpcheck.record import field, record
@@ -71,6 +72,8 @@ def format_scalar(v: Scalar) -> str:
     if isinstance(v, float):
         if v != v:  # NaN
             return "nan"
+        if v in (math.inf, -math.inf):  # a huge setting (alpha = 1e306) overflows a sum
+            return "∞" if v > 0 else "−∞"
         if v == int(v) and abs(v) < 1e15:
             return f"{int(v):,}"
         if abs(v) >= 1e4:

@@ -44,6 +44,8 @@ if TYPE_CHECKING:
     ResolveKey = tuple[str, str | None, str | None, str | None, tuple[ModelHint, ...]]
 
 IGNORE_RE = re.compile(r"#\s*tpcheck:\s*ignore(?:\[([A-Za-z0-9_,\s]*)\])?", re.IGNORECASE)
+# `nvidia-smi topo -m` prints a few KiB even on a 72-GPU NVL rack; 1 MiB bounds what is read.
+MAX_TOPOLOGY_BYTES = 1024 * 1024
 
 
 @record(frozen=False)
@@ -125,16 +127,21 @@ class Linter:
 
     def _load_topology(self, path: str) -> None:
         from tpcheck.hardware.topology import TopologyError, parse_topology
+        from tpcheck.sources import read_capped
 
-        try:
-            text = Path(path).read_text(encoding="utf-8")
+        try:  # `nvidia-smi topo -m` is a few KiB; a FIFO or /dev/zero would hang the run
+            text = read_capped(path, MAX_TOPOLOGY_BYTES).decode("utf-8")
         except (OSError, UnicodeDecodeError) as e:
-            self.topology_error = SourceError(path, 1, 1, f"cannot read topology: {e}")
+            why = getattr(e, "strerror", None) or e
+            self.topology_error = SourceError(path, 1, 1, f"cannot read topology: {why}")
             return
         try:
             self.topology = parse_topology(text, path)
         except TopologyError as e:
-            self.topology_error = SourceError(path, 1, 1, str(e))
+            # its text already says "PATH:LINE: problem": placed at that line, said once
+            placed = re.match(rf"{re.escape(path)}:(\d+): (.*)", str(e), re.S)
+            line, problem = (int(placed[1]), placed[2]) if placed else (1, str(e))
+            self.topology_error = SourceError(path, line, 1, problem)
 
     # ---- model and GPU for one deployment ---------------------------------------------------
     def shape_for(self, d: Deployment) -> tuple[ModelShape | None, str | None, str | None]:
@@ -631,7 +638,17 @@ def run_with_nearest_settings(paths: Iterable[str], linter_for: Callable[[Path |
             nearest[folder] = find_settings_file(Path(folder))
         groups.setdefault(nearest[folder], []).append(p)
     for sfile, files in groups.items():
-        out.merge(linter_for(sfile).run(files, stdin_text=stdin_text,
-                                        stdin_filename=stdin_filename))
+        try:
+            linter = linter_for(sfile)
+        except UsageError as e:
+            if sfile is None:
+                raise
+            # A broken settings file deeper in the tree costs its own files, not the run's:
+            # one error naming it, and every other folder is still checked.
+            problem = str(e).removeprefix(f"{sfile}: ")
+            out.errors.append(SourceError(str(sfile), 1, 1, f"{problem}; the {len(files)} "
+                                          f"file(s) it governs were not checked"))
+            continue
+        out.merge(linter.run(files, stdin_text=stdin_text, stdin_filename=stdin_filename))
     out.findings.sort(key=lambda f: (f.span.path, f.span.line, f.span.column, f.code))
     return out

@@ -9,7 +9,7 @@ from __future__ import annotations
 import math
 import re
 import sys
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from pathlib import Path
 
 from tpcheck.record import field, record, replace
@@ -22,6 +22,8 @@ SEVERITIES = ("info", "warning", "error")
 # The hub client's timeout: 0, negative, nan or inf break the HTTP client (inf overflows, nan can
 # leave a hub thread starting at shutdown, issue 14 item 7); ten minutes is already far too long.
 MAX_HUB_TIMEOUT = 600.0
+# A settings file is a few hundred bytes; 1 MiB is past any real one and bounds what is read.
+MAX_SETTINGS_BYTES = 1024 * 1024
 
 
 class SettingsError(ValueError):
@@ -74,13 +76,13 @@ _MENTIONS_TOOL_TPCHECK = re.compile(r"""tool\s*\.\s*["']?tpcheck|^\s*\[\s*tool\s
 
 def find_settings_file(start: Path) -> Path | None:
     """The nearest ``.tpcheck.toml``, or ``pyproject.toml`` with a [tool.tpcheck] table."""
-    d = start if start.is_dir() else start.parent
+    d = start if _probe(start.is_dir) else start.parent
     for folder in (d, *d.parents):
         dot = folder / ".tpcheck.toml"
-        if dot.is_file():
+        if _probe(dot.is_file):
             return dot
         py = folder / "pyproject.toml"
-        if py.is_file():
+        if _probe(py.is_file):
             try:
                 if not _MENTIONS_TOOL_TPCHECK.search(py.read_text(encoding="utf-8",
                                                                    errors="replace")):
@@ -88,11 +90,20 @@ def find_settings_file(start: Path) -> Path | None:
             except OSError:
                 continue
             try:
-                if "tool" in (data := _load(py)) and "tpcheck" in data["tool"]:
+                if _table(_load(py), "tool", "tpcheck") is not None:
                     return py
             except SettingsError:
                 return py
     return None
+
+
+def _probe(test: Callable[[], bool]) -> bool:
+    """``Path.is_file``/``is_dir`` that say False where they raise: a name past NAME_MAX
+    (``--stdin-filename`` of 5,000 characters) raised ENAMETOOLONG as an internal error."""
+    try:
+        return test()
+    except OSError:
+        return False
 
 
 def _load(path: Path) -> dict[str, Any]:
@@ -101,22 +112,41 @@ def _load(path: Path) -> dict[str, Any]:
         import tomllib
     else:  # pragma: no cover
         import tomli as tomllib  # type: ignore[import-not-found,unused-ignore]
+    from tpcheck.sources import read_capped
+
     try:
-        data: dict[str, Any] = tomllib.loads(path.read_text(encoding="utf-8"))
+        # `--config` names any path: a FIFO would block and /dev/zero never end. A BOM (Windows
+        # editors write one) is dropped: tomllib calls it an invalid statement at 1:1.
+        data: dict[str, Any] = tomllib.loads(
+            read_capped(str(path), MAX_SETTINGS_BYTES).decode("utf-8-sig"))
         return data
-    except (OSError, UnicodeDecodeError) as e:
-        raise SettingsError(f"{path}: cannot read: {e}") from None
+    except OSError as e:
+        raise SettingsError(f"{path}: cannot read: {e.strerror or e}") from None
+    except UnicodeDecodeError as e:
+        raise SettingsError(f"{path}: not UTF-8 text (byte {e.start})") from None
     except tomllib.TOMLDecodeError as e:
         raise SettingsError(f"{path}: invalid TOML: {e}") from None
+    except RecursionError:  # tomllib recurses once per nested array or inline table
+        raise SettingsError(f"{path}: invalid TOML: arrays or tables nested too deeply"
+                            ) from None
+
+
+def _table(data: Any, *keys: str) -> Any:
+    """``data[k1][k2]...``, or None where a level is missing or is no table."""
+    for k in keys:
+        if not isinstance(data, dict):
+            return None
+        data = data.get(k)
+    return data
 
 
 def load_settings(path: Path | None) -> Settings:
     if path is None:
         return Settings()
     data = _load(path)
-    table = data.get("tool", {}).get("tpcheck", {}) if path.name == "pyproject.toml" else data
-    if "tool" in table and path.name != "pyproject.toml":
-        table = table.get("tool", {}).get("tpcheck", table)
+    table = _table(data, "tool", "tpcheck")
+    if table is None:  # pyproject.toml without the table; a .tpcheck.toml's top level is it
+        table = {} if path.name == "pyproject.toml" else data
     if not isinstance(table, dict):
         raise SettingsError(f"{path}: [tool.tpcheck] must be a table")
     return settings_from_table(table, str(path))
@@ -125,6 +155,7 @@ def load_settings(path: Path | None) -> Settings:
 def settings_from_table(table: Mapping[str, Any], where: str) -> Settings:
     kw: dict[str, Any] = {"source": where, "root": str(Path(where).parent)}
     value: Any
+    _given_once(table, where)
     for raw_key, value in table.items():
         key = raw_key.replace("_", "-")
         if key not in _KEYS:
@@ -145,9 +176,7 @@ def settings_from_table(table: Mapping[str, Any], where: str) -> Settings:
                 raise SettingsError(f"{where}: fail-on must be one of {', '.join(SEVERITIES)}")
             kw[attr] = value
         elif key == "models":
-            if not all(isinstance(v, str) for v in value.values()):
-                raise SettingsError(f"{where}: [tool.tpcheck.models] values must be strings")
-            kw[attr] = dict(value)
+            kw[attr] = _models(value, where)
         elif key == "rules":
             for code, options in value.items():
                 if not isinstance(options, dict):
@@ -166,6 +195,9 @@ def settings_from_table(table: Mapping[str, Any], where: str) -> Settings:
         elif key == "max-file-size" and value < 1:  # 0 would skip every file as too big
             raise SettingsError(f"{where}: {raw_key} must be a positive number of bytes, "
                                 f"got {value}")
+        elif key == "engine-version" and not has_release_number(value):
+            raise SettingsError(f"{where}: {raw_key} must be a release number such as 0.8.5 or "
+                                f"v0.8.5, got {value!r}")
         elif key == "alpha" and not 0 <= value < math.inf:  # False for nan too
             raise SettingsError(f"{where}: {raw_key} must be a finite number of seconds, 0 or "
                                 f"more, got {value}")
@@ -176,11 +208,42 @@ def settings_from_table(table: Mapping[str, Any], where: str) -> Settings:
     return Settings(**kw)
 
 
+def _models(value: dict[str, Any], where: str) -> dict[str, str]:
+    if not all(isinstance(v, str) for v in value.values()):
+        raise SettingsError(f"{where}: [tool.tpcheck.models] values must be strings")
+    empty = next((k for k, v in value.items() if not v.strip()), None)
+    if empty is not None:  # "" would resolve to the settings file's own folder
+        raise SettingsError(f"{where}: [tool.tpcheck.models] maps {empty!r} to an empty path")
+    return dict(value)
+
+
+def _given_once(table: Mapping[str, Any], where: str) -> None:
+    """fail_on and fail-on are two keys to TOML and one setting here: one value would be lost."""
+    spelled: dict[str, str] = {}
+    for raw_key in table:
+        key = raw_key.replace("_", "-")
+        if key in spelled:
+            raise SettingsError(f"{where}: {spelled[key]} and {raw_key} are the same key; "
+                                "give it once")
+        spelled[key] = raw_key
+
+
+def has_release_number(text: str) -> bool:
+    """``0.8.5``, ``v0.10.1.1``, ``0.9.1.dev705``: what the engine defaults can be looked up by
+    (``tpcheck.engines.defaults.parse_version`` reads MAJOR.MINOR[.PATCH] the same way)."""
+    return _RELEASE.search(text) is not None
+
+
+_RELEASE = re.compile(r"\d+\.\d+")
+
+
 def _codes(value: Any, where: str, key: str) -> list[str]:
     if isinstance(value, str):
         value = [value]
     if not isinstance(value, list) or not all(isinstance(x, str) for x in value):
         raise SettingsError(f"{where}: {key} must be a list of rule codes")
+    if not all(x.strip() for x in value):  # "" would be a prefix of every code
+        raise SettingsError(f"{where}: {key} holds an empty rule code")
     return [x.strip().upper() for x in value]
 
 

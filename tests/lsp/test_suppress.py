@@ -77,3 +77,15 @@ def test_columns_count_utf16_units() -> None:
     assert convert.units(line, col, "utf-8") == 11  # 3 + 4 + 2 + 2
     for enc in ("utf-8", "utf-16", "utf-32"):
         assert convert.code_points(line, convert.units(line, col, enc), enc) == col
+
+
+def test_a_lone_surrogate_in_the_buffer_counts_instead_of_raising() -> None:
+    # An editor buffer can hold "\ud800" (JSON escapes it); strict encoding raised
+    # UnicodeEncodeError and the document got no diagnostics. It is one UTF-16 unit, and the
+    # three bytes of its surrogatepass form in UTF-8.
+    line = "x\ud800-tp 8"
+    col = line.index("8")  # 6 code points before it: x, \ud800, -, t, p, space
+    assert convert.units(line, col, "utf-16") == 6
+    assert convert.units(line, col, "utf-8") == 8  # 1 + 3 + 1 + 1 + 1 + 1
+    for enc in ("utf-8", "utf-16", "utf-32"):
+        assert convert.code_points(line, convert.units(line, col, enc), enc) == col

@@ -187,6 +187,9 @@ _SETTING_VALUES = st.one_of(
 @example("alpha", math.inf)
 @example("alpha", -1.0)
 @example("hub-timeout", math.nan)
+# found by hypothesis in this sweep: α = 1.39e306 s made a TP201 formula's result inf, and
+# format_scalar's int(inf) raised OverflowError (internal error, exit 2, no file named)
+@example("alpha", 1.39356056966071e306)
 @example("topology", "\x85")  # a raw NEL in the error line broke it in two for splitlines()
 @example("model-config", "a\u2028b")
 def test_settings_values(key: str, value: object) -> None:

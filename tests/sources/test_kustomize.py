@@ -137,12 +137,20 @@ def test_bad_kustomizations_are_one_line_errors(tmp_path: Path) -> None:
                "  patch: |\n    - op: move\n      from: /a\n      path: /b\n"),
         "loop": "resources:\n  - .\n",
         "fifo": "resources: [pipe.yaml]\n",  # opening a FIFO to read would wait forever
+        "notmap": "- srv.yaml\n",  # was read as an empty kustomization, silently
+        "scalar": "resources: srv.yaml\n",  # likewise: the app it names went unchecked
     }
     for name, text in cases.items():
         (tmp_path / name).mkdir()
         (tmp_path / name / "srv.yaml").write_text(DEPLOY)
         (tmp_path / name / "kustomization.yaml").write_text(text)
     os.mkfifo(tmp_path / "fifo" / "pipe.yaml")
+    # a chain of ten distinct kustomizations, each including the next: no cycle, but past
+    # MAX_DEPTH = 8 levels of nesting
+    chain = tmp_path / "chain"
+    for i in range(10):
+        (chain / str(i)).mkdir(parents=True)
+        (chain / str(i) / "kustomization.yaml").write_text(f"resources: [../{i + 1}]\n")
     ok = tmp_path / "ok.sh"
     ok.write_text("vllm serve Qwen/Qwen3-8B --tensor-parallel-size 3\n")
     p = subprocess.run([sys.executable, "-m", "tpcheck", "--offline", str(tmp_path)],
@@ -155,7 +163,14 @@ def test_bad_kustomizations_are_one_line_errors(tmp_path: Path) -> None:
     # the inline patch's line 1 is the kustomization's line 5: 4 spaces + "- " → column 7
     assert (f"{tmp_path / 'op' / 'kustomization.yaml'}:5:7: JSON patch operation 'move' is not "
             "read by tpcheck") in err
-    assert "kustomizations nest more than 8 deep" in err
+    assert "kustomizations nest more than 8 deep" in err  # the chain
+    assert (f"{tmp_path / 'notmap' / 'kustomization.yaml'}:1:1: a kustomization must be a "
+            "mapping of fields") in err
+    # "resources: " is 11 characters: the scalar starts at column 12
+    assert f"{tmp_path / 'scalar' / 'kustomization.yaml'}:1:12: resources must be a list" in err
+    # loop/kustomization.yaml line 2 is "  - ." (the entry at column 5): it includes itself
+    assert (f"{tmp_path / 'loop' / 'kustomization.yaml'}:2:5: .: leads back to a kustomization "
+            "already being built (a cycle)") in err
     assert f"{tmp_path / 'fifo' / 'pipe.yaml'}: not a regular file" in err
     assert "ok.sh:1:" in p.stdout and "TP101" in p.stdout  # the other files are still checked
 

@@ -14,6 +14,7 @@ def apply_overrides(cfg: dict[str, Any], overrides: dict[str, Any]) -> dict[str,
     """``--set key=value``: top-level fields, and the text model's when the config nests one."""
     if not overrides:
         return cfg
+    _check_keys(cfg, overrides)
     out = dict(cfg)
     for sub in ("text_config", "language_config", "llm_config"):
         if isinstance(out.get(sub), dict):
@@ -25,6 +26,34 @@ def apply_overrides(cfg: dict[str, Any], overrides: dict[str, Any]) -> dict[str,
     for k, v in overrides.items():
         out[k] = v
     return out
+
+
+def _check_keys(cfg: dict[str, Any], overrides: dict[str, Any]) -> None:
+    """A key the config lacks is a field being added (head_dim, sliding_window), unless it is a
+    key it has with one character dropped or added: ``num_attention_head=64`` would otherwise
+    change nothing while the table looked overridden. (Not "close" by difflib: bos_token_id /
+    eos_token_id and sliding_window / use_sliding_window are both real pairs of fields.)"""
+    have = set(cfg)
+    for sub in ("text_config", "language_config", "llm_config"):
+        if isinstance(cfg.get(sub), dict):
+            have |= set(cfg[sub])
+    for key in overrides:
+        if key in have:
+            continue
+        near = sorted(k for k in have if isinstance(k, str) and _one_dropped(key, k))
+        if near:
+            raise UsageError(f"{key!r} is not a field of this config.json (did you mean "
+                             f"{near[0]!r}?)", "--set")
+
+
+def _one_dropped(a: str, b: str) -> bool:
+    """True when the longer of ``a`` and ``b`` is the shorter with one character inserted."""
+    short, long = sorted((a, b), key=len)
+    if len(long) != len(short) + 1:
+        return False
+    i = next((i for i, (x, y) in enumerate(zip(short, long, strict=False)) if x != y),
+             len(short))
+    return short[i:] == long[i + 1:]
 
 
 def load_shape(model: str, *, overrides: dict[str, Any] | None = None, offline: bool = False,

@@ -113,6 +113,9 @@ class FilePath(click.ParamType[str]):
             self.fail(f"{text!r} is a directory, not a file", param, ctx)
         if self.writable and os.path.exists(text) and not os.access(text, os.W_OK):
             self.fail(f"{text!r} is not writable", param, ctx)
+        folder = os.path.dirname(text) or "."
+        if self.writable and not os.path.exists(text) and not os.path.isdir(folder):
+            self.fail(f"{text!r} cannot be created: no folder {folder!r}", param, ctx)
         return text
 
     def shell_complete(self, ctx: click.Context, param: click.Parameter,
@@ -120,6 +123,22 @@ class FilePath(click.ParamType[str]):
         from click.shell_completion import CompletionItem
 
         return [CompletionItem(incomplete, type="file")]
+
+
+class Release(click.ParamType[str]):
+    """An engine release such as 0.8.5 or v0.8.5: a value with no MAJOR.MINOR in it would name
+    no defaults and be printed back as if it were one (``engine=vllm latest``)."""
+
+    name = "version"
+
+    def convert(self, value: Any, param: click.Parameter | None,
+                ctx: click.Context | None) -> str:
+        from tpcheck.settings import has_release_number
+
+        text = str(value)
+        if not has_release_number(text):
+            self.fail(f"{text!r} is not a release number such as 0.8.5 or v0.8.5", param, ctx)
+        return text
 
 
 class Choice(click.Choice[str]):

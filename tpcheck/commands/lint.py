@@ -40,7 +40,7 @@ Exit 0: nothing at or above --fail-on; 1: findings; 2: usage or input error."""
              help="Saved `nvidia-smi topo -m`.")
 @base.model_config_option
 @base.offline_option
-@base.option("--engine-version", metavar="VERSION",
+@base.option("--engine-version", type=base.Release(), metavar="VERSION",
              help="Engine release whose defaults apply when no image pins one.")
 @base.option("--config", "config_file", type=base.FilePath(), metavar="FILE",
              help="Settings file (default: nearest .tpcheck.toml or pyproject.toml).")
@@ -68,11 +68,7 @@ def run(args: base.Args) -> int:
     linters: dict[Path | None, Linter] = {}
 
     def settings_from(sfile: Path | None) -> Settings:
-        try:
-            settings = load_settings(sfile)
-        except SettingsError as e:
-            raise UsageError(str(e)) from None
-        return settings.with_flags(
+        return load_settings(sfile).with_flags(
             select=_codes(args.select),
             ignore=_codes(args.ignore),
             fail_on=args.fail_on,
@@ -91,7 +87,7 @@ def run(args: base.Args) -> int:
             try:
                 linters[key] = Linter(settings_from(key), gpu_flag=args.gpu,
                                       report_unused_ignores=args.report_unused_ignores)
-            except SettingsError as err:  # a rule option: its message may end in a quote
+            except SettingsError as err:  # a file's or a rule option's: it may end in a quote
                 raise UsageError(str(err)) from None
             except (UsageError, UnknownRule) as err:
                 raise UsageError(str(err).strip("'\"")) from None

@@ -8,6 +8,7 @@ from typing import Any
 import click
 
 from tpcheck.commands import base
+from tpcheck.errors import UsageError
 
 DESCRIPTION = """\
 Run the tpcheck Language Server on stdin/stdout.
@@ -34,8 +35,12 @@ def run(args: base.Args) -> int:
     log_file: str | None = args.log_file
     debounce_ms: int = args.debounce_ms
     if log_file:
-        logging.basicConfig(filename=log_file, level=logging.INFO,
-                            format="%(asctime)s %(name)s %(levelname)s %(message)s")
+        try:  # the option's type saw the folder; it can still vanish or refuse us (EACCES)
+            logging.basicConfig(filename=log_file, level=logging.INFO,
+                                format="%(asctime)s %(name)s %(levelname)s %(message)s")
+        except OSError as e:
+            raise UsageError(f"cannot write {log_file!r}: {e.strerror or e}", "--log-file"
+                             ) from None
     from tpcheck.lsp.server import make_server, tune_gc
 
     server = make_server()

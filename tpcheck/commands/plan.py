@@ -28,9 +28,11 @@ def _parse_set(items: Sequence[str]) -> dict[str, Any]:
         if "=" not in item:
             raise UsageError(f"expected key=value, got {item!r}", "--set")
         k, v = item.split("=", 1)
+        if not k.strip():
+            raise UsageError(f"no key before '=' in {item!r}", "--set")
         try:
             out[k.strip()] = json.loads(v)
-        except ValueError:
+        except ValueError:  # a plain word (bfloat16), or an integer past Python's 4,300 digits
             out[k.strip()] = v
     return out
 
@@ -80,7 +82,7 @@ marked where more GPUs stop buying cache."""
              help="Fraction of GPU memory the engine may use (default: the engine version's).")
 @base.option("--engine", type=base.Choice(["vllm", "sglang"]), default="vllm",
              help="Engine whose rules and defaults apply (default: vllm).")
-@base.option("--engine-version", metavar="VERSION",
+@base.option("--engine-version", type=base.Release(), metavar="VERSION",
              help="Engine release whose defaults apply (default: newest known).")
 @base.option("--tp", "tps", metavar="SIZES",
              help="TP sizes: 1,2,4,8 or 1-16 (default: powers of two to 64 and the legal others).")

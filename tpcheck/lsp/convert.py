@@ -35,9 +35,11 @@ def units(line: str, column: int, encoding: str = "utf-16") -> int:
     head = line[:max(column, 0)]
     if encoding == lsp.PositionEncodingKind.Utf32 or head.isascii():
         return len(head)
+    # surrogatepass: an editor may hold a lone surrogate (JSON's "\ud800"); it is one UTF-16
+    # unit to the client, and strict encoding raised, so the document got no diagnostics.
     if encoding == lsp.PositionEncodingKind.Utf8:
-        return len(head.encode("utf-8"))
-    return len(head.encode("utf-16-le")) // 2
+        return len(head.encode("utf-8", "surrogatepass"))
+    return len(head.encode("utf-16-le", "surrogatepass")) // 2
 
 
 def code_points(line: str, character: int, encoding: str = "utf-16") -> int:
@@ -48,8 +50,10 @@ def code_points(line: str, character: int, encoding: str = "utf-16") -> int:
     for i, ch in enumerate(line):
         if n >= character:
             return i
-        n += len(ch.encode("utf-8")) if encoding == lsp.PositionEncodingKind.Utf8 else (
-            2 if ord(ch) > 0xFFFF else 1)
+        if encoding == lsp.PositionEncodingKind.Utf8:
+            n += len(ch.encode("utf-8", "surrogatepass"))
+        else:
+            n += 2 if ord(ch) > 0xFFFF else 1
     return len(line)
 
 

@@ -39,6 +39,10 @@ def source_root(start: Path) -> Path:
     return start
 
 
+# Past this a file's columns are counted in code points: 13× the default max-file-size.
+MAX_REREAD_BYTES = 64 * 1024 * 1024
+
+
 class _Sources:
     """Each file's lines, read again only for SARIF (UTF-16 columns and fingerprint snippets)."""
 
@@ -48,9 +52,11 @@ class _Sources:
 
     def lines(self, path: str) -> list[str] | None:
         if path not in self._lines:
-            try:
-                with open(path, encoding="utf-8", errors="replace") as fh:
-                    self._lines[path] = fh.read().split("\n")
+            from tpcheck.sources import read_capped
+
+            try:  # a FIFO or a device the lint skipped must not be waited on or read here
+                text = read_capped(path, MAX_REREAD_BYTES).decode("utf-8", errors="replace")
+                self._lines[path] = text.split("\n")
             except (OSError, ValueError):
                 self._lines[path] = None  # stdin, or gone since the lint: count code points
         return self._lines[path]

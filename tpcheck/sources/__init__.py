@@ -26,6 +26,7 @@ __all__ = [
     "SourceError",
     "Span",
     "iter_files",
+    "read_capped",
     "read_path",
     "read_stdin",
 ]
@@ -91,10 +92,14 @@ def read_path(path: str, text: str | bytes | None = None, *,
             what = "input" if path == "-" else "file"
             return _err(shown, f"{what} is over the {max_bytes}-byte limit; skipped",
                         skipped=True)
+        data = text
         try:
-            text = text.decode("utf-8-sig")
+            text = data.decode("utf-8-sig")
         except UnicodeDecodeError as e:
-            return _err(shown, f"not UTF-8 text (byte {e.start})")
+            declared = _python_declared(shown, data)
+            if declared is None:
+                return _err(shown, f"not UTF-8 text (byte {e.start})")
+            text = declared
     elif len(text) > max_bytes:
         return _err(shown, f"input is over the {max_bytes}-byte limit; skipped", skipped=True)
     elif not text.isascii():
@@ -109,6 +114,21 @@ def read_path(path: str, text: str | bytes | None = None, *,
                 shown, line, column,
                 f"not UTF-8 text (lone surrogate U+{ord(text[e.start]):04X})"),))
     return keep_launches(_read_text(shown, text, stdin=path == "-"))
+
+
+def _python_declared(shown: str, data: bytes) -> str | None:
+    """A Python file in the encoding its ``# -*- coding: latin-1 -*-`` line declares (PEP 263:
+    Python itself runs it), or None: no declaration, an unknown codec, or bytes it refuses."""
+    if not shown.endswith(PY_EXT):
+        return None
+    import io
+    import tokenize
+
+    try:
+        encoding, _ = tokenize.detect_encoding(io.BytesIO(data).readline)
+        return None if encoding.startswith("utf-8") else data.decode(encoding)
+    except (SyntaxError, LookupError, UnicodeDecodeError):
+        return None
 
 
 def _read_text(shown: str, text: str, *, stdin: bool = False) -> ReadResult:
@@ -223,6 +243,21 @@ def _read_regular(path: str, shown: str, max_bytes: int) -> bytes | ReadResult:
             return raw
     except OSError as e:
         return _err(shown, f"cannot read: {e.strerror or e}")
+
+
+def read_capped(path: str, max_bytes: int) -> bytes:
+    """A side file named by an option or a setting (settings, topology, SARIF's re-read): its
+    bytes, or an OSError whose text says why not. Opened as ``_read_regular`` opens inputs, so
+    a FIFO is refused rather than waited on and /dev/zero is never read; past ``max_bytes`` it
+    is refused, not truncated."""
+    with open(os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0)), "rb") as fh:
+        mode = os.fstat(fh.fileno()).st_mode
+        if not stat.S_ISREG(mode):
+            raise OSError(f"not a regular file ({_file_type(mode)})")
+        data = fh.read(max_bytes + 1)
+    if len(data) > max_bytes:
+        raise OSError(f"over the {max_bytes:,}-byte limit")
+    return data
 
 
 def _file_type(mode: int) -> str:

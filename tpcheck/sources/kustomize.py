@@ -25,6 +25,7 @@ from functools import lru_cache
 from stat import S_ISREG
 
 import yaml
+from yaml.reader import ReaderError
 
 from tpcheck.record import replace
 from tpcheck.sources.base import MAX_BYTES, Deployment, ReadResult, SourceError, Span
@@ -44,6 +45,8 @@ OVERLAY_NOTE = "as kustomize builds"
 MERGE_KEYS = {"containers": "name", "initContainers": "name", "env": "name",
               "volumes": "name", "volumeMounts": "mountPath", "ports": "containerPort",
               "imagePullSecrets": "name"}
+LIST_FIELDS = ("resources", "bases", "patches", "patchesStrategicMerge", "patchesJson6902",
+               "images", "configMapGenerator")
 MAX_DEPTH = 8  # kustomizations including kustomizations: a cycle or a deep chain stops here
 MAX_SCANNED = 200  # files per parent folder looked at for a lone patch's base
 _MAP, _SEQ, _SCALAR = yaml.MappingNode, yaml.SequenceNode, yaml.ScalarNode
@@ -100,6 +103,10 @@ class Files:
             mark = e.problem_mark or e.context_mark
             line, col = (mark.line + 1, mark.column + 1) if mark is not None else (1, 1)
             raise KustomizeError(path, line, col, f"YAML does not parse: {e.problem}") from None
+        except ReaderError as e:  # a NUL or other control character: no mark, a position
+            line, col = LineIndex(text).pos(e.position)
+            raise KustomizeError(path, line, col, f"YAML does not parse: {e.reason} "
+                                 f"(character #x{e.character:04x})") from None
         for d in docs:
             self.own(d, ctx)
         self._docs[path] = docs
@@ -330,14 +337,22 @@ def _override(image: Any, overrides: list[tuple[Any, Ctx]], files: Files) -> Any
 
 
 # ---- the kustomization -----------------------------------------------------------------------
-def build(path: str, files: Files, depth: int = 0) -> list[Any]:
-    """The objects ``kustomize build`` would emit for the kustomization at ``path``."""
+def build(path: str, files: Files, depth: int = 0, chain: tuple[str, ...] = ()) -> list[Any]:
+    """The objects ``kustomize build`` would emit for the kustomization at ``path``; ``chain``
+    holds the kustomizations being built around it, so a cycle is named as one."""
+    chain = (*chain, os.path.realpath(path))
     if depth > MAX_DEPTH:
         raise KustomizeError(path, 1, 1, f"kustomizations nest more than {MAX_DEPTH} deep")
     folder = os.path.dirname(path) or "."
     (kz, *_) = files.docs(path, (path, None)) or [None]
-    if not isinstance(kz, _MAP):
+    if kz is None:
         return []
+    if not isinstance(kz, _MAP):  # kustomize: "json: cannot unmarshal array into Kustomization"
+        raise _placed(files, kz, "a kustomization must be a mapping of fields")
+    for key in LIST_FIELDS:  # `resources: app.yaml` read as nothing would hide the whole app
+        node = _get(kz, key)
+        if node is not None and not isinstance(node, _SEQ) and not _is_null(node):
+            raise _placed(files, node, f"{key} must be a list")
     ctx = files.ctx_of[id(kz)]
     objects: list[Any] = []
     for entry in _items(_get(kz, "resources")) + _items(_get(kz, "bases")):
@@ -350,7 +365,10 @@ def build(path: str, files: Files, depth: int = 0) -> list[Any]:
                           if os.path.isfile(os.path.join(target, n))), None)
             if inner is None:
                 raise _error((path, entry), f"{ref}: a folder with no kustomization.yaml")
-            objects.extend(build(inner, files, depth + 1))
+            if os.path.realpath(inner) in chain:  # kustomize refuses it too ("cycle detected")
+                raise _error((path, entry), f"{ref}: leads back to a kustomization already "
+                             "being built (a cycle)")
+            objects.extend(build(inner, files, depth + 1, chain))
         else:
             objects.extend(files.docs(target, (path, entry)))
     for patch, target, _ in _patches(kz, folder, files, path):

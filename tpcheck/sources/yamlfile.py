@@ -7,6 +7,7 @@ import re
 from collections.abc import Callable
 
 import yaml
+from yaml.reader import ReaderError
 
 from tpcheck.sources.base import (
     MAX_LAUNCHES,
@@ -46,8 +47,18 @@ def read_yaml(path: str, text: str) -> ReadResult:
         if not found:
             found.extend(_recover(path, index))
     except yaml.YAMLError as e:
-        errors.append(SourceError(path, 1, 1, f"YAML does not parse: {str(e).splitlines()[0]}"))
+        errors.append(_unmarked_error(path, e, index))
     return ReadResult(path, tuple(found), tuple(errors), text)
+
+
+def _unmarked_error(path: str, e: yaml.YAMLError, index: LineIndex) -> SourceError:
+    """A YAML error without a mark: a ReaderError (a NUL, a control character) still knows the
+    character's offset, so the error points at it rather than at 1:1."""
+    if isinstance(e, ReaderError) and isinstance(e.position, int) and index.text:
+        line, col = index.pos(min(e.position, len(index.text) - 1))
+        return SourceError(path, line, col, f"YAML does not parse: {e.reason} "
+                           f"(character #x{e.character:04x})")
+    return SourceError(path, 1, 1, f"YAML does not parse: {str(e).splitlines()[0]}")
 
 
 def _compose(text: str, ctx: Ctx, found: list[Deployment]) -> None:
