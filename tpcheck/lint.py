@@ -129,8 +129,8 @@ class Linter:
         from tpcheck.hardware.topology import TopologyError, parse_topology
         from tpcheck.sources import read_capped
 
-        try:  # `nvidia-smi topo -m` is a few KiB; a FIFO or /dev/zero would hang the run
-            text = read_capped(path, MAX_TOPOLOGY_BYTES).decode("utf-8")
+        try:  # `nvidia-smi topo -m` is a few KiB; /dev/zero would never end, a pipe is fine
+            text = read_capped(path, MAX_TOPOLOGY_BYTES, pipe_ok=True).decode("utf-8")
         except (OSError, UnicodeDecodeError) as e:
             why = getattr(e, "strerror", None) or e
             self.topology_error = SourceError(path, 1, 1, f"cannot read topology: {why}")

@@ -115,10 +115,11 @@ def _load(path: Path) -> dict[str, Any]:
     from tpcheck.sources import read_capped
 
     try:
-        # `--config` names any path: a FIFO would block and /dev/zero never end. A BOM (Windows
-        # editors write one) is dropped: tomllib calls it an invalid statement at 1:1.
+        # `--config` names any path: /dev/zero would never end; a pipe (`--config <(...)`) is
+        # read (discovery takes regular files only). A BOM (Windows editors write one) is
+        # dropped: tomllib calls it an invalid statement at 1:1.
         data: dict[str, Any] = tomllib.loads(
-            read_capped(str(path), MAX_SETTINGS_BYTES).decode("utf-8-sig"))
+            read_capped(str(path), MAX_SETTINGS_BYTES, pipe_ok=True).decode("utf-8-sig"))
         return data
     except OSError as e:
         raise SettingsError(f"{path}: cannot read: {e.strerror or e}") from None

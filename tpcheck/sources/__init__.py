@@ -245,14 +245,17 @@ def _read_regular(path: str, shown: str, max_bytes: int) -> bytes | ReadResult:
         return _err(shown, f"cannot read: {e.strerror or e}")
 
 
-def read_capped(path: str, max_bytes: int) -> bytes:
+def read_capped(path: str, max_bytes: int, *, pipe_ok: bool = False) -> bytes:
     """A side file named by an option or a setting (settings, topology, SARIF's re-read): its
     bytes, or an OSError whose text says why not. Opened as ``_read_regular`` opens inputs, so
-    a FIFO is refused rather than waited on and /dev/zero is never read; past ``max_bytes`` it
-    is refused, not truncated."""
+    /dev/zero is never read and past ``max_bytes`` it is refused, not truncated. A pipe is read
+    only where ``pipe_ok`` (a path the user named: ``--topology <(ssh node nvidia-smi topo -m)``);
+    opened without blocking, so a named FIFO nobody writes reads as empty instead of hanging."""
     with open(os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0)), "rb") as fh:
         mode = os.fstat(fh.fileno()).st_mode
-        if not stat.S_ISREG(mode):
+        if pipe_ok and stat.S_ISFIFO(mode):
+            os.set_blocking(fh.fileno(), True)  # a writer that is there is waited for
+        elif not stat.S_ISREG(mode):
             raise OSError(f"not a regular file ({_file_type(mode)})")
         data = fh.read(max_bytes + 1)
     if len(data) > max_bytes:
