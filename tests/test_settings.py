@@ -102,3 +102,17 @@ def test_each_file_gets_its_nearest_settings_as_in_the_editor(tmp_path: Path) ->
     (tmp_path / "none.toml").write_text("", encoding="utf-8")
     data = json.loads(_lint(tmp_path, "--config", "none.toml", ".").stdout)
     assert sorted({f["path"] for f in data["findings"]}) == ["./team-a/run.sh", "./team-b/run.sh"]
+
+
+@pytest.mark.parametrize(("value", "ok"), [(2e-5, True), (0, True), (0.999, True), (1.0, False),
+                                           (1.39e306, False)])
+def test_alpha_is_seconds_under_one(tmp_path: Path, value: float, ok: bool) -> None:
+    # α is a collective's fixed cost (tens of µs on NVLink); 1.39e306 s (found by hypothesis)
+    # made the decode step infinite and tokens/s 0, so a second or more is refused.
+    (tmp_path / ".tpcheck.toml").write_text(f"alpha = {value!r}\n", encoding="utf-8")
+    if ok:
+        assert load_settings(tmp_path / ".tpcheck.toml").alpha == float(value)
+    else:
+        with pytest.raises(SettingsError, match=r"alpha must be a number of seconds from 0 to "
+                                                r"under 1"):
+            load_settings(tmp_path / ".tpcheck.toml")

@@ -6,7 +6,6 @@ must not silently turn a rule off.
 
 from __future__ import annotations
 
-import math
 import re
 import sys
 from collections.abc import Callable, Mapping
@@ -24,6 +23,8 @@ SEVERITIES = ("info", "warning", "error")
 MAX_HUB_TIMEOUT = 600.0
 # A settings file is a few hundred bytes; 1 MiB is past any real one and bounds what is read.
 MAX_SETTINGS_BYTES = 1024 * 1024
+# α beyond a second is no interconnect: 1e306 made the step infinite and tokens/s 0.
+MAX_ALPHA = 1.0
 
 
 class SettingsError(ValueError):
@@ -199,9 +200,10 @@ def settings_from_table(table: Mapping[str, Any], where: str) -> Settings:
         elif key == "engine-version" and not has_release_number(value):
             raise SettingsError(f"{where}: {raw_key} must be a release number such as 0.8.5 or "
                                 f"v0.8.5, got {value!r}")
-        elif key == "alpha" and not 0 <= value < math.inf:  # False for nan too
-            raise SettingsError(f"{where}: {raw_key} must be a finite number of seconds, 0 or "
-                                f"more, got {value}")
+        elif key == "alpha" and not 0 <= value < MAX_ALPHA:  # False for nan too
+            raise SettingsError(f"{where}: {raw_key} must be a number of seconds from 0 to "
+                                f"under {MAX_ALPHA:g} (a collective's fixed cost is µs), "
+                                f"got {value}")
         else:
             kw[attr] = float(value) if key in ("hub-timeout", "alpha") else value
     if "engine_version" in kw:

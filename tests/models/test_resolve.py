@@ -446,3 +446,30 @@ def test_hub_server_binds_loopback_and_stops_itself() -> None:
     time.sleep(0.8)  # past its lifetime: the timer stopped it and closed the socket
     with pytest.raises(ConnectionRefusedError):
         socket.create_connection((host, int(port)), timeout=1)
+
+
+def test_a_config_with_an_integer_past_the_digit_limit_is_one_bad_json_line(
+        tmp_path: Path) -> None:
+    # Python refuses int("9" * 5000) (sys.get_int_max_str_digits() is 4,300): json.loads raises
+    # ValueError, which was an internal error in `plan` and a raw message in TP000.
+    from tpcheck.models.resolve import ResolveError, load_json
+
+    path = tmp_path / "config.json"
+    path.write_text('{"hidden_size": ' + "9" * 5000 + "}", encoding="utf-8")
+    with pytest.raises(ResolveError) as info:
+        load_json(path)
+    assert info.value.kind == "bad-json"
+    assert info.value.message.startswith(f"{path}: not a model config (")
+
+
+def test_a_malformed_hf_endpoint_is_a_network_error_not_a_traceback() -> None:
+    # huggingface_hub parses HF_ENDPOINT at import; 'http://[::1' raised ValueError there.
+    code = ("from tpcheck.models.resolve import ResolveError, import_hub\n"
+            "try:\n    import_hub()\n"
+            "except ResolveError as e:\n    print(e.kind, '|', e.message)\n")
+    env = {**os.environ, "HF_ENDPOINT": "http://[::1"}
+    p = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env,
+                       timeout=60, check=False)
+    assert p.returncode == 0 and "Traceback" not in p.stderr, p.stderr
+    assert p.stdout.startswith("network | huggingface_hub refuses its environment "
+                               "(HF_ENDPOINT='http://[::1'?)"), p.stdout

@@ -145,6 +145,8 @@ def load_json(path: Path) -> dict[str, Any]:
     except RecursionError:
         raise ResolveError("bad-json", f"{path}: JSON nested too deeply to be a model config"
                            ) from None
+    except ValueError as e:  # an integer past Python's 4,300-digit conversion limit
+        raise ResolveError("bad-json", f"{path}: not a model config ({e})") from None
     if not isinstance(data, dict):
         raise ResolveError("bad-json", f"{path}: expected a JSON object, got {type(data).__name__}")
     return data
@@ -204,9 +206,12 @@ def import_hub() -> Any:
     needs and writes only its own output. Explicit user settings are kept."""
     os.environ.setdefault("HF_HUB_DISABLE_TELEMETRY", "1")
     os.environ.setdefault("HF_HUB_DISABLE_PROGRESS_BARS", "1")
-    import huggingface_hub
-    import huggingface_hub.constants
-
+    try:
+        import huggingface_hub
+        import huggingface_hub.constants
+    except ValueError as e:  # the library parses HF_ENDPOINT and friends at import
+        raise ResolveError("network", f"huggingface_hub refuses its environment "
+                           f"(HF_ENDPOINT={os.environ.get('HF_ENDPOINT', '')!r}?): {e}") from None
     return huggingface_hub
 
 
