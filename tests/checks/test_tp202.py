@@ -132,19 +132,24 @@ def test_v4_flash_vllm_is_tp202_with_dp_attention_seats() -> None:
     assert "on 41 of its 43 layers (r = 4, 128), indexer keys on the 21 r = 4 layers" in f.message
     # no GQA-8 catch-up for V4: its bytes per token are per r tokens plus a window
     assert "GQA-8" not in f.message and "t_spent" not in [x.name for x in f.formulas]
-    # t = 8: W = 3,200,518,144/8 + 11,545,542,656/8 + 180,399,104 + 147,169,738,752/8
-    #          + 90,912,256 = 20,510,786,304 B; R = 3,311,004,549 B (tpcheck's vLLM reserve)
-    # pool = 85,031,714,816·0.92 − W − R = 54,407,386,778 B → 872,070 blocks → 212 seats
-    now = _vllm_seats(85031714816 * 0.92 - 20510786304 - 3311004549, V4F_KV)
-    # DP-attention: 8 ranks of TP 1, experts over EP 8: W = 3,200,518,144 + 11,545,542,656
-    #   + 180,399,104 + 147,169,738,752/8 + 90,912,256 = 33,413,589,504 B, R = 3,017,403,269 B
-    # pool = 41,798,184,858 B → 669,963 blocks → 163 seats per rank, 8·163 = 1,304
-    per_rank = _vllm_seats(85031714816 * 0.92 - 33413589504 - 3017403269, V4F_KV)
-    assert (now, per_rank) == (212, 163)
+    # Weights (tests/models/test_params.py, fp8 blocks, MXFP4 experts): sharded 3,200,518,144
+    # (embedding, lm_head, shared experts), attention 4,329,578,496 (wq_b, wo_a, wo_b split by
+    # t), experts 147,169,738,752, replicated 1,307,606,620 (fused_wqa_wkv, compressors,
+    # indexer, fp32 hyper-connections, router, norms); no K/V projection to replicate.
+    # t = 8: W = (3,200,518,144 + 4,329,578,496 + 147,169,738,752)/8 + 1,307,606,620
+    #          = 20,645,086,044 B; R = 3,311,004,549 B (tpcheck's vLLM reserve)
+    # pool = 85,031,714,816·0.92 − W − R = 54,273,087,038 B → 869,921 blocks → 212 seats
+    now = _vllm_seats(85031714816 * 0.92 - 20645086044 - 3311004549, V4F_KV)
+    # DP-attention: 8 ranks of TP 1, experts over EP 8: W = 3,200,518,144 + 4,329,578,496
+    #   + 147,169,738,752/8 + 1,307,606,620 = 27,233,920,604 B, R = 3,017,403,269 B
+    # pool = 47,977,853,758 B → 769,013 blocks → 187 seats per rank, 8·187 = 1,496
+    # (the GQA reading's 11.5 GB of q/o projections gave 163 and 1,304)
+    per_rank = _vllm_seats(85031714816 * 0.92 - 27233920604 - 3017403269, V4F_KV)
+    assert (now, per_rank) == (212, 187)
     gain = next(x for x in f.formulas if x.name == "seats_with_dp_attention")
-    assert (gain.values["seats_rank"], gain.values["t"], gain.result) == (163, 8, 1304)
+    assert (gain.values["seats_rank"], gain.values["t"], gain.result) == (187, 8, 1496)
     assert ("Seats now: 212 sequences of 65,536 tokens; with DP-attention over the same 8 GPUs: "
-            "1304 (6.2×, attention weights then replicated per rank)") in f.message  # 1304/212
+            "1496 (7.1×, attention weights then replicated per rank)") in f.message  # 1496/212
     assert f.fix == ("use --data-parallel-size 8 --tensor-parallel-size 1 --enable-expert-parallel "
                      "(DP attention, experts shared)")
 
@@ -157,54 +162,99 @@ def test_v4_flash_sglang_is_tp202_with_attn_dp_seats() -> None:
     # r = 0.1, c4 state ring 320 B: 3,850.25 + 0.1·(43·584 + 21·320) = 7,033.45 B
     cell = 21 * 584 / 4 + 20 * 584 / 128 + 21 * 132 / 4 + 0.1 * (43 * 584 + 21 * 320)
     assert f.formulas[0].result == pytest.approx(cell) == pytest.approx(7033.45)
-    # now: rest = T·mfs − W = 82,443,997,020·0.811 − 20,510,786,304 = 46,351,295,279 B
-    #   → floor(rest/cell) = 6,590,122 tokens → floor(6,590,122/65,536) = 100 seats
-    # --attn-dp-size 8: attention whole per rank, W = 3,200,518,144/8 + 11,545,542,656
-    #   + 180,399,104 + 147,169,738,752/8 + 90,912,256 = 30,613,136,128 B, mfs 0.584:
-    #   rest = 17,534,158,132 B → 2,492,966 tokens → 38 seats per rank, 8·38 = 304
-    now = int((82443997020 * 0.811 - 20510786304) // cell) // C
-    per_rank = int((82443997020 * 0.584 - 30613136128) // cell) // C
-    assert (now, per_rank) == (100, 38)
+    # now: rest = T·mfs − W = 82,443,997,020·0.811 − 20,645,086,044 = 46,216,995,539 B
+    #   → floor(rest/cell) = 6,571,027 tokens → floor(6,571,027/65,536) = 100 seats
+    # --attn-dp-size 8: attention whole per rank, W = 3,200,518,144/8 + 4,329,578,496
+    #   + 147,169,738,752/8 + 1,307,606,620 = 24,433,467,228 B, mfs 0.584:
+    #   rest = 23,713,827,032 B → 3,371,578 tokens → 51 seats per rank, 8·51 = 408
+    now = int((82443997020 * 0.811 - 20645086044) // cell) // C
+    per_rank = int((82443997020 * 0.584 - 24433467228) // cell) // C
+    assert (now, per_rank) == (100, 51)
     assert ("Seats now: 100 sequences of 65,536 tokens; with DP-attention over the same 8 GPUs: "
-            "304 (3.0×") in f.message
+            "408 (4.1×") in f.message
     assert f.fix == "run attention data parallel over the same GPUs: --attn-dp-size 8"
 
 
-def test_v4_pro_dp_attention_does_not_start_so_pipeline_stages() -> None:
+# V4-Pro weights (tests/models/test_params.py): sharded 7,737,377,536, attention
+# 17,402,220,544 (20.3 GB with the 2.87 GB replicated part, where the GQA reading had 57.8 GB),
+# experts 822,054,223,872, replicated 3,549,186,956.
+# t = 8: W = (7,737,377,536 + 17,402,220,544 + 822,054,223,872)/8 + 3,549,186,956
+#          = 109,448,414,700 B = 101.9 GiB
+# DP-attention (TP 1, EP 8): W = 7,737,377,536 + 17,402,220,544 + 822,054,223,872/8
+#          + 3,549,186,956 = 131,445,563,020 B = 122.4 GiB
+# TP 1 × PP 8: W = 850,743,008,908/8 = 106,342,876,113.5 B; vLLM cuts 61 layers
+# 7,7,8,8,8,8,8,7 and the worst stage has 4 r=4 and 4 r=128 layers:
+# 4·584/4 + 4·584/128 + 4·132/4 + 8·584·128/65536 = 743.375 B per token.
+V4P_W_TP8, V4P_W_DP, V4P_W_PP8 = 109448414700, 131445563020, 850743008908 / 8
+V4P_STAGE = 4 * 584 / 4 + 4 * 584 / 128 + 4 * 132 / 4 + 8 * 584 * 128 / C
+H200_M = 150023207649
+
+
+def test_v4_pro_h200_dp_attention_seats_a_few_more() -> None:
     f = only(lint_text(V4P_VLLM, gpu="h200"), "TP202")  # M = 150,023,207,649 B, u = 0.92
     assert V4P_KV == 5581.015625
     assert f.formulas[0].result == pytest.approx(V4P_KV)
     assert "(5,581 B per token per GPU at any t): 8× the cache" in f.message
-    # t = 8: W = 111,675,038,304 B, R = 3,361,336,197 B: pool = 22,984,976,536 B → 62 seats
-    assert _vllm_seats(150023207649 * 0.92 - 111675038304 - 3361336197, V4P_KV) == 62
-    # DP-attention, TP 1: W = 7,737,377,536 + 57,324,961,792 + 447,851,264
-    #   + 822,054,223,872/8 + 337,616,640 = 168,604,585,216 B = 157.0 GiB
-    #   > M·u = 138,021,351,037 B = 128.5 GiB: it does not start
-    assert ("Seats now: 62 sequences of 65,536 tokens; DP-attention over the same 8 GPUs does "
-            "not start (weights 157.0 GiB per GPU > M·u = 139.7·0.92 = 128.5 GiB") in f.message
-    # TP 1 × PP 8: vLLM cuts 61 layers 7,7,8,8,8,8,8,7; the worst stage has 4 r=4 and 4 r=128
-    # layers: 4·584/4 + 4·584/128 + 4·132/4 + 8·584·128/65536 = 743.375 B per token;
-    # W = 887,902,031,104/8 = 110,987,753,888 B, R = 3,067,734,917 B:
-    # pool = 23,965,862,232 B → 491 seats
-    stage = 4 * 584 / 4 + 4 * 584 / 128 + 4 * 132 / 4 + 8 * 584 * 128 / C
-    assert stage == 743.375
-    assert _vllm_seats(150023207649 * 0.92 - 110987753888 - 3067734917, stage) == 491
+    # t = 8: R = 3,361,336,197 B: pool = 25,211,600,140 B → 282,337 blocks → 68 seats
+    assert _vllm_seats(H200_M * 0.92 - V4P_W_TP8 - 3361336197, V4P_KV) == 68
+    # DP-attention: R = 3,067,734,917 B: pool = 3,508,053,100 B → 39,285 blocks → 9 a rank
+    assert _vllm_seats(H200_M * 0.92 - V4P_W_DP - 3067734917, V4P_KV) == 9
+    gain = next(x for x in f.formulas if x.name == "seats_with_dp_attention")
+    assert (gain.values["seats_rank"], gain.result) == (9, 72)  # 8·9 > 68: offered
+    assert ("Seats now: 68 sequences of 65,536 tokens; with DP-attention over the same 8 GPUs: "
+            "72 (1.1×") in f.message
+    assert f.fix == ("use --data-parallel-size 8 --tensor-parallel-size 1 --enable-expert-parallel "
+                     "(DP attention, experts shared)")
+
+
+def test_v4_pro_dp_attention_does_not_start_so_pipeline_stages() -> None:
+    # H200 at u = 0.85: M·u = 127,519,726,501.65 B = 118.8 GiB < the DP rank's 122.4 GiB
+    f = only(lint_text(V4P_VLLM + " --gpu-memory-utilization 0.85", gpu="h200"), "TP202")
+    # t = 8: pool = 127,519,726,501.65 − 109,448,414,700 − 3,361,336,197 = 14,709,975,605 B
+    #   → 164,732 blocks → 40 seats
+    assert _vllm_seats(H200_M * 0.85 - V4P_W_TP8 - 3361336197, V4P_KV) == 40
+    assert ("Seats now: 40 sequences of 65,536 tokens; DP-attention over the same 8 GPUs does "
+            "not start (weights 122.4 GiB per GPU > M·u = 139.7·0.85 = 118.8 GiB") in f.message
+    # PP 8: R = 3,067,734,917 B: pool = 18,109,115,471 B → 1,522,542 blocks → 371 seats
+    assert V4P_STAGE == 743.375
+    assert _vllm_seats(H200_M * 0.85 - V4P_W_PP8 - 3067734917, V4P_STAGE) == 371
     pp = next(x for x in f.formulas if x.name == "seats_pp")
-    assert pp.result == 491
-    assert "TP 1 × PP 8 over the same GPUs caches each layer on one stage: 491 seats" in f.message
+    assert pp.result == 371
+    assert "TP 1 × PP 8 over the same GPUs caches each layer on one stage: 371 seats" in f.message
     assert f.fix == ("use --tensor-parallel-size 1 --pipeline-parallel-size 8: the same 8 GPUs, "
                      "each stage caching only its own layers")
 
 
 def test_v4_pro_dp_attention_that_seats_fewer_is_no_fix() -> None:
-    # B200: DP-attention starts but each rank keeps 57.3 GB of attention weights whole: 7 seats
-    # per rank, 8·7 = 56 < 166 at TP 8, so TP 1 × PP 8 is quoted instead.
-    f = only(lint_text(V4P_VLLM, gpu="b200"), "TP202")
+    # H200 at u = 0.9 (M·u = 135,020,886,884.1 B): t = 8 pool 22,211,135,987 B → 60 seats;
+    # DP-attention 507,588,947 B → 5,684 blocks → 1 seat a rank, 8·1 = 8 < 60; PP 8 quoted:
+    # 135,020,886,884.1 − 106,342,876,113.5 − 3,067,734,917 = 25,610,275,854 B → 525 seats
+    f = only(lint_text(V4P_VLLM + " --gpu-memory-utilization 0.9", gpu="h200"), "TP202")
+    assert _vllm_seats(H200_M * 0.9 - V4P_W_TP8 - 3361336197, V4P_KV) == 60
+    assert _vllm_seats(H200_M * 0.9 - V4P_W_DP - 3067734917, V4P_KV) == 1
+    assert _vllm_seats(H200_M * 0.9 - V4P_W_PP8 - 3067734917, V4P_STAGE) == 525
     gain = next(x for x in f.formulas if x.name == "seats_with_dp_attention")
-    assert (gain.values["seats_rank"], gain.result) == (7, 56)
-    assert "Seats now: 166 sequences" in f.message
-    assert "with DP-attention over the same 8 GPUs only 56 (the attention weights" in f.message
+    assert (gain.values["seats_rank"], gain.result) == (1, 8)
+    assert "Seats now: 60 sequences" in f.message
+    assert "with DP-attention over the same 8 GPUs only 8 (the attention weights" in f.message
+    assert "caches each layer on one stage: 525 seats" in f.message
     assert (f.fix or "").startswith("use --tensor-parallel-size 1 --pipeline-parallel-size 8")
+
+
+def test_v4_pro_b200_dp_attention_seats_five_times() -> None:
+    # B200: M·u = 191,531,843,584·0.92 = 176,209,296,097.3 B. t = 8, R = 3,478,776,709 B:
+    # pool = 63,282,104,689 B → 708,673 blocks → 173 seats. DP-attention, R = 4,795,263,877 B:
+    # pool = 39,968,469,200 B → 447,594 blocks → 109 a rank, 8·109 = 872 (the GQA reading kept
+    # 57.3 GB of attention whole per rank: 7 a rank, 56 < 166, and PP 8 was quoted instead)
+    f = only(lint_text(V4P_VLLM, gpu="b200"), "TP202")
+    b200 = 191531843584 * 0.92
+    assert _vllm_seats(b200 - V4P_W_TP8 - 3478776709, V4P_KV) == 173
+    assert _vllm_seats(b200 - V4P_W_DP - 4795263877, V4P_KV) == 109
+    gain = next(x for x in f.formulas if x.name == "seats_with_dp_attention")
+    assert (gain.values["seats_rank"], gain.result) == (109, 872)
+    assert ("Seats now: 173 sequences of 65,536 tokens; with DP-attention over the same 8 GPUs: "
+            "872 (5.0×") in f.message
+    assert (f.fix or "").startswith("use --data-parallel-size 8 --tensor-parallel-size 1")
 
 
 @pytest.mark.parametrize("text", [
@@ -221,8 +271,8 @@ def test_v4_no_gpu_no_seats_and_pro_on_h100_waits_for_the_weights() -> None:
     f = only(lint_text(V4F_VLLM, gpu=None), "TP202")
     assert [x.name for x in f.formulas] == ["kv_bytes_per_token_per_gpu"]  # no t_spent for V4
     assert "(3,899 B per token per GPU at any t)" in f.message and "Seats now" not in f.message
-    # V4-Pro at t = 8 on an H100: W = 111,675,038,304 B = 104.0 GiB > M·u = 72.9 GiB (TP205)
+    # V4-Pro at t = 8 on an H100: W = 109,448,414,700 B = 101.9 GiB > M·u = 72.9 GiB (TP205)
     f = only(lint_text(V4P_VLLM), "TP202")
     assert "Seats now" not in f.message
-    assert ("— once the weights fit (at t=8 they leave no KV pool: weights 104.0 GiB"
+    assert ("— once the weights fit (at t=8 they leave no KV pool: weights 101.9 GiB"
             in (f.fix or ""))

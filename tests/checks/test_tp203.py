@@ -61,6 +61,17 @@ def test_scheduler_binds_past_the_kv_head_cliff_is_a_warning() -> None:
     assert (f.span.column, f.span.end_column) == _cap_column(text)
 
 
+def test_deepseek_v4_is_not_past_a_kv_head_cliff() -> None:
+    # V4-Flash, t = 8 on an H100 SXM at c = 65,536: 219 seats (tests/checks/test_tp202.py's
+    # 212 at the default cap; the reserve shrinks with a cap of 128). 219 < 4·128 = 512, and
+    # h_kv = 1 is V4's one latent, whole on every rank (no head axis): info, no cliff.
+    f = only(lint_text("vllm serve deepseek-ai/DeepSeek-V4-Flash --tensor-parallel-size 8 "
+                       "--max-model-len 65536 --max-num-seqs 128"), "TP203")
+    assert result(f, "seats") == 219 and result(f, "binding_limit") == 128
+    assert f.severity is Severity.INFO
+    assert "cliff" not in f.message
+
+
 def test_engine_default_cap_names_its_source() -> None:
     # TinyLlama-1.1B (L = 22, h_kv = 4, d_h = 64, bf16 cache: 2·22·4·64·2 = 22,528 B per token)
     # at t = 2 and c = 2,048 seats 3,287 sequences; vLLM 0.33.0's default cap on a GPU of 70 GiB

@@ -71,3 +71,17 @@ def test_plan_bad_input_is_one_line() -> None:
     assert len(p.stderr.strip().splitlines()) == 1
     p = plan("Qwen/Qwen3-32B", "--gpu", "h900")
     assert p.returncode == 2 and "unknown GPU 'h900'" in p.stderr
+
+
+def test_plan_text_deepseek_v4_has_no_kv_head_cliff() -> None:
+    # V4's compressed latent has no head axis (vLLM MLAAttentionSpec max_tp_shards=1): every
+    # rank holds it whole, as for MLA; h_kv = 1 is no cliff at t = 1 or past it at t = 4, 8.
+    p = plan("deepseek-ai/DeepSeek-V4-Flash", "--gpu", "h100-sxm")
+    assert p.returncode == 0, p.stderr
+    rows = {int(ln.split()[0]): ln for ln in p.stdout.splitlines()
+            if ln.strip()[:2].strip().isdigit() and ln.split()[1] in ("yes", "NO")}
+    assert "cliff" not in p.stdout
+    for t in (4, 8):  # 145.3 GiB at t = 1 and 73.3 GiB at t = 2 do not fit 72.9 GiB
+        assert rows[t].endswith("DeepSeek-V4 compressed latent replicated on every rank")
+    # o_groups 8 // 16 = 0 groups per rank: vLLM divides by zero (rules/TP103.md)
+    assert rows[16].endswith("refused: TP103 o_groups")

@@ -139,9 +139,10 @@ def test_deepseek_v4_experts_are_mxfp4_beside_fp8_blocks() -> None:
     # MXFP4: half a byte per weight + one 1-byte scale per 32:
     # gate_up 16,777,216 / 2 + 16,777,216 / 32 = 8,912,896; down 4,456,448
     assert w.routed_experts == 11008 * (8_912_896 + 4_456_448) == 147_169_738_752
-    # q_proj stays fp8 with one fp32 scale per 128 x 128 block:
-    # 32768 x 4096 + (32768/128) x (4096/128) x 4 = 134,250,496 per layer, 43 layers
-    assert w.attn_q == 43 * 134_250_496
+    # the head-split query projection wq_b (q_lora_rank 1024 -> 64 heads x 512) stays fp8 with
+    # one fp32 scale per 128 x 128 block:
+    # 32768 x 1024 + (32768/128) x (1024/128) x 4 = 33,554,432 + 8,192 = 33,562,624 per layer
+    assert w.attn_q == 43 * 33_562_624 == 1_443_192_832
     cfg = json.loads(catalog.find("deepseek-ai/DeepSeek-V4-Flash").config_path.read_text())  # type: ignore[union-attr]
     fp8 = parse_config({**cfg, "expert_dtype": "fp8"})
     assert fp8.quant is not None and fp8.quant.overrides == ()

@@ -216,3 +216,69 @@ def test_extra_params_counted_in_other() -> None:
     s, c = counts("meta-llama/Llama-3.2-1B-Instruct")
     c2 = param_counts(replace(s, extra_params=1000))
     assert c2.other == c.other + 1000 and c2.total == c.total + 1000
+
+
+# DeepSeek-V4 (not in PARAMS.tsv): the model card, "DeepSeek-V4: Towards Highly Efficient
+# Million-Token Context Intelligence" (huggingface.co/deepseek-ai/DeepSeek-V4-Flash, -Pro):
+# V4-Flash 284B total, 13B activated; V4-Pro 1.6T total, 49B activated. The MTP layer
+# (num_nextn_predict_layers 1) is not counted, as for DeepSeek-V3's 671B.
+def test_deepseek_v4_flash_low_rank_attention_by_hand() -> None:
+    s, c = counts("deepseek-ai/DeepSeek-V4-Flash")
+    L, d, h, hd, q_r, o_r, g = 43, 4096, 64, 512, 1024, 1024, 8  # config.json
+    assert s.compressed is not None
+    r = s.compressed.ratios
+    assert (r.count(4), r.count(128), r.count(0)) == (21, 20, 2)  # compress_ratios[:43]
+    # wq_b: q_lora_rank 1024 -> 64 heads x 512, split by head (vLLM ColumnParallel)
+    assert c.attn_q == L * h * hd * q_r == 1_442_840_576
+    # wo_a: per group 64·512/8 = 4096 -> 8·1024 (ColumnParallel); wo_b: 8·1024 -> 4096
+    assert c.attn_o == L * (g * o_r * (h * hd // g) + d * g * o_r) == 2_885_681_152
+    assert c.attn_kv == 0  # no K/V projection: the latent comes from fused_wqa_wkv
+    replicated = (
+        L * ((q_r + hd) * d + q_r + hd)  # fused_wqa_wkv 4096 -> 1024 + 512, q_norm, kv_norm
+        + 21 * (2 * 2 * hd * d + 4 * 2 * hd + hd)  # ratio 4 compressor: coff 2, ape 4 x 1024
+        + 20 * (2 * hd * d + 128 * hd + hd)  # ratio 128 compressor: coff 1, ape 128 x 512
+        # indexer on the 21 ratio-4 layers: wq_b 1024 -> 64 x 128, weights_proj 4096 -> 64,
+        # its own ratio-4 compressor of head 128 (fused_wkv_wgate 4096 -> 512, ape 4 x 256)
+        + 21 * (64 * 128 * q_r + 64 * d + 4 * 128 * d + 4 * 256 + 128)
+    )
+    assert c.mla_other == replicated == 757_793_408
+    # attention per layer: (1,442,840,576 + 2,885,681,152 + 757,793,408) / 43 = 118.3M,
+    # where a GQA reading (q_proj and o_proj 4096 x 32768) gave 270.6M
+    assert (c.attn_q + c.attn_o + c.mla_other) // L == 118_286_398
+    # hyper-connections (hc_mult 4): 2 mixers of (2+4)·4 = 24 rows over 4·4096, bases, scales
+    hc = 2 * L * (24 * 4 * d + 24 + 3) + 4 * (4 * d + 1) + 1
+    assert c.other == hc + L * h  # + one fp32 attention sink per head per layer
+    # 3 hash-routed layers: tid2eid 129280 x 6, no e_score_correction_bias
+    assert c.router == L * 256 * d + 3 * 129_280 * 6 + (L - 3) * 256
+
+
+def test_deepseek_v4_pro_attention_is_about_300m_a_layer() -> None:
+    s, c = counts("deepseek-ai/DeepSeek-V4-Pro")
+    L, d, h, hd, q_r, o_r, g = 61, 7168, 128, 512, 1536, 1024, 16
+    # fused_wqa_wkv 14.68M + wq_b 100.66M + wo_a 67.11M + wo_b 117.44M = 299.9M a layer,
+    # not the 947M of q_proj/o_proj 7168 x 65536 plus k/v 7168 x 512
+    main = (q_r + hd) * d + h * hd * q_r + g * o_r * (h * hd // g) + d * g * o_r
+    assert main == 299_892_736
+    assert c.attn_q + c.attn_o == L * (h * hd * q_r + g * o_r * (h * hd // g) + d * g * o_r)
+    assert c.attn_q == 6_140_461_056 and c.attn_o == 11_257_511_936
+    r = s.compressed.ratios if s.compressed else ()
+    assert (r.count(4), r.count(128)) == (30, 31)
+    assert c.mla_other == (L * ((q_r + hd) * d + q_r + hd) + 30 * (4 * hd * d + 8 * hd + hd)
+                           + 31 * (2 * hd * d + 128 * hd + hd)
+                           + 30 * (64 * 128 * q_r + 64 * d + 512 * d + 4 * 256 + 128))
+
+
+def test_deepseek_v4_totals_match_the_model_card() -> None:
+    _, flash = counts("deepseek-ai/DeepSeek-V4-Flash")
+    _, pro = counts("deepseek-ai/DeepSeek-V4-Pro")
+    # Flash: 43 x 256 experts x 3 x 4096 x 2048 = 277.03B routed + 7.31B else = 284.33B
+    assert flash.total == 284_334_567_511
+    assert 0.99 <= flash.total / 284e9 <= 1.01  # the 1% bar: 1.0012
+    # Pro: 61 x 384 x 3 x 7168 x 3072 = 1547.40B routed + 25.60B else = 1573.00B; the card's
+    # "1.6T" is two significant figures of it (the MTP layer's ~25.6B is not loaded here)
+    assert pro.total == 1_572_999_528_803
+    assert 0.98 <= pro.total / 1.6e12 <= 0.99  # 0.9831, like Kimi-K2's "1 trillion" row
+    # activated: the cards count without the input embedding (as gpt-oss's does):
+    # Flash 13.80B - 0.53B = 13.27B ("13B"); Pro 49.78B - 0.93B = 48.85B ("49B")
+    assert round((flash.active - flash.embedding) / 1e7) == 1327
+    assert round((pro.active - pro.embedding) / 1e7) == 4885

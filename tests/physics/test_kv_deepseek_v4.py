@@ -154,3 +154,16 @@ def test_sgl_project_fp8_release_is_read_as_v4() -> None:
     s = shape("sgl-project/DeepSeek-V4-Flash-FP8")
     assert s.compressed is not None and s.compressed.ratios.count(4) == 21
     assert kv.kv_bytes_per_token_per_gpu(s, 8, context=4096).result == 4635
+
+
+def test_v4_heads_and_replicas_are_the_latent_not_gqa() -> None:
+    """h_kv = 1 in V4's config is its one compressed latent (ModelShape.latent_cache), not a
+    GQA head: the per-GPU head count and the replicas cite V4's cache spec, as MLA's cite MLA's."""
+    s = shape("deepseek-ai/DeepSeek-V4-Flash")
+    assert s.latent_cache and not s.is_mla and s.kv_heads == 1
+    heads, reps = kv.kv_heads_per_gpu(s, 8), kv.kv_replicas(s, 8)
+    assert (heads.result, reps.result) == (1, 8)  # one latent, held by all 8 ranks
+    assert heads.source == reps.source == kv.V4_SRC
+    assert reps.expression == "t (MLA latent on every rank)"  # not max(1, t / h_kv)
+    v3 = shape("deepseek-ai/DeepSeek-V3")
+    assert v3.latent_cache and kv.kv_replicas(v3, 8).source == kv.MLA_SRC

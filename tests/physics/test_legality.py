@@ -62,6 +62,9 @@ def _expected_codes(s: ModelShape, t: int) -> set[str]:
             size = {"modelopt-nvfp4": 16, "mxfp8": 32}.get(gq.method if gq else "", 0)
             if w and size and w % t == 0 and (w // t) % size:
                 codes.add("TP103")
+    c = s.compressed
+    if c is not None and c.o_groups and t > c.o_groups:
+        codes.add("TP103")  # deepseek_v4/attention.py l.226: o_groups // t = 0 groups per rank
     if ((s.vocab + 63) // 64 * 64) % t:
         codes.add("TP104")  # VocabParallelEmbedding: padded vocab divided by tp
     return codes
@@ -182,3 +185,30 @@ def test_legal_sizes_returns_a_fresh_list_each_time() -> None:
     first = legal_sizes(s)
     first.append(999)
     assert legal_sizes(s) == [1, 2, 4, 8, 16, 32, 64]  # 64 heads, 8 KV heads: powers of two
+
+
+def test_deepseek_v4_flash_o_groups_over_t() -> None:
+    """vLLM gives each rank o_groups // t output groups (deepseek_v4/attention.py l.226) and
+    divides by that count at load (fp8_utils.py l.1223) or in the first forward (flashmla.py
+    l.69); V4-Flash's o_groups = 8, so t = 16 has 8 // 16 = 0 groups and crashes, though
+    h = 64, the shared expert 2048/16 = 128 (one fp8 block) and the vocabulary all divide."""
+    s = _shape("deepseek-ai/DeepSeek-V4-Flash")
+    assert s.compressed is not None and s.compressed.o_groups == 8
+    (r,) = refusals(s, 16)
+    assert (r.code, r.check, r.engines) == ("TP103", "o_groups", ("vllm",))
+    assert r.formula.values == {"o_groups": 8, "t": 16} and r.formula.result == 0  # 8 // 16
+    assert "ZeroDivisionError" in r.engine_message
+    assert refusals(s, 8) == []  # 8 // 8 = 1 group of 64 / 8 = 8 heads per rank
+    assert legal_sizes(s, 64) == [1, 2, 4, 8]  # 16 was offered before; 32: 2048/32 = 64 < block
+    # SGLang also floors o_groups // attn_tp (models/deepseek_v4.py l.1037), but what it does
+    # with 0 groups is not traced: no refusal is claimed for it.
+    assert refusals(s, 16, engine="sglang") == []
+
+
+def test_deepseek_v4_pro_o_groups_never_the_only_refusal() -> None:
+    """V4-Pro's o_groups = 16 ends at t = 32, where the fp8 shared expert already refuses:
+    3072 / 32 = 96, not a whole 128-wide block."""
+    s = _shape("deepseek-ai/DeepSeek-V4-Pro")
+    checks = {r.check for r in refusals(s, 32)}
+    assert "o_groups" in checks and "fp8_block" in checks  # 16 // 32 = 0; 96 mod 128 = 96
+    assert "o_groups" not in {r.check for r in refusals(s, 16)}  # 16 // 16 = 1

@@ -85,6 +85,7 @@ def test_qwen36_nvfp4_shared_expert_at_t64() -> None:
 def test_deepseek_v4_mxfp4_experts_skip_the_fp8_block_check() -> None:
     cfg = _catalog("deepseek-ai/DeepSeek-V4-Flash")
     cfg["n_shared_experts"] = 0  # isolate the routed experts (2048 wide)
+    cfg["o_groups"] = 32  # and from o_groups 8 // 32 = 0 groups a rank (test_legality.py)
     s = parse_config(cfg)
     # t = 32: 64 heads, 1 KV head, padded vocab 129280 = 32·4040 all divide; experts 2048 / 32
     # = 64 < block_n 128, but they are MXFP4 (expert_dtype fp4), which pads instead of refusing

@@ -88,7 +88,8 @@ def check(ctx: CheckContext) -> Iterator[Finding]:
         # seats past the cap hold those transfers, they are not empty.
         return
     if cap < seats:
-        past_cliff = not s.is_mla and ctx.tp > s.kv_heads > 0
+        # MLA and DeepSeek-V4 cache one latent whole on every rank: no head axis, no cliff.
+        past_cliff = not s.latent_cache and ctx.tp > s.kv_heads > 0
         sev = Severity.WARNING if (past_cliff or seats > waste * cap) else Severity.INFO
         yield ctx.finding(
             rule,

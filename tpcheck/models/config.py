@@ -44,8 +44,10 @@ the file. The rules follow what vLLM's ``hf_text_config`` sees:
   fp4, the default) or NVFP4 (``moe_quant_algo``); ModelOpt ``MIXED_PRECISION`` takes each
   component group's algo from ``quantized_layers`` (``Quant.overrides``).
 - DeepSeek-V4 attention (``compress_ratios``, or ``layer_types`` through ``compress_rates``;
-  ``sliding_window``, ``index_head_dim``) is ``ModelShape.compressed``: the caches vLLM and SGLang
-  keep for it are MLA-like, not the GQA its ``num_key_value_heads: 1`` suggests.
+  ``sliding_window``, ``index_head_dim``; the weight widths ``q_lora_rank``, ``o_lora_rank``,
+  ``o_groups``, ``index_n_heads``, ``hc_mult``, ``num_hash_layers``) is
+  ``ModelShape.compressed``: the caches vLLM and SGLang keep for it are MLA-like, not the GQA
+  its ``num_key_value_heads: 1`` suggests, and so are its low-rank weights (models/params.py).
 - Gemma 4 MoE: ``top_k_experts``; its dense MLP runs beside the experts on every layer.
 - MTP / next-token-prediction layers (``num_nextn_predict_layers``) are not part of the shape:
   vLLM loads them only for speculative decoding.
@@ -510,6 +512,12 @@ def _compressed_attention(r: _Reader, layers: int, head_dim: int) -> CompressedA
         rope_head_dim=r.need("qk_rope_head_dim"),
         ratios=tuple(ratios[:layers]),
         indexer_head_dim=r.int_default("index_head_dim", 128),
+        q_lora_rank=r.int_default("q_lora_rank", 0, minimum=0),
+        o_lora_rank=r.int_default("o_lora_rank", 0, minimum=0),
+        o_groups=r.int_default("o_groups", 0, minimum=0),
+        indexer_heads=r.int_default("index_n_heads", 0, minimum=0),
+        hc_mult=r.int_default("hc_mult", 0, minimum=0),
+        hash_layers=r.int_default("num_hash_layers", 0, minimum=0),
     )
 
 

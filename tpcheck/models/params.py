@@ -8,22 +8,25 @@ Components (each an int field of ParamCounts):
 
 - ``embedding``, ``lm_head`` (0 when tied).
 - ``attn_q``: the head-sharded query projection (MLA: ``q_b_proj``, or ``q_proj`` without
-  q_lora_rank); with biases.
+  q_lora_rank; DeepSeek-V4: ``wq_b``); with biases.
 - ``attn_kv``: K and V projections and their biases (MLA: ``kv_b_proj``, which is split by head
   like them). Physics replicates these past h_kv.
-- ``attn_o``: the output projection (with bias).
+- ``attn_o``: the output projection (with bias; DeepSeek-V4: grouped ``wo_a`` and ``wo_b``).
 - ``mla_other``: MLA's down-projections ``q_a_proj`` and ``kv_a_proj_with_mqa``, their layernorms,
-  and the DeepSeek-V3.2 indexer. vLLM builds these with ``disable_tp`` (ReplicatedLinear): every
-  TP rank holds all of them, which is why they are kept apart from ``attn_q``.
+  and the DeepSeek-V3.2 indexer; DeepSeek-V4's ``fused_wqa_wkv``, compressors and indexer. vLLM
+  builds these with ``disable_tp`` (ReplicatedLinear): every TP rank holds all of them, which is
+  why they are kept apart from ``attn_q``.
 - ``linear_attn``: Gated DeltaNet layers of hybrid models (qwen3_next), sharded by head.
 - ``dense_mlp``: MLP of the dense layers; ``routed_experts``; ``shared_experts``.
 - ``router``: the MoE gate (and its correction bias) plus shared-expert sigmoid gates.
 - ``norms``: every layer norm, q/k norms and the final norm (not MLA's, see mla_other).
-- ``other``: attention sinks and ``shape.extra_params``.
+- ``other``: attention sinks, DeepSeek-V4's hyper-connection mixers and ``shape.extra_params``.
 
 Tensor kinds say how a tensor is stored: ``linear`` (a weight matrix a quantization method
 rewrites), ``bias``, ``norm``, ``embedding`` and ``plain`` (router, gates, sinks, convolutions:
-left in the activation dtype by every quantization method here).
+left in the activation dtype by every quantization method here) and ``fp32`` (4 bytes a value
+whatever the checkpoint: DeepSeek-V4's hyper-connection mixers, attention sinks, compressor
+position biases, and its int32 hash-routing table).
 
 ``active`` counts the routed experts at ``experts_per_token`` of ``num_experts``; everything else
 (shared experts, all attention, embeddings and lm_head) is active for every token.
@@ -33,7 +36,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
-from tpcheck.models.shape import ModelShape
+from tpcheck.models.shape import CompressedAttention, ModelShape
 from tpcheck.record import field, record
 
 __all__ = ["COMPONENTS", "KINDS", "ParamCounts", "Tensor", "param_counts", "tensors"]
@@ -53,7 +56,7 @@ COMPONENTS = (
     "norms",
     "other",
 )
-KINDS = ("linear", "bias", "norm", "embedding", "plain")
+KINDS = ("linear", "bias", "norm", "embedding", "plain", "fp32")
 
 
 @record
@@ -137,7 +140,9 @@ def _tensors(s: ModelShape) -> Iterator[Tensor]:
     if not s.tied_embeddings:
         yield Tensor("lm_head", "linear", "lm_head", s.vocab, d, 1)
 
-    if s.mla is not None:
+    if s.compressed is not None and s.compressed.o_groups:
+        yield from _v4_attention(s, s.compressed)
+    elif s.mla is not None:
         m = s.mla
         qk = m.qk_nope_head_dim + m.qk_rope_head_dim
         if m.q_lora_rank:
@@ -193,20 +198,9 @@ def _tensors(s: ModelShape) -> Iterator[Tensor]:
     elif dense and s.ffn:
         yield from _mlp("dense_mlp", "mlp", s.ffn, d, dense, s.gated_mlp, s.mlp_bias)
 
-    if s.moe is not None and s.moe.moe_layers:
-        moe = s.moe
-        copies = moe.moe_layers * moe.num_experts
-        yield from _mlp("routed_experts", "experts", moe.expert_ffn, d, copies, True,
-                        moe.expert_bias)
-        if moe.num_shared_experts and moe.shared_expert_ffn:
-            width = moe.num_shared_experts * moe.shared_expert_ffn
-            yield from _mlp("shared_experts", "shared_expert", width, d, moe.moe_layers, True,
-                            False)
-            if moe.shared_expert_gate:
-                yield Tensor("router", "plain", "shared_expert_gate", 1, d, moe.moe_layers)
-        yield Tensor("router", "plain", "gate", moe.num_experts, d, moe.moe_layers)
-        if moe.router_bias:
-            yield Tensor("router", "plain", "gate.bias", moe.num_experts, 1, moe.moe_layers)
+    yield from _moe_tensors(s)
+    if s.compressed is not None and s.compressed.hc_mult:
+        yield from _hyper_connections(d, s.compressed.hc_mult, L)
 
     per_norm = 2 * d if s.norm_bias else d
     if s.layer_ffn:  # nemotron-nas: a no-op attention or MLP has no norm before it
@@ -217,6 +211,81 @@ def _tensors(s: ModelShape) -> Iterator[Tensor]:
     yield Tensor("norms", "norm", "final norm", per_norm, 1, 1)
     if s.extra_params:
         yield Tensor("other", "plain", "extra_params", s.extra_params, 1, 1)
+
+
+def _moe_tensors(s: ModelShape) -> Iterator[Tensor]:
+    """Routed and shared experts, the router and its gates."""
+    moe, d = s.moe, s.hidden
+    if moe is None or not moe.moe_layers:
+        return
+    copies = moe.moe_layers * moe.num_experts
+    yield from _mlp("routed_experts", "experts", moe.expert_ffn, d, copies, True,
+                    moe.expert_bias)
+    if moe.num_shared_experts and moe.shared_expert_ffn:
+        width = moe.num_shared_experts * moe.shared_expert_ffn
+        yield from _mlp("shared_experts", "shared_expert", width, d, moe.moe_layers, True,
+                        False)
+        if moe.shared_expert_gate:
+            yield Tensor("router", "plain", "shared_expert_gate", 1, d, moe.moe_layers)
+    yield Tensor("router", "plain", "gate", moe.num_experts, d, moe.moe_layers)
+    # DeepSeek-V4's first num_hash_layers route by a token-id table (vocab × top-k) and have
+    # no correction bias (vllm 0.33.0 models/deepseek_v4/nvidia/model.py l.288-310).
+    hashed = min(s.compressed.hash_layers, moe.moe_layers) if s.compressed else 0
+    if hashed:
+        yield Tensor("router", "fp32", "gate.tid2eid", s.vocab, moe.experts_per_token,
+                     hashed)
+    if moe.router_bias and moe.moe_layers > hashed:
+        yield Tensor("router", "plain", "gate.bias", moe.num_experts, 1,
+                     moe.moe_layers - hashed)
+
+
+def _v4_attention(s: ModelShape, c: CompressedAttention) -> Iterator[Tensor]:
+    """DeepSeek-V4's low-rank attention as vLLM 0.33.0 builds it (models/deepseek_v4/
+    attention.py l.252-287, indexer l.990-1046, compressor.py l.262-280).
+
+    Split by TP (attn_q / attn_o): ``wq_b`` (ColumnParallel on h·d_h), ``wo_a`` (ColumnParallel
+    on o_groups·o_lora_rank) and ``wo_b`` (RowParallel on the same width). Whole on every rank
+    (mla_other): ``fused_wqa_wkv`` (disable_tp), q/kv norms, the compressor of each layer with
+    ratio r > 1 and the indexer of each ratio-4 layer (ReplicatedLinear). The compressors and
+    the indexer's ``weights_proj`` are built with quant_config=None, so they stay in the
+    activation dtype (kind ``plain``) in an fp8 checkpoint; ``wq_b``, ``wo_a``, ``wo_b``,
+    ``fused_wqa_wkv`` and the indexer's ``wq_b`` take the checkpoint's format.
+    """
+    d, h, hd, L = s.hidden, s.heads, c.head_dim, s.layers
+    g, q_r = c.o_groups, c.q_lora_rank
+    yield Tensor("mla_other", "linear", "fused_wqa_wkv", q_r + hd, d, L)
+    yield Tensor("mla_other", "norm", "q_norm+kv_norm", q_r + hd, 1, L)
+    yield Tensor("attn_q", "linear", "wq_b", h * hd, q_r, L)
+    yield Tensor("attn_o", "linear", "wo_a", g * c.o_lora_rank, h * hd // g, L)
+    yield Tensor("attn_o", "linear", "wo_b", d, g * c.o_lora_rank, L)
+    yield Tensor("other", "fp32", "attn_sink", h, 1, L)  # make_attention_sink fp32
+    for r in sorted(set(c.ratios) - {0, 1}):
+        n = c.ratios.count(r)
+        yield from _compressor("compressor", r, hd, d, n)
+    if c.indexed_layers and c.indexer_heads:
+        n, ih, idim = c.indexed_layers, c.indexer_heads, c.indexer_head_dim
+        yield Tensor("mla_other", "linear", "indexer.wq_b", ih * idim, q_r, n)
+        yield Tensor("mla_other", "plain", "indexer.weights_proj", ih, d, n)
+        yield from _compressor("indexer.compressor", 4, idim, d, n)
+
+
+def _compressor(name: str, ratio: int, hd: int, d: int, copies: int) -> Iterator[Tensor]:
+    """One DeepseekCompressor: ratio 4 overlaps two windows (coff = 2), wider ratios do not."""
+    width = (2 if ratio == 4 else 1) * hd
+    yield Tensor("mla_other", "plain", f"{name}.fused_wkv_wgate", 2 * width, d, copies)
+    yield Tensor("mla_other", "fp32", f"{name}.ape", ratio, width, copies)  # l.262-269
+    yield Tensor("mla_other", "norm", f"{name}.norm", hd, 1, copies)
+
+
+def _hyper_connections(d: int, hc: int, layers: int) -> Iterator[Tensor]:
+    """DeepSeek-V4's hyper-connection mixers, fp32 and whole on every rank: per layer an
+    attention and an FFN mixer of (2 + hc)·hc rows over hc·d, with bases and 3 scales; one
+    head mixer of hc rows (vllm 0.33.0 models/deepseek_v4/nvidia/model.py l.621-664, 883-900)."""
+    mix = (2 + hc) * hc
+    yield Tensor("other", "fp32", "hc_attn_fn+hc_ffn_fn", mix, hc * d, 2 * layers)
+    yield Tensor("other", "fp32", "hc bases+scales", mix + 3, 1, 2 * layers)
+    yield Tensor("other", "fp32", "hc_head_fn+base", hc, hc * d + 1, 1)
+    yield Tensor("other", "fp32", "hc_head_scale", 1, 1, 1)
 
 
 def _mlp(

@@ -151,6 +151,8 @@ def _override(t: Tensor, q: Quant) -> Quant | None:
 
 def tensor_bytes(t: Tensor, q: Quant | None, act_bytes: int) -> int:
     """Bytes of one tensor family (all its copies) in its storage format."""
+    if t.kind == "fp32":  # kept in 4 bytes by the model code (params.KINDS)
+        return t.numel * _FP32
     if t.kind == "linear" and q is not None and q.overrides:
         sub = _override(t, q)
         if sub is not None:

@@ -91,6 +91,13 @@ class CompressedAttention:
     rope_head_dim: int  # qk_rope_head_dim (64), kept in bf16 by the fp8_ds_mla layout
     ratios: tuple[int, ...]  # compress ratio per decoder layer (MTP layers excluded); 0 = window
     indexer_head_dim: int  # index_head_dim (128)
+    # Weight widths (tpcheck.models.params; 0 = not in the config, counted as plain GQA then):
+    q_lora_rank: int = 0  # wq_a output / wq_b input (Flash 1024, Pro 1536)
+    o_lora_rank: int = 0  # wo_a output per group (1024)
+    o_groups: int = 0  # output-projection groups; vLLM gives each TP rank o_groups / t of them
+    indexer_heads: int = 0  # index_n_heads (64)
+    hc_mult: int = 0  # hyper-connection streams (4): fp32 mixing weights per layer
+    hash_layers: int = 0  # num_hash_layers: MoE layers routed by a token-id table, not the gate
 
     @property
     def indexed_layers(self) -> int:
@@ -154,6 +161,12 @@ class ModelShape:
     @property
     def is_mla(self) -> bool:
         return self.mla is not None
+
+    @property
+    def latent_cache(self) -> bool:
+        """The KV cache has no head axis (MLA, DeepSeek-V4's compressed attention): every TP
+        rank holds it whole, so there is no KV-head cliff to pass."""
+        return self.mla is not None or self.compressed is not None
 
     @property
     def head_dim_v(self) -> int:

@@ -79,8 +79,9 @@ def kv_dtype_bytes(kv_cache_dtype: str | None, model_dtype: str) -> tuple[str, f
 
 
 def kv_heads_per_gpu(shape: ModelShape, t: int) -> Formula:
-    if shape.is_mla:
-        return Formula("kv_heads_per_gpu", "1 (MLA: one latent, every rank)", {}, 1, "", MLA_SRC)
+    if shape.latent_cache:  # MLA, DeepSeek-V4: one latent, no head axis
+        src = MLA_SRC if shape.is_mla else V4_SRC
+        return Formula("kv_heads_per_gpu", "1 (MLA: one latent, every rank)", {}, 1, "", src)
     return Formula(
         "kv_heads_per_gpu",
         "max(1, floor(h_kv / t))",
@@ -93,8 +94,9 @@ def kv_heads_per_gpu(shape: ModelShape, t: int) -> Formula:
 
 def kv_replicas(shape: ModelShape, t: int) -> Formula:
     """How many ranks hold each KV head (MLA: all t ranks hold the one latent)."""
-    if shape.is_mla:
-        return Formula("kv_replicas", "t (MLA latent on every rank)", {"t": t}, t, "", MLA_SRC)
+    if shape.latent_cache:
+        src = MLA_SRC if shape.is_mla else V4_SRC
+        return Formula("kv_replicas", "t (MLA latent on every rank)", {"t": t}, t, "", src)
     return Formula(
         "kv_replicas",
         "max(1, t / h_kv)",

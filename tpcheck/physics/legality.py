@@ -36,6 +36,13 @@ MOE_SRC = (
 )
 VOCAB_SRC = f"{VLLM} layers/vocab_parallel_embedding.py pad_vocab_size l.95, __init__ l.286-306"
 GROUP_SRC = f"{VLLM} distributed/utils.py verify_group_size_divides_partition l.137-152"
+O_GROUPS_SRC = (
+    f"{VLLM} models/deepseek_v4/attention.py l.225-226 (n_local_groups = o_groups // tp_size), "
+    "l.280 (wo_a.bmm_batch_size); quantization/utils/fp8_utils.py "
+    "deepgemm_post_process_fp8_weight_block l.1220-1223 (r = rows // 0 at load); "
+    "models/deepseek_v4/nvidia/flashmla.py l.69, flashinfer_sparse.py l.222 (heads_per_group = "
+    "n_local_heads // 0 in the first forward)"
+)
 MARLIN_SRC = "vLLM gptq_marlin / awq_marlin kernels: min_thread_k = 128 on the row-parallel input"
 # Methods whose kernels check the per-rank input against the quant group (vLLM
 # verify_group_size_divides_partition callers: marlin, compressed-tensors wNa16, w4a8). MXFP4 pads
@@ -150,6 +157,22 @@ def refusals(
                 )
             )
     out.extend(_width_refusals(shape, t, engine=engine, dp=dp, expert_parallel=expert_parallel))
+    groups = shape.compressed.o_groups if shape.compressed is not None else 0
+    if engine == "vllm" and groups and t > groups:
+        # No config check: ColumnParallel wo_a divides o_groups·o_lora_rank fine, then vLLM
+        # gives each rank floor(o_groups / t) = 0 output groups and divides by that count.
+        out.append(
+            Refusal(
+                "TP103",
+                "o_groups",
+                f"ZeroDivisionError: integer division or modulo by zero (DeepSeek-V4 o_groups "
+                f"{groups} over tensor parallel size {t}: n_local_groups = {groups} // {t} = 0, "
+                "raised loading wo_a or in its first forward)",
+                Formula("n_local_groups", "floor(o_groups / t)", {"o_groups": groups, "t": t},
+                        groups // t, "groups", O_GROUPS_SRC),
+                engines=("vllm",),
+            )
+        )
     if engine == "vllm":
         vp = padded_vocab(shape.vocab)
         if vp % t:

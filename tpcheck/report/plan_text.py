@@ -122,7 +122,7 @@ def render_plan(model: str, where: str, shape: ModelShape, rows: Sequence[Evalua
     out.append(hdr)
     peak = max((float(r.tokens.result) for r in rows
                 if r.tokens is not None and r.legal and r.fits is not False), default=0.0)
-    cliff_at = None if shape.is_mla else shape.kv_heads
+    cliff_at = None if shape.latent_cache else shape.kv_heads  # MLA, V4: no head axis
     for r, p in zip(rows, pre, strict=True):
         starts = r.legal and r.fits is not False
         ok = "yes" if starts else "NO"
@@ -136,8 +136,9 @@ def render_plan(model: str, where: str, shape: ModelShape, rows: Sequence[Evalua
             note = "refused: " + "; ".join(f"{x.code} {x.check}" for x in r.refusals)
         elif r.fits is False:
             note = "does not start: " + r.fit_reason()
-        elif shape.is_mla and r.tp > 1:
-            note = "MLA latent replicated on every rank"
+        elif shape.latent_cache and r.tp > 1:
+            note = ("MLA latent" if shape.is_mla else "DeepSeek-V4 compressed latent") \
+                + " replicated on every rank"
         elif cliff_at and r.tp > cliff_at:
             note = f"past the KV-head cliff: cache replicated {r.kv_replicas.result}x"
         elif cliff_at and r.tp == cliff_at:
