@@ -271,9 +271,9 @@ def test_a_broken_settings_file_in_a_subfolder_costs_only_its_files(
     assert code == 2
     assert "./team-a/deploy.yaml:19:16: TP201" in out and "team-b" not in out
     settings = tmp_path / "team-b" / ".tpcheck.toml"
-    assert one_error(err) == (f"tpcheck: {settings}:1:1: alpha must be a finite number of "
-                              "seconds, 0 or more, got -1; the 2 file(s) it governs were not "
-                              "checked")
+    assert one_error(err) == (f"tpcheck: {settings}:1:1: alpha must be a number of seconds "
+                              "from 0 to under 1 (a collective's fixed cost is µs), got -1; the "
+                              "2 file(s) it governs were not checked")
 
 
 def test_a_settings_file_with_a_bom_is_read(tmp_path: Path) -> None:
