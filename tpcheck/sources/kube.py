@@ -45,6 +45,9 @@ if TYPE_CHECKING:
     from tpcheck.sources.base import Engine
 
 GPU_KEYS = ("nvidia.com/gpu", "amd.com/gpu")
+# Injected by LeaderWorkerSet with a value that differs between the pods of a group (LWS docs,
+# reference/labels-annotations-and-environment-variables): never a ``:-`` default, never known.
+LWS_PER_POD = frozenset({"LWS_LEADER_ADDRESS", "LWS_WORKER_INDEX"})
 LAUNCH_HINT = re.compile(
     r"vllm\s+serve|sglang\s+serve|vllm\.entrypoints|sglang\.launch_server|dynamo\.(?:vllm|sglang)"
 )
@@ -238,13 +241,17 @@ class Walker:
         if not self._may_launch(keys):
             return
         anc = _ancestors(link)
-        k8s_env, plain_env = self._container_env(keys)
-        words = self._container_words(keys, k8s_env)
+        injected = self._lws_env(anc)
+        k8s_env, plain_env = self._container_env(keys, injected)
+        origins = {k: label for k, (loc, label) in injected.items()
+                   if k in k8s_env and k8s_env[k] is loc}  # the container's own env wins
+        shell = Vars(origins=origins, per_pod=LWS_PER_POD if injected else frozenset())
+        words = self._container_words(keys, k8s_env, shell)
         if not words:
             return
         image = _image(keys.get("image"))
         extra, extra_spans, notes = self.context(m, keys, anc)
-        for cmd, env, la in self._launches(keys, words, k8s_env, plain_env, image):
+        for cmd, env, la in self._launches(keys, words, k8s_env, plain_env, image, shell):
             kw = dict(extra)
             if image:
                 kw["image"] = image
@@ -258,12 +265,32 @@ class Walker:
             d = self.model_hints(d, anc, _storage_uri_hint(keys.get("storageUri"), ctx.span))
             self.found.append(self.apply_parallelism(d, anc))
 
-    def _container_env(self, keys: dict[str, Any]) -> tuple[LazyEnv, dict[str, str]]:
-        """The container's variables: for ``$(VAR)`` (placed lazily) and as plain text."""
+    def _lws_env(self, anc: tuple[Any, ...]) -> dict[str, tuple[Located, str]]:
+        """What a LeaderWorkerSet injects into every container of its pods that the manifest
+        fixes: ``LWS_GROUP_SIZE``, the group's ``leaderWorkerTemplate.size`` (LWS docs,
+        reference/labels-annotations-and-environment-variables; kubernetes-sigs/lws
+        pkg/utils/pod/pod_utils.go sets it from the pod's size annotation). The leader's
+        address and the worker index differ between pods (``LWS_PER_POD``)."""
+        for a in reversed(anc):
+            if isinstance(a, yaml.MappingNode) and "leaderWorkerTemplate" in _first_keys(a):
+                size = mpath(a, "leaderWorkerTemplate", "size")
+                if isinstance(size, yaml.ScalarNode) and _int(size.value) is not None:
+                    loc = self.ctx.locate(size)
+                    return {"LWS_GROUP_SIZE": (loc, "leaderWorkerTemplate.size")}
+                return {}
+        return {}
+
+    def _container_env(
+        self, keys: dict[str, Any], injected: Mapping[str, tuple[Located, str]]
+    ) -> tuple[LazyEnv, dict[str, str]]:
+        """The container's variables: for ``$(VAR)`` (placed lazily) and as plain text.
+        ``injected`` come first, as the orchestrator adds them; the container's own win."""
         ctx = self.ctx
         env_nodes = keys.get("env") or keys.get("environment")
         k8s_env = LazyEnv(ctx)
         plain_env: dict[str, str] = {}
+        for name, (loc, _) in injected.items():
+            k8s_env[name] = loc
         if isinstance(env_nodes, yaml.SequenceNode):
             for item in env_nodes.value:
                 name, value = mget(item, "name"), mget(item, "value")
@@ -288,7 +315,8 @@ class Walker:
                     plain_env[k.value] = v.value
         return k8s_env, plain_env
 
-    def _container_words(self, keys: dict[str, Any], k8s_env: LazyEnv) -> list[Word]:
+    def _container_words(self, keys: dict[str, Any], k8s_env: LazyEnv,
+                         shell: Vars) -> list[Word]:
         """The words of entrypoint/command/args/extraArgs, lists or strings, in that order."""
         ctx = self.ctx
         words: list[Word] = []
@@ -305,22 +333,24 @@ class Walker:
                 loc = ctx.locate(node)
                 flags_only = key in ("args", "extraArgs") and loc.value.lstrip().startswith("-")
                 if compose or not flags_only:
-                    vars_ = Vars(shell=self._shell_env(k8s_env, compose), k8s=k8s_env)
+                    vars_ = Vars(shell=self._shell_env(k8s_env, compose), k8s=k8s_env,
+                                 origins=shell.origins, per_pod=shell.per_pod)
                     for cmd in _split_words(loc, vars_):
                         words.extend(cmd)
                 else:
-                    words.extend(_split_words_flat(loc, Vars(k8s=k8s_env)))
+                    words.extend(_split_words_flat(loc, Vars(k8s=k8s_env, arithmetic=False)))
         return words
 
     def _launches(
         self, keys: dict[str, Any], words: list[Word], k8s_env: LazyEnv,
-        plain_env: dict[str, str], image: str | None,
+        plain_env: dict[str, str], image: str | None, shell: Vars,
     ) -> list[tuple[list[Word], dict[str, str], Launch]]:
         """The launches in a container's words: inside ``sh -c``, written, or inferred."""
         launches: list[tuple[list[Word], dict[str, str], Launch]] = []
         inner = shell_c_string(words)
         if inner is not None:
-            vars_ = Vars(shell=self._shell_env(k8s_env, False), k8s=k8s_env)
+            vars_ = Vars(shell=self._shell_env(k8s_env, False), k8s=k8s_env,
+                         origins=shell.origins, per_pod=shell.per_pod)
             for cmd, env in read_commands(inner.text, vars_, dict(plain_env)):
                 la = find_launch([w.value for w in cmd])
                 if la is not None:
