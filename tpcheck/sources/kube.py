@@ -48,6 +48,8 @@ GPU_KEYS = ("nvidia.com/gpu", "amd.com/gpu")
 # Injected by LeaderWorkerSet with a value that differs between the pods of a group (LWS docs,
 # reference/labels-annotations-and-environment-variables): never a ``:-`` default, never known.
 LWS_PER_POD = frozenset({"LWS_LEADER_ADDRESS", "LWS_WORKER_INDEX"})
+# Exported by SkyPilot to each node's run with a value of its own (environment-variables docs)
+SKYPILOT_PER_NODE = frozenset({"SKYPILOT_NODE_RANK", "SKYPILOT_NODE_IPS"})
 LAUNCH_HINT = re.compile(
     r"vllm\s+serve|sglang\s+serve|vllm\.entrypoints|sglang\.launch_server|dynamo\.(?:vllm|sglang)"
 )
@@ -149,6 +151,7 @@ class Walker:
             for k, v in envs.value:
                 if isinstance(k, yaml.ScalarNode) and isinstance(v, yaml.ScalarNode):
                     self.top_vars.shell[k.value] = self.ctx.locate(v)
+        self._skypilot_env(root)
         # Ancestors are a linked list (node, parent-link) so a push costs O(1), not O(depth).
         seen, consumed = self.seen, self.consumed
         stack: list[tuple[Any, Any]] = [(root, None)]
@@ -198,6 +201,29 @@ class Walker:
                     if hints[k] <= b:
                         push((v, sub))
         return self.found
+
+    def _skypilot_env(self, root: Any) -> None:
+        """What SkyPilot exports to a task's ``run`` that the task fixes (docs.skypilot.co,
+        running-jobs/environment-variables, "SkyPilot environment variables"):
+        ``SKYPILOT_NUM_NODES`` is ``num_nodes`` (bound only when written) and
+        ``SKYPILOT_NUM_GPUS_PER_NODE`` the count of ``resources.accelerators`` (``H100:8``;
+        every choice of a set or list must agree). ``SKYPILOT_NODE_RANK`` and
+        ``SKYPILOT_NODE_IPS`` differ between nodes: set, never known."""
+        if not isinstance(mget(root, "run"), yaml.ScalarNode):
+            return
+        res = mget(root, "resources")
+        nodes = mget(root, "num_nodes")
+        if not isinstance(res, yaml.MappingNode) and nodes is None:
+            return
+        top = self.top_vars
+        top.per_pod = SKYPILOT_PER_NODE
+        if isinstance(nodes, yaml.ScalarNode) and _int(nodes.value) is not None:
+            top.shell.setdefault("SKYPILOT_NUM_NODES", self.ctx.locate(nodes))
+            top.origins["SKYPILOT_NUM_NODES"] = "num_nodes"
+        count = _accelerator_count(mget(res, "accelerators"), self.ctx)
+        if count is not None:
+            top.shell.setdefault("SKYPILOT_NUM_GPUS_PER_NODE", count)
+            top.origins["SKYPILOT_NUM_GPUS_PER_NODE"] = "resources.accelerators"
 
     # -- mappings ---------------------------------------------------------------------------
     def visit_mapping(self, m: Any, link: Any) -> None:
@@ -707,7 +733,8 @@ class Walker:
         if not LAUNCH_HINT.search(value):
             return
         loc = self.ctx.locate(node)
-        vars_ = Vars(shell=dict(self.top_vars.shell))
+        top = self.top_vars
+        vars_ = Vars(shell=dict(top.shell), origins=top.origins, per_pod=top.per_pod)
         found = read_shell_text(loc, self.ctx.path, vars_)
         if found and link is not None:
             anc = _ancestors(link)
@@ -760,6 +787,45 @@ def _storage_uri_hint(node: Any, span: Callable[[Any], Span]) -> ModelHint | Non
         repo = uri[len("hf://"):].split(":", 1)[0].strip("/")  # hf://org/name[:revision]
         return ModelHint(repo, where) if repo else None
     return ModelHint(uri, where)
+
+
+def _accelerator_count(node: Any, ctx: Ctx) -> Located | None:
+    """The GPU count of a SkyPilot ``accelerators``: ``H100:8`` (a bare name is 1), a
+    mapping ``{H100: 8}`` or a set ``{H200:8, H100:8}``, a list of those; None unless
+    every choice names the same whole count (a fraction is rounded up by SkyPilot and
+    such tasks are not multi-GPU launches)."""
+    choices: list[tuple[Any, str | None]] = []  # (node holding the count, written count)
+    if isinstance(node, yaml.ScalarNode):
+        choices.append((node, None))
+    elif isinstance(node, yaml.SequenceNode):
+        choices.extend((i, None) for i in node.value)
+    elif isinstance(node, yaml.MappingNode):
+        for k, v in node.value:
+            if isinstance(v, yaml.ScalarNode) and v.value not in ("", None) and v.tag.endswith(
+                    ("int", "str")):
+                choices.append((v, v.value))  # {H100: 8}
+            else:
+                choices.append((k, None))  # {H100:8} (a flow set: the count is in the key)
+    found: list[Located] = []
+    for n, written in choices:
+        if not isinstance(n, yaml.ScalarNode) or not isinstance(n.value, str):
+            return None
+        loc = ctx.locate(n)
+        if written is None:
+            name, colon, cnt = n.value.rpartition(":")
+            if not colon:
+                cnt, name = "1", n.value
+            if not name or not cnt.strip().isdigit():
+                return None
+            sub = loc.sub(len(n.value) - len(cnt), len(n.value)) if colon else None
+            found.append(sub if sub is not None else Located("1", (), loc.span(), loc.path))
+        else:
+            if not written.strip().isdigit():
+                return None
+            found.append(loc)
+    if not found or len({int(f.value) for f in found}) != 1 or int(found[0].value) < 1:
+        return None
+    return found[0]
 
 
 def _ancestors(link: Any) -> tuple[Any, ...]:
