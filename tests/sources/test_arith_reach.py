@@ -179,3 +179,56 @@ def test_script_arithmetic_positions_and_hostile_nesting() -> None:
     d = one("deep.sh", f"vllm serve m --tensor-parallel-size $({deep})\n")
     assert time.perf_counter() - start < 2.0
     assert d.tensor_parallel_size is None and "tensor_parallel_size" in d.unresolved
+
+
+def test_llm_d_benchmark_scenario_parallelism_block() -> None:
+    res = read_path(str(REACH / "llm-d--llm-d-benchmark_config_scenarios_guides_wide-ep-lws.yaml"))
+    assert res.errors == ()
+    prefill, decode = res.deployments
+    # prefill (l.347): workers: 2 (l.374) × dataLocal: 8 (l.373) = 16; TP_SIZE from tensor: 1
+    assert (prefill.data_parallel_size, prefill.tensor_parallel_size) == (16, 1)
+    assert ("data_parallel_size 16 = $((LWS_GROUP_SIZE * DP_SIZE_LOCAL)) (l.347) with "
+            "LWS_GROUP_SIZE 2 (parallelism.workers, l.374), DP_SIZE_LOCAL 8 "
+            "(parallelism.dataLocal, l.373)") in prefill.notes
+    assert at(prefill, "tensor_parallel_size")[:2] == (371, 17)  # `        tensor: 1`
+    assert at(decode, "data_parallel_size")[:2] == (476, 32)  # 10 spaces + 21: `$((` at 32
+    assert decode.data_parallel_size == 2 * 8  # workers l.504, dataLocal l.503
+
+
+MS = """decode:
+  {multinode}
+  parallelism:
+{par}
+  containers:
+    - name: vllm
+      image: vllm/vllm-openai:v0.10.0
+      command: ["/bin/sh", "-c"]
+      args:
+        - vllm serve m --tensor-parallel-size $TP_SIZE --data-parallel-size $DP_SIZE
+          --max-num-seqs $DP_SIZE_LOCAL --pipeline-parallel-size ${{LWS_GROUP_SIZE:-1}}
+"""
+
+
+def ms(par: str, multinode: str = "multinode: true") -> Deployment:
+    return one("values.yaml", MS.format(multinode=multinode, par=par))
+
+
+def test_modelservice_helpers_fill_what_is_not_written() -> None:
+    # llm-d-modelservice _helpers.tpl: data = dataLocal·workers, dataLocal = data / workers,
+    # tensor defaults to 1, and the LWS size is workers (multinode). DP_SIZE_LOCAL is seen
+    # through --max-num-seqs, a field the Deployment keeps.
+    d = ms("    dataLocal: 4\n    workers: 2")
+    assert (d.tensor_parallel_size, d.data_parallel_size, d.pipeline_parallel_size) == (1, 8, 2)
+    assert d.max_num_seqs == 4
+    d = ms("    data: 16\n    workers: 2\n    tensor: 2")
+    assert (d.tensor_parallel_size, d.data_parallel_size, d.max_num_seqs) == (2, 16, 8)
+    # 5 / 2 leaves a remainder: the chart fails, so DP_SIZE_LOCAL is not bound
+    d = ms("    data: 5\n    workers: 2")
+    assert d.unresolved["max_num_seqs"] == "$DP_SIZE_LOCAL"
+    assert d.data_parallel_size == 5  # data as written
+    # no LeaderWorkerSet without multinode: LWS_GROUP_SIZE unset, its default 1 applies
+    d = ms("    dataLocal: 4\n    workers: 2", multinode="multinode: false")
+    assert d.pipeline_parallel_size == 1
+    # a templated value: nothing bound from the block
+    d = ms("    dataLocal: '{{ .Values.dpl }}'\n    workers: 2")
+    assert d.unresolved["tensor_parallel_size"] == "$TP_SIZE"

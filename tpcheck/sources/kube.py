@@ -267,11 +267,12 @@ class Walker:
         if not self._may_launch(keys):
             return
         anc = _ancestors(link)
-        injected = self._lws_env(anc)
+        injected = {**self._modelservice_env(anc), **self._lws_env(anc)}
         k8s_env, plain_env = self._container_env(keys, injected)
         origins = {k: label for k, (loc, label) in injected.items()
                    if k in k8s_env and k8s_env[k] is loc}  # the container's own env wins
-        shell = Vars(origins=origins, per_pod=LWS_PER_POD if injected else frozenset())
+        lws = "LWS_GROUP_SIZE" in injected
+        shell = Vars(origins=origins, per_pod=LWS_PER_POD if lws else frozenset())
         words = self._container_words(keys, k8s_env, shell)
         if not words:
             return
@@ -300,11 +301,67 @@ class Walker:
         for a in reversed(anc):
             if isinstance(a, yaml.MappingNode) and "leaderWorkerTemplate" in _first_keys(a):
                 size = mpath(a, "leaderWorkerTemplate", "size")
-                if isinstance(size, yaml.ScalarNode) and _int(size.value) is not None:
+                if isinstance(size, yaml.ScalarNode) and (_int(size.value) or 0) >= 1:
                     loc = self.ctx.locate(size)
                     return {"LWS_GROUP_SIZE": (loc, "leaderWorkerTemplate.size")}
                 return {}
         return {}
+
+    def _modelservice_env(self, anc: tuple[Any, ...]) -> dict[str, tuple[Located, str]]:
+        """What the llm-d-modelservice chart adds to every container of a role from the role's
+        ``parallelism`` block (llm-d-incubation/llm-d-modelservice templates/_helpers.tpl,
+        ``parallelismEnv``: DP_SIZE, TP_SIZE, DP_SIZE_LOCAL, each worked out by the
+        ``dataParallelism`` / ``tensorParallelism`` / ``dataLocalParallelism`` helpers), and,
+        when the chart renders a LeaderWorkerSet (``multinode``), its size: ``numWorkers``
+        (templates/decode-lws.yaml). llm-d-benchmark scenarios pass the block through
+        (config/templates/jinja/13_ms-values.yaml.j2). Nothing is bound unless every written
+        value is a whole number of at least 1."""
+        for i in range(len(anc) - 1, -1, -1):
+            par = mget(anc[i], "parallelism")
+            if not isinstance(par, yaml.MappingNode):
+                continue
+            nodes: dict[str, Any] = {}
+            for k, v in par.value:
+                if isinstance(k, yaml.ScalarNode) and k.value in _PARALLELISM:
+                    if not isinstance(v, yaml.ScalarNode) or (_int(v.value) or 0) < 1:
+                        return {}  # a template, zero or a word: the chart's arithmetic is not ours
+                    nodes[k.value] = v
+            if not nodes:
+                return {}
+            return self._parallelism_env(par, nodes, anc[: i + 1])
+        return {}
+
+    def _parallelism_env(self, par: Any, nodes: dict[str, Any],
+                         anc: tuple[Any, ...]) -> dict[str, tuple[Located, str]]:
+        """The chart's helpers on the written values (a value not written is worked out as
+        they do: data = dataLocal·workers, dataLocal = data / workers, workers = data /
+        dataLocal, else 1; a division that leaves a remainder makes the chart fail)."""
+        ctx = self.ctx
+        n = {k: int(_int(v.value) or 0) for k, v in nodes.items()}
+        t, d, dl, w = (n.get(k) for k in ("tensor", "data", "dataLocal", "workers"))
+        here = ctx.span(par)
+
+        def val(key: str, value: int | None) -> tuple[Located, str] | None:
+            if value is None:
+                return None
+            if key in nodes and n[key] == value:
+                return ctx.locate(nodes[key]), f"parallelism.{key}"
+            return Located(str(value), (), here, ctx.path), "parallelism"
+
+        def exact(a: int, b: int) -> int | None:
+            return a // b if a % b == 0 else None
+
+        data = d or (dl * w if dl and w else dl or 1)
+        local = dl or ((exact(d, w) if w else d) if d else 1)
+        workers = w or ((exact(d, dl) if dl else 1) if d else 1)
+        out = {name: v for name, v in (("TP_SIZE", val("tensor", t or 1)),
+                                       ("DP_SIZE", val("data", data)),
+                                       ("DP_SIZE_LOCAL", val("dataLocal", local))) if v}
+        if _multinode(anc):
+            lws = val("workers", workers)
+            if lws is not None:
+                out["LWS_GROUP_SIZE"] = lws
+        return out
 
     def _container_env(
         self, keys: dict[str, Any], injected: Mapping[str, tuple[Located, str]]
@@ -734,10 +791,16 @@ class Walker:
             return
         loc = self.ctx.locate(node)
         top = self.top_vars
-        vars_ = Vars(shell=dict(top.shell), origins=top.origins, per_pod=top.per_pod)
+        anc = _ancestors(link) if link is not None else ()
+        injected = self._modelservice_env(anc)  # a chart's values: its command, as a string
+        shell = {k: v for k, (v, _) in injected.items()}
+        shell.update(top.shell)
+        origins = {k: label for k, (_, label) in injected.items() if k not in top.shell}
+        origins.update(top.origins)
+        per_pod = top.per_pod | (LWS_PER_POD if "LWS_GROUP_SIZE" in injected else frozenset())
+        vars_ = Vars(shell=shell, origins=origins, per_pod=per_pod)
         found = read_shell_text(loc, self.ctx.path, vars_)
         if found and link is not None:
-            anc = _ancestors(link)
             found = [self.model_hints(d, anc) for d in found]
         self.found.extend(found)
 
@@ -787,6 +850,21 @@ def _storage_uri_hint(node: Any, span: Callable[[Any], Span]) -> ModelHint | Non
         repo = uri[len("hf://"):].split(":", 1)[0].strip("/")  # hf://org/name[:revision]
         return ModelHint(repo, where) if repo else None
     return ModelHint(uri, where)
+
+
+_PARALLELISM = frozenset({"tensor", "data", "dataLocal", "workers"})
+
+
+def _multinode(anc: tuple[Any, ...]) -> bool:
+    """Whether the chart renders a LeaderWorkerSet: ``multinode: true`` (modelservice values)
+    or ``multinode: {enabled: true}`` (llm-d-benchmark, also under ``common``), nearest first."""
+    for a in reversed(anc):
+        for node in (mget(a, "multinode"), mpath(a, "common", "multinode")):
+            if isinstance(node, yaml.MappingNode):
+                node = mget(node, "enabled")
+            if isinstance(node, yaml.ScalarNode):
+                return str(node.value).lower() == "true"
+    return False
 
 
 def _accelerator_count(node: Any, ctx: Ctx) -> Located | None:
