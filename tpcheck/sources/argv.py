@@ -168,6 +168,8 @@ def set_typed(fields: Fields, name: str, kind: Kind, word: Word, start: int = 0)
         raw = "-1"  # vLLM's auto-fit spelling (vllm 0.33.0 utils/argparse_utils.py:91-92)
     try:
         fields.set(name, parse_value(kind, raw), span)
+        if word.derived is not None:
+            fields.notes.append(f"{name} {word.derived.text}")  # where the value came from
     except (ValueError, KeyError):
         fields.unresolved_value(name, raw, span)
         fields.notes.append(f"{name}: {raw!r} is not a valid {kind}")

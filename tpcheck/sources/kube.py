@@ -45,6 +45,11 @@ if TYPE_CHECKING:
     from tpcheck.sources.base import Engine
 
 GPU_KEYS = ("nvidia.com/gpu", "amd.com/gpu")
+# Injected by LeaderWorkerSet with a value that differs between the pods of a group (LWS docs,
+# reference/labels-annotations-and-environment-variables): never a ``:-`` default, never known.
+LWS_PER_POD = frozenset({"LWS_LEADER_ADDRESS", "LWS_WORKER_INDEX"})
+# Exported by SkyPilot to each node's run with a value of its own (environment-variables docs)
+SKYPILOT_PER_NODE = frozenset({"SKYPILOT_NODE_RANK", "SKYPILOT_NODE_IPS"})
 LAUNCH_HINT = re.compile(
     r"vllm\s+serve|sglang\s+serve|vllm\.entrypoints|sglang\.launch_server|dynamo\.(?:vllm|sglang)"
 )
@@ -146,6 +151,7 @@ class Walker:
             for k, v in envs.value:
                 if isinstance(k, yaml.ScalarNode) and isinstance(v, yaml.ScalarNode):
                     self.top_vars.shell[k.value] = self.ctx.locate(v)
+        self._skypilot_env(root)
         # Ancestors are a linked list (node, parent-link) so a push costs O(1), not O(depth).
         seen, consumed = self.seen, self.consumed
         stack: list[tuple[Any, Any]] = [(root, None)]
@@ -196,6 +202,29 @@ class Walker:
                         push((v, sub))
         return self.found
 
+    def _skypilot_env(self, root: Any) -> None:
+        """What SkyPilot exports to a task's ``run`` that the task fixes (docs.skypilot.co,
+        running-jobs/environment-variables, "SkyPilot environment variables"):
+        ``SKYPILOT_NUM_NODES`` is ``num_nodes`` (bound only when written) and
+        ``SKYPILOT_NUM_GPUS_PER_NODE`` the count of ``resources.accelerators`` (``H100:8``;
+        every choice of a set or list must agree). ``SKYPILOT_NODE_RANK`` and
+        ``SKYPILOT_NODE_IPS`` differ between nodes: set, never known."""
+        if not isinstance(mget(root, "run"), yaml.ScalarNode):
+            return
+        res = mget(root, "resources")
+        nodes = mget(root, "num_nodes")
+        if not isinstance(res, yaml.MappingNode) and nodes is None:
+            return
+        top = self.top_vars
+        top.per_pod = SKYPILOT_PER_NODE
+        if isinstance(nodes, yaml.ScalarNode) and _int(nodes.value) is not None:
+            top.shell.setdefault("SKYPILOT_NUM_NODES", self.ctx.locate(nodes))
+            top.origins["SKYPILOT_NUM_NODES"] = "num_nodes"
+        count = _accelerator_count(mget(res, "accelerators"), self.ctx)
+        if count is not None:
+            top.shell.setdefault("SKYPILOT_NUM_GPUS_PER_NODE", count)
+            top.origins["SKYPILOT_NUM_GPUS_PER_NODE"] = "resources.accelerators"
+
     # -- mappings ---------------------------------------------------------------------------
     def visit_mapping(self, m: Any, link: Any) -> None:
         keys = {k.value: v for k, v in m.value if type(k) is _SCALAR}
@@ -238,13 +267,18 @@ class Walker:
         if not self._may_launch(keys):
             return
         anc = _ancestors(link)
-        k8s_env, plain_env = self._container_env(keys)
-        words = self._container_words(keys, k8s_env)
+        injected = {**self._modelservice_env(anc), **self._lws_env(anc)}
+        k8s_env, plain_env = self._container_env(keys, injected)
+        origins = {k: label for k, (loc, label) in injected.items()
+                   if k in k8s_env and k8s_env[k] is loc}  # the container's own env wins
+        lws = "LWS_GROUP_SIZE" in injected
+        shell = Vars(origins=origins, per_pod=LWS_PER_POD if lws else frozenset())
+        words = self._container_words(keys, k8s_env, shell)
         if not words:
             return
         image = _image(keys.get("image"))
         extra, extra_spans, notes = self.context(m, keys, anc)
-        for cmd, env, la in self._launches(keys, words, k8s_env, plain_env, image):
+        for cmd, env, la in self._launches(keys, words, k8s_env, plain_env, image, shell):
             kw = dict(extra)
             if image:
                 kw["image"] = image
@@ -258,12 +292,88 @@ class Walker:
             d = self.model_hints(d, anc, _storage_uri_hint(keys.get("storageUri"), ctx.span))
             self.found.append(self.apply_parallelism(d, anc))
 
-    def _container_env(self, keys: dict[str, Any]) -> tuple[LazyEnv, dict[str, str]]:
-        """The container's variables: for ``$(VAR)`` (placed lazily) and as plain text."""
+    def _lws_env(self, anc: tuple[Any, ...]) -> dict[str, tuple[Located, str]]:
+        """What a LeaderWorkerSet injects into every container of its pods that the manifest
+        fixes: ``LWS_GROUP_SIZE``, the group's ``leaderWorkerTemplate.size`` (LWS docs,
+        reference/labels-annotations-and-environment-variables; kubernetes-sigs/lws
+        pkg/utils/pod/pod_utils.go sets it from the pod's size annotation). The leader's
+        address and the worker index differ between pods (``LWS_PER_POD``)."""
+        for a in reversed(anc):
+            if isinstance(a, yaml.MappingNode) and "leaderWorkerTemplate" in _first_keys(a):
+                size = mpath(a, "leaderWorkerTemplate", "size")
+                if isinstance(size, yaml.ScalarNode) and (_int(size.value) or 0) >= 1:
+                    loc = self.ctx.locate(size)
+                    return {"LWS_GROUP_SIZE": (loc, "leaderWorkerTemplate.size")}
+                return {}
+        return {}
+
+    def _modelservice_env(self, anc: tuple[Any, ...]) -> dict[str, tuple[Located, str]]:
+        """What the llm-d-modelservice chart adds to every container of a role from the role's
+        ``parallelism`` block (llm-d-incubation/llm-d-modelservice templates/_helpers.tpl,
+        ``parallelismEnv``: DP_SIZE, TP_SIZE, DP_SIZE_LOCAL, each worked out by the
+        ``dataParallelism`` / ``tensorParallelism`` / ``dataLocalParallelism`` helpers), and,
+        when the chart renders a LeaderWorkerSet (``multinode``), its size: ``numWorkers``
+        (templates/decode-lws.yaml). llm-d-benchmark scenarios pass the block through
+        (config/templates/jinja/13_ms-values.yaml.j2). Nothing is bound unless every written
+        value is a whole number of at least 1."""
+        for i in range(len(anc) - 1, -1, -1):
+            par = mget(anc[i], "parallelism")
+            if not isinstance(par, yaml.MappingNode):
+                continue
+            nodes: dict[str, Any] = {}
+            for k, v in par.value:
+                if isinstance(k, yaml.ScalarNode) and k.value in _PARALLELISM:
+                    if not isinstance(v, yaml.ScalarNode) or (_int(v.value) or 0) < 1:
+                        return {}  # a template, zero or a word: the chart's arithmetic is not ours
+                    nodes[k.value] = v
+            if not nodes:
+                return {}
+            return self._parallelism_env(par, nodes, anc[: i + 1])
+        return {}
+
+    def _parallelism_env(self, par: Any, nodes: dict[str, Any],
+                         anc: tuple[Any, ...]) -> dict[str, tuple[Located, str]]:
+        """The chart's helpers on the written values (a value not written is worked out as
+        they do: data = dataLocal·workers, dataLocal = data / workers, workers = data /
+        dataLocal, else 1; a division that leaves a remainder makes the chart fail)."""
+        ctx = self.ctx
+        n = {k: int(_int(v.value) or 0) for k, v in nodes.items()}
+        t, d, dl, w = (n.get(k) for k in ("tensor", "data", "dataLocal", "workers"))
+        here = ctx.span(par)
+
+        def val(key: str, value: int | None) -> tuple[Located, str] | None:
+            if value is None:
+                return None
+            if key in nodes and n[key] == value:
+                return ctx.locate(nodes[key]), f"parallelism.{key}"
+            return Located(str(value), (), here, ctx.path), "parallelism"
+
+        def exact(a: int, b: int) -> int | None:
+            return a // b if a % b == 0 else None
+
+        data = d or (dl * w if dl and w else dl or 1)
+        local = dl or ((exact(d, w) if w else d) if d else 1)
+        workers = w or ((exact(d, dl) if dl else 1) if d else 1)
+        out = {name: v for name, v in (("TP_SIZE", val("tensor", t or 1)),
+                                       ("DP_SIZE", val("data", data)),
+                                       ("DP_SIZE_LOCAL", val("dataLocal", local))) if v}
+        if _multinode(anc):
+            lws = val("workers", workers)
+            if lws is not None:
+                out["LWS_GROUP_SIZE"] = lws
+        return out
+
+    def _container_env(
+        self, keys: dict[str, Any], injected: Mapping[str, tuple[Located, str]]
+    ) -> tuple[LazyEnv, dict[str, str]]:
+        """The container's variables: for ``$(VAR)`` (placed lazily) and as plain text.
+        ``injected`` come first, as the orchestrator adds them; the container's own win."""
         ctx = self.ctx
         env_nodes = keys.get("env") or keys.get("environment")
         k8s_env = LazyEnv(ctx)
         plain_env: dict[str, str] = {}
+        for name, (loc, _) in injected.items():
+            k8s_env[name] = loc
         if isinstance(env_nodes, yaml.SequenceNode):
             for item in env_nodes.value:
                 name, value = mget(item, "name"), mget(item, "value")
@@ -288,7 +398,8 @@ class Walker:
                     plain_env[k.value] = v.value
         return k8s_env, plain_env
 
-    def _container_words(self, keys: dict[str, Any], k8s_env: LazyEnv) -> list[Word]:
+    def _container_words(self, keys: dict[str, Any], k8s_env: LazyEnv,
+                         shell: Vars) -> list[Word]:
         """The words of entrypoint/command/args/extraArgs, lists or strings, in that order."""
         ctx = self.ctx
         words: list[Word] = []
@@ -305,22 +416,24 @@ class Walker:
                 loc = ctx.locate(node)
                 flags_only = key in ("args", "extraArgs") and loc.value.lstrip().startswith("-")
                 if compose or not flags_only:
-                    vars_ = Vars(shell=self._shell_env(k8s_env, compose), k8s=k8s_env)
+                    vars_ = Vars(shell=self._shell_env(k8s_env, compose), k8s=k8s_env,
+                                 origins=shell.origins, per_pod=shell.per_pod)
                     for cmd in _split_words(loc, vars_):
                         words.extend(cmd)
                 else:
-                    words.extend(_split_words_flat(loc, Vars(k8s=k8s_env)))
+                    words.extend(_split_words_flat(loc, Vars(k8s=k8s_env, arithmetic=False)))
         return words
 
     def _launches(
         self, keys: dict[str, Any], words: list[Word], k8s_env: LazyEnv,
-        plain_env: dict[str, str], image: str | None,
+        plain_env: dict[str, str], image: str | None, shell: Vars,
     ) -> list[tuple[list[Word], dict[str, str], Launch]]:
         """The launches in a container's words: inside ``sh -c``, written, or inferred."""
         launches: list[tuple[list[Word], dict[str, str], Launch]] = []
         inner = shell_c_string(words)
         if inner is not None:
-            vars_ = Vars(shell=self._shell_env(k8s_env, False), k8s=k8s_env)
+            vars_ = Vars(shell=self._shell_env(k8s_env, False), k8s=k8s_env,
+                         origins=shell.origins, per_pod=shell.per_pod)
             for cmd, env in read_commands(inner.text, vars_, dict(plain_env)):
                 la = find_launch([w.value for w in cmd])
                 if la is not None:
@@ -677,10 +790,17 @@ class Walker:
         if not LAUNCH_HINT.search(value):
             return
         loc = self.ctx.locate(node)
-        vars_ = Vars(shell=dict(self.top_vars.shell))
+        top = self.top_vars
+        anc = _ancestors(link) if link is not None else ()
+        injected = self._modelservice_env(anc)  # a chart's values: its command, as a string
+        shell = {k: v for k, (v, _) in injected.items()}
+        shell.update(top.shell)
+        origins = {k: label for k, (_, label) in injected.items() if k not in top.shell}
+        origins.update(top.origins)
+        per_pod = top.per_pod | (LWS_PER_POD if "LWS_GROUP_SIZE" in injected else frozenset())
+        vars_ = Vars(shell=shell, origins=origins, per_pod=per_pod)
         found = read_shell_text(loc, self.ctx.path, vars_)
         if found and link is not None:
-            anc = _ancestors(link)
             found = [self.model_hints(d, anc) for d in found]
         self.found.extend(found)
 
@@ -730,6 +850,60 @@ def _storage_uri_hint(node: Any, span: Callable[[Any], Span]) -> ModelHint | Non
         repo = uri[len("hf://"):].split(":", 1)[0].strip("/")  # hf://org/name[:revision]
         return ModelHint(repo, where) if repo else None
     return ModelHint(uri, where)
+
+
+_PARALLELISM = frozenset({"tensor", "data", "dataLocal", "workers"})
+
+
+def _multinode(anc: tuple[Any, ...]) -> bool:
+    """Whether the chart renders a LeaderWorkerSet: ``multinode: true`` (modelservice values)
+    or ``multinode: {enabled: true}`` (llm-d-benchmark, also under ``common``), nearest first."""
+    for a in reversed(anc):
+        for node in (mget(a, "multinode"), mpath(a, "common", "multinode")):
+            if isinstance(node, yaml.MappingNode):
+                node = mget(node, "enabled")
+            if isinstance(node, yaml.ScalarNode):
+                return str(node.value).lower() == "true"
+    return False
+
+
+def _accelerator_count(node: Any, ctx: Ctx) -> Located | None:
+    """The GPU count of a SkyPilot ``accelerators``: ``H100:8`` (a bare name is 1), a
+    mapping ``{H100: 8}`` or a set ``{H200:8, H100:8}``, a list of those; None unless
+    every choice names the same whole count (a fraction is rounded up by SkyPilot and
+    such tasks are not multi-GPU launches)."""
+    choices: list[tuple[Any, str | None]] = []  # (node holding the count, written count)
+    if isinstance(node, yaml.ScalarNode):
+        choices.append((node, None))
+    elif isinstance(node, yaml.SequenceNode):
+        choices.extend((i, None) for i in node.value)
+    elif isinstance(node, yaml.MappingNode):
+        for k, v in node.value:
+            if isinstance(v, yaml.ScalarNode) and v.value not in ("", None) and v.tag.endswith(
+                    ("int", "str")):
+                choices.append((v, v.value))  # {H100: 8}
+            else:
+                choices.append((k, None))  # {H100:8} (a flow set: the count is in the key)
+    found: list[Located] = []
+    for n, written in choices:
+        if not isinstance(n, yaml.ScalarNode) or not isinstance(n.value, str):
+            return None
+        loc = ctx.locate(n)
+        if written is None:
+            name, colon, cnt = n.value.rpartition(":")
+            if not colon:
+                cnt, name = "1", n.value
+            if not name or not cnt.strip().isdigit():
+                return None
+            sub = loc.sub(len(n.value) - len(cnt), len(n.value)) if colon else None
+            found.append(sub if sub is not None else Located("1", (), loc.span(), loc.path))
+        else:
+            if not written.strip().isdigit():
+                return None
+            found.append(loc)
+    if not found or len({int(f.value) for f in found}) != 1 or int(found[0].value) < 1:
+        return None
+    return found[0]
 
 
 def _ancestors(link: Any) -> tuple[Any, ...]:

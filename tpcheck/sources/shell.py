@@ -13,9 +13,10 @@ import re
 from collections.abc import Generator, Iterator, MutableMapping, Sequence
 
 from tpcheck.record import field, record
+from tpcheck.sources.arith import evaluate
 from tpcheck.sources.base import Deployment, Span
 from tpcheck.sources.positions import LineIndex, Located, Pos, from_file
-from tpcheck.sources.words import Word
+from tpcheck.sources.words import Derived, Word
 
 _NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 # Runs the tokenizer can copy whole: no quote, expansion, escape, separator or operator.
@@ -39,6 +40,7 @@ MAX_EXPANDED_CHARS = 4 * 1024 * 1024
 MAX_HEREDOC_DEPTH = 2  # a script that writes a script that writes one: deeper is not read
 _INTERPRETERS = ("python", "perl", "ruby", "node", "psql", "mysql", "sqlite")
 _SCRIPT_TAKERS = frozenset({"sh", "bash", "dash", "zsh", "ash", "ksh", "tee"})
+_INTEGER = re.compile(r"-?[0-9]+")
 _ASSIGN = re.compile(r"^([A-Za-z_][A-Za-z0-9_]*)=(.*)$", re.S)
 _WRAPPERS = frozenset({"exec", "nohup", "time", "env", "sudo", "command", "stdbuf", "setsid"})
 SHELLS = frozenset({"sh", "bash", "dash", "zsh", "ash", "ksh"})
@@ -46,10 +48,20 @@ SHELLS = frozenset({"sh", "bash", "dash", "zsh", "ash", "ksh"})
 
 @record(frozen=False)
 class Vars:
-    """Variables known while reading: name → value with positions (k8s ``$(VAR)`` separate)."""
+    """Variables known while reading: name → value with positions (k8s ``$(VAR)`` separate).
+
+    ``origins`` says where an orchestrator-injected value comes from (``LWS_GROUP_SIZE`` →
+    ``leaderWorkerTemplate.size``), for ``tpcheck inspect``; ``per_pod`` names are injected
+    with a value that differs between pods (``LWS_WORKER_INDEX``): set, so a ``:-`` default
+    never applies, and unknown; ``derived`` holds how a variable assigned from ``$(( … ))``
+    got its value."""
 
     shell: MutableMapping[str, Located] = field(default_factory=dict)
     k8s: MutableMapping[str, Located] = field(default_factory=dict)
+    origins: MutableMapping[str, str] = field(default_factory=dict)
+    per_pod: frozenset[str] = frozenset()
+    derived: MutableMapping[str, Derived] = field(default_factory=dict)
+    arithmetic: bool = True  # False: no shell reads the text (a flags-only ``args`` string)
 
 
 class _Source:
@@ -117,8 +129,8 @@ class _Recipe:
 class _Builder:
     """The word being read: its text so far and how to place it (see ``_Recipe``)."""
 
-    __slots__ = ("a", "after", "chars", "e", "expanded", "pieces", "segs", "started",
-                 "unresolved", "var_span")
+    __slots__ = ("a", "after", "chars", "derived", "e", "expanded", "n_derived", "pieces",
+                 "segs", "started", "unresolved", "var_span")
 
     def __init__(self) -> None:
         self.chars: list[str] = []
@@ -131,6 +143,8 @@ class _Builder:
         self.pieces = 0
         self.var_span: Span | None = None
         self.expanded = 0  # characters added by expansion (MAX_WORD_CHARS)
+        self.derived: Derived | None = None  # the one worked-out value in the word, if any
+        self.n_derived = 0
 
     def src(self, s: str, i: int, j: int) -> None:
         """Characters ``s[i:j]`` of the source, at their own places."""
@@ -141,8 +155,12 @@ class _Builder:
         else:
             segs.append((i, j))
 
-    def expansion(self, val: Located, at: int) -> None:
-        """An expanded value, placed where it was assigned (else at the expansion, ``at``)."""
+    def expansion(self, val: Located, at: int, derived: Derived | None = None) -> None:
+        """An expanded value, placed where it was assigned (else at the expansion, ``at``);
+        ``derived`` when it was worked out (two in one word: neither is said)."""
+        if derived is not None:
+            self.derived = derived if self.n_derived == 0 else None
+            self.n_derived += 1
         self.chars.append(val.value)
         self.segs.append((val, at))
 
@@ -266,7 +284,7 @@ class _Tokenizer:
                           if b.unresolved else None)
             self.words.append(Word.placed_later(
                 value, _Recipe(self.src, b.segs, b.a, b.e, b.after), unresolved,
-                b.var_span if b.pieces == 1 else None))
+                b.var_span if b.pieces == 1 else None, None if b.unresolved else b.derived))
         self.b = _Builder()
 
     def end_command(self) -> list[Word] | None:
@@ -301,7 +319,9 @@ class _Tokenizer:
         self.heredocs = []
         self.redirected = False
         for a, e in bodies:
-            inner = Vars(shell=dict(self.variables.shell), k8s=self.variables.k8s)
+            v = self.variables
+            inner = Vars(shell=dict(v.shell), k8s=v.k8s, origins=v.origins, per_pod=v.per_pod,
+                         derived=dict(v.derived), arithmetic=v.arithmetic)
             yield from tokenize(self.loc.sub(a, e), inner, self.depth + 1)
         return i
 
@@ -430,9 +450,11 @@ class _Tokenizer:
             b.src(s, start, end)
             return
         if val is not None and not (op.startswith(":") and val.value == "" and default is not None):
-            b.expansion(val, start)
+            b.expansion(val, start, self.variables.derived.get(name))
             b.var_span = val.span()
             return
+        if val is None and name in self.variables.per_pod:
+            default = None  # set on every pod, to a different value: the default never applies
         if default is not None and op in (":-", "-", ":=", "="):
             # the default's own characters, at their own place
             dstart = end - 1 - len(default)
@@ -502,6 +524,13 @@ class _Tokenizer:
         kv = self.variables.k8s.get(inner) if _NAME.fullmatch(inner) else None
         b.mark(i, min(j, n - 1))
         b.pieces += 1
+        if (j < n and len(inner) > 1 and inner[0] == "(" and inner[-1] == ")"
+                and self.variables.arithmetic):
+            val = self.arithmetic(i, j, inner[1:-1])
+            if val is not None and self.affordable(val[0]):
+                b.expansion(val[0], i, val[1])
+                b.var_span = val[1].span
+                return j + 1
         if kv is not None and self.affordable(kv):
             b.expansion(kv, i)
             b.var_span = kv.span()
@@ -509,6 +538,38 @@ class _Tokenizer:
             b.unresolved = True
             b.src(s, i, min(j + 1, n))
         return j + 1
+
+
+    def arithmetic(self, i: int, j: int, text: str) -> tuple[Located, Derived] | None:
+        """``$(( text ))`` written at s[i:j + 1], when every variable in it is known: its
+        value, placed on the whole expression, and how it was worked out."""
+        shell = self.variables.shell
+
+        def lookup(name: str) -> str | None:
+            val = shell.get(name)
+            return None if val is None else val.value
+
+        res = evaluate(text, lookup, self.variables.per_pod)
+        if res is None:
+            return None
+        p, q = self.src.pos(i), self.src.pos(j)
+        span = Span(self.loc.path, p[0], p[1], q[0], q[1] + 1)
+        written = " ".join(self.s[i : j + 1].replace("\\\n", " ").split())
+        parts = [f"{name} {shell[name].value} ({self._origin(name)})" for name in res.names]
+        said = f"{res.value} = {written} (l.{p[0]})" + (
+            " with " + ", ".join(parts) if parts else "")
+        derived = Derived(said, span)
+        return Located(str(res.value), (), span, self.loc.path), derived
+
+    def _origin(self, name: str) -> str:
+        """Where a variable's value was written, for the derivation: "env, l.152"."""
+        val = self.variables.shell[name]
+        vs = val.span()
+        where = f"l.{vs.line}" if val.path == self.loc.path else f"{val.path}:{vs.line}"
+        k8s = self.variables.k8s.get(name) if name in self.variables.k8s else None
+        kind = self.variables.origins.get(name) or (
+            "env" if k8s is not None and k8s.value == val.value and k8s.span() == vs else "set")
+        return f"{kind}, {where}"
 
 
 def _command_name(words: list[Word], b: _Builder) -> str:
@@ -540,8 +601,13 @@ def read_commands(
                 break
             name = m.group(1)
             start = len(name) + 1
+            variables.derived.pop(name, None)
             if w.unresolved:  # X=$(hostname): X's value is unknown, so a later $X is unresolved
                 variables.shell.pop(name, None)
+            elif w.derived is not None and _INTEGER.fullmatch(m.group(2)):
+                # N=$((A * B)): N's value stands on the whole expression, as written
+                variables.shell[name] = Located(m.group(2), (), w.derived.span, w.text.path)
+                variables.derived[name] = w.derived
             else:
                 variables.shell[name] = w.text.sub(start, len(w.value))
             cmd_env[name] = m.group(2)

@@ -10,6 +10,7 @@ from __future__ import annotations
 import re
 from collections.abc import Mapping, Sequence
 
+from tpcheck.record import record
 from tpcheck.sources.base import Span
 from tpcheck.sources.positions import Located
 
@@ -25,6 +26,15 @@ if TYPE_CHECKING:
         def located(self, value: str, raw: Span) -> Located: ...
 
 
+@record
+class Derived:
+    """A value tpcheck worked out (shell arithmetic): what it says in ``tpcheck inspect`` and
+    the expression it was worked out from, where findings about the value point."""
+
+    text: str  # "16 = $((LWS_GROUP_SIZE * DP_SIZE_LOCAL)) (l.117) with LWS_GROUP_SIZE 2 (...)"
+    span: Span
+
+
 class Word:
     """One shell word after quote removal and expansion.
 
@@ -34,24 +44,25 @@ class Word:
     about 8% of the instructions spent reading a manifest.
     """
 
-    __slots__ = ("_raw", "_recipe", "_text", "unresolved", "value", "var_span")
+    __slots__ = ("_raw", "_recipe", "_text", "derived", "unresolved", "value", "var_span")
 
     def __init__(self, text: Located, raw_span: Span, unresolved: str | None = None,
-                 var_span: Span | None = None) -> None:
+                 var_span: Span | None = None, derived: Derived | None = None) -> None:
         self.value: str = text.value
         self._text: Located | None = text
         self._raw: Span | None = raw_span
         self._recipe: Placement | None = None
         self.unresolved = unresolved  # the word as written, when an expansion could not be done
         self.var_span = var_span  # where the value was assigned, when the word is one $VAR
+        self.derived = derived  # the word holds a value worked out from an expression
 
     @classmethod
     def placed_later(cls, value: str, recipe: Placement, unresolved: str | None,
-                     var_span: Span | None) -> Word:
+                     var_span: Span | None, derived: Derived | None = None) -> Word:
         """A word whose text and span ``recipe`` works out on first use (the tokenizer's)."""
         w = cls.__new__(cls)
         w.value, w._text, w._raw, w._recipe = value, None, None, recipe
-        w.unresolved, w.var_span = unresolved, var_span
+        w.unresolved, w.var_span, w.derived = unresolved, var_span, derived
         return w
 
     @property
