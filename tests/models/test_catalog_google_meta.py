@@ -8,17 +8,8 @@ from __future__ import annotations
 
 import pytest
 
+from tests.models._catalog import counts
 from tpcheck.models import catalog
-from tpcheck.models.config import load_shape
-from tpcheck.models.params import ParamCounts, param_counts
-from tpcheck.models.shape import ModelShape
-
-
-def counts(model_id: str) -> tuple[ModelShape, ParamCounts]:
-    entry = catalog.find(model_id)
-    assert entry is not None, model_id
-    s = load_shape(entry.config_path, name=model_id)
-    return s, param_counts(s)
 
 
 @pytest.mark.parametrize(

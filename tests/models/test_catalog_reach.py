@@ -6,17 +6,8 @@ parsed shape against a published figure with the arithmetic written beside the a
 
 from __future__ import annotations
 
+from tests.models._catalog import counts
 from tpcheck.models import catalog
-from tpcheck.models.config import load_shape
-from tpcheck.models.params import ParamCounts, param_counts
-from tpcheck.models.shape import ModelShape
-
-
-def counts(model_id: str) -> tuple[ModelShape, ParamCounts]:
-    entry = catalog.find(model_id)
-    assert entry is not None, model_id
-    s = load_shape(entry.config_path, name=model_id)
-    return s, param_counts(s)
 
 
 def test_opt_125m_matches_the_paper_row_and_its_name() -> None:
