@@ -76,6 +76,17 @@ def test_skypilot_variables_used_directly() -> None:
     assert at(d, "pipeline_parallel_size") == (22, 12, 22, 13)  # "num_nodes: " is 11 chars
 
 
+
+def test_skypilot_image_id_pins_the_engine_release() -> None:
+    # `image_id: docker:vllm/vllm-openai:v0.10.0` (l.14): the task's run executes in that
+    # container, so the release is 0.10.0, not the newest known
+    d = one(REACH / "skypilot-org--skypilot_llm_kimi-k2_kimi-k2.sky.yaml")
+    assert (d.image, d.engine_version) == ("vllm/vllm-openai:v0.10.0", "0.10.0")
+    # an image_id that is no container (a cloud image) pins nothing
+    d = one("task.yaml", "resources:\n  accelerators: H100:8\n  image_id: ami-0123\nrun: |\n"
+                         "  vllm serve m -tp 8\n")
+    assert (d.image, d.engine_version) == (None, None)
+
 SKY = """\
 resources:
   accelerators: {acc}

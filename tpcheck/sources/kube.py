@@ -140,6 +140,7 @@ class Walker:
         self.consumed: set[int] = set()
         self.top_vars = Vars()
         self.root: Any = None
+        self.task_image: str | None = None  # SkyPilot ``resources.image_id: docker:IMAGE``
 
     def run(self, root: Any) -> list[Deployment]:
         self.root = root
@@ -215,6 +216,9 @@ class Walker:
         nodes = mget(root, "num_nodes")
         if not isinstance(res, yaml.MappingNode) and nodes is None:
             return
+        image_id = mget(res, "image_id")  # the task runs in this container (docs: Docker)
+        if isinstance(image_id, yaml.ScalarNode) and str(image_id.value).startswith("docker:"):
+            self.task_image = str(image_id.value).removeprefix("docker:").strip() or None
         top = self.top_vars
         top.per_pod = SKYPILOT_PER_NODE
         if isinstance(nodes, yaml.ScalarNode) and _int(nodes.value) is not None:
@@ -802,7 +806,19 @@ class Walker:
         found = read_shell_text(loc, self.ctx.path, vars_)
         if found and link is not None:
             found = [self.model_hints(d, anc) for d in found]
+        if found and self.task_image:
+            found = [self._with_task_image(d) for d in found]
         self.found.extend(found)
+
+    def _with_task_image(self, d: Deployment) -> Deployment:
+        """A SkyPilot task's ``run`` executes in its ``image_id`` container: that image pins
+        the engine release as a pod's image does (a launch that names its own image keeps it)."""
+        from tpcheck.record import replace
+
+        img = self.task_image
+        if d.image or img is None:
+            return d
+        return replace(d, image=img, engine_version=engine_version(img, d.engine))
 
     def embedded_yaml(self, node: Any) -> None:
         """Ray ``serveConfigV2: |`` holds a YAML document; read it with positions mapped back."""
