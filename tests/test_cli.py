@@ -429,6 +429,21 @@ def test_lint_imports_no_other_command_and_no_third_party_cli() -> None:
     assert set(ast.literal_eval(lines[1])) <= {"tpcheck", "yaml", "_yaml", "click"}, lines[1]
 
 
+def test_a_shell_lint_loads_no_yaml_reader(tmp_path: Path) -> None:
+    """A shell file needs neither PyYAML nor the kustomize reader: TP000 reads the lone-patch
+    note from sources.base, which is where the note lives for that reason."""
+    script = tmp_path / "run.sh"
+    script.write_text("vllm serve Qwen/Qwen3-32B --tensor-parallel-size 16\n", encoding="utf-8")
+    code = (
+        "import sys, io, contextlib\nfrom tpcheck.cli import main\n"
+        "with contextlib.redirect_stdout(io.StringIO()):\n"
+        f"    rc = main(['--offline', '--gpu', 'h100-sxm', '-q', {str(script)!r}])\n"
+        "print(rc, sorted(m for m in ('yaml', 'tpcheck.sources.kustomize') if m in sys.modules))\n")
+    p = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=ROOT,
+                       timeout=60, check=False)
+    assert p.stdout == "1 []\n", p.stderr  # TP201 (a warning) at t = 16 > h_kv = 8: exit 1
+
+
 def test_plan_imports_only_plan() -> None:
     code = (
         "import sys, io, contextlib\nfrom tpcheck.cli import main\n"

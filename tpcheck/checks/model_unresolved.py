@@ -7,7 +7,7 @@ from collections.abc import Iterator
 
 from tpcheck.checks.base import Finding, Severity
 from tpcheck.checks.context import CheckContext
-from tpcheck.sources.kustomize import PATCH_NOTE
+from tpcheck.sources.base import PATCH_NOTE
 
 CODE = "TP000"
 NAME = "model-unresolved"

@@ -19,6 +19,9 @@ if TYPE_CHECKING:
 
 # Note on a deployment the YAML reader recovered from the raw text of a file that does not parse.
 RECOVERED_NOTE = "recovered from text: the YAML does not parse"
+# A lone kustomize patch's note (kustomize.note_lone_patch); here so TP000 reads it without
+# importing the kustomize reader and PyYAML on a shell or Python lint.
+PATCH_NOTE = "looks like a kustomize patch"
 MAX_BYTES = 5 * 1024 * 1024  # default cap on one input file (settings: max-file-size)
 # Launches checked per file (issue 14 item 8): each costs its findings (~1 ms), and 5 MB of
 # Pods is 26,000 of them. Past it the rest of the file is not checked, and that is said in one

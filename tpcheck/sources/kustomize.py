@@ -28,7 +28,7 @@ import yaml
 from yaml.reader import ReaderError
 
 from tpcheck.record import replace
-from tpcheck.sources.base import MAX_BYTES, Deployment, ReadResult, SourceError, Span
+from tpcheck.sources.base import MAX_BYTES, PATCH_NOTE, Deployment, ReadResult, SourceError, Span
 from tpcheck.sources.positions import LineIndex, Located
 from tpcheck.sources.yamlctx import LOADER, Ctx
 
@@ -39,7 +39,6 @@ if TYPE_CHECKING:
 NAMES = ("kustomization.yaml", "kustomization.yml", "Kustomization")
 WORKLOADS = frozenset({"Deployment", "StatefulSet", "LeaderWorkerSet", "DaemonSet", "Job",
                        "Pod"})
-PATCH_NOTE = "looks like a kustomize patch"
 OVERLAY_NOTE = "as kustomize builds"
 # Kubernetes' patchMergeKey for the lists a launch lives in (core/v1 types.go tags).
 MERGE_KEYS = {"containers": "name", "initContainers": "name", "env": "name",
