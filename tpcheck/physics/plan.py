@@ -417,15 +417,19 @@ def evaluate(shape: ModelShape, t: int, opts: Options) -> Evaluation:
     )
 
 
+def release_of(opts: Options) -> str:
+    """The engine release the options name, else the newest known (what the step cites)."""
+    return opts.engine_version or defaults_for(
+        "sglang" if opts.engine == "sglang" else "vllm").version
+
+
 def prefill_efficiency(shape: ModelShape, opts: Options) -> tuple[float, str]:
     """η of the prefill columns for this engine release and GPU, chosen as TP301/TP302 choose
     it (``linkcost.chunk_efficiency``), the release resolved like the decode step's era."""
     gpu = opts.gpu
     if gpu is None:
         return stepmodel.PREFILL_EFFICIENCY, stepmodel.PREFILL_SOURCE
-    eng = opts.engine
-    version = opts.engine_version or defaults_for("sglang" if eng == "sglang" else "vllm").version
-    return chunk_efficiency(shape, eng, version, gpu.key)
+    return chunk_efficiency(shape, opts.engine, release_of(opts), gpu.key)
 
 
 def calibrated(shape: ModelShape, t: int, opts: Options, floor: Formula,
@@ -433,9 +437,7 @@ def calibrated(shape: ModelShape, t: int, opts: Options, floor: Formula,
     """The decode step calibrated for this engine release and GPU (floor when none), and the
     all-reduces' share of it; ``network``: the TP group spans nodes and all-reduces on it."""
     gpu = opts.gpu
-    eng = opts.engine
-    version = opts.engine_version or defaults_for("sglang" if eng == "sglang" else "vllm").version
-    era = stepmodel.era_for(eng, version, gpu.key) if gpu is not None else None
+    era = stepmodel.era_for(opts.engine, release_of(opts), gpu.key) if gpu is not None else None
     dense = shape.moe is None and not shape.is_mla
     why = stepmodel.NO_SWEEP if dense or era is None else stepmodel.NOT_DENSE
     era = era if dense else None

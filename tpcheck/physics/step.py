@@ -28,6 +28,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
+from tpcheck.engines.defaults import parse_version
 from tpcheck.formula import Formula
 from tpcheck.physics import comm
 from tpcheck.record import record, replace
@@ -54,10 +55,7 @@ class Era:
 
     @property
     def label(self) -> str:
-        lo, hi = self.low, self.high
-        rel = (f"{lo[0]}.{lo[1]}.x" if hi == (lo[0], lo[1] + 1)
-               else f"{lo[0]}.{lo[1]}–{hi[0]}.{hi[1] - 1}.x")
-        return f"{self.engine} {rel} on {self.gpu_class}"
+        return _label(self)
 
 
 # Lambda's harness says v0.5.4, its files say otherwise (fixtures/observations/README.md).
@@ -105,25 +103,28 @@ def gpu_class(gpu_key: str) -> str:
 
 
 def _release(version: str | None) -> tuple[int, int] | None:
-    if not version:
-        return None
-    parts = version.lstrip("v").split(".")
-    try:
-        return int(parts[0]), int(parts[1])
-    except (IndexError, ValueError):
-        return None
+    """MAJOR.MINOR of a release as ``engines.defaults.parse_version`` reads it."""
+    pv = parse_version(version)
+    return (pv[0], pv[1]) if pv is not None else None
+
+
+def _covers(e: Era | PrefillEra, engine: str, version: str | None, gpu_key: str) -> bool:
+    """Whether a calibration (decode or prefill) holds for this engine release and GPU."""
+    rel = _release(version)
+    return (rel is not None and e.engine == engine and e.gpu_class == gpu_class(gpu_key)
+            and e.low <= rel < e.high)
+
+
+def _label(e: Era | PrefillEra) -> str:
+    lo, hi = e.low, e.high
+    rel = (f"{lo[0]}.{lo[1]}.x" if hi == (lo[0], lo[1] + 1)
+           else f"{lo[0]}.{lo[1]}–{hi[0]}.{hi[1] - 1}.x")
+    return f"{e.engine} {rel} on {e.gpu_class}"
 
 
 def era_for(engine: str, version: str | None, gpu_key: str) -> Era | None:
     """The calibration for this engine release on this GPU class, or None (no public sweep)."""
-    rel = _release(version)
-    if rel is None:
-        return None
-    cls = gpu_class(gpu_key)
-    for e in ERAS:
-        if e.engine == engine and e.gpu_class == cls and e.low <= rel < e.high:
-            return e
-    return None
+    return next((e for e in ERAS if _covers(e, engine, version, gpu_key)), None)
 
 
 def _term(floor: Formula, name: str) -> float:
@@ -314,13 +315,10 @@ def prefill_efficiency(engine: str, version: str | None, gpu_key: str,
     ``engine`` is the Deployment's engine name ("vllm" or "sglang"); ``eras`` defaults to
     ``PREFILL_ERAS``.
     """
-    rel = _release(version)
-    cls = gpu_class(gpu_key)
     for e in PREFILL_ERAS if eras is None else eras:
-        if rel is not None and e.engine == engine and e.gpu_class == cls and e.low <= rel < e.high:
-            return e.efficiency, (f"η = {e.efficiency:g} calibrated: {engine} "
-                                  f"{e.low[0]}.{e.low[1]}–{e.high[0]}.{e.high[1] - 1}.x on "
-                                  f"{cls}, {len(e.rows)} rows of {PREFILL_SWEEPS} ({e.source})")
+        if _covers(e, engine, version, gpu_key):
+            return e.efficiency, (f"η = {e.efficiency:g} calibrated: {_label(e)}, "
+                                  f"{len(e.rows)} rows of {PREFILL_SWEEPS} ({e.source})")
     return PREFILL_EFFICIENCY, PREFILL_SOURCE
 
 
