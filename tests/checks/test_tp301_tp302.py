@@ -253,3 +253,19 @@ def test_tp302_pcie_where_nvlink_was_expected() -> None:
     assert "over PCIe (PIX), not NVLink" in f.message
     assert "PCIe Gen4 x16, B ≈ 32.0 GB/s per GPU instead of NVLink 3 (Ampere) at 300 GB/s" in (
         f.message)
+
+
+def test_prefill_clause_says_whether_eta_is_assumed_or_calibrated() -> None:
+    from tpcheck.checks._links import describe
+    from tpcheck.formula import Formula
+    from tpcheck.physics.step import PREFILL_SOURCE
+
+    def clause(source: str, eta: float) -> str:
+        # share 0.5 of a 2,048-token chunk: "they add 50% to the rest of …"
+        f = Formula("prefill_comm_share", "T_comm / (T_chunk − T_comm)",
+                    {"n": 2048, "η": eta}, 0.5, "", source)
+        return describe((f,))
+
+    assert clause(PREFILL_SOURCE, 0.6).endswith("(compute at η = 0.6, assumed)")
+    assert clause("η = 0.45 calibrated: sglang 0.4–0.5.x on hopper, 2 rows of …",
+                  0.45).endswith("(compute at η = 0.45, calibrated)")

@@ -22,7 +22,7 @@ from tpcheck.formula import Formula
 from tpcheck.physics import comm
 from tpcheck.physics.legality import ceil_div
 from tpcheck.physics.linkcost import LinkUse, breakeven, link_use, prefill_share, prefill_tokens
-from tpcheck.physics.step import NO_SWEEP, RATIO_RANGE
+from tpcheck.physics.step import NO_SWEEP, PREFILL_SOURCE, RATIO_RANGE
 
 
 def alpha_override(ctx: CheckContext) -> float | None:
@@ -126,7 +126,7 @@ def describe(costs: tuple[Formula, ...]) -> str:
         if f.name == "prefill_comm_share":
             parts.append(f"they add {_pct(f.result)} to the rest of a {f.values['n']:,}-token "
                          f"prefill chunk (compute at η = {f.values['η']:g}, "
-                         f"{'assumed' if 'assumed' in f.source else 'calibrated'})")
+                         f"{'assumed' if f.source == PREFILL_SOURCE else 'calibrated'})")
         elif f.name == "breakeven_tp":
             be = f.result
             parts.append(
