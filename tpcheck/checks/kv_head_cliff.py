@@ -37,7 +37,7 @@ def check(ctx: CheckContext) -> Iterator[Finding]:
     s = ctx.shape
     assert s is not None
     t, hkv = ctx.tp, s.kv_heads
-    if s.is_mla or s.compressed is not None or hkv <= 0 or t <= hkv or ctx.evaluation.refusals:
+    if s.latent_cache or hkv <= 0 or t <= hkv or ctx.evaluation.refusals:
         return
     rule = sys.modules[__name__]
     now = ctx.evaluation

@@ -55,8 +55,7 @@ def dp_attention(ctx: CheckContext) -> bool:
 def check(ctx: CheckContext) -> Iterator[Finding]:
     s = ctx.shape
     assert s is not None
-    if (s.mla is None and s.compressed is None) or ctx.tp <= 1 or dp_attention(ctx) \
-            or ctx.evaluation.refusals:
+    if not s.latent_cache or ctx.tp <= 1 or dp_attention(ctx) or ctx.evaluation.refusals:
         return
     rule = sys.modules[__name__]
     t = ctx.tp

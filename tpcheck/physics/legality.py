@@ -135,7 +135,7 @@ def refusals(
                 _mod("h mod t", "h", h, "t", ta, HEADS_SRC),
             )
         )
-    if not shape.is_mla and hkv > 0:
+    if not shape.latent_cache and hkv > 0:  # MLA and V4 cache no heads to divide
         if hkv >= ta and hkv % ta:
             out.append(
                 Refusal(
