@@ -22,8 +22,9 @@ the file. The rules follow what vLLM's ``hf_text_config`` sees:
   ``multi_query`` (default true) means one KV head; vLLM's RWConfig forces the new architecture
   when ``hidden_size == 8192`` (falcon-40b) and defaults ``n_head_kv`` to 1.
 - Keys the file leaves out that its transformers config class defaults (``_CLASS_DEFAULTS``,
-  per text model_type: gemma3_text, gemma4_text) take that default, as vLLM's instantiated
-  config does: Gemma 3's text_config has no vocab_size (262208), the 12B's no head_dim (256).
+  per text model_type: gemma3_text, gemma4_text, gpt2, opt) take that default, as vLLM's
+  instantiated config does: Gemma 3's text_config has no vocab_size (262208), the 12B's no
+  head_dim (256); GPT-2 and OPT leave tie_word_embeddings (true) to the class.
 - ``head_dim`` is the config's when positive, else ``hidden_size // num_attention_heads``. For MLA
   models it is ``qk_nope_head_dim + qk_rope_head_dim`` (the q/k head) and ``v_head_dim`` is set.
 - ``ffn`` is the dense MLP width (``intermediate_size``; Llama 4 ``intermediate_size_mlp``), 0 when
@@ -94,7 +95,7 @@ _TEXT_KEYS = ("text_config", "language_config", "llm_config")
 # (multimodal wrappers above all: Gemma 3's text_config has no vocab_size, and the 4B/12B ones no
 # head_dim). vLLM reads the class's value (hf_text_config is the instantiated class), so a missing
 # key takes it here too, per text model_type, each table with the source lines it copies.
-_CLASS_DEFAULTS: dict[str, tuple[str, dict[str, int]]] = {
+_CLASS_DEFAULTS: dict[str, tuple[str, dict[str, int | bool]]] = {
     "gemma3_text": (
         "transformers 5.20.2 models/gemma3/configuration_gemma3.py Gemma3TextConfig l.74-94",
         {"vocab_size": 262_208, "hidden_size": 2304, "intermediate_size": 9216,
@@ -107,17 +108,20 @@ _CLASS_DEFAULTS: dict[str, tuple[str, dict[str, int]]] = {
          "num_hidden_layers": 30, "num_attention_heads": 8, "num_key_value_heads": 4,
          "head_dim": 256, "max_position_embeddings": 131_072, "sliding_window": 512},
     ),
+    # Their hub configs omit the key, and vLLM then shares the embedding as the LM head (vllm
+    # 0.33.0 model_executor/models/gpt2.py:285-286, opt.py:361-362: ``if
+    # self.config.tie_word_embeddings: self.lm_head = self.lm_head.tie_weights(...)``).
+    "gpt2": ("transformers 5.20.2 models/gpt2/configuration_gpt2.py:103",
+             {"tie_word_embeddings": True}),
+    "opt": ("transformers 5.20.2 models/opt/configuration_opt.py:74",
+            {"tie_word_embeddings": True}),
 }
 # A wrapper whose text_config names no model_type gets its class's text config (transformers
 # Gemma3Config.sub_configs_defaults l.201-202: text_config is a Gemma3TextConfig).
 _WRAPPER_TEXT_TYPE = {"gemma3": "gemma3_text", "gemma4": "gemma4_text"}
 _TIED_BY_DEFAULT = ("gemma", "starcoder2", "falcon", "RefinedWeb")
-# Families whose transformers config class defaults tie_word_embeddings to true (transformers
-# 5.20.2 models/gpt2/configuration_gpt2.py:103, models/opt/configuration_opt.py:74); their hub
-# configs omit the key, and vLLM then shares the embedding as the LM head (vllm 0.33.0
-# model_executor/models/gpt2.py:285-286, opt.py:361-362: ``if self.config.tie_word_embeddings:
-# self.lm_head = self.lm_head.tie_weights(...)``).
-_TIED_FAMILIES = frozenset({"gpt2", "opt"})
+# Families with learned position embeddings, replicated on every rank (gpt2 wpe, OPT's offset 2).
+_LEARNED_POSITIONS = frozenset({"gpt2", "opt"})
 _NON_GATED = frozenset(
     {"falcon", "RefinedWeb", "RefinedWebModel", "starcoder2", "gpt2", "gpt_bigcode", "gpt_neox",
      "phi", "opt", "bloom"}
@@ -329,7 +333,7 @@ def parse_config(
     if sliding_layers == 0:
         sliding_window = None
 
-    tied_default = family.startswith(_TIED_BY_DEFAULT) or family in _TIED_FAMILIES
+    tied_default = family.startswith(_TIED_BY_DEFAULT)  # gpt2, opt: _CLASS_DEFAULTS
     tied = r.flag("tie_word_embeddings", tied_default)
     if prefix and "tie_word_embeddings" in cfg and "tie_word_embeddings" not in text:
         tied = _Reader(cfg, where).flag("tie_word_embeddings", tied)
@@ -337,7 +341,7 @@ def parse_config(
     linear_attn = _linear_attention(r, family, layers)
     max_positions = r.first_int("max_position_embeddings", "n_positions", "seq_length")
     extra_params = 0
-    if family in _TIED_FAMILIES and max_positions:
+    if family in _LEARNED_POSITIONS and max_positions:
         # learned position embeddings, replicated on every rank: gpt2 wpe has
         # max_position_embeddings rows (vllm 0.33.0 gpt2.py:210), OPT two more (opt.py:62-66)
         extra_params = (max_positions + (2 if family == "opt" else 0)) * hidden
