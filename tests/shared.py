@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import contextlib
+import os
+from collections.abc import Iterator
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[1]
@@ -9,3 +12,14 @@ SHARED = next((p for p in (REPO.parent / "shared", Path("/work/shared")) if p.is
               REPO.parent / "shared")
 CORPUS = SHARED / "corpus" / "real"
 SARIF_SCHEMA = SHARED / "schemas" / "sarif-schema-2.1.0.json"
+
+
+@contextlib.contextmanager
+def chdir(folder: Path) -> Iterator[None]:
+    """``contextlib.chdir`` (3.11+) for the 3.10 the project supports."""
+    before = os.getcwd()
+    os.chdir(folder)
+    try:
+        yield
+    finally:
+        os.chdir(before)

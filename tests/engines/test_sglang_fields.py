@@ -259,7 +259,7 @@ WHEELS = Path(os.environ.get("TPCHECK_WHEELS", "/work/wheels"))
 def test_committed_sglang_tables_regenerate_from_their_wheels(tmp_path: Path, version: str,
                                                               wheel: str) -> None:
     if not (WHEELS / wheel).exists():
-        pytest.skip(f"{wheel} not in {WHEELS} (set TPCHECK_WHEELS)")
+        pytest.skip(f"{wheel} not downloaded (set TPCHECK_WHEELS to its folder)")
     g = gen()
     path = g.write("sglang", version, g.Archive(WHEELS / wheel), tmp_path)
     assert path.read_bytes() == (OPTIONS / f"sglang-{version}.json").read_bytes()

@@ -25,6 +25,7 @@ import pytest
 from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
+from tests.shared import chdir
 from tpcheck.cli import main
 from tpcheck.oneline import one_line
 
@@ -38,7 +39,7 @@ SETTINGS = settings(max_examples=25, deadline=None,
 def run_in(folder: Path, args: list[str]) -> tuple[int, str, str]:
     """``main(args)`` with ``folder`` as the working directory; (exit code, stdout, stderr)."""
     out, err = io.StringIO(), io.StringIO()
-    with contextlib.chdir(folder), contextlib.redirect_stdout(out), \
+    with chdir(folder), contextlib.redirect_stdout(out), \
             contextlib.redirect_stderr(err):
         code = main(args)
     return code, out.getvalue(), err.getvalue()

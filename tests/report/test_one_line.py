@@ -17,6 +17,7 @@ from urllib.parse import unquote
 
 import pytest
 
+from tests.shared import chdir
 from tpcheck.cli import main
 from tpcheck.oneline import one_line
 
@@ -29,7 +30,7 @@ ODD_PY = 'LLM(model=b"""""""", tensor_parallel_size=2)\n'  # bytes then str: Pyt
 
 def run_in(folder: Path, args: list[str]) -> tuple[int, str, str]:
     out, err = io.StringIO(), io.StringIO()
-    with contextlib.chdir(folder), contextlib.redirect_stdout(out), \
+    with chdir(folder), contextlib.redirect_stdout(out), \
             contextlib.redirect_stderr(err):
         code = main(["--offline", "--gpu", "h100-sxm", *args])
     return code, out.getvalue(), err.getvalue()
@@ -122,7 +123,7 @@ def test_inspect_text_keeps_each_launch_on_its_lines(tmp_path: Path) -> None:
     (tmp_path / "esc.sh").write_text("vllm serve \"nosuch/m\x1b[31mX\" -tp $'\\n'\n",
                                      encoding="utf-8")
     out = io.StringIO()
-    with contextlib.chdir(tmp_path), contextlib.redirect_stdout(out):
+    with chdir(tmp_path), contextlib.redirect_stdout(out):
         assert main(["inspect", "--offline", "esc.sh"]) == 0
     assert "\x1b" not in out.getvalue()
     lines = out.getvalue().splitlines()
