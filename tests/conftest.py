@@ -9,8 +9,27 @@ from __future__ import annotations
 
 import os
 
+import pytest
 from hypothesis import settings
 
 settings.register_profile("ci", derandomize=True, database=None, print_blob=True)
 if os.environ.get("CI"):
     settings.load_profile("ci")
+
+
+# The integrations that start real external processes for every case: pre-commit and git, the
+# action's bash scripts, a Language Server over stdio, the rule docs' CLI runs, a local HTTP hub.
+# They stay in the full run (`python -m pytest`); `python -m pytest -m "not slow"` is the quick one.
+SLOW_MODULES = frozenset({
+    "tests/test_precommit.py", "tests/test_action.py", "tests/test_rule_docs.py",
+    "tests/lsp/test_protocol.py", "tests/lsp/test_server.py", "tests/lsp/test_hostile_docs.py",
+    "tests/lsp/test_fixes.py", "tests/models/test_pull.py", "tests/models/test_resolve.py",
+    "tests/test_hostile.py",
+})
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    root = config.rootpath
+    for item in items:
+        if item.path.relative_to(root).as_posix() in SLOW_MODULES:
+            item.add_marker(pytest.mark.slow)
