@@ -243,14 +243,74 @@ def test_an_unwritable_sarif_file_fails_the_step(installed: Path, workspace: Pat
     assert "tpcheck: cannot write SARIF to no/such/dir/x.sarif" in lint.stderr
 
 
-def test_unbalanced_quotes_in_args_fail_the_step(tmp_path: Path) -> None:
+def _stub_step(tmp_path: Path, given: dict[str, str]) -> tuple[dict[str, Any], Path]:
+    """The lint step with this venv standing in for the installed one (its python and its
+    tpcheck console script), and a workspace folder whose path holds a space."""
     action = _action()
-    step = _runs(action, _inputs(action, {"args": '--select "TP1'}), tmp_path)[1]
-    ws = tmp_path / "ws"
-    ws.mkdir()
-    # Stand in for the installed venv: only its python is used before tpcheck runs.
-    (tmp_path / "tpcheck-venv" / "bin").mkdir(parents=True)
-    (tmp_path / "tpcheck-venv" / "bin" / "python").symlink_to(sys.executable)
+    runner_temp = tmp_path / "runner temp"
+    step = _runs(action, _inputs(action, given), runner_temp)[1]
+    ws = runner_temp / "ws"
+    ws.mkdir(parents=True)
+    venv, here = runner_temp / "tpcheck-venv", BIN.parent
+    (venv / "bin").mkdir(parents=True)
+    # A venv of its own name that sees this one's packages (tpcheck among them)
+    shutil.copy(here / "pyvenv.cfg", venv / "pyvenv.cfg")
+    (venv / "lib").symlink_to(here / "lib")
+    (venv / "bin" / "python").symlink_to(sys.executable)
+    (venv / "bin" / "tpcheck").symlink_to(BIN / "tpcheck")
+    return step, ws
+
+
+def _one_usage_annotation(stdout: str) -> str:
+    (line,) = stdout.splitlines()
+    assert line.startswith("::error title=tpcheck usage error::tpcheck: error: "), line
+    return line
+
+
+def test_unbalanced_quotes_in_args_are_one_annotation_and_exit_2(tmp_path: Path) -> None:
+    step, ws = _stub_step(tmp_path, {"args": '--select "TP1'})
     proc = _execute(step, ws)
-    assert proc.returncode != 0
-    assert "No closing quotation" in proc.stderr
+    assert proc.returncode == 2, proc.stderr
+    assert "Traceback" not in proc.stderr
+    line = _one_usage_annotation(proc.stdout)
+    assert "No closing quotation" in line and "--select \"TP1" in line
+    # written by the EXIT trap although the step ended before tpcheck ran
+    assert (ws.parent / "out").read_text(encoding="utf-8") == "exit-code=2\n"
+
+
+def test_a_format_in_args_is_refused_with_one_line(tmp_path: Path) -> None:
+    step, ws = _stub_step(tmp_path, {"args": "--gpu h100-sxm --format=json"})
+    proc = _execute(step, ws)
+    assert proc.returncode == 2
+    line = _one_usage_annotation(proc.stdout)
+    assert "--format is set by the action" in line
+    assert (ws.parent / "out").read_text(encoding="utf-8") == "exit-code=2\n"
+
+
+def test_a_usage_error_is_an_annotation_and_exit_code_2(tmp_path: Path) -> None:
+    step, ws = _stub_step(tmp_path, {"args": "--gpu nope"})
+    (ws / "qwen.yaml").write_text(
+        (REPO / "fixtures" / "lint" / "qwen3-32b-tp16.yaml").read_text(encoding="utf-8"),
+        encoding="utf-8")
+    proc = _execute(step, ws)
+    assert proc.returncode == 2
+    line = _one_usage_annotation(proc.stdout)
+    assert "unknown GPU 'nope'" in line
+    assert "tpcheck: error: --gpu: unknown GPU 'nope'" in proc.stderr
+    assert (ws.parent / "out").read_text(encoding="utf-8") == "exit-code=2\n"
+
+
+def test_the_default_path_annotates_repository_relative_names(tmp_path: Path) -> None:
+    step, ws = _stub_step(tmp_path, {"args": "--gpu h100-sxm", "sarif-file": "out.sarif"})
+    subprocess.run(["git", "init", "-q", str(ws)], check=True)
+    (ws / "deploy").mkdir()
+    (ws / "deploy" / "llama.yaml").write_text(LLAMA_TP6, encoding="utf-8")
+    proc = _execute(step, ws)  # paths: "." (the default)
+    assert proc.returncode == 1, proc.stderr
+    files = {m["file"] for m in map(ANNOTATION.match, proc.stdout.splitlines()) if m}
+    assert files == {"deploy/llama.yaml"}, proc.stdout
+    sarif = json.loads((ws / "out.sarif").read_text(encoding="utf-8"))
+    uris = {r["locations"][0]["physicalLocation"]["artifactLocation"]["uri"]
+            for r in sarif["runs"][0]["results"]}
+    assert uris == files  # one name for the file in both outputs of the run
+    assert (ws.parent / "out").read_text(encoding="utf-8") == "exit-code=1\n"

@@ -93,7 +93,7 @@ def _print_version(ctx: click.Context, param: click.Parameter, value: bool) -> N
         ctx.exit(0)
 
 
-def _run(args: list[str], standalone: bool) -> int:
+def _run(args: list[str], standalone: bool, github: bool = False) -> int:
     """Parse with the group, run the one command; --help returns 0 through click's Exit."""
     import click
 
@@ -105,17 +105,37 @@ def _run(args: list[str], standalone: bool) -> int:
         return e.exit_code
     except click.UsageError as e:
         path = e.ctx.command_path if e.ctx is not None else "tpcheck"
-        return _say_error(e.format_message(), path)
+        return _say_error(e.format_message(), path, github)
     except click.ClickException as e:
-        return _say_error(e.format_message(), None)
+        return _say_error(e.format_message(), None, github)
     return int(rc or 0)
 
 
-def _say_error(message: str, hint: str | None) -> int:
+def _github_format(args: Sequence[str]) -> bool:
+    """Whether the command line asks for workflow commands (the last ``--format`` wins, as
+    click reads it): a usage error then also becomes an annotation the checks view shows."""
+    words = args[:args.index("--")] if "--" in args else args
+    fmt = None
+    for i, w in enumerate(words):
+        if w == "--format" and i + 1 < len(words):
+            fmt = words[i + 1]
+        elif w.startswith("--format="):
+            fmt = w.split("=", 1)[1]
+    return fmt == "github"
+
+
+def _say_error(message: str, hint: str | None, github: bool = False) -> int:
     from tpcheck.oneline import one_line  # here, so `tpcheck --version` imports nothing more
 
     see = f" (see '{hint} --help')" if hint else ""
-    sys.stderr.write(f"tpcheck: error: {one_line(message)}{see}\n")
+    line = f"tpcheck: error: {message}{see}"
+    if github:  # stdout, where the findings' annotations go
+        from tpcheck.oneline import github_data, github_property
+
+        sys.stdout.write(f"::error title={github_property('tpcheck usage error')}::"
+                         f"{github_data(line)}\n")
+        sys.stdout.flush()
+    sys.stderr.write(one_line(line) + "\n")
     return 2
 
 
@@ -134,15 +154,16 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 0
     if not args:
         return _say_error("no PATH or COMMAND given", "tpcheck")
+    github = _github_format(args)
     if sys.stdout is None:  # started with >&-: print() would drop every finding and exit 0
         return _say_error("standard output is closed; nothing could be reported", None) \
             if sys.stderr is not None else 2
     try:
-        return _run(args, standalone=argv is None)
+        return _run(args, standalone=argv is None, github=github)
     except UsageError as e:  # raised outside a command's run (commands add their own --help)
-        return _say_error(str(e), "tpcheck")
+        return _say_error(str(e), "tpcheck", github)
     except CommandError as e:
-        return _say_error(str(e), None)
+        return _say_error(str(e), None, github)
     except KeyboardInterrupt:
         return 130
     except BrokenPipeError:

@@ -65,7 +65,10 @@ def test_a_finding_in_a_file_so_named_stays_on_its_line(tmp_path: Path, bad: str
 
     code, out, _ = run_in(tmp_path, ["--format", "github", name])
     line = next(x for x in out.splitlines() if x.startswith("::"))
-    assert f"file=q{one_line(bad).replace(':', '%3A')}wen.yaml," in line
+    # GitHub's own escapes for CR and LF (the runner turns them back into the true name), the
+    # others as repr writes them
+    shown = {"\n": "%0A", "\r": "%0D"}.get(bad, one_line(bad))
+    assert f"file=q{shown.replace(':', '%3A')}wen.yaml," in line
     assert "\x1b" not in out
 
 
@@ -133,8 +136,11 @@ def test_inspect_text_keeps_each_launch_on_its_lines(tmp_path: Path) -> None:
 
 # The Unicode bidi controls (UAX #9): LRM, RLM, LRE, RLE, PDF, LRO, RLO, LRI, RLI, FSI, PDI.
 # None breaks a line, but each reorders how the rest of it is shown ("Trojan source").
+# And ALM (U+061C), UAX #9's twelfth: the Arabic letter mark.
 BIDI = ["\u200e", "\u200f", "\u202a", "\u202b", "\u202c", "\u202d", "\u202e",
-        "\u2066", "\u2067", "\u2068", "\u2069"]
+        "\u2066", "\u2067", "\u2068", "\u2069", "\u061c"]
+# Zero-width characters that join nothing: a name with one looks like the name without it.
+ZERO_WIDTH = ["\u200b", "\u2060", "\u2061", "\u2062", "\u2063", "\u2064", "\ufeff", "\u180e"]
 
 
 @pytest.mark.parametrize("mark", BIDI)
@@ -143,6 +149,34 @@ def test_bidi_controls_are_escaped_as_repr_writes_them(mark: str) -> None:
     # "\u202e" is 6 printable characters: a, the escape, b = 8, and no bidi control left
     assert shown == f"a\\u{ord(mark):04x}b" and len(shown) == 8 and shown.isprintable()
     assert shown == repr(f"a{mark}b")[1:-1]
+
+
+@pytest.mark.parametrize("mark", ZERO_WIDTH)
+def test_zero_width_characters_are_escaped(mark: str) -> None:
+    # repr leaves U+200B as it is (it is "printable" to Python): written \u200b all the same
+    assert one_line(f"a{mark}b") == f"a\\u{ord(mark):04x}b"
+
+
+@pytest.mark.parametrize("mark", ["\u061c", "\u200b"])
+def test_text_and_github_output_escape_alm_and_zwsp(tmp_path: Path, mark: str) -> None:
+    name = f"q{mark}wen.yaml"
+    (tmp_path / name).write_text(GOOD_TEXT, encoding="utf-8")
+    for fmt in ("text", "github"):
+        code, out, _ = run_in(tmp_path, ["--format", fmt, name])
+        assert code == 1 and mark not in out, fmt
+        assert f"q\\u{ord(mark):04x}wen.yaml" in out
+
+
+def test_plans_header_escapes_the_engine_version() -> None:
+    bad = "0.10.0\x1b[2J\x1b]0;pwned\x07"  # clears the screen, retitles the terminal
+    out, err = io.StringIO(), io.StringIO()
+    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+        code = main(["plan", "meta-llama/Llama-3.1-8B-Instruct", "--gpu", "h100-sxm",
+                     "--offline", "--engine-version", bad])
+    assert code == 0, err.getvalue()
+    text = out.getvalue()
+    assert "\x1b" not in text and "\x07" not in text
+    assert "engine=vllm 0.10.0\\x1b[2J\\x1b]0;pwned\\x07 " in text
 
 
 def test_neighbours_of_the_bidi_controls_are_left_alone() -> None:

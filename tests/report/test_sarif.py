@@ -139,3 +139,61 @@ def test_an_unwritable_sarif_file_fails_loudly(repo: Path) -> None:
     assert proc.returncode == 2
     assert proc.stderr.strip().splitlines() == [
         "tpcheck: cannot write SARIF to no/such/dir/out.sarif: No such file or directory"]
+
+
+# ---- code scanning's ingestion rules (issue 36) and hostile names (issue 28 item 7) ----------
+
+def test_a_file_name_that_is_not_utf8_keeps_every_result(repo: Path) -> None:
+    name = os.fsdecode(b"x\xff.sh")  # legal on Linux; held as a surrogate by surrogateescape
+    (repo / name).write_text(LLAMA_TP6, encoding="utf-8")
+    (repo / "ok.sh").write_text(LLAMA_TP6, encoding="utf-8")
+    run = _sarif(repo, ".")["runs"][0]
+    uris = [r["locations"][0]["physicalLocation"]["artifactLocation"]["uri"]
+            for r in run["results"]]
+    # TP101, TP102 and TP103 on each file; the odd name's byte 0xFF percent-encoded
+    assert sorted(uris) == ["ok.sh"] * 3 + ["x%FF.sh"] * 3
+    assert os.fsdecode(bytes.fromhex("78ff2e7368")) == name
+
+
+def test_rules_carry_their_family_tag_and_a_precision(repo: Path) -> None:
+    (repo / "run.sh").write_text(LLAMA_TP6, encoding="utf-8")
+    rules = _sarif(repo, "run.sh")["runs"][0]["tool"]["driver"]["rules"]
+    tags = {r["id"]: (r["properties"]["tags"], r["properties"]["precision"]) for r in rules}
+    assert tags["TP001"] == (["command-line"], "very-high")
+    assert tags["TP101"] == (["legality"], "very-high")
+    assert tags["TP201"] == (["capacity"], "high")
+    assert tags["TP301"] == (["communication"], "medium")
+    assert tags["TP401"] == (["scheduling"], "high")
+    assert tags["TP900"] == (["input"], "very-high")
+    # code scanning's precisions, and every rule tagged
+    assert {p for _, p in tags.values()} <= {"very-high", "high", "medium", "low"}
+    assert all(len(t) == 1 for t, _ in tags.values())
+
+
+def test_the_message_links_each_related_location(repo: Path) -> None:
+    (repo / "run.sh").write_text(LLAMA_TP6, encoding="utf-8")
+    results = _sarif(repo, "run.sh")["runs"][0]["results"]
+    related = [r for r in results if r.get("relatedLocations")]
+    assert related  # TP101 points at the model's name as well
+    for r in related:
+        for loc in r["relatedLocations"]:
+            assert f"]({loc['id']})" in r["message"]["text"], r["message"]["text"]
+            assert f"]({loc['id']})" in r["message"]["markdown"]
+
+
+def test_automation_id_is_the_settings_scope_and_can_be_overridden(repo: Path) -> None:
+    prod = repo / "deploy" / "prod"
+    prod.mkdir(parents=True)
+    (prod / ".tpcheck.toml").write_text('gpu = "h100-sxm"\n', encoding="utf-8")
+    (prod / "run.sh").write_text(LLAMA_TP6, encoding="utf-8")
+    (repo / "run.sh").write_text(LLAMA_TP6, encoding="utf-8")
+
+    def category(cwd: Path, *extra: str) -> str:
+        got: str = _sarif(cwd, *extra, "run.sh")["runs"][0]["automationDetails"]["id"]
+        return got
+
+    assert category(repo) == "tpcheck/"
+    # two uploads in one workflow, one per settings folder: two categories (everything up to
+    # the last slash is the category)
+    assert category(prod) == "tpcheck/deploy/prod/"
+    assert category(prod, "--sarif-category", "tpcheck/gpu-h100/") == "tpcheck/gpu-h100/"

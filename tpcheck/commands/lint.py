@@ -29,6 +29,8 @@ Exit 0: nothing at or above --fail-on; 1: findings; 2: usage or input error."""
 @base.format_option("text", "json", "sarif", "github")
 @base.option("--sarif-file", type=click.Path(dir_okay=False, path_type=Path), metavar="FILE",
              help="Also write SARIF 2.1.0 to FILE, from the same run (any --format).")
+@base.option("--sarif-category", metavar="ID",
+             help="SARIF automationDetails.id (default: tpcheck/ plus the settings' folder).")
 @base.select_option
 @base.ignore_option
 @base.option("--fail-on", type=base.Choice(["error", "warning", "info"]),
@@ -111,28 +113,36 @@ def run(args: base.Args) -> int:
     color: bool | None = args.color
     if color is None:
         color = sys.stdout.isatty() and not os.environ.get("NO_COLOR")
-    text = render(fmt, result, color=color, statistics=args.statistics, quiet=args.quiet)
+    sarif = {"scope": settings.root if settings.source else None,
+             "category": args.sarif_category}
+    text = render(fmt, result, color=color, statistics=args.statistics, quiet=args.quiet,
+                  scope=sarif["scope"], category=sarif["category"])
     if text:
         sys.stdout.write(text)
     if fmt in ("text", "github"):
         for problem in result.errors:
             sys.stderr.write(f"tpcheck: {one_line(str(problem))}\n")
     code = exit_code(result, settings.fail_on)
-    if args.sarif_file is not None and not _write_sarif(args.sarif_file, result):
+    if args.sarif_file is not None and not _write_sarif(args.sarif_file, result, fmt, **sarif):
         return 2
     return code
 
 
-def _write_sarif(path: Path, result: LintResult) -> bool:
+def _write_sarif(path: Path, result: LintResult, fmt: str, **names: str | None) -> bool:
     """The side output for CI: one run gives annotations and code scanning. Failing to write it
-    is an error of the run, not a silent pass."""
+    is an error of the run, not a silent pass (and, under --format github, an annotation)."""
     from tpcheck.report import render
 
     try:
-        path.write_text(render("sarif", result), encoding="utf-8")
+        path.write_text(render("sarif", result, scope=names.get("scope"),
+                               category=names.get("category")), encoding="utf-8")
     except OSError as e:
-        sys.stderr.write(one_line(f"tpcheck: cannot write SARIF to {path}: {e.strerror or e}")
-                         + "\n")
+        line = f"tpcheck: cannot write SARIF to {path}: {e.strerror or e}"
+        if fmt == "github":
+            from tpcheck.report.github import usage_annotation
+
+            sys.stdout.write(usage_annotation(line) + "\n")
+        sys.stderr.write(one_line(line) + "\n")
         return False
     return True
 

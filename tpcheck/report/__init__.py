@@ -6,7 +6,8 @@ from tpcheck.lint import LintResult
 
 
 def render(fmt: str, result: LintResult, *, color: bool = False, statistics: bool = False,
-           quiet: bool = False) -> str:
+           quiet: bool = False, scope: str | None = None, category: str | None = None) -> str:
+    """``scope`` (the settings' folder) and ``category`` name a SARIF run for code scanning."""
     if fmt == "json":
         from tpcheck.report.json_out import render_json
 
@@ -14,7 +15,7 @@ def render(fmt: str, result: LintResult, *, color: bool = False, statistics: boo
     if fmt == "sarif":
         from tpcheck.report.sarif import render_sarif
 
-        return render_sarif(result)
+        return render_sarif(result, scope=scope, category=category)
     if fmt == "github":
         from tpcheck.report.github import render_github
 

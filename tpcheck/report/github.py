@@ -1,38 +1,38 @@
-"""GitHub Actions workflow commands: one ``::error``/``::warning``/``::notice`` per finding."""
+"""GitHub Actions workflow commands: one ``::error``/``::warning``/``::notice`` per finding.
+
+Paths are the repository-relative form SARIF uses (``deploy/llama.sh`` for ``./deploy/llama.sh``)
+so an annotation lands on the file the pull request shows; every property and message goes
+through GitHub's escaping (``tpcheck.oneline``)."""
 
 from __future__ import annotations
 
+from pathlib import Path
+
 from tpcheck.lint import LintResult
-from tpcheck.oneline import one_line
+from tpcheck.oneline import github_data, github_property
+from tpcheck.report.paths import repository_path, source_root
 
 LEVEL = {"error": "error", "warning": "warning", "info": "notice"}
 
 
-def _esc_data(s: str) -> str:
-    return s.replace("%", "%25").replace("\r", "%0D").replace("\n", "%0A")
+def usage_annotation(message: str) -> str:
+    """A usage error as the one annotation the checks view shows (no file to point at)."""
+    return f"::error title={github_property('tpcheck usage error')}::{github_data(message)}"
 
 
-def _esc_value(s: str) -> str:
-    """A path or message: its own control characters escaped (a runner's log is a terminal
-    too), then the command's escapes."""
-    return _esc_data(one_line(s))
-
-
-def _esc_prop(s: str) -> str:
-    return _esc_value(s).replace(":", "%3A").replace(",", "%2C")
-
-
-def render_github(result: LintResult) -> str:
+def render_github(result: LintResult, root: Path | None = None) -> str:
+    base = source_root(Path.cwd()) if root is None else root
     out = []
     for f in result.findings:
         s = f.span
-        props = (f"file={_esc_prop(s.path)},line={s.line},col={s.column},endLine={s.end_line},"
-                 f"endColumn={s.end_column},title={_esc_prop(f'{f.code} {f.name}')}")
-        body = _esc_value(f.message)
+        props = (f"file={github_property(repository_path(s.path, base))},line={s.line},"
+                 f"col={s.column},endLine={s.end_line},endColumn={s.end_column},"
+                 f"title={github_property(f'{f.code} {f.name}')}")
+        body = github_data(f.message)
         if f.formula is not None:
-            body += "%0A" + _esc_value(f.formula.render())
+            body += "%0A" + github_data(f.formula.render())
         out.append(f"::{LEVEL[f.severity.value]} {props}::{body}")
     for e in result.errors:
-        out.append(f"::error file={_esc_prop(e.path)},line={e.line},col={e.column},"
-                   f"title=tpcheck::{_esc_value(e.message)}")
+        out.append(f"::error file={github_property(repository_path(e.path, base))},"
+                   f"line={e.line},col={e.column},title=tpcheck::{github_data(e.message)}")
     return "\n".join(out) + ("\n" if out else "")

@@ -72,7 +72,7 @@ def render_plan(model: str, where: str, shape: ModelShape, rows: Sequence[Evalua
     out: list[str] = []
     kvdesc = (f"MLA latent {shape.mla.latent_dim}" if shape.mla else
               f"h_kv={shape.kv_heads}, d_h={shape.head_dim}")
-    out.append(one_line(f"{model}  ({where})"))  # the names as given, on one line
+    out.append(f"{model}  ({where})")  # the names as given (escaped with every line below)
     out.append(f"  L={shape.layers} d={shape.hidden} h={shape.heads} {kvdesc} f={shape.ffn} "
                f"V={shape.vocab} dtype={shape.dtype}"
                + (f" experts={shape.moe.num_experts}x{shape.moe.expert_ffn}" if shape.moe else ""))
@@ -174,4 +174,5 @@ def render_plan(model: str, where: str, shape: ModelShape, rows: Sequence[Evalua
         if be is not None:
             out.append(f"  break-even t on this link: {be.result:.2f} ({be.expression})")
     out.append("")
-    return "\n".join(out)
+    # every line: the engine version, the model and the paths are the user's strings
+    return "\n".join(map(one_line, out))

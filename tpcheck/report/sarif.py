@@ -3,7 +3,12 @@
 What code scanning needs beyond the schema (its "SARIF support" page): URIs relative to the
 checkout under ``%SRCROOT%``, columns in UTF-16 code units, and ``partialFingerprints`` so that
 uploads through the API recognise an alert that only moved. A file tpcheck could not read is a
-result too (rule TP900), because notifications never reach a pull request.
+result too (rule TP900), because notifications never reach a pull request. Rules carry
+``properties.tags`` (their family) and ``precision`` so alerts can be filtered and ranked; a
+message links its related locations (``[text](id)``, the only way code scanning shows them); the
+run's ``automationDetails.id`` is a category of its own, so two uploads in one workflow do not
+replace each other. A file name that is not UTF-8 (legal on Linux) is written with its bytes
+percent-encoded in the URI.
 """
 
 from __future__ import annotations
@@ -11,6 +16,7 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import re
 from collections import Counter
 from pathlib import Path
 from urllib.parse import quote
@@ -19,6 +25,7 @@ from tpcheck import __version__
 from tpcheck.checks import RULES
 from tpcheck.checks.base import Edit, Finding
 from tpcheck.lint import LintResult
+from tpcheck.report.paths import relative_to_root, source_root
 from tpcheck.ruledocs import DOC_URL, NOTICES, doc, section
 from tpcheck.sources.base import SourceError, Span
 
@@ -30,13 +37,50 @@ FINGERPRINT = "tpcheck/v1"
 UNREADABLE = ("TP900", *NOTICES["TP900"])
 
 
-def source_root(start: Path) -> Path:
-    """The checkout that code scanning resolves URIs against: the enclosing git work tree, else
-    ``start`` itself (the action runs in the checkout's root)."""
-    for d in (start, *start.parents):
-        if (d / ".git").exists():
-            return d
-    return start
+__all__ = ["family", "render_sarif", "source_root"]
+
+# The rule families by code (DESIGN.md's numbering), with how sure a finding of each is: the
+# engine's own parser and asserts (very-high), its memory accounting (high), the cost model of
+# the links (medium). One table: the rules' data registry can take it over as it is.
+_FAMILIES = {"0": ("command-line", "very-high"), "1": ("legality", "very-high"),
+             "2": ("capacity", "high"), "3": ("communication", "medium"),
+             "4": ("scheduling", "high"), "9": ("input", "very-high")}
+
+
+def family(code: str) -> tuple[str, str]:
+    """A rule's family tag and precision from its code: TP0xx command-line, TP1xx legality,
+    TP2xx capacity, TP3xx communication, TP4xx scheduling, TP9xx input."""
+    return _FAMILIES.get(code[2:3], ("other", "medium"))
+
+
+def automation_id(scope: str | None, root: Path) -> str:
+    """``tpcheck/`` plus the settings' folder relative to the checkout, ending in ``/`` so that
+    code scanning takes all of it as the category (it splits category/run-id at the last
+    slash): ``tpcheck/`` at the root, ``tpcheck/deploy/prod/`` for that folder's settings."""
+    rel = relative_to_root(scope, root) if scope else None
+    if not rel or rel == ".":
+        return "tpcheck/"
+    return f"tpcheck/{_text(rel).strip('/')}/"
+
+
+_SURROGATE = re.compile("[\ud800-\udfff]")
+
+
+def _text(s: str) -> str:
+    """A string as valid UTF-8: a file name's undecodable bytes (held as surrogates by
+    surrogateescape) become U+FFFD; JSON of a lone surrogate is refused by strict readers."""
+    return s if s.isascii() else _SURROGATE.sub("\ufffd", s)
+
+
+def _clean(obj: object) -> object:
+    """Every string of the document through ``_text`` (messages, snippets, formulas, fixes)."""
+    if isinstance(obj, str):
+        return _text(obj)
+    if isinstance(obj, dict):
+        return {_text(k): _clean(v) for k, v in obj.items()}
+    if isinstance(obj, (list, tuple)):
+        return [_clean(v) for v in obj]
+    return obj
 
 
 # Past this a file's columns are counted in code points: 13× the default max-file-size.
@@ -63,12 +107,11 @@ class _Sources:
 
     def location(self, path: str) -> dict[str, str]:
         """``%SRCROOT%``-relative and percent-encoded inside the root; ``file://`` outside it."""
-        absolute = Path(os.path.abspath(path))
-        try:
-            rel = absolute.relative_to(self.root)
-        except ValueError:
-            return {"uri": absolute.as_uri()}
-        return {"uri": quote(rel.as_posix()), "uriBaseId": SRCROOT}
+        rel = relative_to_root(path, self.root)
+        if rel is None:  # as_uri percent-encodes the file system's bytes
+            return {"uri": Path(os.path.abspath(path)).as_uri()}
+        # the name's bytes, so a non-UTF-8 name (surrogateescape) is %FF rather than an error
+        return {"uri": quote(os.fsencode(rel)), "uriBaseId": SRCROOT}
 
     def column(self, path: str, line: int, column: int) -> int:
         """A 1-based code-point column as 1-based UTF-16 code units (an emoji counts two)."""
@@ -97,6 +140,7 @@ class _Sources:
 
 def _rule(code: str, name: str, severity: str, summary: str) -> dict[str, object]:
     text = doc(code) or summary
+    tag, precision = family(code)
     return {
         "id": code,
         "name": name,
@@ -105,19 +149,29 @@ def _rule(code: str, name: str, severity: str, summary: str) -> dict[str, object
         "help": {"text": section(text, "Why") or summary, "markdown": text},
         "helpUri": DOC_URL.format(code=code),
         "defaultConfiguration": {"level": LEVEL[severity]},
+        "properties": {"tags": [tag], "precision": precision},
     }
 
 
 def _message(f: Finding) -> dict[str, str]:
-    text = f.message
-    md = f.message
+    text = _text(f.message)
+    md = text
+    if f.related:  # code scanning shows a related location only where the message links it
+        links = "; ".join(f"[{_link_text(t)}]({i})" for i, (_, t) in enumerate(f.related))
+        text += f"\nSee {links}."
+        md += f"\n\nSee {links}."
     if f.formula:
         text += f"\n{f.formula.render()}"
         md += f"\n\n```\n{f.formula.render()}\n```"
     if f.fix:
-        text += f"\nFix: {f.fix}"
-        md += f"\n\n**Fix:** {f.fix}"
+        text += f"\nFix: {_text(f.fix)}"
+        md += f"\n\n**Fix:** {_text(f.fix)}"
     return {"text": text, "markdown": md}
+
+
+def _link_text(text: str) -> str:
+    """Link text for ``[text](id)``: brackets escaped as SARIF's message strings require."""
+    return _text(text).replace("\\", "\\\\").replace("[", "\\[").replace("]", "\\]")
 
 
 def _fix(e: Edit, src: _Sources) -> dict[str, object]:
@@ -150,7 +204,7 @@ def _result(f: Finding, index: int, src: _Sources,
     }
     if f.related:
         res["relatedLocations"] = [
-            {"id": i, "message": {"text": text}, "physicalLocation": {
+            {"id": i, "message": {"text": _text(text)}, "physicalLocation": {
                 "artifactLocation": src.location(sp.path), "region": src.region(sp)}}
             for i, (sp, text) in enumerate(f.related)
         ]
@@ -173,14 +227,17 @@ def _unreadable(e: SourceError, index: int, src: _Sources,
         "ruleId": UNREADABLE[0],
         "ruleIndex": index,
         "level": "error",
-        "message": {"text": f"{e.message} (nothing in this file was checked)"},
+        "message": {"text": f"{_text(e.message)} (nothing in this file was checked)"},
         "locations": [{"physicalLocation": {"artifactLocation": loc, "region": {
             "startLine": line, "startColumn": src.column(e.path, line, max(e.column, 1))}}}],
         "partialFingerprints": {FINGERPRINT: _fingerprint((*what, str(seen[what])))},
     }
 
 
-def render_sarif(result: LintResult, root: Path | None = None) -> str:
+def render_sarif(result: LintResult, root: Path | None = None, *, scope: str | None = None,
+                 category: str | None = None) -> str:
+    """``scope``: the folder of the settings in force (the run's category); ``category``
+    overrides the ``automationDetails.id`` made from it."""
     src = _Sources(source_root(Path.cwd()) if root is None else root)
     rules = [_rule(m.CODE, m.NAME, m.SEVERITY.value, m.SUMMARY) for m in RULES]
     rules.append(_rule(*UNREADABLE[:2], "error", UNREADABLE[2]))
@@ -190,7 +247,7 @@ def render_sarif(result: LintResult, root: Path | None = None) -> str:
     results += [_unreadable(e, index[UNREADABLE[0]], src, seen) for e in result.errors]
     notes = [{
         "level": "error",
-        "message": {"text": e.message},
+        "message": {"text": _text(e.message)},
         "locations": [{"physicalLocation": {
             "artifactLocation": src.location(e.path),
             "region": {"startLine": max(e.line, 1),
@@ -204,10 +261,11 @@ def render_sarif(result: LintResult, root: Path | None = None) -> str:
                                 "informationUri": "https://github.com/tpcheck/tpcheck",
                                 "rules": rules}},
             "originalUriBaseIds": {SRCROOT: {"uri": src.root.as_uri().rstrip("/") + "/"}},
+            "automationDetails": {"id": category or automation_id(scope, src.root)},
             "columnKind": "utf16CodeUnits",
             "results": results,
             "invocations": [{"executionSuccessful": not result.errors,
                              "toolExecutionNotifications": notes}],
         }],
     }
-    return json.dumps(doc_, indent=2, default=lambda o: None) + "\n"
+    return json.dumps(_clean(doc_), indent=2, default=lambda o: None) + "\n"

@@ -1,0 +1,35 @@
+"""Where a report says a file is: relative to the checkout, as code scanning and GitHub's
+annotations resolve paths. One function for SARIF and the workflow commands, so the two outputs
+of one run name a file the same way (``deploy/llama.sh``, never ``./deploy/llama.sh``)."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+
+def source_root(start: Path) -> Path:
+    """The checkout that code scanning resolves URIs against: the enclosing git work tree, else
+    ``start`` itself (the action runs in the checkout's root)."""
+    for d in (start, *start.parents):
+        if (d / ".git").exists():
+            return d
+    return start
+
+
+def relative_to_root(path: str, root: Path) -> str | None:
+    """``path`` as a POSIX path relative to ``root``, or None when it lies outside it."""
+    absolute = Path(os.path.abspath(path))
+    try:
+        return absolute.relative_to(root).as_posix()
+    except ValueError:
+        return None
+
+
+def repository_path(path: str, root: Path) -> str:
+    """The name an annotation gives ``path``: repository-relative inside ``root``, the
+    absolute path outside it; ``-`` (stdin) as it is."""
+    if path == "-":
+        return path
+    rel = relative_to_root(path, root)
+    return rel if rel is not None else os.path.abspath(path)
