@@ -713,6 +713,63 @@ def test_hub_credentials_never_reach_a_message(tmp_path: Path) -> None:
             assert secret not in p.stdout + p.stderr
 
 
+@pytest.mark.parametrize("endpoint", [
+    "http://127.0.0.1:{port}/?token=qsecret0042",  # a token in the query string
+    "http://127.0.0.1:{port}/t/psecret0042",  # a token as a path segment (a proxy's)
+])
+def test_a_token_in_hf_endpoints_query_or_path_is_never_printed(tmp_path: Path,
+                                                                 endpoint: str) -> None:
+    # Issue 28 item 9: userinfo and hf_ tokens were redacted, a query's or a path's were not.
+    # A real loopback server answers 500, so TP000 quotes the client's error (and the URL).
+    import http.server
+    import threading
+
+    class Fail(http.server.BaseHTTPRequestHandler):
+        def _fail(self) -> None:
+            body = f"no such thing: {self.path}".encode()  # echoes the URL it was asked for
+            self.send_response(500)
+            self.send_header("Content-Length", str(len(body)))
+            self.end_headers()
+            if self.command != "HEAD":
+                self.wfile.write(body)
+
+        do_GET = do_HEAD = _fail
+
+        def log_message(self, *args: object) -> None:
+            pass
+
+    srv = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Fail)
+    threading.Thread(target=srv.serve_forever, daemon=True).start()
+    try:
+        (tmp_path / "r.sh").write_text("vllm serve someorg/somemodel -tp 2\n")
+        env = {**os.environ, "HF_ENDPOINT": endpoint.format(port=srv.server_port),
+               "HF_HUB_CACHE": str(tmp_path / "hub"), "HF_HUB_OFFLINE": "0"}
+        env.pop("TRANSFORMERS_OFFLINE", None)
+        env.pop("HF_TOKEN", None)
+        outs = [subprocess.run([sys.executable, "-m", "tpcheck", *args, "r.sh"],
+                               capture_output=True, text=True, timeout=60, cwd=tmp_path, env=env)
+                for args in (["--gpu", "h100-sxm"], ["--gpu", "h100-sxm", "--format", "json"],
+                             ["inspect"])]
+    finally:
+        srv.shutdown()
+    assert "TP000" in outs[0].stdout and "127.0.0.1" in outs[0].stdout, outs[0].stdout
+    for p in outs:
+        for secret in ("qsecret0042", "psecret0042"):
+            assert secret not in p.stdout + p.stderr, p.stdout + p.stderr
+
+
+def test_redact_takes_query_values_and_the_endpoints_path(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    from tpcheck.models.resolve import ResolveError, redact_url
+
+    monkeypatch.setenv("HF_ENDPOINT", "https://proxy.example:8443/t/abc123secret")
+    e = ResolveError("network", "GET https://proxy.example:8443/t/abc123secret/api/models/a/b"
+                     "?token=xyz&sig=q failed")
+    assert e.message == "GET https://proxy.example:8443/***/api/models/a/b?token=***&sig=*** failed"
+    assert redact_url("https://u:p@proxy.example:8443/t/abc123secret") == \
+        "https://proxy.example:8443/***"
+
+
 def test_scrub_redacts_userinfo_and_hub_tokens() -> None:
     from tpcheck.models.resolve import ResolveError
 

@@ -172,17 +172,49 @@ def _config_in(path: Path) -> Path | None:
 # user:password@ in any URL, and anything shaped like a hub token, wherever a message quotes them
 _USERINFO = re.compile(r"(?<=://)[^/@\s'\"]+@")
 _HUB_TOKEN = re.compile(r"\bhf_[A-Za-z0-9]{8,}")
+# a URL's query (?token=..., &sig=...): the names stay, every value goes
+_URL = re.compile(r"[A-Za-z][A-Za-z0-9+.-]*://[^\s'\"<>]+")
+_QUERY_VALUE = re.compile(r"(?<=[?&;])([^=&;#]*)=[^&;#]*")
 
 
-def _scrub(text: str) -> str:
-    """Credentials out of text that may echo a request: the HTTP client's error text quotes the
-    URL with the userinfo of HF_ENDPOINT, and a proxy page may echo a header."""
+def redact(text: str) -> str:
+    """Credentials out of any text tpcheck prints that may quote a URL or a request: the token
+    variables' values, userinfo (``***@``), every query value (``?token=***``), the path of
+    HF_ENDPOINT (a proxy may take its token as a path segment: ``https://proxy/***``) and
+    anything shaped like a hub token. The one redaction: resolve errors, the endpoint as
+    messages name it and the hub worker's answers all pass here."""
     for name in ("HF_TOKEN", "HUGGING_FACE_HUB_TOKEN"):
         token = os.environ.get(name)
         if token and len(token) >= 4:
             text = text.replace(token, "***")
-    text = _HUB_TOKEN.sub("hf_***", _USERINFO.sub("***@", text))
-    return " ".join(text.split())
+    text = _USERINFO.sub("***@", text)
+    text = _URL.sub(lambda m: _QUERY_VALUE.sub(r"\1=***", m.group(0)), text)
+    text = _endpoint_path(text)
+    return _HUB_TOKEN.sub("hf_***", text)
+
+
+def _endpoint_path(text: str) -> str:
+    """HF_ENDPOINT's own path (and query) after its host, wherever the text quotes it."""
+    from urllib.parse import urlsplit
+
+    raw = os.environ.get("HF_ENDPOINT", "")
+    try:
+        parts = urlsplit(raw.strip())
+        host = parts.hostname
+        port = parts.port
+    except ValueError:
+        return text
+    path = parts.path.rstrip("/")
+    if not host or not path:
+        return text
+    netloc = host if port is None else f"{host}:{port}"
+    return text.replace(f"{netloc}{path}", f"{netloc}/***")
+
+
+def _scrub(text: str) -> str:
+    """``redact`` on one line: the HTTP client's error text quotes the URL with the userinfo
+    of HF_ENDPOINT, and a proxy page may echo a header."""
+    return " ".join(redact(text).split())
 
 
 def _cache_folder(repo: str) -> Path:
@@ -216,8 +248,8 @@ def import_hub() -> Any:
 
 
 def redact_url(url: str) -> str:
-    """The endpoint as messages show it: without its userinfo at all."""
-    return _USERINFO.sub("", url)
+    """The endpoint as messages show it: without its userinfo at all, and ``redact``ed."""
+    return redact(re.sub(r"(?<=://)[^/@\s'\"]+@", "", url))
 
 
 def classify_hub_error(error: BaseException, repo: str, endpoint: str) -> ResolveError:
