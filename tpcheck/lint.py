@@ -91,7 +91,9 @@ class Linter:
     """One run's shared state: rules, resolver, shape cache, GPU and topology."""
 
     def __init__(self, settings: Settings, *, gpu_flag: str | None = None,
-                 report_unused_ignores: bool = False) -> None:
+                 report_unused_ignores: bool = False, gpu_from: str = "--gpu") -> None:
+        """``gpu_from`` names where ``gpu_flag`` came from in messages (the editor's
+        ``tpcheck.gpu`` setting, not the command line's flag, in the Language Server)."""
         from tpcheck.models.resolve import Resolver
 
         if settings.rules:  # checked once, normalised: rules read them by their own spelling
@@ -114,9 +116,10 @@ class Linter:
         self._evaluations: dict[tuple[int, int, Options], Evaluation] = {}
         self._suppressions: dict[str, list[Suppression]] = {}
         self.gpu_flag: GPU | None = None
+        self.gpu_from = gpu_from
         self.gpu_setting: GPU | None = None
         if gpu_flag:
-            self.gpu_flag = _gpu_or_error(gpu_flag, "--gpu")
+            self.gpu_flag = _gpu_or_error(gpu_flag, gpu_from)
         elif settings.gpu:
             self.gpu_setting = _gpu_or_error(settings.gpu, "[tool.tpcheck] gpu")
         self.topology: object | None = None
@@ -251,7 +254,7 @@ class Linter:
             if g is not None:
                 return g, f"manifest ({d.gpu_product})"
         if self.gpu_flag is not None:
-            return self.gpu_flag, "--gpu"
+            return self.gpu_flag, self.gpu_from
         if self.gpu_setting is not None:
             return self.gpu_setting, "[tool.tpcheck] gpu"
         return None, ""

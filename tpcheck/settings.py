@@ -107,7 +107,7 @@ def _probe(test: Callable[[], bool]) -> bool:
         return False
 
 
-def _load(path: Path) -> dict[str, Any]:
+def _load(path: Path, text: str | None = None) -> dict[str, Any]:
     # Imported here: most runs have no settings file, and the parser costs ~10 ms of start-up.
     if sys.version_info >= (3, 11):
         import tomllib
@@ -119,8 +119,11 @@ def _load(path: Path) -> dict[str, Any]:
         # `--config` names any path: /dev/zero would never end; a pipe (`--config <(...)`) is
         # read (discovery takes regular files only). A BOM (Windows editors write one) is
         # dropped: tomllib calls it an invalid statement at 1:1.
-        data: dict[str, Any] = tomllib.loads(
-            read_capped(str(path), MAX_SETTINGS_BYTES, pipe_ok=True).decode("utf-8-sig"))
+        if text is None:
+            text = read_capped(str(path), MAX_SETTINGS_BYTES, pipe_ok=True).decode("utf-8-sig")
+        elif len(text) > MAX_SETTINGS_BYTES:
+            raise SettingsError(f"{path}: over the {MAX_SETTINGS_BYTES:,}-byte limit")
+        data: dict[str, Any] = tomllib.loads(text.removeprefix("\ufeff"))
         return data
     except OSError as e:
         raise SettingsError(f"{path}: cannot read: {e.strerror or e}") from None
@@ -142,10 +145,12 @@ def _table(data: Any, *keys: str) -> Any:
     return data
 
 
-def load_settings(path: Path | None) -> Settings:
+def load_settings(path: Path | None, text: str | None = None) -> Settings:
+    """``path``'s settings; ``text`` stands for its content when given (the buffer an editor
+    holds, not yet saved)."""
     if path is None:
         return Settings()
-    data = _load(path)
+    data = _load(path, text)
     table = _table(data, "tool", "tpcheck")
     if table is None:  # pyproject.toml without the table; a .tpcheck.toml's top level is it
         table = {} if path.name == "pyproject.toml" else data

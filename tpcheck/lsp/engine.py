@@ -78,6 +78,8 @@ class DocResult:
     findings: tuple[Finding, ...] = ()
     errors: tuple[SourceError, ...] = ()
     settings_problem: str | None = None  # bad [tool.tpcheck]: the user must be told
+    settings_file: str = ""  # the settings file in force ("" for none), and its stamp
+    settings_stamp: int = 0
 
 
 def reader_name(path: str, language_id: str | None) -> str:
@@ -99,20 +101,29 @@ class DocumentLinter:
     def __init__(self) -> None:
         self._settings: dict[tuple[str, int], Settings] = {}
         self._linters: dict[tuple[str, int, EditorConfig], Linter] = {}
+        self.last_key: tuple[str, int] = ("", 0)
 
-    def settings_for(self, path: str, config: EditorConfig) -> tuple[tuple[str, int], Settings]:
+    def settings_for(self, path: str, config: EditorConfig,
+                     buffers: Mapping[str, str] | None = None,
+                     ) -> tuple[tuple[str, int], Settings]:
         """[tool.tpcheck] nearest the document (re-read when the file changes), editor on top.
+        ``buffers``: settings files the editor has open, by path, with the text it holds (read
+        instead of the disk, so an unsaved edit applies).
 
-        Returns the settings and a key naming them (file and modification time).
+        Returns the settings and a key naming them (file and modification time, or the
+        buffer's hash).
         """
         from tpcheck.settings import find_settings_file, load_settings
 
         folder = Path(path).parent if path else Path.cwd()
         sfile = find_settings_file(folder)
-        key = ("", 0) if sfile is None else (str(sfile), _mtime(sfile))
+        held = buffers.get(str(sfile)) if buffers and sfile is not None else None
+        key = ("", 0) if sfile is None else (
+            str(sfile), _mtime(sfile) if held is None else hash(held))
+        self.last_key = key  # named even when the file turns out broken (it is polled too)
         base = self._settings.get(key)
         if base is None:
-            base = load_settings(sfile)
+            base = load_settings(sfile, held)
             self._settings = {k: v for k, v in self._settings.items() if k[0] != key[0]}
             self._settings[key] = base
         return key, base.with_flags(context=config.context,
@@ -125,12 +136,13 @@ class DocumentLinter:
         if linter is None:
             if len(self._linters) > 16:  # settings churn (an edited pyproject): start afresh
                 self._linters.clear()
-            linter = Linter(settings, gpu_flag=config.gpu)
+            linter = Linter(settings, gpu_flag=config.gpu, gpu_from="tpcheck.gpu")
             self._linters[lkey] = linter
         return linter
 
     def lint(self, path: str, text: str, *, language_id: str | None = None,
-             config: EditorConfig = _NO_SETTINGS) -> DocResult:
+             config: EditorConfig = _NO_SETTINGS,
+             buffers: Mapping[str, str] | None = None) -> DocResult:
         """Findings and read errors for ``text`` standing for ``path``; never raises."""
         from tpcheck.checks import UnknownRule
         from tpcheck.errors import UsageError
@@ -138,14 +150,17 @@ class DocumentLinter:
         from tpcheck.sources import read_path
 
         name = reader_name(path, language_id)
+        self.last_key = key = ("", 0)
         try:
-            key, settings = self.settings_for(path, config)
+            key, settings = self.settings_for(path, config, buffers)
             linter = self.linter_for(key, settings, config)
         except SettingsError as e:
-            return DocResult(name, (), (SourceError(name, 1, 1, str(e)),), str(e))
+            key = self.last_key
+            return DocResult(name, (), (SourceError(name, 1, 1, str(e)),), str(e), *key)
         except (UsageError, UnknownRule) as e:
+            key = self.last_key
             problem = str(e).strip("'\"")
-            return DocResult(name, (), (SourceError(name, 1, 1, problem),), problem)
+            return DocResult(name, (), (SourceError(name, 1, 1, problem),), problem, *key)
         out = LintResult()
         try:
             rr = read_path(name, text, max_bytes=settings.max_file_size)
@@ -154,9 +169,15 @@ class DocumentLinter:
             if os.environ.get("TPCHECK_DEBUG"):
                 raise
             return DocResult(name, (), (SourceError(
-                name, 1, 1, f"internal error: {type(e).__name__}: {e}"),))
+                name, 1, 1, f"internal error: {type(e).__name__}: {e}"),), None, *key)
         findings = sorted(out.findings, key=lambda f: (f.span.line, f.span.column, f.code))
-        return DocResult(name, tuple(findings), tuple(out.errors))
+        return DocResult(name, tuple(findings), tuple(out.errors), None, *key)
+
+
+def settings_stamp(path: str) -> int:
+    """A settings file's modification time in ns (0 when it is gone): the one ``stat`` the
+    server's poll costs per settings file."""
+    return _mtime(Path(path))
 
 
 def _mtime(p: Path) -> int:

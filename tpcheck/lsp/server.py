@@ -17,6 +17,7 @@ import time
 from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor
 from functools import partial
+from pathlib import Path
 
 from lsprotocol import types as lsp
 from pygls.lsp.server import LanguageServer
@@ -24,7 +25,14 @@ from pygls.lsp.server import LanguageServer
 from tpcheck import __version__
 from tpcheck.checks.base import Edit, Finding
 from tpcheck.lsp import convert, wire
-from tpcheck.lsp.engine import DocResult, DocumentLinter, EditorConfig, editor_config, wants
+from tpcheck.lsp.engine import (
+    DocResult,
+    DocumentLinter,
+    EditorConfig,
+    editor_config,
+    settings_stamp,
+    wants,
+)
 from tpcheck.lsp.suppress import TextChange, ignore_change
 from tpcheck.record import record
 
@@ -76,6 +84,11 @@ class TpcheckServer(LanguageServer):
         self.timers: dict[str, asyncio.TimerHandle] = {}
         self.tasks: set[asyncio.Task[None]] = set()
         self.debounce = DEBOUNCE_SECONDS
+        # Settings files in force for open documents, with the modification time last seen:
+        # without the client's file watching they are polled (one stat each) at every lint.
+        self.watching = False
+        self.polled: dict[str, int] = {}
+        self.doc_settings: dict[str, str] = {}
 
     def start_io(self, stdin: BinaryIO | None = None, stdout: BinaryIO | None = None) -> None:
         """Serve on stdio with tpcheck's hardened reader (tpcheck.lsp.wire); ``exit_code`` is
@@ -126,8 +139,67 @@ class TpcheckServer(LanguageServer):
                 lsp.Registration(id="tpcheck-settings-files",
                                  method=lsp.WORKSPACE_DID_CHANGE_WATCHED_FILES,
                                  register_options=options)]))
-        except Exception as e:  # a client that refuses: settings still apply on the next lint
+            self.watching = True
+        except Exception as e:  # a client that refuses: the settings files are polled instead
             log.warning("could not watch settings files: %s", e)
+
+    def poll_settings(self) -> None:
+        """Without file watching (Neovim 0.12 on Linux offers none): at each lint, one stat per
+        settings file in force; one that changed re-lints every open document."""
+        if self.watching:
+            return
+        changed = False
+        for path, seen in list(self.polled.items()):
+            now = settings_stamp(path)
+            if now != seen:
+                self.polled[path] = now
+                changed = True
+        if changed:
+            self.relint_all()
+
+    def note_settings(self, uri: str, result: DocResult) -> None:
+        """Remember the settings file a lint used; a document whose nearest settings file is
+        new (one was created above it) re-lints the others, which may share it."""
+        path = result.settings_file
+        before = self.doc_settings.get(uri)
+        self.doc_settings[uri] = path
+        if not path:
+            return
+        known = path in self.polled
+        if not known:
+            self.polled[path] = settings_stamp(path)
+        if before is not None and before != path and not known:
+            self.relint_all(but=uri)
+
+    def forget(self, uri: str) -> None:
+        """A closed document: its results go; a closed settings file's disk text applies again
+        (the client's buffer is no longer read)."""
+        timer = self.timers.pop(uri, None)
+        if timer is not None:
+            timer.cancel()
+        self.published.pop(uri, None)
+        self.on_save_only.discard(uri)
+        self.doc_settings.pop(uri, None)
+        from urllib.parse import unquote, urlsplit
+
+        if is_settings_file(unquote(urlsplit(uri).path)):
+            self.relint_all(but=uri)
+
+    def settings_buffers(self) -> dict[str, str]:
+        """The settings files the client has open, by path, with the text it holds."""
+        return {doc.path: doc.source for uri, doc in list(self.workspace.text_documents.items())
+                if is_settings_file(doc.path)}
+
+    def settings_edited(self, uri: str, saved: bool) -> bool:
+        """A settings file the client has open was edited or saved: every open document is
+        linted again with it (an unsaved edit applies too: its buffer is read, not the disk)."""
+        doc = self.workspace.text_documents.get(uri)
+        if doc is None or not is_settings_file(doc.path):
+            return False
+        if saved:
+            self.polled[doc.path] = settings_stamp(doc.path)
+        self.relint_all(delay=0 if saved else self.debounce, but=uri)
+        return True
 
     async def pull_config(self) -> None:
         try:
@@ -168,9 +240,10 @@ class TpcheckServer(LanguageServer):
         return mine
 
     def _lint_timed(self, path: str, text: str, language_id: str | None,
-                    config: EditorConfig) -> tuple[DocResult, float]:
+                    config: EditorConfig, buffers: dict[str, str]) -> tuple[DocResult, float]:
         start = time.perf_counter()
-        result = self.linter().lint(path, text, language_id=language_id, config=config)
+        result = self.linter().lint(path, text, language_id=language_id, config=config,
+                                    buffers=buffers)
         return result, time.perf_counter() - start
 
     def on_change(self, uri: str) -> None:
@@ -182,11 +255,12 @@ class TpcheckServer(LanguageServer):
         if uri in self.on_save_only or (seconds <= LIVE_SECONDS and size <= LIVE_BYTES):
             return
         self.on_save_only.add(uri)
-        why = (f"{seconds:.1f} s to lint" if seconds > LIVE_SECONDS
-               else f"{size / 1024 / 1024:.1f} MiB")
+        why = (f"took {seconds:.1f} s to lint, over the {LIVE_SECONDS:g} s"
+               if seconds > LIVE_SECONDS else
+               f"is {size / 1024:,.0f} KiB, over the {LIVE_BYTES // 1024:,} KiB")
         self.tell(lsp.MessageType.Info,
-                  f"tpcheck: {name} takes {why}; it is now linted when opened or saved, not on "
-                  "every change")
+                  f"tpcheck: {Path(name).name} {why} budget for linting as you type; it is now "
+                  "linted when opened or saved")
 
     async def lint_and_publish(self, uri: str) -> None:
         if uri in self.running:
@@ -207,10 +281,12 @@ class TpcheckServer(LanguageServer):
             doc = self.workspace.text_documents.get(uri)
             if doc is None or not wants(doc.path, doc.language_id):
                 return
+            self.poll_settings()
             version, text = doc.version, doc.source
             result, seconds = await asyncio.get_running_loop().run_in_executor(
-                self.lint_pool,
-                partial(self._lint_timed, doc.path, text, doc.language_id, self.config))
+                self.lint_pool, partial(self._lint_timed, doc.path, text, doc.language_id,
+                                        self.config, self.settings_buffers()))
+            self.note_settings(uri, result)
             self._budget(uri, result.name, len(text.encode("utf-8", "surrogatepass")), seconds)
             current = self.workspace.text_documents.get(uri)
             if current is None or current.version != version:
@@ -229,9 +305,10 @@ class TpcheckServer(LanguageServer):
             self.window_log_message(lsp.LogMessageParams(
                 lsp.MessageType.Error, f"tpcheck: lint failed for {uri}: {type(e).__name__}: {e}"))
 
-    def relint_all(self) -> None:
+    def relint_all(self, delay: float = 0, but: str | None = None) -> None:
         for uri in list(self.workspace.text_documents):
-            self.schedule(uri, 0)
+            if uri != but:
+                self.schedule(uri, delay)
 
     def encoding(self) -> str:
         enc = self.workspace.position_encoding
@@ -347,6 +424,10 @@ def _ignore_changes(text: str, kind: str, name: str,
     return [ignore_change(text, kind, f.span.line, f.code, name) for f in findings]
 
 
+def is_settings_file(path: str) -> bool:
+    return Path(path).name in SETTINGS_FILES
+
+
 def make_server() -> TpcheckServer:
     """A server with every feature registered (separate from ``serve`` so tests can build one)."""
     server = TpcheckServer()
@@ -384,20 +465,18 @@ def make_server() -> TpcheckServer:
 
     @server.feature(lsp.TEXT_DOCUMENT_DID_CHANGE)
     def did_change(ls: TpcheckServer, params: lsp.DidChangeTextDocumentParams) -> None:
-        ls.on_change(params.text_document.uri)
+        if not ls.settings_edited(params.text_document.uri, saved=False):
+            ls.on_change(params.text_document.uri)
 
     @server.feature(lsp.TEXT_DOCUMENT_DID_SAVE)
     def did_save(ls: TpcheckServer, params: lsp.DidSaveTextDocumentParams) -> None:
-        ls.schedule(params.text_document.uri, 0)
+        if not ls.settings_edited(params.text_document.uri, saved=True):
+            ls.schedule(params.text_document.uri, 0)
 
     @server.feature(lsp.TEXT_DOCUMENT_DID_CLOSE)
     def did_close(ls: TpcheckServer, params: lsp.DidCloseTextDocumentParams) -> None:
         uri = params.text_document.uri
-        timer = ls.timers.pop(uri, None)
-        if timer is not None:
-            timer.cancel()
-        ls.published.pop(uri, None)
-        ls.on_save_only.discard(uri)
+        ls.forget(uri)
         ls.text_document_publish_diagnostics(lsp.PublishDiagnosticsParams(uri=uri, diagnostics=[]))
 
     @server.feature(lsp.TEXT_DOCUMENT_HOVER)
