@@ -143,3 +143,29 @@ def test_templates_hook_reads_tpl_files(tmp_path: Path) -> None:
     # 64 heads mod 6 = 4: the template's launch is checked; README.md is not passed.
     assert "run.sh.tpl:1:" in out and "TP101 [error]" in out, out
     assert "README.md" not in out
+
+
+@pytest.mark.slow
+def test_an_extension_less_script_without_the_executable_bit(tmp_path: Path) -> None:
+    # pre-commit types a file by its shebang only when it is executable: `scripts/serve` with
+    # `#!/bin/bash` and mode 644 is "text, non-executable", so the main hook never sees it.
+    src = _snapshot(tmp_path / "tpcheck")
+    infra = tmp_path / "infra"
+    (infra / "scripts").mkdir(parents=True)
+    _git("init", "-q", cwd=infra)
+    (infra / "pyproject.toml").write_text('[tool.tpcheck]\noffline = true\n', encoding="utf-8")
+    serve = infra / "scripts" / "serve"
+    serve.write_text("#!/bin/bash\nvllm serve meta-llama/Llama-3.1-70B-Instruct "
+                     "--tensor-parallel-size 6\n", encoding="utf-8")
+    serve.chmod(0o644)
+    (infra / "Makefile").write_text("all:\n\techo hi\n", encoding="utf-8")  # not a script
+    _git("add", "-A", cwd=infra)
+    home = tmp_path / "pre-commit-home"
+    main_hook = _try_repo(src, infra, home)
+    assert "TP101" not in main_hook.stdout + main_hook.stderr  # the gap the new hook closes
+    run = _try_repo(src, infra, home, hook="tpcheck-scripts")
+    out = run.stdout + run.stderr
+    assert run.returncode == 1, out
+    # 64 heads mod 6 = 4: the script's launch is checked; the Makefile is not passed.
+    assert "scripts/serve:2:" in out and "TP101 [error]" in out, out
+    assert "Makefile" not in out
