@@ -181,6 +181,22 @@ def test_unknown_option_is_one_line_exit_2() -> None:
     assert one_usage_error(p.stderr, "check") == "no such option: --no-such-flag"
 
 
+@pytest.mark.parametrize("fmt", [["--format", "github"], ["--format=github"]])
+def test_usage_errors_under_format_github_are_also_annotations(
+        capsys: pytest.CaptureFixture[str], fmt: list[str]) -> None:
+    # the checks view of a pull request shows annotations, not the step's stderr
+    code, out, err = run(capsys, *fmt, "--gpu", "nope", QWEN_TP16)
+    assert code == 2
+    (line,) = out.splitlines()
+    assert line.startswith("::error title=tpcheck usage error::tpcheck: error: --gpu: unknown "
+                           "GPU 'nope'")
+    assert "%3A" not in line.split("::", 2)[2]  # data escapes only %, CR, LF
+    assert one_usage_error(err, "check").startswith("--gpu: unknown GPU 'nope'")
+    # the last --format wins, as click reads it: no annotation for json
+    code, out, _ = run(capsys, *fmt, "--format", "json", "--gpu", "nope", QWEN_TP16)
+    assert (code, out) == (2, "")
+
+
 def test_unknown_option_suggests_and_long_options_are_never_abbreviated(
         capsys: pytest.CaptureFixture[str]) -> None:
     code, out, err = run(capsys, *LINT, "--cont", "4096", QWEN_TP16)

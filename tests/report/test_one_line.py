@@ -196,3 +196,18 @@ def test_a_file_named_with_an_rlo_shows_it_escaped(tmp_path: Path) -> None:
     assert "q\\u202ewen.yaml:19:16: TP201 " in out, out
     code, out, _ = run_in(tmp_path, ["--format", "json", name])
     assert {f["path"] for f in json.loads(out)["findings"]} == {name}  # JSON keeps the name
+
+
+def test_models_list_escapes_committed_folder_names_and_revisions(tmp_path: Path) -> None:
+    # .tpcheck/models/<org--name>/ and its REVISION come from the repository (a pull request)
+    folder = tmp_path / ".tpcheck" / "models" / "ev\x1b]0;pwned\x07il--m\u202eodel"
+    folder.mkdir(parents=True)
+    (folder / "config.json").write_text("{}", encoding="utf-8")
+    (folder / "REVISION").write_text("abc\x1b[2J\n", encoding="utf-8")
+    out = io.StringIO()
+    with contextlib.chdir(tmp_path), contextlib.redirect_stdout(out):
+        assert main(["models", "list"]) == 0
+    first = out.getvalue().splitlines()[0]
+    assert "\x1b" not in out.getvalue() and "\u202e" not in out.getvalue()
+    assert first.startswith("ev\\x1b]0;pwned\\x07il/m\\u202eodel ")
+    assert first.endswith(" pulled   abc\\x1b[2J")

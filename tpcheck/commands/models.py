@@ -48,7 +48,8 @@ def run_list(args: base.Args) -> int:
         print(json.dumps(rows, indent=2))
     else:
         for r in rows:
-            print(f"{r['id']:<56} {r['source']:<8} {r['revision'] or '-'}")
+            # folder names and REVISION files a pull request may have committed: escaped
+            print(one_line(f"{r['id']:<56} {r['source']:<8} {r['revision'] or '-'}"))
     return 0
 
 
@@ -60,8 +61,8 @@ def run_pull(args: base.Args) -> int:
     except PullError as e:
         raise CommandError(str(e)) from None
     for p in result.pulled:
-        print(f"{p.model_id} @ {p.revision or 'unknown revision'} ({p.fetched_from}) -> "
-              f"{p.folder}")
+        print(one_line(f"{p.model_id} @ {p.revision or 'unknown revision'} ({p.fetched_from})"
+                       f" -> {p.folder}"))
     for note in result.skipped:
         sys.stderr.write(f"tpcheck: skipped: {one_line(str(note))}\n")
     for err in result.errors:
@@ -69,5 +70,5 @@ def run_pull(args: base.Args) -> int:
     for model_id, message in result.failed:
         sys.stderr.write(f"tpcheck: error: {one_line(f'{model_id}: {message}')}\n")
     if result.pulled:
-        print(f"mapped {len(result.pulled)} model(s) in {result.settings_file}")
+        print(one_line(f"mapped {len(result.pulled)} model(s) in {result.settings_file}"))
     return 2 if result.failed or result.errors else 0
