@@ -23,8 +23,8 @@ if os.environ.get("CI"):
 SLOW_MODULES = frozenset({
     "tests/test_precommit.py", "tests/test_action.py", "tests/test_rule_docs.py",
     "tests/lsp/test_protocol.py", "tests/lsp/test_server.py", "tests/lsp/test_hostile_docs.py",
-    "tests/lsp/test_fixes.py", "tests/models/test_pull.py", "tests/models/test_resolve.py",
-    "tests/test_hostile.py",
+    "tests/lsp/test_fixes.py", "tests/lsp/test_settings_reload.py", "tests/models/test_pull.py",
+    "tests/models/test_resolve.py", "tests/test_hostile.py",
 })
 
 
