@@ -185,3 +185,26 @@ def test_engine_version_only_from_the_engines_own_images(image: str, engine: str
     from tpcheck.sources.kube import engine_version
 
     assert engine_version(image, engine) == version  # type: ignore[arg-type]
+
+
+def test_a_command_written_after_its_args_spans_both_forwards() -> None:
+    # The property test's find: `command:` below `args:` put the launch's span from the command
+    # (line 24) back to the last arg (line 20), a span that ran backwards.
+    pod = """\
+apiVersion: v1
+kind: Pod
+metadata: {name: q}
+spec:
+  containers:
+    - name: vllm
+      image: vllm/vllm-openai:v0.33.0
+      args:
+        - Qwen/Qwen3-32B
+        - --tensor-parallel-size
+        - "16"
+      command: ["vllm", "serve"]
+"""
+    (d,) = read_path("pod.yaml", pod).deployments
+    assert d.tensor_parallel_size == 16
+    # from `Qwen/Qwen3-32B` (line 9, column 11) to the end of `"serve"` (line 12, column 32)
+    assert (d.span.line, d.span.column, d.span.end_line, d.span.end_column) == (9, 11, 12, 32)

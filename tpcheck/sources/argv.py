@@ -385,6 +385,12 @@ def deployment_from_words(
     f = parse_args(launch.engine, args, launch.positional_model)
     first = words[launch.index].raw_span if launch.index < len(words) else words[0].raw_span
     last = words[-1].raw_span
+    if (last.end_line, last.end_column) < (first.line, first.column):
+        # a pod's `command:` written after its `args:`: the launch spans its words wherever
+        # each was written, from the first in the file to the last
+        spans = [w.raw_span for w in words[launch.index:]]
+        first = min(spans, key=lambda s: (s.line, s.column))
+        last = max(spans, key=lambda s: (s.end_line, s.end_column))
     span = Span(first.path, first.line, first.column, last.end_line, last.end_column)
     kw: dict[str, Any] = {"entrypoint": "serve"}
     kw.update(extra or {})
