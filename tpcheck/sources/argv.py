@@ -385,10 +385,11 @@ def deployment_from_words(
     f = parse_args(launch.engine, args, launch.positional_model)
     first = words[launch.index].raw_span if launch.index < len(words) else words[0].raw_span
     last = words[-1].raw_span
-    if (last.end_line, last.end_column) < (first.line, first.column):
+    if last.path == first.path and (last.end_line, last.end_column) < (first.line, first.column):
         # a pod's `command:` written after its `args:`: the launch spans its words wherever
-        # each was written, from the first in the file to the last
-        spans = [w.raw_span for w in words[launch.index:]]
+        # each was written in that file, from the first to the last (a kustomize patch's args
+        # are in another file: the launch stays at the base's command)
+        spans = [w.raw_span for w in words[launch.index:] if w.raw_span.path == first.path]
         first = min(spans, key=lambda s: (s.line, s.column))
         last = max(spans, key=lambda s: (s.end_line, s.end_column))
     span = Span(first.path, first.line, first.column, last.end_line, last.end_column)
