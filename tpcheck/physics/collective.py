@@ -313,3 +313,26 @@ def group_of(gpu_link: str, gpu_link_bw: float, ranks: int, nodes: int = 1,
     per = per_node or max(1, math.ceil(ranks / max(nodes, 1)))
     return Group(ranks, nodes, per, gpu_link, gpu_link_bw,
                  network if nodes > 1 else None, p2p)
+
+
+_NET_KINDS = ("ib", "roce", "efa", "tcpxo", "tcp")
+
+
+def parse_network(text: str) -> Network | None:
+    """``8x400G-ib``, ``4x200g-roce``, ``32x100G-efa`` (NICs per node × Gb/s each, then the
+    kind; ``-ib`` when left out), as ``[tool.tpcheck] network`` and ``--network`` spell it."""
+    import re
+
+    m = re.fullmatch(r"\s*(\d+)\s*[x×*]\s*(\d+(?:\.\d+)?)\s*(?:g|gb|gbps|gbit)?\s*"
+                     r"(?:[-_ /]\s*([a-z]+))?\s*", text.lower())
+    if not m:
+        return None
+    kind = m.group(3) or "ib"
+    if kind == "infiniband":
+        kind = "ib"
+    if kind == "ethernet":
+        kind = "roce"
+    nics, gbps = int(m.group(1)), float(m.group(2))
+    if kind not in _NET_KINDS or nics < 1 or not 0 < gbps <= 10_000:
+        return None
+    return Network(nics, gbps, kind, f"network = {text.strip()!r}")
