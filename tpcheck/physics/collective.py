@@ -296,7 +296,8 @@ def allreduce(g: Group, size: float, *, engine: str | None = None,
     path = "network" if g.nodes > 1 else cls
     fm = Formula("T_AR", "α_p + 2(t−1)/t·S/B_p (cheapest NCCL algorithm × protocol)",
                  {"algorithm": algo, "protocol": proto, "α_p": a, "t": t, "S": size,
-                  "B_p": bus, "nodes": g.nodes},
+                  "B_p": bus, "nodes": g.nodes, "alpha_nodes_assumed": g.nodes > 2,
+                  "network_assumed": bool(g.network and g.network.assumed)},
                  sec, "s", src + ("; " + ALPHA_NODES_NOTE if g.nodes > 2 else ""))
     return Priced(size, sec, algo, proto, path, a, bus, fm)
 
