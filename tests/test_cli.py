@@ -82,7 +82,8 @@ def test_top_level_help_lists_every_command(capsys: pytest.CaptureFixture[str],
     lines = out.splitlines()
     listed = [ln.split()[0] for ln in lines[lines.index("Commands:") + 1:]
               if ln.startswith("  ") and not ln.startswith("   ")]
-    assert listed[:7] == ["check", "inspect", "plan", "rules", "explain", "lsp", "models"] == list(
+    assert listed[:8] == ["check", "inspect", "plan", "rules", "explain", "lsp", "models",
+                          "allreduce"] == list(
         COMMANDS)
     flat = " ".join(out.split())  # click wraps help to the terminal width
     for name, (_, summary) in COMMANDS.items():

@@ -49,6 +49,8 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "lsp": ("tpcheck.commands.lsp", "run the Language Server on stdin/stdout, for editors"),
     "models": ("tpcheck.commands.models", "pull the models the files name into .tpcheck/models "
                "(offline CI afterwards), or list them"),
+    "allreduce": ("tpcheck.commands.allreduce", "expected all-reduce time and busbw per "
+                  "message size on a topology (all_reduce_perf's table)"),
 }
 
 DEFAULT_COMMAND = "check"
@@ -62,6 +64,7 @@ Check vLLM and SGLang tensor-parallel layouts before anyone books a GPU.
   tpcheck plan MODEL --gpu   capacity table across tensor-parallel sizes
   tpcheck rules / explain    the rule codes and their documentation
   tpcheck models pull PATH   fetch every named model's config.json for offline runs
+  tpcheck allreduce --tp T   expected all-reduce time per size (all_reduce_perf's table)
 """
 
 EPILOG = """\

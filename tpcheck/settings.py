@@ -47,6 +47,7 @@ class Settings:
     model_config: str | None = None
     hub_timeout: float = 5.0
     alpha: float | None = None  # fixed all-reduce cost in seconds, overriding the link class
+    network: str | None = None  # the NICs between nodes, "8x400G-ib" (physics.collective)
     max_file_size: int = 5 * 1024 * 1024
     # [tool.tpcheck.rules.CODE] tables: option → value, checked against each rule's CONF by
     # ``tpcheck.checks.rule_options`` when a linter is built (the rules are not imported here)
@@ -66,7 +67,7 @@ _KEYS: dict[str, type | tuple[type, ...]] = {
     "select": list, "ignore": list, "gpu": str, "context": int, "fail-on": str, "models": dict,
     "per-file-ignores": dict, "offline": bool, "topology": str, "engine-version": str,
     "model-config": str, "hub-timeout": (int, float), "max-file-size": int,
-    "alpha": (int, float), "rules": dict,
+    "alpha": (int, float), "rules": dict, "network": str,
 }
 
 
@@ -209,11 +210,20 @@ def settings_from_table(table: Mapping[str, Any], where: str) -> Settings:
             raise SettingsError(f"{where}: {raw_key} must be a number of seconds from 0 to "
                                 f"under {MAX_ALPHA:g} (a collective's fixed cost is µs), "
                                 f"got {value}")
+        elif key == "network" and _bad_network(value):
+            raise SettingsError(f"{where}: {raw_key} must name the NICs per node, e.g. "
+                                f"\"8x400G-ib\" (kinds: ib, roce, efa, tcpxo, tcp), got {value!r}")
         else:
             kw[attr] = float(value) if key in ("hub-timeout", "alpha") else value
     if "engine_version" in kw:
         kw["engine_version_from"] = f"[tool.tpcheck] engine-version in {Path(where).name}"
     return Settings(**kw)
+
+
+def _bad_network(value: str) -> bool:
+    from tpcheck.physics.collective import parse_network
+
+    return parse_network(value) is None
 
 
 def _models(value: dict[str, Any], where: str) -> dict[str, str]:

@@ -71,35 +71,41 @@ def test_tp301_fires_for_tp16_over_two_8_gpu_pods() -> None:
         "warning", 22, col_of(path, 22, "16"))
     assert "TP ranks 0–7 on node 0; TP ranks 8–15 on node 1" in f.message
     assert "8 GPUs per pod, 2 pods" in f.message
-    # no instance type: InfiniBand NDR 400 Gb/s per GPU = 400e9/8 = 50 GB/s, stated as assumed
-    assert "B ≈ 50.0 GB/s per GPU = 400 Gb/s (assumed" in f.message
+    # no instance type: an HGX node's 8 × 400G InfiniBand, stated as assumed; B the bandwidth
+    # regime's NVLS-tree busbw, min(0.90·8·50·15/8, 0.60·450·7/4) = 472.5 GB/s
+    assert "InfiniBand 8 × 400 Gb/s per node, busbw ≈ 472 GB/s (assumed" in f.message
     s = shape("meta-llama/Llama-3.1-70B-Instruct")
     assert H100 is not None
     w = evaluate(s, 16, Options(gpu=H100)).weights.result
-    # decode: 161 all-reduces of α = 30 µs + 2·15/16·batch·8192·2 B / 50 GB/s over W_gpu/3.35 TB/s
-    d1 = share_decode(w, 3.35e12, 16, 1, 8192, 80, 50e9, 30e-6)
-    d256 = share_decode(w, 3.35e12, 16, 256, 8192, 80, 50e9, 30e-6)  # --max-num-seqs 256
-    assert d1 == pytest.approx(1.84, abs=0.01)  # 161·30.6 µs = 4.93 ms vs 8.99 GB/3.35 TB/s
+    # decode: 161 all-reduces over W_gpu/3.35 TB/s, each priced at its size
+    # (physics.collective): batch 1, 16 KiB: ring/LL, α = 31 + 17 µs, B = 0.12·400 GB/s;
+    # batch 256, 4 MiB: NVLS-tree/Simple, α = 115 µs, B = 472.5 GB/s (131.6 µs, against
+    # 136.8 µs for the ring and 211.8 µs for LL)
+    d1 = share_decode(w, 3.35e12, 16, 1, 8192, 80, 48e9, 48e-6)
+    d256 = share_decode(w, 3.35e12, 16, 256, 8192, 80, 472.5e9, 115e-6)  # --max-num-seqs 256
+    assert d1 == pytest.approx(2.92, abs=0.01)  # 161·48.64 µs = 7.83 ms vs 8.99 GB/3.35 TB/s
     assert f"{d1 * 100:,.0f}% at batch 1, {d256 * 100:,.0f}% at batch 256" in f.message
     # prefill: vLLM 0.33 serve default max_num_batched_tokens on an H100 (≥ 70 GiB) = 8192
     p = model_params(s, active=True)
     # P = 70.55e9, n = 8192, t = 16, π = 989.4 TFLOP/s, η = 0.6 (step.PREFILL_EFFICIENCY),
-    # L = 80, h = 64, d_h = 128, d = 8192, b = 2, B = 50 GB/s, α = 30 µs:
+    # L = 80, h = 64, d_h = 128, d = 8192, b = 2; the 128 MiB messages run NVLS-tree/Simple,
+    # B = 472.5 GB/s, α = 115 µs:
     # T_linear = 2·70.55e9·8192 / (16·989.4e12) = 73.02 ms; T_attn = 4·80·64·128·8192·8193/2
     # / (16·989.4e12) = 5.557 ms; rest = (73.02 + 5.557)/0.6 = 131.0 ms
-    # T_comm = 161·(30 µs + 1.875·8192·8192·2 / 50e9) = 161·5.063 ms = 815.2 ms
-    pre = share_prefill(p, 8192, 16, 989.4e12, 0.6, 80, 64, 128, 8192, 50e9, 30e-6)
-    assert pre == pytest.approx(815.2 / 131.0, rel=1e-3)  # 6.22: 622% (the old T_comm ÷
-    # (T_compute + T_comm) at peak FLOP/s, no attention, read 92%)
+    # T_comm = 161·(115 µs + 1.875·8192·8192·2 / 472.5e9) = 161·647.6 µs = 104.3 ms
+    pre = share_prefill(p, 8192, 16, 989.4e12, 0.6, 80, 64, 128, 8192, 472.5e9, 115e-6)
+    assert pre == pytest.approx(104.3 / 131.0, rel=1e-3)  # 0.80: 80% (one NIC's 50 GB/s
+    # and 30 µs gave 622%)
     assert (f"they add {pre * 100:,.0f}% to the rest of a 8,192-token prefill chunk "
             "(compute at η = 0.6, assumed)") in f.message
     share = next(x for x in f.formulas if x.name == "prefill_comm_share")
     assert share.result == pytest.approx(pre, rel=1e-9)
     assert share.terms[0].name == "prefill_chunk_seconds"
-    assert share.values["T_chunk"] == pytest.approx((815.2 + 131.0) / 1000, rel=1e-3)
-    # break-even t = 1 + P·B / (2·L·d·b·π) = 1 + 70.55e9·50e9/(2·80·8192·2·989.4e12) ≈ 2.36
-    be = 1 + p * 50e9 / (2 * 80 * 8192 * 2 * 989.4e12)
-    assert be == pytest.approx(2.35, abs=0.02)  # the seed's 2.35 uses P = 70e9
+    assert share.values["T_chunk"] == pytest.approx((104.3 + 131.0) / 1000, rel=1e-3)
+    # break-even t = 1 + P·B / (2·L·d·b·π) = 1 + 70.55e9·472.5e9/(2·80·8192·2·989.4e12)
+    # ≈ 13.85 (the seed's 2.35 is one NIC's 50 GB/s)
+    be = 1 + p * 472.5e9 / (2 * 80 * 8192 * 2 * 989.4e12)
+    assert be == pytest.approx(13.85, abs=0.01)
     assert f"TP stops paying past t ≈ {be:.2f}" in f.message
     assert f.fix is not None and f.fix.startswith(
         "use --tensor-parallel-size 8 --pipeline-parallel-size 2 (TP = GPUs per node, PP = nodes)")
@@ -117,11 +123,13 @@ def test_tp301_quiet_for_tp8_pp2_over_two_8_gpu_pods() -> None:
 
 def test_tp301_p5_network_from_the_instance_type() -> None:
     [f] = lint(MAN / "lws-tp16-2x8-p5.yaml", "TP301")
-    # AWS P5 page: 3,200 Gb/s EFA for 8 H100 → 3200e9/8/8 = 50e9 B/s per GPU, not assumed
-    assert "p5.48xlarge network (3,200 Gb/s for 8 GPUs), B ≈ 50.0 GB/s per GPU" in f.message
+    # AWS P5 page: 3,200 Gb/s EFA for 8 H100 → 8 NICs of 400 Gb/s, not assumed: the same
+    # NVLS-tree busbw as the assumed HGX node, min(0.90·400·15/8, 0.60·450·7/4) = 472.5 GB/s
+    assert "p5.48xlarge network (3,200 Gb/s for 8 GPUs), busbw ≈ 472 GB/s" in f.message
     assert "(assumed: no instance type" not in f.message  # only the prefill η is assumed
     b = next(x for x in f.formulas if x.name == "B")
-    assert b.result == 3200e9 / 8 / 8 and "P5" in b.source
+    assert b.result == pytest.approx(472.5e9) and "P5" in b.source
+    assert b.values["nics"] == 8 and b.values["nic_Gbps"] == 3200 / 8
 
 
 def test_tp301_sglang_nnodes() -> None:

@@ -103,11 +103,16 @@ def test_evaluate_reports_the_engines_chunk_and_the_spanning_link() -> None:
                                       max_num_batched_tokens=2048))
     assert flag.prefill is not None and flag.prefill.values["n"] == 2048
     assert flag.prefill.values["n_source"] == "--max-num-batched-tokens"
-    # t = 16 spans two HGX nodes: its 161 all-reduces of 8192·8192·2 B run on IB NDR
+    # t = 16 spans two HGX nodes (assumed 8 × 400G IB each): its 161 all-reduces of
+    # 8192·8192·2 B = 128 MiB run as NVLS-tree/Simple (physics.collective), B =
+    # min(0.90·400·15/8, 0.60·450·7/4) = 472.5 GB/s, α = 115 µs: 235 ms, where one NIC's
+    # 50 GB/s and 30 µs gave 946 ms (nccl-tests#309: 469 GB/s measured on such a pair)
     sixteen = evaluate(shape, 16, base)
     assert sixteen.prefill is not None
-    assert sixteen.prefill.result == pytest.approx(by_hand_chunk(8192, 0, 16, NDR, 30e-6),
+    assert sixteen.prefill.result == pytest.approx(by_hand_chunk(8192, 0, 16, 472.5e9, 115e-6),
                                                    rel=1e-9)
+    assert sixteen.prefill.result == pytest.approx(0.2352, rel=1e-3)
+    assert by_hand_chunk(8192, 0, 16, NDR, 30e-6) == pytest.approx(0.9461, rel=1e-3)
     # SGLang's chunk is --chunked-prefill-size, by default its rule on the GPU's memory
     sg = evaluate(shape, 8, Options(engine="sglang", gpu=gpu, context=32768))
     assert gpu is not None and sg.prefill is not None

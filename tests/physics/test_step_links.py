@@ -32,19 +32,21 @@ def _opts(**kw: object) -> Options:
 def test_tp16_over_two_hgx_h100_nodes_all_reduces_on_the_network() -> None:
     ev = evaluate(shape_of(LLAMA70), 16, _opts())
     assert ev.floor is not None and ev.step is not None
-    assert ev.allreduce_link == "ib-ndr"
-    assert ev.floor.values["B"] == 50e9 and ev.floor.values["α"] == 30e-6
-    # n_AR = 2·80 + 1 = 161 all-reduces of S = batch·d·b = 8·8192·2 = 131,072 B each:
-    # T_AR = 30 µs + 2·15/16·131,072 / 50e9 = 30 + 4.915 = 34.915 µs; 161 · 34.915 µs = 5.621 ms
+    assert ev.allreduce_link == "ib-8x400"  # the assumed HGX node: 8 × 400G InfiniBand
+    # n_AR = 2·80 + 1 = 161 all-reduces of S = batch·d·b = 8·8192·2 = 131,072 B each, a
+    # latency-regime message: ring/LL across the nodes (physics.collective), α = 31 µs on the
+    # wire + 17 µs NVLink LL step = 48 µs, B = 0.12 · 8·50 GB/s = 48 GB/s
+    assert ev.floor.values["B"] == 48e9 and ev.floor.values["α"] == pytest.approx(48e-6)
+    # T_AR = 48 µs + 2·15/16·131,072 / 48e9 = 48 + 5.12 = 53.12 µs; 161 · 53.12 µs = 8.552 ms
     t_comm = next(x for x in ev.floor.terms if x.name == "T_comm").result
-    assert t_comm == pytest.approx(5.621e-3, rel=1e-3)
+    assert t_comm == pytest.approx(8.552e-3, rel=1e-3)
     # Calibrated (vLLM 0.5.x on Hopper, k = 1): a·T_mem + c·L + n_AR·α + k·T_bw.
     era = step.era_for("vllm", "0.5.4", "h100-sxm")
     assert era is not None and era.k == 1.0
     t_mem = sum(x.result for x in ev.floor.terms if x.name in ("T_weights", "T_kv"))
-    expect = era.a * t_mem + era.c * 80 + 161 * 30e-6 + 161 * 1.875 * 131_072 / 50e9
+    expect = era.a * t_mem + era.c * 80 + 161 * 48e-6 + 161 * 1.875 * 131_072 / 48e9
     assert ev.step.result == pytest.approx(expect, rel=1e-9)
-    assert "all-reduces across nodes on InfiniBand NDR" in ev.step.source
+    assert "all-reduces across nodes on InfiniBand 8 × 400 Gb/s per node" in ev.step.source
     assert "assumed" in ev.step.source
     # Inside one node the same group of 8 stays on NVLink: 161·(10 µs + 2·7/8·131,072/450e9)
     eight = evaluate(shape_of(LLAMA70), 8, _opts())
@@ -56,10 +58,11 @@ def test_tp16_over_two_hgx_h100_nodes_all_reduces_on_the_network() -> None:
 def test_the_node_size_and_network_given_win() -> None:
     efa = find_link("efa-400")
     assert efa is not None
-    # 4 GPUs per node: t = 8 already spans two nodes; the named network (EFA 400 Gb/s) is used
+    # 4 GPUs per node: t = 8 already spans two nodes; the named network (EFA 400 Gb/s per GPU)
+    # is used: 4 NICs per node, ring/LL at 0.12 · 4·50 GB/s = 24 GB/s for batch 8's 128 KiB
     ev = evaluate(shape_of(LLAMA70), 8, _opts(gpus_per_node=4, network=efa))
-    assert ev.allreduce_link == "efa-400" and ev.floor is not None
-    assert ev.floor.values["B"] == 50e9
+    assert ev.allreduce_link == "efa-4x400" and ev.floor is not None
+    assert ev.floor.values["B"] == 24e9
     # An explicit link (plan --link) is the user's statement about the whole group: kept.
     given = evaluate(shape_of(LLAMA70), 16, _opts(link_bandwidth=450e9))
     assert given.floor is not None and given.floor.values["B"] == 450e9
@@ -80,8 +83,8 @@ def test_k_fitted_on_nvlink_is_not_carried_across_nodes() -> None:
 
 
 def test_tp201_speed_uses_the_instance_network_for_the_spanning_group() -> None:
-    """TP 16 over two p5.48xlarge pods: the t=16 side all-reduces on EFA (3,200 Gb/s / 8 GPUs =
-    400 Gb/s = 50 GB/s per GPU), the 2 replicas of TP 8 on NVLink; the gain is redone here."""
+    """TP 16 over two p5.48xlarge pods: the t=16 side all-reduces on EFA (3,200 Gb/s for 8
+    GPUs: 8 NICs of 400 Gb/s), the 2 replicas of TP 8 on NVLink; the gain is redone here."""
     from tpcheck.lint import Linter
     from tpcheck.settings import Settings
 
@@ -93,15 +96,17 @@ def test_tp201_speed_uses_the_instance_network_for_the_spanning_group() -> None:
     speed = next(x for x in f.formulas if x.name == "decode_speed_gain")
     alt, mine = speed.terms
     t16, t8 = mine.terms[0], alt.terms[0]
-    assert t16.terms[0].values["B"] == 50e9 and t16.terms[0].values["α"] == 30e-6
+    # batch 12: 12·8192·2 = 196,608 B, ring/LL at 0.12 · 8·50 GB/s = 48 GB/s, α = 31 + 17 µs
+    assert t16.terms[0].values["B"] == 48e9
+    assert t16.terms[0].values["α"] == pytest.approx(48e-6)
     assert t8.terms[0].values["B"] == 450e9
     b16, b8 = int(str(speed.values["batch(t)"])), int(str(speed.values["batch(h_kv)"]))
     shape = shape_of("meta-llama/Llama-3.1-70B-Instruct")
     base = Options(engine_version="0.33.0", gpu=find_gpu("h100-sxm"), context=131072,
                    max_num_seqs=256)
-    ndr = find_link("ib-ndr")  # the p5 network has the same rate and α: 400 Gb/s, 30 µs
+    ndr = find_link("efa-400")  # the p5 network per GPU: 3,200 Gb/s / 8 = 400 Gb/s of EFA
     assert ndr is not None
-    net = replace(ndr, key="p5.48xlarge-network")
+    net = replace(ndr, key="efa-p5.48xlarge-network")
     s16 = evaluate(shape, 16, replace(base, batch=b16, gpus_per_node=8, network=net)).step
     s8 = evaluate(shape, 8, replace(base, batch=b8)).step
     assert s16 is not None and s8 is not None
@@ -131,7 +136,8 @@ def test_tp201_speed_honours_the_users_alpha() -> None:
                 int(str(g.values["batch(h_kv)"])))
 
     gain0, a16, a8, _, _ = speed(None)
-    assert (a16, a8) == (30e-6, 10e-6)  # ib-ndr (assumed) and NVLink 4 link classes
+    # the assumed 8×400G network's LL α (31 µs wire + 17 µs NVLink step) and NVLink 4's class
+    assert (a16, a8) == (pytest.approx(48e-6), 10e-6)
     gain, a16, a8, b16, b8 = speed(100e-6)
     assert (a16, a8) == (100e-6, 100e-6)
     # Redone on the physics with α = 100 µs on both links: gain = (2·b8/T8) / (b16/T16)
@@ -141,7 +147,7 @@ def test_tp201_speed_honours_the_users_alpha() -> None:
     s16 = evaluate(shape, 16, replace(base, batch=b16, gpus_per_node=8)).step
     s8 = evaluate(shape, 8, replace(base, batch=b8)).step
     assert s16 is not None and s8 is not None
-    assert s16.terms[0].values["B"] == 50e9  # still the network: α changed, not the link
+    assert s16.terms[0].values["B"] == 48e9  # still the network: α changed, not the link
     assert gain == pytest.approx((2 * b8 / s8.result) / (b16 / s16.result), rel=1e-9)
     # 161 fixed costs per step: +70 µs each on t=16, +90 µs on TP 8, so the gain moves
     assert gain != pytest.approx(gain0, rel=1e-3)
@@ -149,7 +155,7 @@ def test_tp201_speed_honours_the_users_alpha() -> None:
 
 def test_one_assumed_network_for_tp301_and_the_step() -> None:
     """TP301's link (checks/_nodes.network) and the step's (linkcost.node_network) are the same
-    assumed InfiniBand NDR, with one "why"."""
+    assumed HGX network (8 × 400G InfiniBand per node), with one "why"."""
     from tpcheck.checks._nodes import network
     from tpcheck.checks.context import CheckContext
     from tpcheck.physics import linkcost
@@ -161,9 +167,12 @@ def test_one_assumed_network_for_tp301_and_the_step() -> None:
                    gpus_requested=8, group_size=2)
     rule = network(CheckContext(d, shape=None, settings=Settings()))
     phys = linkcost.node_network(find_gpu("h100-sxm"), 16)
-    assert phys is not None and rule == phys == linkcost.assumed_network()
-    # 400 Gb/s / 8 = 50 GB/s per GPU, α = 30 µs, said to be assumed
-    assert (rule.bandwidth.result, rule.alpha.result, rule.assumed) == (50e9, 30e-6, True)
+    assert phys is not None and rule == phys == linkcost.assumed_network(
+        gpu=find_gpu("h100-sxm"))
+    # B: the bandwidth regime's NVLS-tree, min(0.90·8·50·15/8, 0.60·450·7/4) = 472.5 GB/s;
+    # α: the latency regime's ring/LL, 31 + 17 = 48 µs; said to be assumed
+    assert rule.bandwidth.result == pytest.approx(472.5e9)
+    assert (rule.alpha.result, rule.assumed) == (pytest.approx(48e-6), True)
     assert rule.bandwidth.source.startswith("ASSUMPTION: " + linkcost.NETWORK_ASSUMED)
     # the user's α replaces the network's and says so
     mine = network(CheckContext(d, shape=None, settings=Settings(alpha=5e-5)))

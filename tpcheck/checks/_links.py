@@ -21,7 +21,14 @@ from tpcheck.checks.context import CheckContext
 from tpcheck.formula import Formula
 from tpcheck.physics import comm
 from tpcheck.physics.legality import ceil_div
-from tpcheck.physics.linkcost import LinkUse, breakeven, link_use, prefill_share, prefill_tokens
+from tpcheck.physics.linkcost import (
+    LinkUse,
+    at_size,
+    breakeven,
+    link_use,
+    prefill_share,
+    prefill_tokens,
+)
 from tpcheck.physics.step import NO_SWEEP, PREFILL_SOURCE, RATIO_RANGE
 
 
@@ -32,9 +39,13 @@ def alpha_override(ctx: CheckContext) -> float | None:
 
 def decode_share(ctx: CheckContext, use: LinkUse, batch: int, batch_source: str) -> Formula | None:
     """T_comm / T_weights of one decode step of ``batch`` sequences on this link."""
-    ev = ctx.evaluate_at(
-        ctx.tp, link_bandwidth=use.bandwidth.result, alpha=use.alpha.result, batch=batch
-    )
+    bw, alpha = use.bandwidth.result, use.alpha.result
+    if use.group is not None and ctx.shape is not None:  # across nodes: priced at this size
+        from tpcheck.physics.kv import activation_dtype, dtype_bytes
+
+        b = dtype_bytes(activation_dtype(ctx.shape.dtype, ctx.deployment.dtype))
+        bw, alpha = at_size(use, batch * ctx.shape.hidden * b)
+    ev = ctx.evaluate_at(ctx.tp, link_bandwidth=bw, alpha=alpha, batch=batch)
     if ev.step is None or ev.comm_share is None or ev.floor is None:
         return None
     sv = ev.floor.values

@@ -17,7 +17,13 @@ from tpcheck.checks.context import CheckContext
 from tpcheck.formula import Formula
 from tpcheck.hardware.links import Link, find_link
 from tpcheck.hardware.machines import Machine, find_machine
-from tpcheck.physics.linkcost import assumed_network
+from tpcheck.physics import collective
+from tpcheck.physics.linkcost import (
+    NETWORK_ASSUMED,
+    assumed_network,
+    network_group,
+    network_use,
+)
 from tpcheck.record import record, replace
 from tpcheck.sources.base import Span
 
@@ -92,6 +98,46 @@ def network(ctx: CheckContext) -> LinkUse:
     (``linkcost.assumed_network``: InfiniBand NDR, said to be assumed)."""
     alpha = alpha_override(ctx)
     m = machine_of(ctx)
+    size = node_size(ctx)
+    per_node = size.per_node if size is not None else (m.gpus if m is not None else 8)
+    t = max(ctx.tp, per_node + 1)
+    given = collective.parse_network(ctx.settings.network) if ctx.settings.network else None
+    if given is not None:  # [tool.tpcheck] network / --network: the user's word wins
+        g = network_group(ctx.gpu, t, per_node, given)
+        return network_use(g, f"{given.label} per node ({given.source})", given.source,
+                           assumed=False, alpha=alpha)
+    if m is not None:
+        net = collective.Network(m.gpus, m.network_gbps / m.gpus, machine_network_kind(m),
+                                 f"{m.source} ({m.key})")
+        g = network_group(ctx.gpu, t, per_node, net)
+        return network_use(g, f"{m.key} network ({m.network_gbps:,.0f} Gb/s for "
+                           f"{m.gpus} GPUs)", f"{m.source} ({m.key})", assumed=False,
+                           alpha=alpha)
+    res = ctx.deployment.network_resource
+    if res:
+        name, _, count = res.partition("=")
+        n = int(count) if count.isdigit() else 0
+        if name == "vpc.amazonaws.com/efa" and n > 0:
+            # EFA devices of 100 Gb/s each (AWS: p5.48xlarge 32 → 3,200 Gb/s, p4d 4 → 400)
+            net = collective.Network(n, 100.0, "efa", f"pod requests {res} (100 Gb/s each)")
+            return network_use(network_group(ctx.gpu, t, per_node, net),
+                               f"{n} × 100 Gb/s EFA ({res})", net.source, assumed=False,
+                               alpha=alpha)
+        # RDMA device plugins share the node's HCAs: the kind is known, not their count
+        kind = "roce" if "roce" in name else "ib"
+        hgx = replace(collective.HGX_NETWORK, kind=kind)
+        g = network_group(ctx.gpu, t, per_node, hgx)
+        return network_use(g, f"{kind} 8 × 400 Gb/s per node ({res}; NIC count assumed)",
+                           hgx.source, assumed=True, alpha=alpha)
+    return assumed_network(alpha, gpu=ctx.gpu, t=t, per_node=per_node)
+
+
+def nic_per_gpu(ctx: CheckContext) -> LinkUse:
+    """One NIC's share per GPU, for the experts' all-to-all (TP303): unlike a ring, an
+    all-to-all cannot aggregate a node's NICs (sjeaugey, nccl-tests#267: "the performance
+    you should see is the performance of a single NIC")."""
+    alpha = alpha_override(ctx)
+    m = machine_of(ctx)
     ndr = find_link("ib-ndr")
     assert ndr is not None
     if m is not None:
@@ -101,7 +147,21 @@ def network(ctx: CheckContext) -> LinkUse:
                      {"network_Gbps": m.network_gbps, "gpus": m.gpus}, m.network_per_gpu, "B/s",
                      f"{m.source} ({m.key})")
         return link_use(lk, bandwidth=bw, alpha=alpha)
-    return assumed_network(alpha)
+    return link_use(ndr, assumed=True, why=NETWORK_ASSUMED, alpha=alpha)
+
+
+def machine_network_kind(m: Machine) -> str:
+    """The collective model's network kind for an instance type: AWS EFA, GCP's GPUDirect
+    TCPX/TCPXO (A3 High/Edge, Mega) or RoCE (A3 Ultra, A4), InfiniBand on Azure and OCI."""
+    if m.provider == "aws":
+        return "efa"
+    if m.provider == "gcp":
+        if m.key.startswith("a3-megagpu"):
+            return "tcpxo"
+        if m.key.startswith(("a3-highgpu", "a3-edgegpu", "a2-")):
+            return "tcp"
+        return "roce"
+    return "ib"
 
 
 def step_nodes(ctx: CheckContext) -> dict[str, object]:
@@ -116,5 +176,9 @@ def step_nodes(ctx: CheckContext) -> dict[str, object]:
     use = network(ctx)
     if use.assumed:  # no instance type: the physics' own assumption, which says so
         return {"gpus_per_node": per_node}
-    net = replace(use.link, bandwidth=use.bandwidth.result, alpha=use.alpha.result)
+    # the per-GPU share of the instance's network: node_network rebuilds the node's NICs
+    assert use.group is not None and use.group.network is not None
+    net = replace(use.link, key=f"{use.group.network.kind}-{use.link.key}",
+                  bandwidth=use.group.network.aggregate / use.group.per_node,
+                  alpha=use.alpha.result)
     return {"gpus_per_node": per_node, "network": net}

@@ -17,7 +17,7 @@ from __future__ import annotations
 import sys
 from collections.abc import Iterator
 
-from tpcheck.checks._nodes import network, node_size, nvlink_domain
+from tpcheck.checks._nodes import nic_per_gpu, node_size, nvlink_domain
 from tpcheck.checks.base import Finding, Severity
 from tpcheck.checks.context import CheckContext
 from tpcheck.checks.needs import LAYOUT
@@ -52,7 +52,7 @@ def check(ctx: CheckContext) -> Iterator[Finding]:
     if ep <= boundary:
         return
     s = ctx.shape
-    use = network(ctx)
+    use = nic_per_gpu(ctx)
     formulas: tuple[Formula, ...] = (ctx.groups.formula, size.formula)
     cost = ""
     if s is not None and s.moe is not None:

@@ -44,6 +44,8 @@ Exit 0: nothing at or above --fail-on; 1: findings; 2: usage or input error."""
 @base.offline_option
 @base.option("--engine-version", type=base.Release(), metavar="VERSION",
              help="Engine release whose defaults apply when no image pins one.")
+@base.option("--network", metavar="NICS",
+             help="NICs per node between nodes, e.g. 8x400G-ib (default: the instance type's).")
 @base.option("--config", "config_file", type=base.FilePath(), metavar="FILE",
              help="Settings file (default: nearest .tpcheck.toml or pyproject.toml).")
 @base.stdin_filename_option
@@ -79,6 +81,7 @@ def run(args: base.Args) -> int:
             model_config=args.model_config,
             offline=args.offline,
             engine_version=args.engine_version,
+            network=_network(args.network),
         )
 
     def linter_for(sfile: Path | None) -> Linter:
@@ -151,3 +154,15 @@ def _codes(text: str | None) -> tuple[str, ...]:
     if not text:
         return ()
     return tuple(c.strip().upper() for c in text.split(",") if c.strip())
+
+
+def _network(value: str | None) -> str | None:
+    """--network as given, after checking it parses (a usage error otherwise)."""
+    if value is None:
+        return None
+    from tpcheck.physics.collective import parse_network
+
+    if parse_network(value) is None:
+        raise UsageError(f"{value!r} is not NICs per node such as 8x400G-ib "
+                         "(kinds: ib, roce, efa, tcpxo, tcp)", "--network")
+    return value

@@ -8,9 +8,9 @@ from __future__ import annotations
 from tpcheck.engines.defaults import defaults_for, sglang_chunked_prefill
 from tpcheck.formula import MIB, Formula
 from tpcheck.hardware.gpus import GPU
-from tpcheck.hardware.links import Link, find_link
+from tpcheck.hardware.links import Link
 from tpcheck.models.shape import ModelShape
-from tpcheck.physics import comm
+from tpcheck.physics import collective, comm
 from tpcheck.physics import step as stepmodel
 from tpcheck.physics.kv import activation_dtype, dtype_bytes
 from tpcheck.physics.split import model_params
@@ -30,9 +30,15 @@ class LinkUse:
     bandwidth: Formula  # B, bytes/s one way per GPU
     alpha: Formula  # α, seconds
     assumed: bool  # the bandwidth is a default, not read from the deployment or topology
+    # Across nodes: the group the collective model prices per message size (at_size); the
+    # bandwidth and α above are then its bandwidth-regime B and latency-regime α.
+    group: collective.Group | None = None
+    alpha_given: bool = False
 
     @property
     def label(self) -> str:
+        if self.group is not None:  # across nodes: the collective model's bus bandwidth
+            return f"{self.link.name}, busbw ≈ {self.bandwidth.result / 1e9:,.0f} GB/s"
         gbps = self.bandwidth.result * 8 / 1e9
         extra = f" = {gbps:,.0f} Gb/s" if self.link.inter_node else ""
         return f"{self.link.name}, B ≈ {self.bandwidth.result / 1e9:,.1f} GB/s per GPU{extra}"
@@ -64,16 +70,58 @@ def link_use(
 
 # The one assumed network (TP301's message, TP201's and ``plan``'s step): named here only.
 NETWORK_ASSUMED = ("no network named for the nodes (no instance type in the manifest); "
-                   "InfiniBand NDR 400 Gb/s per GPU (one ConnectX-7 port per GPU, as on "
-                   "DGX/HGX H100 and DGX B200)")
+                   "an HGX node's 8 × 400 Gb/s InfiniBand, rail-optimized (one ConnectX-7 "
+                   "port per GPU, as on DGX/HGX H100 and DGX B200)")
 
 
-def assumed_network(alpha: float | None = None) -> LinkUse:
-    """InfiniBand NDR, marked assumed: what a TP group across nodes runs on when nothing names
-    the network. ``alpha`` overrides the network's α (``[tool.tpcheck] alpha``)."""
-    ndr = find_link("ib-ndr")
-    assert ndr is not None
-    return link_use(ndr, assumed=True, why=NETWORK_ASSUMED, alpha=alpha)
+def at_size(use: LinkUse, size: float) -> tuple[float, float]:
+    """(B, α) the all-reduce of ``size`` bytes runs at on this link: the collective model's
+    cheapest algorithm × protocol across nodes, the link class's figures inside one."""
+    if use.group is None:
+        return use.bandwidth.result, use.alpha.result
+    p = collective.allreduce(use.group, size)
+    return p.bus, (use.alpha.result if use.alpha_given else p.alpha)
+
+
+def network_use(group: collective.Group, name: str, source: str, *, assumed: bool,
+                alpha: float | None = None) -> LinkUse:
+    """The network between a group's nodes as a LinkUse priced by ``physics.collective``:
+    B is the bandwidth regime's bus bandwidth (1 GiB), α the latency regime's (8 KiB)."""
+    net = group.network
+    assert net is not None
+    big = collective.allreduce(group, 1 << 30)
+    small = collective.allreduce(group, 8 << 10)
+    lk = Link(f"{net.kind}-{net.nics}x{net.gbps:g}", name, big.bus, small.alpha, True, source)
+    why = (NETWORK_ASSUMED + "; ") if assumed else ""
+    bw = Formula("B", "busbw of the cheapest algorithm at 1 GiB (physics.collective)",
+                 {"nics": net.nics, "nic_Gbps": net.gbps, "nodes": group.nodes,
+                  "gpus_per_node": group.per_node, "algorithm": big.algorithm,
+                  "network_assumed": assumed},
+                 big.bus, "B/s", ("ASSUMPTION: " if assumed else "") + why
+                 + ("" if assumed else source + "; ") + big.formula.source)
+    if alpha is None:
+        af = Formula("α", "α of the cheapest protocol at 8 KiB (physics.collective)",
+                     {"protocol": small.protocol, "nodes": group.nodes}, small.alpha, "s",
+                     small.formula.source)
+    else:
+        af = Formula("α", "α (given)", {"α": alpha}, alpha, "s", "alpha override")
+    return LinkUse(lk, bw, af, assumed, group, alpha is not None)
+
+
+def network_group(gpu: GPU | None, t: int, per_node: int,
+                  net: collective.Network) -> collective.Group:
+    nodes = -(-t // max(per_node, 1))
+    link, bw = (gpu.link, gpu.link_bandwidth) if gpu is not None else ("nvlink4", 450e9)
+    return collective.group_of(link, bw, t, nodes, per_node, net)
+
+
+def assumed_network(alpha: float | None = None, *, gpu: GPU | None = None, t: int = 16,
+                    per_node: int = 8) -> LinkUse:
+    """An HGX node's 8×400G InfiniBand, marked assumed: what a TP group across nodes runs on
+    when nothing names the network. ``alpha`` overrides α (``[tool.tpcheck] alpha``)."""
+    g = network_group(gpu, max(t, per_node + 1), per_node, collective.HGX_NETWORK)
+    return network_use(g, "InfiniBand 8 × 400 Gb/s per node",
+                       collective.HGX_NETWORK.source, assumed=True, alpha=alpha)
 
 
 def node_network(gpu: GPU | None, t: int, *, gpus_per_node: int | None = None,
@@ -90,9 +138,21 @@ def node_network(gpu: GPU | None, t: int, *, gpus_per_node: int | None = None,
         per_node = gpu.nvlink_domain
     if per_node is None or per_node < 1 or t <= per_node:
         return None
-    if network is not None:
-        return link_use(network)
-    return assumed_network()
+    if network is not None:  # a per-GPU network (an instance type's share): the node has
+        # that rate per GPU, so per_node NICs of it
+        net = collective.Network(per_node, network.bandwidth * 8 / 1e9, _kind(network.key),
+                                 network.source)
+        return network_use(network_group(gpu, t, per_node, net), network.name, network.source,
+                           assumed=False)
+    return assumed_network(gpu=gpu, t=t, per_node=per_node)
+
+
+def _kind(key: str) -> str:
+    """The collective model's network kind for a link key or instance network."""
+    for k in ("tcpxo", "efa", "roce", "tcp"):
+        if k in key:
+            return k
+    return "ib"
 
 
 def prefill_tokens(
@@ -160,9 +220,10 @@ def prefill_share(
     it passes 100% where they outlast the compute.
     """
     eta, eta_source = chunk_efficiency(shape, engine, version, gpu.key)
+    bw, alpha = at_size(use, tokens * shape.hidden * _b(shape, dtype))
     model = stepmodel.Prefill(model_params(shape, active=True), shape.layers, shape.heads,
                               shape.head_dim, shape.hidden, _b(shape, dtype), t,
-                              gpu.bf16_flops, use.bandwidth.result, use.alpha.result)
+                              gpu.bf16_flops, bw, alpha)
     chunk = stepmodel.prefill_chunk(model, tokens, 0, eta, eta_source)
     t_comm = next(x.result for x in chunk.terms if x.name == "T_comm")
     rest = chunk.result - t_comm
@@ -170,7 +231,7 @@ def prefill_share(
         "prefill_comm_share",
         "T_comm / (T_chunk − T_comm)",
         {"n": tokens, "n_source": tokens_source, "T_comm": t_comm, "T_chunk": chunk.result,
-         "η": eta, "t": t, "B": use.bandwidth.result, "α": use.alpha.result},
+         "η": eta, "t": t, "B": bw, "α": alpha},
         t_comm / rest if rest > 0 else 0.0,
         "",
         chunk.source,

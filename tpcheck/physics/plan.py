@@ -19,7 +19,13 @@ from tpcheck.models.shape import ModelShape
 from tpcheck.physics import comm, kv, memory, sglang_memory, sglang_pools
 from tpcheck.physics import step as stepmodel
 from tpcheck.physics.legality import Refusal, refusals
-from tpcheck.physics.linkcost import LinkUse, chunk_efficiency, node_network, prefill_tokens
+from tpcheck.physics.linkcost import (
+    LinkUse,
+    at_size,
+    chunk_efficiency,
+    node_network,
+    prefill_tokens,
+)
 from tpcheck.physics.split import model_params, weight_split
 from tpcheck.physics.weights import mxfp4_padding, weights_per_gpu
 from tpcheck.record import field, record, replace
@@ -360,9 +366,13 @@ def evaluate(shape: ModelShape, t: int, opts: Options) -> Evaluation:
     net = None if opts.link_bandwidth else node_network(
         gpu, t, gpus_per_node=opts.gpus_per_node, network=opts.network)
     link_key = None if opts.link_bandwidth or gpu is None or t == 1 else gpu.link
-    if net is not None:  # the TP group spans nodes: its rings cross the network
-        link, link_key = net.bandwidth.result, net.link.key
-        alpha = net.alpha.result if opts.alpha is None else opts.alpha
+    pre_link, pre_alpha = link, alpha
+    if net is not None:  # the TP group spans nodes: priced per message size (collective)
+        link_key = net.link.key
+        link, alpha = at_size(net, opts.batch * shape.hidden * b)
+        pre_link, pre_alpha = at_size(net, ntok * shape.hidden * b)
+        if opts.alpha is not None:
+            alpha = pre_alpha = opts.alpha
     if hbm_bw and link:
         floor = comm.decode_step(
             weights_per_gpu=w.result,
@@ -383,7 +393,8 @@ def evaluate(shape: ModelShape, t: int, opts: Options) -> Evaluation:
     if flops and link:
         # One request's chunk passes every pipeline stage in turn: the whole model at t.
         pre = stepmodel.Prefill(model_params(shape, active=True), shape.layers, shape.heads,
-                                shape.head_dim, shape.hidden, b, t, flops, link, alpha)
+                                shape.head_dim, shape.hidden, b, t, flops, pre_link or link,
+                                pre_alpha)
         eta, eta_src = prefill_efficiency(shape, opts)
         prefill = stepmodel.prefill_chunk(pre, ntok, efficiency=eta, source=eta_src)
         prefill = replace(prefill, values={**prefill.values, "n_source": ntok_src})

@@ -100,8 +100,9 @@ def render_plan(model: str, where: str, shape: ModelShape, rows: Sequence[Evalua
         across = sorted({r.tp for r in rows if r.allreduce_link not in (None, gpu_link)})
         out.append(f"  comm dec/pre: all-reduce time over {over} at "
                    f"batch {opts.batch} / {chunk}; link {link_label}"
-                   + (f"; t ≥ {across[0]} spans nodes: the network (InfiniBand NDR 400 Gb/s "
-                      "per GPU, assumed)" if across else ""))
+                   + (f"; t ≥ {across[0]} spans nodes: the network (InfiniBand 8 × 400 Gb/s "
+                      "per node, assumed; each message priced as `tpcheck allreduce` does)"
+                      if across else ""))
     step0 = next((r.step for r in rows if r.step is not None), None)
     if step0 is not None:
         out.append(f"  tok/s/GPU: decode tokens/s per GPU at batch {opts.batch} "

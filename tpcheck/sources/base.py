@@ -126,6 +126,8 @@ class Deployment:
     gpus_per_node: int | None = None
     group_size: int | None = None  # LeaderWorkerSet size (pods per replica)
     gpu_product: str | None = None  # node selector label value, instance type, ...
+    # a NIC resource the pod requests, "name=count": vpc.amazonaws.com/efa=32, rdma/roce_gdr=1
+    network_resource: str | None = None
     image: str | None = None
     engine_version: str | None = None  # from the image tag when it pins one
     entrypoint: Literal["serve", "llm"] | None = None  # CLI server or Python LLM(...) class

@@ -45,6 +45,9 @@ if TYPE_CHECKING:
     from tpcheck.sources.base import Engine
 
 GPU_KEYS = ("nvidia.com/gpu", "amd.com/gpu")
+# NIC resources a pod can request (AWS EFA, the RDMA device plugins, NVIDIA's network operator)
+NET_RESOURCE = re.compile(r"vpc\.amazonaws\.com/efa|rdma/.+|nvidia\.com/(?:rdma|mlnx|hostdev|"
+                          r"sriov).*")
 # Injected by LeaderWorkerSet with a value that differs between the pods of a group (LWS docs,
 # reference/labels-annotations-and-environment-variables): never a ``:-`` default, never known.
 LWS_PER_POD = frozenset({"LWS_LEADER_ADDRESS", "LWS_WORKER_INDEX"})
@@ -522,6 +525,13 @@ class Walker:
                     if n is not None:
                         extra["gpus_requested"] = n
                         spans["gpus_requested"] = ctx.span(v)
+            if isinstance(sect, yaml.MappingNode) and "network_resource" not in extra:
+                for kn, vn in sect.value:
+                    name = str(getattr(kn, "value", ""))
+                    if NET_RESOURCE.match(name) and isinstance(vn, yaml.ScalarNode):
+                        extra["network_resource"] = f"{name}={vn.value}"
+                        spans["network_resource"] = ctx.span(kn)
+                        break
         devices = mpath(res, "reservations", "devices") or mpath(
             mget(keys.get("deploy"), "resources"), "reservations", "devices"
         )
