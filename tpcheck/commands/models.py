@@ -68,7 +68,10 @@ def run_pull(args: base.Args) -> int:
     for err in result.errors:
         sys.stderr.write(f"tpcheck: error: {one_line(str(err))}\n")
     for model_id, message in result.failed:
-        sys.stderr.write(f"tpcheck: error: {one_line(f'{model_id}: {message}')}\n")
+        # most messages name the repo already ("acme/x is gated on ..."): not twice
+        named = message.startswith((f"{model_id}:", f"{model_id} "))
+        line = message if named else f"{model_id}: {message}"
+        sys.stderr.write(f"tpcheck: error: {one_line(line)}\n")
     if result.pulled:
         print(one_line(f"mapped {len(result.pulled)} model(s) in {result.settings_file}"))
     return 2 if result.failed or result.errors else 0

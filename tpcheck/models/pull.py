@@ -12,21 +12,28 @@ bytes offline. A reference that is itself a guess keeps its hint in the findings
 id is mapped.
 
 The settings file is edited as text: only the models table's entries are added or replaced,
-every other byte stays; the result is parsed with tomllib and must equal the old settings with
-the new entries, or nothing is written.
+every other byte stays (CRLF line ends, a leading BOM, comments); the result is parsed with
+tomllib and must equal the old settings with the new entries, or nothing is written.
+
+Every path pull writes (the settings file, ``.tpcheck/models/<org--name>/`` and its files) is
+checked before anything is fetched and written through ``tpcheck.safewrite``: a symlink at any
+component under the project (committed in a pull request, say) is refused with one line and
+nothing is written, instead of overwriting whatever file the link names.
 """
 
 from __future__ import annotations
 
 import json
+import os
 import re
-import shutil
 import sys
 from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 
+from tpcheck import safewrite
 from tpcheck.models import catalog, hints
 from tpcheck.models.resolve import (
+    MAX_CONFIG_BYTES,
     QUANT_NAME,
     ResolveError,
     Resolver,
@@ -145,20 +152,32 @@ def _revision_of(location: str) -> str | None:
     return p.parent.name if p.parent.parent.name == "snapshots" else None
 
 
+def _files_of(model_id: str) -> tuple[str, ...]:
+    """The paths, relative to the project, that pulling ``model_id`` may write or remove."""
+    rel = (MODELS_DIR / folder_name(model_id)).as_posix()
+    return tuple(f"{rel}/{name}" for name in (CONFIG_NAME, QUANT_NAME, REVISION_FILE))
+
+
+def _cached_bytes(path: str) -> bytes:
+    """A file of the HF cache, read as every side file is (regular, capped)."""
+    from tpcheck.sources import read_capped
+
+    return read_capped(path, MAX_CONFIG_BYTES)
+
+
 def store(project: Path, model_id: str, resolver: Resolver) -> Pulled:
     """Fetch ``model_id`` and copy its files verbatim under ``project/.tpcheck/models``."""
     r = resolver.fetch(model_id)
     rel = MODELS_DIR / folder_name(model_id)
-    dest = project / rel
-    dest.mkdir(parents=True, exist_ok=True)
-    shutil.copyfile(r.location, dest / CONFIG_NAME)
+    config, quant_file, revision_file = _files_of(model_id)
+    safewrite.write_bytes(project, config, _cached_bytes(r.location))
     quant = Path(r.location).with_name(QUANT_NAME)
     if r.quant_config is not None and quant.is_file():
-        shutil.copyfile(quant, dest / QUANT_NAME)
+        safewrite.write_bytes(project, quant_file, _cached_bytes(str(quant)))
     else:
-        (dest / QUANT_NAME).unlink(missing_ok=True)  # a re-pull of a repo that dropped it
+        safewrite.remove(project, quant_file)  # a re-pull of a repo that dropped it
     revision = _revision_of(r.location)
-    (dest / REVISION_FILE).write_text(f"{revision or 'unknown'}\n", encoding="utf-8")
+    safewrite.write_bytes(project, revision_file, f"{revision or 'unknown'}\n".encode())
     return Pulled(model_id, revision, r.source, rel.as_posix())
 
 
@@ -178,6 +197,12 @@ def pull(paths: Sequence[str], *, cwd: Path | None = None, offline: bool | None 
     project = target.parent
     _check_editable(target)  # fail before fetching anything
     wanted, skipped, errors = collect(paths, settings.models)
+    try:  # every path this run may write, before anything is fetched or written
+        for w in wanted:
+            for rel in _files_of(w.model_id):
+                safewrite.check(project, rel)
+    except safewrite.WriteRefused as e:
+        raise PullError(str(e)) from None
     resolver = Resolver(offline=offline or settings.offline or None,
                         timeout=timeout or settings.hub_timeout, use_catalog=False,
                         cwd=str(project))
@@ -193,8 +218,10 @@ def pull(paths: Sequence[str], *, cwd: Path | None = None, offline: bool | None 
             pulled.append(store(project, w.model_id, resolver))
         except ResolveError as e:
             failed.append((w.model_id, e.message))
-        except OSError as e:
-            failed.append((w.model_id, f"cannot write under {project / MODELS_DIR}: "
+        except safewrite.WriteRefused as e:
+            failed.append((w.model_id, str(e)))
+        except OSError as e:  # the HF cache file went away or grew between fetch and copy
+            failed.append((w.model_id, f"cannot copy {e.filename or 'the cached file'}: "
                                        f"{e.strerror or e}"))
     if pulled:
         write_mapping(target, {p.model_id: p.folder for p in pulled})
@@ -230,11 +257,27 @@ def _table_name(path: Path, data: Mapping[str, Any]) -> tuple[str, ...]:
     return ("models",)
 
 
+_BOM = "\ufeff"
+
+
 def _read(path: Path) -> str:
+    """The settings file's text exactly as stored: no newline translation (a CRLF file stays
+    CRLF), a leading BOM kept (lint reads such files; ``_without_bom`` sets it aside to parse)."""
+    from tpcheck.settings import MAX_SETTINGS_BYTES
+    from tpcheck.sources import read_capped
+
     try:
-        return path.read_text(encoding="utf-8") if path.exists() else ""
-    except (OSError, UnicodeDecodeError) as e:
-        raise PullError(f"{path}: cannot read: {e}") from None
+        if not path.exists():
+            return ""
+        return read_capped(str(path), MAX_SETTINGS_BYTES).decode("utf-8")
+    except OSError as e:
+        raise PullError(f"{path}: cannot read: {e.strerror or e}") from None
+    except UnicodeDecodeError as e:
+        raise PullError(f"{path}: not UTF-8 text (byte {e.start})") from None
+
+
+def _without_bom(text: str) -> tuple[str, str]:
+    return (_BOM, text[1:]) if text.startswith(_BOM) else ("", text)
 
 
 def _parse(path: Path, text: str) -> dict[str, Any]:
@@ -246,14 +289,15 @@ def _parse(path: Path, text: str) -> dict[str, Any]:
 
 
 def _check_editable(path: Path) -> None:
-    """Fail before anything is fetched: a dry run of the edit, and a writable file."""
+    """Fail before anything is fetched: no link in the way, a dry run of the edit, and a
+    folder the new file can be written in."""
+    try:
+        safewrite.check(path.parent, path.name)
+    except safewrite.WriteRefused as e:
+        raise PullError(str(e)) from None
     edit_mapping(path, _read(path), {"tpcheck/dry-run": MODELS_DIR.as_posix()})
-    if path.exists():
-        try:
-            with path.open("a", encoding="utf-8"):
-                pass
-        except OSError as e:
-            raise PullError(f"{path}: cannot write: {e.strerror or e}") from None
+    if not os.access(path.parent, os.W_OK):
+        raise PullError(f"{path}: cannot write: its folder is not writable")
 
 
 def _dig(data: Mapping[str, Any], keys: Iterable[str]) -> Any:
@@ -283,7 +327,11 @@ def _entry(key: str, value: str) -> str:
 def edit_mapping(path: Path, text: str, entries: Mapping[str, str]) -> str:
     """``text`` with ``entries`` set in the models table: a key's line replaced where the table
     has it, new keys appended after the table's last entry, a missing table appended at the end.
-    Raises PullError when the result does not parse to the old settings plus the entries."""
+    Raises PullError when the result does not parse to the old settings plus the entries.
+    A leading BOM is kept; new lines end as the file's first line does (CRLF stays CRLF)."""
+    bom, text = _without_bom(text)
+    first_eol = re.search(r"\r?\n", text)
+    file_eol = first_eol.group() if first_eol else "\n"
     before = _parse(path, text)
     table = _table_name(path, before)
     header = ".".join(table)
@@ -296,10 +344,10 @@ def edit_mapping(path: Path, text: str, entries: Mapping[str, str]) -> str:
             break
     todo = dict(entries)
     if start is None:
-        tail = "".join(f"{_entry(k, v)}\n" for k, v in todo.items())
-        sep = "" if not text or text.endswith("\n") else "\n"
-        blank = "\n" if text.strip() else ""
-        new_text = f"{text}{sep}{blank}[{header}]\n{tail}"
+        tail = "".join(f"{_entry(k, v)}{file_eol}" for k, v in todo.items())
+        sep = "" if not text or text.endswith("\n") else file_eol
+        blank = file_eol if text.strip() else ""
+        new_text = f"{text}{sep}{blank}[{header}]{file_eol}{tail}"
     else:
         end = len(lines)
         for j in range(start + 1, len(lines)):
@@ -335,7 +383,7 @@ def edit_mapping(path: Path, text: str, entries: Mapping[str, str]) -> str:
     if json.loads(json.dumps(after, default=str)) != expected:
         raise PullError(f"{path}: the {header} table is written in a way tpcheck cannot edit "
                         "safely; add the mapping by hand")
-    return new_text
+    return bom + new_text
 
 
 def _parse_checked(path: Path, text: str) -> dict[str, Any]:
@@ -351,16 +399,17 @@ def write_mapping(path: Path, entries: Mapping[str, str]) -> None:
     new_text = edit_mapping(path, text, entries)
     if new_text != text:
         try:
-            with path.open("w", encoding="utf-8", newline="") as fh:
-                fh.write(new_text)
-        except OSError as e:
-            raise PullError(f"{path}: cannot write: {e.strerror or e}") from None
+            safewrite.write_bytes(path.parent, path.name, new_text.encode("utf-8"))
+        except safewrite.WriteRefused as e:
+            raise PullError(str(e)) from None
 
 
 # ---- listing ---------------------------------------------------------------------------------
 
 def pulled_models(project: Path) -> list[dict[str, str | None]]:
     """The project's pulled models: every ``.tpcheck/models/<org--name>/`` with a config.json."""
+    from tpcheck.sources import read_capped
+
     base = project / MODELS_DIR
     out: list[dict[str, str | None]] = []
     try:
@@ -369,8 +418,8 @@ def pulled_models(project: Path) -> list[dict[str, str | None]]:
         return out
     for name in names:
         try:
-            rev = (base / name / REVISION_FILE).read_text(encoding="utf-8").strip() or None
-        except OSError:
+            rev = read_capped(str(base / name / REVISION_FILE), 1024).decode().strip() or None
+        except (OSError, UnicodeDecodeError):  # a FIFO or /dev/zero committed as REVISION
             rev = None
         out.append({"id": name.replace("--", "/", 1), "source": "pulled",
                     "revision": None if rev == "unknown" else rev})

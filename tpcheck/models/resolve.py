@@ -268,6 +268,9 @@ def classify_hub_error(error: BaseException, repo: str, endpoint: str) -> Resolv
         names = {c.__name__ for c in type(exc).__mro__}
         response = getattr(exc, "response", None)
         status = getattr(response, "status_code", None)
+        if "HFValidationError" in names:  # the library's own check of the id, before any request
+            return ResolveError("not-found", f"{repo}: not a valid hub id "
+                                f"({_scrub(str(exc)).split(': ')[0]})")
         if "GatedRepoError" in names:
             return ResolveError(
                 "gated",
