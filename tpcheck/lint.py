@@ -130,7 +130,7 @@ class Linter:
 
     def _load_topology(self, path: str) -> None:
         from tpcheck.hardware.topology import TopologyError, parse_topology
-        from tpcheck.sources import read_capped
+        from tpcheck.sources.files import read_capped
 
         try:  # `nvidia-smi topo -m` is a few KiB; /dev/zero would never end, a pipe is fine
             text = read_capped(path, MAX_TOPOLOGY_BYTES, pipe_ok=True).decode("utf-8")
@@ -223,8 +223,11 @@ class Linter:
             origin = hit.tried[-1]
             if hit.kind == "not-found":  # only a path the user gave is theirs to correct
                 if origin.startswith("--model-config "):
+                    why = ("it names " + hit.message.split("not a regular file (", 1)[1]
+                           .split(")", 1)[0] if "not a regular file (" in hit.message
+                           else "the path given does not exist")
                     return ("point --model-config at the model's config.json (or the folder "
-                            "holding it): the path given does not exist")
+                            f"holding it): {why}")
                 if origin.startswith("mapping "):
                     return (f"correct the [tool.tpcheck.models] mapping of {model!r}: it names "
                             "a path with no config.json")
@@ -263,7 +266,8 @@ class Linter:
     def lint_read(self, rr: ReadResult, out: LintResult) -> None:
         if not rr.skipped:  # a FIFO or a file over the cap was never read: not "1 file read"
             out.files += 1
-        out.errors.extend(rr.errors)
+        # a side file's error (a chart's values.yaml every template reads) is said once
+        out.errors.extend(e for e in rr.errors if e.path == rr.path or e not in out.errors)
         sups = inline_suppressions(rr.text)
         used: set[int] = set()
         file_ignores = self._file_ignores(rr.path)
@@ -302,9 +306,10 @@ class Linter:
         """Inline suppressions of a file a finding points into other than the one read."""
         hit = self._suppressions.get(path)
         if hit is None:
-            try:
-                with open(path, encoding="utf-8-sig") as fh:
-                    hit = inline_suppressions(fh.read(MAX_BYTES))
+            from tpcheck.sources.files import read_capped
+
+            try:  # a base or patch the overlay read, through the one side-file reader
+                hit = inline_suppressions(read_capped(path, MAX_BYTES).decode("utf-8-sig"))
             except (OSError, UnicodeDecodeError):
                 hit = []
             self._suppressions[path] = hit

@@ -85,12 +85,16 @@ def find_settings_file(start: Path) -> Path | None:
             return dot
         py = folder / "pyproject.toml"
         if _probe(py.is_file):
+            from tpcheck.sources.files import TooBig, read_capped
+
             try:
-                if not _MENTIONS_TOOL_TPCHECK.search(py.read_text(encoding="utf-8",
-                                                                   errors="replace")):
-                    continue  # cheap test first: most pyproject.toml files are not ours
+                head = read_capped(str(py), MAX_SETTINGS_BYTES).decode("utf-8", "replace")
+            except TooBig:
+                return py  # load_settings says so in one line (a sparse 1 GB file took a minute)
             except OSError:
-                continue
+                continue  # unreadable, or no regular file after all: not a settings file
+            if not _MENTIONS_TOOL_TPCHECK.search(head):
+                continue  # cheap test first: most pyproject.toml files are not ours
             try:
                 if _table(_load(py), "tool", "tpcheck") is not None:
                     return py
@@ -114,7 +118,7 @@ def _load(path: Path, text: str | None = None) -> dict[str, Any]:
         import tomllib
     else:  # pragma: no cover
         import tomli as tomllib  # type: ignore[import-not-found,unused-ignore]
-    from tpcheck.sources import read_capped
+    from tpcheck.sources.files import read_capped
 
     try:
         # `--config` names any path: /dev/zero would never end; a pipe (`--config <(...)`) is

@@ -24,6 +24,7 @@ skips the rule for a launch that lacks one (it never gates by code). Codes never
 
 from __future__ import annotations
 
+import math
 from collections.abc import Mapping
 from types import ModuleType
 
@@ -146,6 +147,9 @@ def _option_value(want: type | tuple[str, ...], value: object, where: str, key: 
         raise SettingsError(f"{where}: {key} must be one of {', '.join(want)}, got {value!r}")
     if want is float and isinstance(value, int) and not isinstance(value, bool):
         return float(value)
+    if want is float and isinstance(value, float) and not math.isfinite(value):
+        # TOML spells inf and nan; no option of a rule is infinite (waste-factor = inf passed)
+        raise SettingsError(f"{where}: {key} must be a finite number, got {value}")
     if isinstance(value, want) and (want is bool or not isinstance(value, bool)):
         return value
     raise SettingsError(f"{where}: {key} must be {_TYPE_NAMES.get(want, want.__name__)}, "

@@ -93,6 +93,8 @@ class FloatRange(click.ParamType[float]):
             self.fail(f"{value!r} is not a number", param, ctx)
         below = self.lo is not None and (v <= self.lo if self.lo_open else v < self.lo)
         above = self.hi is not None and v > self.hi
+        if math.isinf(v):  # no quantity tpcheck takes is infinite (--alpha inf was accepted)
+            self.fail(f"{value!r} is not a finite number", param, ctx)
         if math.isnan(v) or below or above:
             self.fail(f"{v} is not in the range {self.label}", param, ctx)
         return v

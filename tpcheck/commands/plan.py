@@ -11,6 +11,7 @@ import click
 from tpcheck.commands import base
 from tpcheck.errors import UsageError
 from tpcheck.formula import Formula
+from tpcheck.settings import MAX_ALPHA
 
 TYPE_CHECKING = False  # typing's constant without importing typing (start-up, issue 8)
 if TYPE_CHECKING:
@@ -38,8 +39,8 @@ def _parse_set(items: Sequence[str]) -> dict[str, Any]:
 
 
 def _parse_tps(text: str | None) -> list[int] | None:
-    if not text:
-        return None
+    if text is None:
+        return None  # not given: the default sweep (--tp '' is given, and names no size)
     out: list[int] = []
     for part in text.split(","):
         part = part.strip()
@@ -118,7 +119,7 @@ marked where more GPUs stop buying cache."""
              help="Override a config.json field (repeatable).")
 @base.option("--batch", type=base.IntRange(1), default=1, metavar="N",
              help="Decode batch for the step model (default: 1).")
-@base.option("--alpha", type=base.FloatRange(0), metavar="SECONDS",
+@base.option("--alpha", type=base.FloatRange(0, MAX_ALPHA), metavar="SECONDS",
              help="Fixed all-reduce cost in seconds (default 10e-6).")
 @base.option("--link", metavar="CLASS",
              help="Link class for the TP group: nvlink4, pcie5, ib-ndr, ...")
@@ -148,11 +149,13 @@ def run(args: base.Args) -> int:
             raise UsageError(f"unknown GPU {gpu_name!r}; known: {', '.join(gpu_names())}",
                                  "--gpu")
     mem = None
-    if hbm:
+    if hbm is not None:
         try:
             mem = parse_size(hbm)
         except ValueError as e:
             raise UsageError(str(e), "--hbm") from None
+        if not mem > 0:  # 0 B of HBM printed a sweep where nothing fits
+            raise UsageError(f"{hbm!r} is no memory size: a GPU has more than 0 bytes", "--hbm")
     res_b = None
     if reserve is not None:
         try:

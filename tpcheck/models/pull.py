@@ -160,7 +160,7 @@ def _files_of(model_id: str) -> tuple[str, ...]:
 
 def _cached_bytes(path: str) -> bytes:
     """A file of the HF cache, read as every side file is (regular, capped)."""
-    from tpcheck.sources import read_capped
+    from tpcheck.sources.files import read_capped
 
     return read_capped(path, MAX_CONFIG_BYTES)
 
@@ -264,7 +264,7 @@ def _read(path: Path) -> str:
     """The settings file's text exactly as stored: no newline translation (a CRLF file stays
     CRLF), a leading BOM kept (lint reads such files; ``_without_bom`` sets it aside to parse)."""
     from tpcheck.settings import MAX_SETTINGS_BYTES
-    from tpcheck.sources import read_capped
+    from tpcheck.sources.files import read_capped
 
     try:
         if not path.exists():
@@ -408,7 +408,7 @@ def write_mapping(path: Path, entries: Mapping[str, str]) -> None:
 
 def pulled_models(project: Path) -> list[dict[str, str | None]]:
     """The project's pulled models: every ``.tpcheck/models/<org--name>/`` with a config.json."""
-    from tpcheck.sources import read_capped
+    from tpcheck.sources.files import read_capped
 
     base = project / MODELS_DIR
     out: list[dict[str, str | None]] = []

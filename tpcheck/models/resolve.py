@@ -126,12 +126,15 @@ def _expand(ref: str) -> Path:
 
 def load_json(path: Path) -> dict[str, Any]:
     """Parse a JSON object; malformed input becomes one line naming file, line and column."""
+    from tpcheck.sources.files import NotRegular, TooBig, read_capped
+
     try:
-        size = path.stat().st_size
-        if size > MAX_CONFIG_BYTES:
-            raise ResolveError("bad-json", f"{path}: {size:,} bytes, over the "
-                               f"{MAX_CONFIG_BYTES:,}-byte limit for a model config")
-        text = path.read_bytes().decode("utf-8-sig")
+        text = read_capped(str(path), MAX_CONFIG_BYTES).decode("utf-8-sig")
+    except TooBig as e:
+        raise ResolveError("bad-json", f"{path}: {e.size:,} bytes, over the "
+                           f"{MAX_CONFIG_BYTES:,}-byte limit for a model config") from None
+    except NotRegular as e:
+        raise ResolveError("bad-json", f"{path}: {e}, not a model config") from None
     except UnicodeDecodeError as e:
         raise ResolveError("bad-json", f"{path}: not UTF-8 text (byte {e.start})") from None
     except OSError as e:
@@ -159,6 +162,20 @@ def _quant_beside(config_path: Path) -> dict[str, Any] | None:
 
 def _short(text: str, keep: int = 80) -> str:
     return text if len(text) <= keep else f"{text[:keep]}… ({len(text):,} characters)"
+
+
+def _not_a_file(path: Path) -> str:
+    """Why ``path`` is no config file: missing, or there but a FIFO or device (/dev/zero said
+    "no such file", issue 28 item 13)."""
+    import stat as stat_mod
+
+    from tpcheck.sources.files import file_type
+
+    try:
+        mode = path.stat().st_mode
+    except OSError:
+        return "no such file"
+    return "no such file" if stat_mod.S_ISREG(mode) else f"not a regular file ({file_type(mode)})"
 
 
 def _config_in(path: Path) -> Path | None:
@@ -542,7 +559,8 @@ class Resolver:
         if hit is None:
             config_path = _config_in(path)
             if config_path is None:
-                what = f"no {CONFIG_NAME} in this folder" if path.is_dir() else "no such file"
+                what = (f"no {CONFIG_NAME} in this folder" if path.is_dir()
+                        else _not_a_file(path))
                 origin = {"path": "--model-config", "mapping": "[tool.tpcheck.models] mapping"}
                 hit = ResolveError(
                     "not-found", f"{path}: {what} (from {origin.get(source, source)})"

@@ -96,7 +96,7 @@ class _Sources:
 
     def lines(self, path: str) -> list[str] | None:
         if path not in self._lines:
-            from tpcheck.sources import read_capped
+            from tpcheck.sources.files import read_capped
 
             try:  # a FIFO or a device the lint skipped must not be waited on or read here
                 text = read_capped(path, MAX_REREAD_BYTES).decode("utf-8", errors="replace")

@@ -6,7 +6,6 @@ Readers are pure: no physics, no engine defaults; a field the file did not set i
 from __future__ import annotations
 
 import os
-import stat
 import sys
 from collections.abc import Iterable, Iterator
 
@@ -18,13 +17,23 @@ from tpcheck.sources.base import (
     Span,
     keep_launches,
 )
+from tpcheck.sources.files import (
+    NotRegular,
+    TooBig,
+    file_type,
+    read_capped,
+    read_upto,
+)
 
 __all__ = [
     "MAX_BYTES",
     "Deployment",
+    "NotRegular",
     "ReadResult",
     "SourceError",
     "Span",
+    "TooBig",
+    "file_type",
     "iter_files",
     "read_capped",
     "read_path",
@@ -201,7 +210,7 @@ def _read_yaml_file(shown: str, text: str, *, stdin: bool) -> ReadResult:
 def _read_shell_template(path: str, text: str) -> ReadResult:
     """A shell script kept as a template (``run.sh.tpl``, a chart's ``files/``): read with
     its actions neutralised, so a ``{{ .Values.tp }}`` is a value or unresolved, not a word."""
-    from tpcheck.sources.helm import chart_root, chart_values, render
+    from tpcheck.sources.helm import chart_root, chart_values, render, values_problem
     from tpcheck.sources.shell import read_shell_text
 
     root = chart_root(path)
@@ -209,66 +218,27 @@ def _read_shell_template(path: str, text: str) -> ReadResult:
     r = render(path, text, values, root, values_error)
     if isinstance(r, SourceError):
         return ReadResult(path, (), (r,), text)
+    problem = values_problem(root, values_error)
     from tpcheck.sources.yamlfile import restored
 
     note = "Go template: actions set aside" + (
         f"; {r.unresolved} action(s) left unresolved" if r.unresolved else "")
     found = [restored(d, r.restore, note) for d in read_shell_text(r.text, path)]
-    return ReadResult(path, tuple(found), (), text)
+    return ReadResult(path, tuple(found), () if problem is None else (problem,), text)
 
 
 def _read_regular(path: str, shown: str, max_bytes: int) -> bytes | ReadResult:
-    """The bytes of a regular file, at most ``max_bytes`` + 1 of them, or the error.
-
-    Non-blocking open, then fstat: opening a FIFO for reading waits for a writer, which hung
-    the run forever on a FIFO named x.yaml (issue 14 item 6). Only regular files are read;
-    O_NONBLOCK changes nothing for them. Not a stat-then-open: no race."""
+    """The bytes of a regular file, at most ``max_bytes`` + 1 of them (``read_path`` refuses
+    more), or the error: ``read_capped``'s reading, in the words of a skipped input."""
     try:
-        with open(os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0)), "rb") as fh:
-            st = os.fstat(fh.fileno())
-            if not stat.S_ISREG(st.st_mode):
-                return _err(shown, f"not a regular file ({_file_type(st.st_mode)}); skipped",
-                            skipped=True)
-            size = st.st_size
-            if size > max_bytes:
-                return _err(shown, f"file is {size} bytes, over the {max_bytes}-byte limit; "
-                                   "skipped", skipped=True)
-            # read(n) allocates n bytes up front: ask for what stat reported (+1 to see a file
-            # that grew), not the 5 MB cap, which cost a large allocation per file. A file that
-            # reports size 0 (procfs, sysfs) is read to the cap.
-            want = size + 1 if size else max_bytes + 1
-            raw: bytes = fh.read(want)
-            if size and len(raw) == want:
-                raw += fh.read(max_bytes + 1 - want)
-            return raw
+        return read_upto(path, max_bytes, pipe_ok=False)
+    except NotRegular as e:
+        return _err(shown, f"{e}; skipped", skipped=True)
+    except TooBig as e:
+        return _err(shown, f"file is {e.size} bytes, over the {max_bytes}-byte limit; skipped",
+                    skipped=True)
     except OSError as e:
         return _err(shown, f"cannot read: {e.strerror or e}")
-
-
-def read_capped(path: str, max_bytes: int, *, pipe_ok: bool = False) -> bytes:
-    """A side file named by an option or a setting (settings, topology, SARIF's re-read): its
-    bytes, or an OSError whose text says why not. Opened as ``_read_regular`` opens inputs, so
-    /dev/zero is never read and past ``max_bytes`` it is refused, not truncated. A pipe is read
-    only where ``pipe_ok`` (a path the user named: ``--topology <(ssh node nvidia-smi topo -m)``);
-    opened without blocking, so a named FIFO nobody writes reads as empty instead of hanging."""
-    with open(os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0)), "rb") as fh:
-        mode = os.fstat(fh.fileno()).st_mode
-        if pipe_ok and stat.S_ISFIFO(mode):
-            os.set_blocking(fh.fileno(), True)  # a writer that is there is waited for
-        elif not stat.S_ISREG(mode):
-            raise OSError(f"not a regular file ({_file_type(mode)})")
-        data = fh.read(max_bytes + 1)
-    if len(data) > max_bytes:
-        raise OSError(f"over the {max_bytes:,}-byte limit")
-    return data
-
-
-def _file_type(mode: int) -> str:
-    """What a non-regular file is, in the words ``ls -l`` users know."""
-    kinds = ((stat.S_ISFIFO, "a FIFO"), (stat.S_ISCHR, "a character device"),
-             (stat.S_ISBLK, "a block device"), (stat.S_ISSOCK, "a socket"),
-             (stat.S_ISDIR, "a folder"))
-    return next((name for test, name in kinds if test(mode)), "a special file")
 
 
 def _err(path: str, message: str, *, skipped: bool = False) -> ReadResult:
@@ -310,7 +280,9 @@ def _walk(top: str, errors: list[SourceError] | None = None) -> Iterator[str]:
                 errors.append(SourceError(root, 1, 1, f"cannot list folder: {exc.strerror or exc}; "
                                                       "the files in it were not checked"))
             continue
-        rules.enter(root, rel)
+        problem = rules.enter(root, rel)
+        if problem is not None and errors is not None:
+            errors.append(SourceError(os.path.join(root, ".gitignore"), 1, 1, problem))
         subdirs: list[tuple[str, str]] = []
         for e in entries:
             name = e.name

@@ -114,19 +114,34 @@ def chart_values(root: str | None) -> tuple[Any, str | None]:
 
     loader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)  # safe loading only
 
+    from tpcheck.sources.files import read_capped
+
     result: tuple[Any, str | None]
-    if st.st_size > MAX_BYTES:
-        result = (None, f"{path} is over the {MAX_BYTES}-byte limit; values not used")
+    try:
+        # read as every side file is: a FIFO hung the run, a link to /dev/zero read 3.7 GB
+        text = read_capped(path, MAX_BYTES).decode("utf-8-sig")
+    except (OSError, UnicodeDecodeError) as e:
+        why = getattr(e, "strerror", None) or e
+        result = (None, f"{path} could not be read ({why}); values not used")
     else:
         try:
-            with open(path, encoding="utf-8-sig") as fh:
-                data = yaml.load(fh.read(), Loader=loader)
+            data = yaml.load(text, Loader=loader)
             result = (data if isinstance(data, dict) else {}, None)
-        except (OSError, UnicodeDecodeError, yaml.YAMLError, RecursionError) as e:
+        except (yaml.YAMLError, RecursionError) as e:
             first = str(e).splitlines()[0] if str(e) else type(e).__name__
             result = (None, f"{path} could not be read ({first}); values not used")
     _VALUES_CACHE[key] = result
     return result
+
+
+def values_problem(root: str | None, values_error: str | None) -> SourceError | None:
+    """The chart's values.yaml that could not be used, as an error naming that file (the lint
+    gives it once however many templates read the chart): its launches are read without values,
+    which must not pass as a clean run."""
+    if root is None or not values_error:
+        return None
+    path = os.path.join(root, "values.yaml")
+    return SourceError(path, 1, 1, values_error.removeprefix(f"{path} "))
 
 
 def render(path: str, text: str, values: Any = None, chart: str | None = None,

@@ -29,8 +29,9 @@ class GitListing:
         self.files = files
         self.dirs = {f[:i] for f in files for i, c in enumerate(f) if c == "/"}
 
-    def enter(self, folder: str, rel: str) -> None:
+    def enter(self, folder: str, rel: str) -> str | None:
         """Nothing to read: git has answered for the whole folder."""
+        return None
 
     def keep_dir(self, rel: str) -> bool:
         return rel in self.dirs
@@ -45,16 +46,27 @@ class GitignoreFiles:
     def __init__(self) -> None:
         self.specs: dict[str, GitIgnoreSpec] = {}  # folder, relative to the walked top -> rules
 
-    def enter(self, folder: str, rel: str) -> None:
-        """Read ``folder/.gitignore`` (if any) before the folder's entries are judged."""
+    def enter(self, folder: str, rel: str) -> str | None:
+        """Read ``folder/.gitignore`` (if any) before the folder's entries are judged; the
+        reason when one is there but cannot be read (the walk goes on without its rules).
+
+        Read as every side file is: a FIFO hung the walk, a link to /dev/zero ended the run in
+        a MemoryError, a sparse 1 GB file took a minute (issue 28 item 6)."""
+        from tpcheck.sources.base import MAX_BYTES
+        from tpcheck.sources.files import read_capped
+
+        path = os.path.join(folder, ".gitignore")
         try:
-            with open(os.path.join(folder, ".gitignore"), encoding="utf-8") as fh:
-                lines = fh.read().splitlines()
-        except (OSError, UnicodeDecodeError):
-            return
+            lines = read_capped(path, MAX_BYTES).decode("utf-8", "replace").splitlines()
+        except FileNotFoundError:
+            return None
+        except OSError as e:
+            why = e.strerror or e
+            return f"cannot read .gitignore: {why}; its patterns were not applied"
         from pathspec import GitIgnoreSpec
 
         self.specs[rel] = GitIgnoreSpec.from_lines(lines)
+        return None
 
     def _ignored(self, rel: str, is_dir: bool) -> bool:
         parts = rel.split("/")
@@ -75,9 +87,48 @@ class GitignoreFiles:
 
 
 def for_folder(top: str) -> GitListing | GitignoreFiles:
-    """The rules for walking ``top``: git's listing in a work tree, else the .gitignore files."""
-    files = git_listing(top)
+    """The rules for walking ``top``: git's listing in a work tree, else the .gitignore files
+    (also in a work tree whose .gitignore git itself would hang on or read for seconds: each
+    bad one is then one error line from ``GitignoreFiles.enter``)."""
+    files = None if _gitignore_git_cannot_read(top) else git_listing(top)
     return GitignoreFiles() if files is None else GitListing(files)
+
+
+# Folders looked at for a .gitignore git cannot read safely before git is asked; past this
+# many (a vendored tree), git is asked anyway.
+MAX_PRESCAN_FOLDERS = 2000
+
+
+def _gitignore_git_cannot_read(top: str) -> bool:
+    """Whether a ``.gitignore`` under ``top`` is a FIFO, device or socket, or over the input
+    cap: git opens a FIFO .gitignore and waits for a writer forever, and reads a sparse 1 GB
+    one whole (seconds). Links are fine (git refuses to follow them). One scandir per folder,
+    the entries' own types, no stat except of a .gitignore."""
+    from tpcheck.sources.base import MAX_BYTES
+
+    stack, seen = [top], 0
+    while stack and seen < MAX_PRESCAN_FOLDERS:
+        folder = stack.pop()
+        seen += 1
+        try:
+            with os.scandir(folder) as it:
+                for e in it:
+                    if e.name == ".gitignore":
+                        if e.is_symlink():
+                            continue
+                        if not e.is_file(follow_symlinks=False) and not e.is_dir(
+                                follow_symlinks=False):
+                            return True
+                        try:
+                            if e.stat(follow_symlinks=False).st_size > MAX_BYTES:
+                                return True
+                        except OSError:
+                            continue
+                    elif e.name != ".git" and e.is_dir(follow_symlinks=False):
+                        stack.append(e.path)
+        except OSError:
+            continue
+    return False
 
 
 def git_listing(top: str) -> set[str] | None:

@@ -85,16 +85,17 @@ class Files:
             return hit
         text = self._texts.get(path)
         if text is None:
-            if os.path.exists(path) and not os.path.isfile(path):
-                raise _error(where, f"{path}: not a regular file")  # a FIFO would block
-            try:
-                with open(path, encoding="utf-8-sig") as fh:
-                    text = fh.read(MAX_BYTES + 1)
+            from tpcheck.sources.files import NotRegular, TooBig, read_capped
+
+            try:  # a FIFO would block, /dev/zero never end: the one side-file reader
+                text = read_capped(path, MAX_BYTES).decode("utf-8-sig")
+            except NotRegular as e:
+                raise _error(where, f"{path}: {e}") from None
+            except TooBig:
+                raise _error(where, f"{path} is over the {MAX_BYTES}-byte limit") from None
             except (OSError, UnicodeDecodeError) as e:
                 raise _error(where, f"cannot read {path}: {getattr(e, 'strerror', None) or e}"
                              ) from None
-            if len(text) > MAX_BYTES:
-                raise _error(where, f"{path} is over the {MAX_BYTES}-byte limit")
         ctx = Ctx(path, LineIndex(text))
         try:
             docs = [d for d in yaml.compose_all(text, Loader=LOADER) if d is not None]
@@ -640,6 +641,8 @@ def note_lone_patch(path: str, result: ReadResult) -> ReadResult:
 
 def _bases_above(folder: str, kinds: frozenset[tuple[str | None, str | None]]) -> list[str]:
     """YAML files in the parent folders (two levels up) defining one of ``kinds``."""
+    from tpcheck.sources.files import read_capped
+
     out: list[str] = []
     parent = os.path.dirname(folder)
     names_wanted = [n for _, n in kinds if n]
@@ -653,8 +656,7 @@ def _bases_above(folder: str, kinds: frozenset[tuple[str | None, str | None]]) -
             if not n.endswith((".yaml", ".yml")) or not os.path.isfile(p):
                 continue
             try:
-                with open(p, encoding="utf-8-sig") as fh:
-                    text = fh.read(1 << 20)
+                text = read_capped(p, MAX_BYTES).decode("utf-8-sig")
                 if not any(w in text for w in names_wanted):
                     continue  # cheaper than composing every file beside the patch
                 docs = list(yaml.compose_all(text, Loader=LOADER))

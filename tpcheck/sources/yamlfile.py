@@ -97,7 +97,7 @@ def read_template(path: str, text: str, chart: bool = True) -> ReadResult:
     """A Helm template: actions neutralised (``tpcheck.sources.helm``), values.yaml applied,
     positions kept. A template that still does not parse is one error line, no recovery:
     what the text holds between actions is not a launch anyone can read."""
-    from tpcheck.sources.helm import chart_root, chart_values, render
+    from tpcheck.sources.helm import chart_root, chart_values, render, values_problem
 
     root = chart_root(path) if chart else None
     values, values_error = chart_values(root)
@@ -106,7 +106,8 @@ def read_template(path: str, text: str, chart: bool = True) -> ReadResult:
         return ReadResult(path, (), (r,), text)
     ctx = Ctx(path, LineIndex(r.text.value), r.text)
     found: list[Deployment] = []
-    errors: list[SourceError] = []
+    problem = values_problem(root, values_error)
+    errors: list[SourceError] = [] if problem is None else [problem]
     try:
         _compose(r.text.value, ctx, found)
     except yaml.MarkedYAMLError as e:

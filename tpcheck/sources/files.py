@@ -1,0 +1,87 @@
+"""The one reader of every file tpcheck opens: inputs (through ``read_path``) and side files
+(settings, topology, a chart's values.yaml, .gitignore, kustomize patches and bases, model
+configs, SARIF's re-read). Regular files only, or a pipe where the caller allows one; opened
+without blocking; a size cap counted while reading. Kept apart from the package's ``__init__``
+so the readers that need it (helm, kustomize, ignores) import it without an import cycle.
+"""
+
+from __future__ import annotations
+
+import os
+import stat
+
+
+class NotRegular(OSError):
+    """A FIFO, device, socket or folder where a file's bytes were wanted."""
+
+
+class TooBig(OSError):
+    """Past the cap: ``size`` from stat when it said so, else the bytes read before stopping."""
+
+    def __init__(self, message: str, size: int) -> None:
+        super().__init__(message)
+        self.size = size
+
+
+# Bytes asked of the kernel at a time past what stat reported: a file that reports size 0
+# (procfs) or grows while read costs chunks, not one allocation of the cap.
+_CHUNK = 1 << 20
+
+
+def read_upto(path: str, max_bytes: int, *, pipe_ok: bool) -> bytes:
+    """At most ``max_bytes`` + 1 bytes of ``path``; NotRegular, TooBig or another OSError.
+
+    Non-blocking open, then fstat on the open file (no stat-then-open race): opening a FIFO for
+    reading waits for a writer, which hung the run forever on a FIFO named x.yaml (issue 14
+    item 6) and on a chart's values.yaml or a .gitignore (issue 28 item 6). Only regular files
+    are read, and a pipe where ``pipe_ok``. The cap is counted while reading, so /dev/zero
+    behind a link, a file that grows, or one whose size stat does not know stop at the cap; a
+    regular file that stat already puts past the cap is refused without reading."""
+    fd = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0))
+    try:
+        st = os.fstat(fd)
+        if pipe_ok and stat.S_ISFIFO(st.st_mode):
+            os.set_blocking(fd, True)  # a writer that is there is waited for; none reads as EOF
+        elif not stat.S_ISREG(st.st_mode):
+            raise NotRegular(f"not a regular file ({file_type(st.st_mode)})")
+        elif st.st_size > max_bytes:
+            raise TooBig(f"{st.st_size:,} bytes, over the {max_bytes:,}-byte limit",
+                         st.st_size)
+        want = max_bytes + 1
+        # the first read asks for what stat reported (+1 to see a file that grew), not the cap
+        size_hint = st.st_size + 1 if stat.S_ISREG(st.st_mode) and st.st_size else _CHUNK
+        first = os.read(fd, min(want, size_hint))
+        more = os.read(fd, min(want - len(first), _CHUNK)) if first and len(first) < want else b""
+        if not more:
+            return first  # the usual case: the whole file in one read, no copy
+        buf = bytearray(first + more)
+        while len(buf) < want:
+            chunk = os.read(fd, min(want - len(buf), _CHUNK))
+            if not chunk:
+                break
+            buf += chunk
+        return bytes(buf)
+    finally:
+        os.close(fd)
+
+
+def read_capped(path: str, max_bytes: int, *, pipe_ok: bool = False) -> bytes:
+    """The one reader of every file tpcheck opens besides the inputs (which ``read_path`` reads
+    the same way): settings, topology, values.yaml, .gitignore, kustomize patches and bases,
+    model configs, SARIF's re-read. Its bytes, or an OSError whose text says why not: not a
+    regular file (NotRegular: a FIFO, /dev/zero, a socket), over ``max_bytes`` (TooBig,
+    counted while reading), or the system's error. A pipe is read only where ``pipe_ok`` (a path
+    the user named: ``--topology <(ssh node nvidia-smi topo -m)``); opened without blocking, so
+    a named FIFO nobody writes reads as empty instead of hanging."""
+    data = read_upto(path, max_bytes, pipe_ok=pipe_ok)
+    if len(data) > max_bytes:
+        raise TooBig(f"over the {max_bytes:,}-byte limit", len(data))
+    return data
+
+
+def file_type(mode: int) -> str:
+    """What a non-regular file is, in the words ``ls -l`` users know."""
+    kinds = ((stat.S_ISFIFO, "a FIFO"), (stat.S_ISCHR, "a character device"),
+             (stat.S_ISBLK, "a block device"), (stat.S_ISSOCK, "a socket"),
+             (stat.S_ISDIR, "a folder"))
+    return next((name for test, name in kinds if test(mode)), "a special file")
