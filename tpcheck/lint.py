@@ -624,7 +624,24 @@ def exit_code(result: LintResult, fail_on: str) -> int:
     return 1 if any(f.severity.rank >= level for f in result.findings) else 0
 
 
-__all__ = ["LintResult", "Linter", "exit_code", "inline_suppressions"]
+__all__ = ["LintResult", "Linter", "exit_code", "inline_suppressions", "settings_file_for"]
+
+
+def settings_file_for(path: str, stdin_filename: str | None = None,
+                      cache: dict[str, Path | None] | None = None) -> Path | None:
+    """The settings file that governs ``path``: the nearest ``.tpcheck.toml`` or
+    ``pyproject.toml`` with [tool.tpcheck] above its folder (for stdin, above
+    ``--stdin-filename``, else the current folder). The one rule lint and inspect both follow,
+    so inspect says what lint will use (issue 28 item 5). ``cache``: folder → answer."""
+    from tpcheck.settings import find_settings_file
+
+    named = stdin_filename if path == "-" else path
+    folder = os.path.abspath(os.path.dirname(named) if named else ".")
+    if cache is None:
+        return find_settings_file(Path(folder))
+    if folder not in cache:
+        cache[folder] = find_settings_file(Path(folder))
+    return cache[folder]
 
 
 def run_with_nearest_settings(paths: Iterable[str], linter_for: Callable[[Path | None], Linter],
@@ -634,17 +651,11 @@ def run_with_nearest_settings(paths: Iterable[str], linter_for: Callable[[Path |
     the closest ``.tpcheck.toml`` or ``pyproject.toml`` with [tool.tpcheck] above the file (for
     stdin, above ``--stdin-filename``, else the current folder). ``linter_for`` builds the
     linter for one settings file (None: no settings file)."""
-    from tpcheck.settings import find_settings_file
-
     out = LintResult()
     groups: dict[Path | None, list[str]] = {}
     nearest: dict[str, Path | None] = {}
     for p in iter_files(paths, out.errors):
-        named = stdin_filename if p == "-" else p
-        folder = os.path.abspath(os.path.dirname(named) if named else ".")
-        if folder not in nearest:
-            nearest[folder] = find_settings_file(Path(folder))
-        groups.setdefault(nearest[folder], []).append(p)
+        groups.setdefault(settings_file_for(p, stdin_filename, nearest), []).append(p)
     for sfile, files in groups.items():
         try:
             linter = linter_for(sfile)

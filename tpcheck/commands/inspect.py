@@ -14,6 +14,12 @@ from tpcheck.oneline import one_line
 from tpcheck.sources import iter_files, read_path, read_stdin
 from tpcheck.sources.base import Deployment, ReadResult, SourceError
 
+TYPE_CHECKING = False  # typing's constant without importing typing (start-up, issue 8)
+if TYPE_CHECKING:
+    from pathlib import Path
+
+    from tpcheck.lint import Linter
+
 INSPECT_KEYS = (
     "path", "line", "engine", "model", "tensor_parallel_size", "pipeline_parallel_size",
     "data_parallel_size", "max_num_seqs", "max_model_len", "gpu_memory_utilization",
@@ -59,26 +65,58 @@ def deployment_json(d: Deployment) -> dict[str, object]:
 
 
 class _ModelSources:
-    """The lint run's resolver, so inspect says what the rules will see for each model."""
+    """The lint run's resolvers, so inspect says what the rules will see for each model: one
+    linter per settings file, each file under the settings lint would use for it
+    (``settings_file_for``), so a sub-folder's ``offline = true`` or models table applies."""
 
-    def __init__(self, offline: bool | None, model_config: str | None) -> None:
+    def __init__(self, offline: bool | None, model_config: str | None,
+                 stdin_filename: str | None) -> None:
         from pathlib import Path
 
+        from tpcheck.settings import find_settings_file
+
+        self.offline, self.model_config = offline, model_config
+        self.stdin_filename = stdin_filename
+        self._linters: dict[Path | None, Linter | SourceError] = {}
+        self._nearest: dict[str, Path | None] = {}
+        self._by_path: dict[str, Path | None] = {}
+        here = self._linter(find_settings_file(Path.cwd()))
+        if isinstance(here, SourceError):  # the current folder's: a usage error, as in lint
+            raise UsageError(f"{here.path}: {here.message}")
+
+    def _linter(self, sfile: Path | None) -> Linter | SourceError:
         from tpcheck.checks import UnknownRule
         from tpcheck.lint import Linter
-        from tpcheck.settings import SettingsError, find_settings_file, load_settings
+        from tpcheck.settings import SettingsError, load_settings
 
-        try:
-            settings = load_settings(find_settings_file(Path.cwd()))
-            settings = settings.with_flags(offline=offline, model_config=model_config)
-            self.linter = Linter(settings)  # checks rule options and per-file-ignores too
-        except SettingsError as e:
-            raise UsageError(str(e)) from None
-        except UnknownRule as e:  # a KeyError: its str() is quoted
-            raise UsageError(str(e).strip("'\"")) from None
+        hit = self._linters.get(sfile)
+        if hit is None:
+            try:
+                settings = load_settings(sfile).with_flags(offline=self.offline,
+                                                           model_config=self.model_config)
+                hit = Linter(settings)  # checks rule options and per-file-ignores too
+            except (SettingsError, UnknownRule) as e:  # UnknownRule is a KeyError: quoted
+                text = str(e).strip("'\"")
+                if sfile is None:  # no settings file: a flag's error, for the whole run
+                    raise UsageError(text) from None
+                hit = SourceError(str(sfile), 1, 1, text.removeprefix(f"{sfile}: "))
+            self._linters[sfile] = hit
+        return hit
+
+    def add(self, path: str) -> SourceError | None:
+        """Note the settings ``path`` is read under; the error when that file is broken."""
+        from tpcheck.lint import settings_file_for
+
+        sfile = settings_file_for(path, self.stdin_filename, self._nearest)
+        self._by_path[self.stdin_filename if path == "-" and self.stdin_filename else path] = sfile
+        got = self._linter(sfile)
+        return got if isinstance(got, SourceError) else None
 
     def resolve(self, d: Deployment) -> tuple[str | None, str | None]:
-        _, problem, source = self.linter.shape_for(d)
+        linter = self._linters.get(self._by_path.get(d.path))
+        if linter is None or isinstance(linter, SourceError):
+            return None, "not resolved: the settings file that governs this file is broken"
+        _, problem, source = linter.shape_for(d)
         return source, problem
 
     def json(self, d: Deployment) -> dict[str, object]:
@@ -110,10 +148,13 @@ def run(args: base.Args) -> int:
     fmt: str = args.fmt
     verbose: bool = args.verbose
     stdin_filename: str | None = args.stdin_filename
-    models = _ModelSources(args.offline, args.model_config)
+    models = _ModelSources(args.offline, args.model_config, stdin_filename)
     results: list[ReadResult] = []
     walk_errors: list[SourceError] = []
     for p in iter_files(paths, walk_errors):
+        problem = models.add(p)
+        if problem is not None and problem not in walk_errors:
+            walk_errors.append(problem)  # its files are still shown, their models not resolved
         text = read_stdin() if p == "-" else None
         results.append(read_path(p, text, stdin_filename=stdin_filename))
     errors = walk_errors + [e for r in results for e in r.errors]
