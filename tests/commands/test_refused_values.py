@@ -43,3 +43,19 @@ def test_an_infinite_rule_option_is_refused_naming_the_key(tmp_path: Path) -> No
     (line,) = proc.stderr.splitlines()
     assert line.startswith(f"tpcheck: error: {tmp_path / '.tpcheck.toml'}: "
                            "rules.TP203.waste-factor must be a finite number, got inf")
+
+
+@pytest.mark.parametrize("release", ["v0.10.2", "v0.33.0"])
+def test_a_huge_swap_space_is_no_internal_error(tmp_path: Path, release: str) -> None:
+    """``--swap-space 1e300`` once ended in "cannot convert float infinity to integer" naming
+    no option. A float option as vLLM's argparse reads it: 1e300 parses (a finite float), so a
+    release that has the flag accepts it and one that dropped it says so, naming the flag."""
+    (tmp_path / "pod.yaml").write_text(
+        "apiVersion: v1\nkind: Pod\nmetadata: {name: x}\nspec:\n  containers:\n  - name: v\n"
+        f"    image: vllm/vllm-openai:{release}\n"
+        '    args: ["--model", "Qwen/Qwen3-8B", "-tp", "2", "--swap-space", "1e300"]\n')
+    proc = _run(["--format", "json", "pod.yaml"], tmp_path)
+    assert proc.returncode in (0, 1) and proc.stderr == ""
+    assert "infinity" not in proc.stdout and "please report" not in proc.stdout
+    if release == "v0.33.0":  # gone after 0.14.0: TP004 names the flag
+        assert '"code": "TP004"' in proc.stdout and "--swap-space" in proc.stdout
