@@ -138,7 +138,7 @@ def test_plan_help_shows_options(capsys: pytest.CaptureFixture[str]) -> None:
         assert opt in flat, opt
     assert "Pipeline-parallel size (default: 1). [1<=x<=1024]" in flat
     assert "Decode batch for the step model (default: 1). [x>=1]" in flat
-    assert "Fixed all-reduce cost in seconds (default 10e-6). [x>=0]" in flat
+    assert "Fixed all-reduce cost in seconds (default 10e-6). [0<=x<=1.0]" in flat
 
 
 @pytest.mark.parametrize("name", list(COMMANDS))
