@@ -270,7 +270,7 @@ def test_plan_utilization_upper_bound_is_allowed_and_used(
     (["plan", "M", "--dp", "1025"], "plan",
      "argument --dp: 1025 is not in the range 1<=x<=1024"),
     (["plan", "M", "--batch", "0"], "plan", "argument --batch: 0 is not in the range x>=1"),
-    (["plan", "M", "--alpha", "-1"], "plan", "argument --alpha: -1.0 is not in the range x>=0"),
+    (["plan", "M", "--alpha", "-1"], "plan", "argument --alpha: -1.0 is not in the range 0<=x<=1.0"),
     (["plan", "M", "--max-num-seqs", "0"], "plan",
      "argument --max-num-seqs: 0 is not in the range x>=1"),
     (["lsp", "--debounce-ms", "5001"], "lsp",
