@@ -15,6 +15,9 @@ from tests.hubserver import HubServer, commit_of
 from tests.models.test_pull import REAL_CONFIG, tpcheck
 from tpcheck import safewrite
 
+pytestmark = pytest.mark.slow  # a tpcheck process per case (and a local hub)
+
+
 OUTSIDE = b"precious: not tpcheck's to write\n"
 
 

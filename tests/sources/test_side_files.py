@@ -26,8 +26,9 @@ GOOD = ROOT / "fixtures" / "lint" / "qwen3-32b-tp16.yaml"  # t = 16 > h_kv = 8: 
 CHART = ROOT / "fixtures" / "layouts" / "chart"
 GIB = 1 << 30
 
-pytestmark = pytest.mark.skipif(not hasattr(os, "mkfifo") or not os.path.exists("/dev/zero"),
-                                reason="needs FIFOs and /dev/zero")
+pytestmark = [pytest.mark.slow,  # a tpcheck process per case
+              pytest.mark.skipif(not hasattr(os, "mkfifo") or not os.path.exists("/dev/zero"),
+                                 reason="needs FIFOs and /dev/zero")]
 
 
 def _cli(args: list[str], cwd: Path) -> subprocess.CompletedProcess[str]:
