@@ -129,3 +129,16 @@ def test_write_bytes_makes_folders_and_refuses_a_file_where_a_folder_goes(tmp_pa
         safewrite.write_bytes(tmp_path, "../escape", b"x")
     assert (tmp_path / "f").read_bytes() == b"keep"
     assert not (tmp_path.parent / "escape").exists()
+
+
+@pytest.mark.skipif(not hasattr(os, "geteuid") or os.geteuid() == 0,
+                    reason="root may write any file")
+def test_a_read_only_settings_file_is_not_replaced(tmp_path: Path) -> None:
+    proj, _ = _project(tmp_path)
+    os.chmod(proj / "pyproject.toml", 0o444)  # a rename would replace it: refused first
+    with HubServer({"acme/ok": {"config.json": REAL_CONFIG}}) as hub:
+        proc = tpcheck(proj, ["models", "pull", "run.sh"], {"HF_ENDPOINT": hub.endpoint})
+        asked = hub.requests
+    assert proc.returncode == 2 and asked == []
+    assert proc.stderr == (f"tpcheck: error: {proj / 'pyproject.toml'}: cannot write: "
+                           "permission denied\n")

@@ -296,8 +296,9 @@ def _check_editable(path: Path) -> None:
     except safewrite.WriteRefused as e:
         raise PullError(str(e)) from None
     edit_mapping(path, _read(path), {"tpcheck/dry-run": MODELS_DIR.as_posix()})
-    if not os.access(path.parent, os.W_OK):
-        raise PullError(f"{path}: cannot write: its folder is not writable")
+    # the new text replaces the file by a rename, which a read-only file would not stop
+    if not os.access(path.parent, os.W_OK) or (path.exists() and not os.access(path, os.W_OK)):
+        raise PullError(f"{path}: cannot write: permission denied")
 
 
 def _dig(data: Mapping[str, Any], keys: Iterable[str]) -> Any:

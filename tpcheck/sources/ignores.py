@@ -11,6 +11,7 @@ with git's precedence: the deepest file that has a say decides.
 
 from __future__ import annotations
 
+import errno
 import os
 
 TYPE_CHECKING = False  # typing's constant without importing typing (start-up, issue 8)
@@ -58,9 +59,9 @@ class GitignoreFiles:
         path = os.path.join(folder, ".gitignore")
         try:
             lines = read_capped(path, MAX_BYTES).decode("utf-8", "replace").splitlines()
-        except FileNotFoundError:
-            return None
         except OSError as e:
+            if e.errno in (errno.ENOENT, errno.ENOTDIR, errno.ENAMETOOLONG):
+                return None  # none there (or a path too long to name one: the folder says so)
             why = e.strerror or e
             return f"cannot read .gitignore: {why}; its patterns were not applied"
         from pathspec import GitIgnoreSpec
