@@ -39,7 +39,6 @@ def test_every_option_has_a_default_of_its_type(rule: ModuleType) -> None:
     ({"TP203": {"waste-factor": 8}}, {"TP203": {"waste-factor": 8.0}}),  # an integer is a number
     ({"tp203": {"waste_factor": 2.5}}, {"TP203": {"waste-factor": 2.5}}),  # spellings as ruff's
     ({"TP203": {}}, {"TP203": {}}),
-    ({"TP203": {"waste-factor": math.inf}}, {"TP203": {"waste-factor": math.inf}}),  # never warn
 ])
 def test_options_are_normalised(table: dict[str, dict[str, object]],
                                 expected: dict[str, dict[str, object]]) -> None:
@@ -59,7 +58,10 @@ def test_options_are_normalised(table: dict[str, dict[str, object]],
     ({"TP203": {"waste-factor": 0.5}},
      f"{WHERE}: rules.TP203: waste-factor must be 1 or more, got 0.5"),
     ({"TP203": {"waste-factor": math.nan}},
-     f"{WHERE}: rules.TP203: waste-factor must be 1 or more, got nan"),
+     f"{WHERE}: rules.TP203.waste-factor must be a finite number, got nan"),
+    # issue 28 item 13: inf was taken as "never warn"; `ignore = ["TP203"]` says that plainly
+    ({"TP203": {"waste-factor": math.inf}},
+     f"{WHERE}: rules.TP203.waste-factor must be a finite number, got inf"),
 ])
 def test_bad_options_are_one_line_naming_file_and_key(table: dict[str, dict[str, object]],
                                                       message: str) -> None:
