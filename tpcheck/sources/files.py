@@ -51,6 +51,8 @@ def read_upto(path: str, max_bytes: int, *, pipe_ok: bool) -> bytes:
         # the first read asks for what stat reported (+1 to see a file that grew), not the cap
         size_hint = st.st_size + 1 if stat.S_ISREG(st.st_mode) and st.st_size else _CHUNK
         first = os.read(fd, min(want, size_hint))
+        if stat.S_ISREG(st.st_mode) and st.st_size and len(first) < size_hint:
+            return first  # short of size + 1: a regular file at its end, one read in all
         more = os.read(fd, min(want - len(first), _CHUNK)) if first and len(first) < want else b""
         if not more:
             return first  # the usual case: the whole file in one read, no copy
