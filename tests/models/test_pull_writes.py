@@ -142,3 +142,13 @@ def test_a_read_only_settings_file_is_not_replaced(tmp_path: Path) -> None:
     assert proc.returncode == 2 and asked == []
     assert proc.stderr == (f"tpcheck: error: {proj / 'pyproject.toml'}: cannot write: "
                            "permission denied\n")
+
+
+def test_models_list_reads_a_committed_revision_fifo_as_no_revision(tmp_path: Path) -> None:
+    from tpcheck.models.pull import pulled_models
+
+    folder = tmp_path / ".tpcheck" / "models" / "acme--ok"
+    folder.mkdir(parents=True)
+    (folder / "config.json").write_bytes(REAL_CONFIG)
+    os.mkfifo(folder / "REVISION")  # read_text waited for a writer forever
+    assert pulled_models(tmp_path) == [{"id": "acme/ok", "source": "pulled", "revision": None}]
