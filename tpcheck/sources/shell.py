@@ -449,6 +449,16 @@ class _Tokenizer:
             b.unresolved = True  # left as written, like an expansion tpcheck cannot know
             b.src(s, start, end)
             return
+        if op in (":+", "+"):
+            # ${NAME:+word}: the word when NAME is set (and, with ':', not empty), else nothing
+            if name in self.variables.per_pod or (val is not None and not self.affordable(val)):
+                b.unresolved = True
+                b.src(s, start, end)
+            elif val is not None and not (op == ":+" and val.value == "") and default:
+                dstart = end - 1 - len(default)
+                b.src(s, dstart, dstart + len(default))
+            # unset: nothing, as ${NAME:-default} takes its default for a name never assigned
+            return
         if val is not None and not (op.startswith(":") and val.value == "" and default is not None):
             b.expansion(val, start, self.variables.derived.get(name))
             b.var_span = val.span()
@@ -492,13 +502,14 @@ class _Tokenizer:
         return i + 1
 
     def braced(self, i: int) -> int:
-        """``${NAME}``, ``${NAME:-default}`` (and ``-``, ``:=``, ``=``); others stay as written."""
+        """``${NAME}``, ``${NAME:-default}`` (and ``-``, ``:=``, ``=``, ``:+``, ``+``); others
+        stay as written."""
         s, b = self.s, self.b
         j = s.find("}", i + 2)
         if j == -1:
             j = self.n - 1
         inner = s[i + 2 : j]
-        m = re.match(r"([A-Za-z_][A-Za-z0-9_]*)(?:(:-|-|:=|=)(.*))?$", inner, re.S)
+        m = re.match(r"([A-Za-z_][A-Za-z0-9_]*)(?:(:-|-|:=|=|:\+|\+)(.*))?$", inner, re.S)
         if m and (m.group(2) is None or "$" not in (m.group(3) or "")):
             self.expand(m.group(1), m.group(3), i, j + 1, m.group(2) or ":-")
         else:
