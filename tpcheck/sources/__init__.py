@@ -185,10 +185,9 @@ def _read_text(shown: str, text: str, *, stdin: bool = False) -> ReadResult:
         from tpcheck.sources.shell import ShellTooLong, read_shell
 
         try:
-            from tpcheck.sources.dockerfile import with_pin
+            from tpcheck.sources.dockerfile import with_pins
 
-            found = tuple(with_pin(d, text, shown) for d in read_shell(shown, text))
-            return ReadResult(shown, found, (), text)
+            return ReadResult(shown, with_pins(read_shell(shown, text), text, shown), (), text)
         except ShellTooLong as e:  # the launches before the limit are still checked
             return ReadResult(shown, tuple(e.found), (SourceError(shown, e.line, e.column,
                                                                   str(e)),), text)

@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import json
 import re
+from collections.abc import Iterable
 
 from tpcheck.record import replace
 from tpcheck.sources.base import Deployment, ReadResult
@@ -261,15 +262,18 @@ def pin_release(text: str) -> tuple[str, str, int] | None:
     return found
 
 
-def with_pin(d: Deployment, text: str, shown: str) -> Deployment:
-    """The launch with its engine release from a pip pin in the same file, when the image tag
-    pins none; the pin's line says where."""
-    pin = pin_release(text)
-    if pin is None or pin[0] != d.engine or d.engine_version is not None:
-        return d
+def with_pins(found: Iterable[Deployment], text: str, shown: str) -> tuple[Deployment, ...]:
+    """The launches with their engine release from a pip pin in the same file, where the image
+    tag pins none; the pin's line says where. The file is searched once, and only when it
+    installs something."""
+    out = tuple(found)
+    pin = pin_release(text) if out and "install" in text else None
+    if pin is None:
+        return out
     line = text.count("\n", 0, pin[2]) + 1
-    return replace(d, engine_version=pin[1],
-                   engine_version_from=f"from `{pin[0]}=={pin[1]}` pinned at {shown}:{line}")
+    said = f"from `{pin[0]}=={pin[1]}` pinned at {shown}:{line}"
+    return tuple(d if d.engine != pin[0] or d.engine_version is not None
+                 else replace(d, engine_version=pin[1], engine_version_from=said) for d in out)
 
 
 def read_dockerfile(path: str, text: str) -> ReadResult:
@@ -303,8 +307,8 @@ def read_dockerfile(path: str, text: str) -> ReadResult:
         if image and d.image is None:
             d = replace(d, image=image, engine_version=d.engine_version
                         or engine_version(image, d.engine))
-        out.append(with_pin(d, text, path))
-    return ReadResult(path, tuple(out), (), text)
+        out.append(d)
+    return ReadResult(path, with_pins(out, text, path), (), text)
 
 
 def read_makefile(path: str, text: str) -> ReadResult:
@@ -315,4 +319,4 @@ def read_makefile(path: str, text: str) -> ReadResult:
         return ReadResult(path, (), (), text)
     shell = makefile_to_shell(text)
     found = read_shell_text(from_file(LineIndex(shell), path), path)
-    return ReadResult(path, tuple(with_pin(d, text, path) for d in found), (), text)
+    return ReadResult(path, with_pins(found, text, path), (), text)
