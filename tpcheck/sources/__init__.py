@@ -48,7 +48,8 @@ UNREAD_NOTE = "not a format tpcheck reads; skipped"
 
 
 def reader_kind(name: str, text: str) -> str:
-    """'yaml' | 'shell' | 'python' | 'dockerfile' | 'makefile' | 'unread' from the name, else
+    """'yaml' | 'shell' | 'python' | 'dockerfile' | 'makefile' | 'powershell' | 'unread' from
+    the name, else
     the shebang, else the content.
 
     A template keeps the kind of the name under its ``.tpl`` (``run.sh.tpl`` is shell); a
@@ -61,6 +62,8 @@ def reader_kind(name: str, text: str) -> str:
         return "dockerfile"
     if is_makefile(low):
         return "makefile"
+    if low.endswith(".ps1"):
+        return "powershell"
     if low.endswith((".tftpl", ".sbatch", ".slurm", *PROSE_EXT)):
         return "shell"
     if low.endswith(UNREAD_EXT):
@@ -160,10 +163,12 @@ def _read_text(shown: str, text: str, *, stdin: bool = False) -> ReadResult:
         if kind == "unread":
             return ReadResult(shown, (), (), None, skipped=True,
                               notes=(SourceError(shown, 1, 1, UNREAD_NOTE),))
-        if kind in ("dockerfile", "makefile"):
+        if kind in ("dockerfile", "makefile", "powershell"):
             from tpcheck.sources import dockerfile
 
-            read = dockerfile.read_dockerfile if kind == "dockerfile" else dockerfile.read_makefile
+            read = {"dockerfile": dockerfile.read_dockerfile,
+                    "makefile": dockerfile.read_makefile,
+                    "powershell": dockerfile.read_powershell}[kind]
             return read(shown, text)
         if kind == "yaml":
             return _read_yaml_file(shown, text, stdin=stdin)
@@ -186,8 +191,10 @@ def _read_text(shown: str, text: str, *, stdin: bool = False) -> ReadResult:
 
         try:
             from tpcheck.sources.dockerfile import with_pins
+            from tpcheck.sources.schedulers import with_slurm
 
-            return ReadResult(shown, with_pins(read_shell(shown, text), text, shown), (), text)
+            found = with_slurm(read_shell(shown, text), shown, text)
+            return ReadResult(shown, with_pins(found, text, shown), (), text)
         except ShellTooLong as e:  # the launches before the limit are still checked
             return ReadResult(shown, tuple(e.found), (SourceError(shown, e.line, e.column,
                                                                   str(e)),), text)
@@ -369,9 +376,9 @@ def _scanned_template(name: str) -> bool:
 
 
 def _is_build_file(name: str) -> bool:
-    """Dockerfiles, Makefiles, Slurm batch files and Terraform templates, which a folder scan
-    reads as shell too."""
+    """Dockerfiles, Makefiles, Slurm batch files, Terraform templates and PowerShell scripts,
+    which a folder scan reads as shell too."""
     from tpcheck.sources.dockerfile import is_dockerfile, is_makefile
 
     return (is_dockerfile(name) or is_makefile(name)
-            or name.lower().endswith((".tftpl", ".sbatch", ".slurm")))
+            or name.lower().endswith((".tftpl", ".sbatch", ".slurm", ".ps1")))

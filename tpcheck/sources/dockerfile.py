@@ -1,4 +1,4 @@
-"""Dockerfiles and Makefiles, read as the shell they hold.
+"""Dockerfiles, Makefiles and PowerShell scripts, read as the shell they hold.
 
 Both are turned into a shell script of the same length with the same line breaks, so every
 character keeps its line and column and the shell reader places findings on the Dockerfile's
@@ -13,6 +13,8 @@ own text:
   continuation are dropped, as Docker drops them; other instructions are blanked.
 - Makefile: recipe lines (tab-indented) are shell; ``NAME ?= value`` / ``:=`` / ``=`` become
   assignments and ``$(NAME)`` references ``${NAME}``; everything else is blanked.
+- PowerShell: a backtick ending a line continues it as a backslash does, ``$env:NAME`` reads
+  as ``${NAME:-}`` and ``$env:NAME = "value"`` / ``$NAME = "value"`` become assignments.
 
 ``pip install vllm==0.6.3`` (``uv pip install "sglang[all]==0.4.2.post4"``) in a ``RUN`` or a
 recipe names the engine release the launch runs (``pin_release``).
@@ -247,6 +249,38 @@ def makefile_to_shell(text: str) -> str:
             continue
         out.append(" " * len(line))
     return "\n".join(out)
+
+
+_PS_ASSIGN = re.compile(r"([ \t]*)\$(?:env:)?([A-Za-z_][A-Za-z0-9_]*)[ \t]*=[ \t]*")
+_PS_ENV = re.compile(r"\$env:([A-Za-z_][A-Za-z0-9_]*)", re.IGNORECASE)
+
+
+def powershell_to_shell(text: str) -> str:
+    """A PowerShell script as shell of the same length (see the module docstring)."""
+    out: list[str] = []
+    for line in text.split("\n"):
+        m = _PS_ASSIGN.match(line)
+        if m and not line[m.end():].startswith("="):
+            name = m.group(2)
+            pad = m.end() - len(name) - 1
+            line = " " * pad + name + "=" + line[m.end():]
+        line = _PS_ENV.sub(lambda r: "${" + r.group(1) + ":-}", line)
+        body = line.rstrip(" \t\r")
+        if body.endswith("`"):
+            line = body[:-1] + "\\" + line[len(body):]
+        out.append(line)
+    return "\n".join(out)
+
+
+def read_powershell(path: str, text: str) -> ReadResult:
+    from tpcheck.sources.positions import LineIndex, from_file
+    from tpcheck.sources.shell import read_shell_text
+
+    if "vllm" not in text and "sglang" not in text:
+        return ReadResult(path, (), (), text)
+    shell = powershell_to_shell(text)
+    found = read_shell_text(from_file(LineIndex(shell), path), path)
+    return ReadResult(path, with_pins(found, text, path), (), text)
 
 
 def pin_release(text: str) -> tuple[str, str, int] | None:
