@@ -107,3 +107,41 @@ def test_docker_run_with_its_own_entrypoint_is_no_engine_launch(tmp_path: Path) 
     path.write_text("docker run --entrypoint /bin/bash vllm/vllm-openai:v0.8.5 "
                     "--model Qwen/Qwen3-8B\n")
     assert read_path(str(path)).deployments == ()
+
+
+def test_modal_app() -> None:
+    """Modal's vLLM example: `cmd = ["vllm", "serve", "--uvicorn-log-level=info", MODEL_NAME,
+    ...]` inside `@app.function(gpu=f"H100:{N_GPU}")` with N_GPU = 1, run as
+    `subprocess.Popen(" ".join(cmd), shell=True)`, on an image that pip-installs vllm==0.7.2."""
+    path = REACH3 / "modal-labs--modal-examples_06_gpu_and_ml_llm-serving_vllm_inference.py"
+    (d,) = read_path(str(path)).deployments
+    assert d.model == "neuralmagic/Meta-Llama-3.1-8B-Instruct-quantized.w4a16"
+    assert d.revision == "a7c09948d9a632c2c840722f519672cd94af885d"
+    assert (d.gpus_requested, d.gpu_product) == (1, "H100")
+    assert d.spans["gpus_requested"].line == 93  # gpu=f"H100:{N_GPU}"
+    assert d.spans["model"].line == 61  # MODEL_NAME = "..."
+    assert d.engine_version == "0.7.2"
+    assert d.engine_version_from == f"from `vllm==0.7.2` pinned in pip_install at {path}:31"
+
+
+def test_python_argv_lists(tmp_path: Path) -> None:
+    path = tmp_path / "launch.py"
+    path.write_text(
+        "import os, shlex, subprocess\n"
+        "class Server:\n"
+        "    MODEL = 'Qwen/Qwen3-32B'\n"
+        "    TP = 4\n"
+        "def main():\n"
+        "    base = ['vllm', 'serve', Server.MODEL]\n"
+        "    cmd = ['vllm', 'serve', MODEL] + ['--tensor-parallel-size', str(TP)]\n"
+        "    subprocess.run(cmd)\n"
+        "    os.execvp('python', ['python', '-m', 'sglang.launch_server', '--model-path',\n"
+        "                          MODEL, '--tp', str(TP)])\n"
+        "    subprocess.run(shlex.join(['vllm', 'serve', 'Qwen/Qwen3-8B', '-tp', '2']),\n"
+        "                   shell=True)\n"
+        "MODEL = 'Qwen/Qwen3-32B'\nTP = 4\n")
+    ds = read_path(str(path)).deployments
+    assert [(d.engine, d.model, d.tensor_parallel_size) for d in ds] == [
+        ("vllm", "Qwen/Qwen3-32B", 4), ("sglang", "Qwen/Qwen3-32B", 4),
+        ("vllm", "Qwen/Qwen3-8B", 2)]
+    assert ds[0].spans["tensor_parallel_size"].line == 14  # TP = 4, read through str(TP)
