@@ -135,3 +135,14 @@ def test_a_named_file_tpcheck_does_not_read(tmp_path: Path,
     assert [Path(p).name for p in iter_files([str(tmp_path)])] == ["Dockerfile"]
     assert main(["--offline", str(tmp_path)]) == 0
     assert "note" not in capsys.readouterr().err
+
+
+def test_terraform_template_is_shell(tmp_path: Path) -> None:
+    """A `.tftpl` user-data script: `${model}` is Terraform's, left unresolved; the rest is read
+    as shell."""
+    path = tmp_path / "startup.sh.tftpl"
+    path.write_text("#!/bin/bash\ndocker run --gpus 4 vllm/vllm-openai:v0.8.5 \\\n"
+                    "  --model ${model} --tensor-parallel-size 4\n")
+    (d,) = read_path(str(path)).deployments
+    assert (d.tensor_parallel_size, d.gpus_requested) == (4, 4)
+    assert d.model is None and d.unresolved["model"] == "${model}"

@@ -36,7 +36,7 @@ _ARG_DEFAULT = re.compile(r"([A-Za-z_][A-Za-z0-9_]*)=(\S+)")
 # $NAME, ${NAME}, ${NAME:-default} in a FROM line
 _REF = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*)(?::-([^}]*))?\}|\$([A-Za-z_][A-Za-z0-9_]*)")
 # pip/uv pins of an engine: vllm==0.6.3, "sglang[all]==0.4.2.post4", vllm===0.8.5
-_PIN = re.compile(r"""(?<![\w.-])(vllm|sglang)(?:\[[^\]]*\])?===?([0-9][0-9A-Za-z.+\-]*)""")
+PIN = re.compile(r"""(?<![\w.-])(vllm|sglang)(?:\[[^\]]*\])?===?([0-9][0-9A-Za-z.+\-]*)""")
 _PIP = re.compile(r"\bpip3?\s+install\b|\buv\s+pip\s+install\b|\buv\s+add\b")
 
 
@@ -291,7 +291,7 @@ def pin_release(text: str) -> tuple[str, str, int] | None:
         seg = cmd.group(0)
         if not _PIP.search(seg):
             continue
-        for m in _PIN.finditer(seg):
+        for m in PIN.finditer(seg):
             found = (m.group(1), m.group(2).rstrip(".-"), cmd.start() + m.start())
     return found
 

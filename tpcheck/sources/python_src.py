@@ -157,7 +157,7 @@ _PIP_CALL = re.compile(r"\b(?:uv_)?pip_install\(")
 def _python_pins(found: list[Deployment], text: str, path: str) -> tuple[Deployment, ...]:
     """A Modal image's ``.pip_install("vllm==0.7.2")`` (or a ``pip install`` string the file
     runs) names the release its launches run."""
-    from tpcheck.sources.dockerfile import _PIN, with_pins
+    from tpcheck.sources.dockerfile import PIN, with_pins
 
     out = tuple(found)
     if not out or "install" not in text:
@@ -167,7 +167,7 @@ def _python_pins(found: list[Deployment], text: str, path: str) -> tuple[Deploym
         while k < len(text) and depth:
             depth += {"(": 1, ")": -1}.get(text[k], 0)
             k += 1
-        pins = list(_PIN.finditer(text, m.end(), k))
+        pins = list(PIN.finditer(text, m.end(), k))
         if pins:
             pin = pins[-1]
             line = text.count("\n", 0, pin.start()) + 1
