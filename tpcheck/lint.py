@@ -56,6 +56,7 @@ class LintResult:
     deployments: int = 0
     suppressed: int = 0
     unused_ignores: list[tuple[str, int, str]] = field(default_factory=list)  # path, line, text
+    notes: list[SourceError] = field(default_factory=list)  # said on stderr; never the exit code
 
     def merge(self, other: LintResult) -> None:
         """Add another run's results (a group of files checked under other settings)."""
@@ -65,6 +66,7 @@ class LintResult:
         self.deployments += other.deployments
         self.suppressed += other.suppressed
         self.unused_ignores.extend(other.unused_ignores)
+        self.notes.extend(other.notes)
 
 
 @record
@@ -268,6 +270,7 @@ class Linter:
             out.files += 1
         # a side file's error (a chart's values.yaml every template reads) is said once
         out.errors.extend(e for e in rr.errors if e.path == rr.path or e not in out.errors)
+        out.notes.extend(rr.notes)
         sups = inline_suppressions(rr.text)
         used: set[int] = set()
         file_ignores = self._file_ignores(rr.path)

@@ -168,7 +168,8 @@ class CheckContext:
         d = self.deployment
         return release_for(d.engine, image=d.image, image_version=d.engine_version,
                            setting=self.settings.engine_version,
-                           setting_from=self.settings.engine_version_from)
+                           setting_from=self.settings.engine_version_from,
+                           version_from=d.engine_version_from)
 
     def fires_with(self, rule: ModuleType, version: str) -> bool:
         """Whether ``rule`` fires on this deployment when the engine is ``version``."""

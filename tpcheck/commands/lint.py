@@ -122,6 +122,8 @@ def run(args: base.Args) -> int:
                   scope=sarif["scope"], category=sarif["category"])
     if text:
         sys.stdout.write(text)
+    for note in result.notes:  # every format: stderr is not the report
+        sys.stderr.write(f"tpcheck: note: {one_line(str(note))}\n")
     if fmt in ("text", "github"):
         for problem in result.errors:
             sys.stderr.write(f"tpcheck: {one_line(str(problem))}\n")

@@ -162,8 +162,9 @@ class Release:
 
 def release_for(engine: EngineName, *, image: str | None = None,
                 image_version: str | None = None, setting: str | None = None,
-                setting_from: str | None = None) -> Release:
-    """Which release applies: the image tag, else the setting, else the newest known.
+                setting_from: str | None = None, version_from: str | None = None) -> Release:
+    """Which release applies: the image tag (or the pin ``version_from`` names: a pip pin
+    in a Dockerfile or setup script), else the setting, else the newest known.
 
     ``:latest``/``:nightly`` (or an untagged image) pin nothing, so they fall through.
     """
@@ -172,10 +173,11 @@ def release_for(engine: EngineName, *, image: str | None = None,
     if image_version and (parse_version(image_version) or (0,)) > (parse_version(newest) or (0,)):
         # A later release than any read, or a tag that numbers something else (NGC's 26.02,
         # a wrapper's own version): the newest known rules are what tpcheck can apply.
-        return Release(engine, newest, f"newest known (the image tag {tag} names no release "
+        named = f"the pin {image_version}" if version_from else f"the image tag {tag}"
+        return Release(engine, newest, f"newest known ({named} names no release "
                        "tpcheck has read: pin a known one to be exact)", False)
     if image_version:
-        return Release(engine, image_version, f"from the image tag {tag}", True)
+        return Release(engine, image_version, version_from or f"from the image tag {tag}", True)
     if setting:
         return Release(engine, setting, f"from {setting_from or 'the settings'}", True)
     src = NOT_PINNED

@@ -540,12 +540,62 @@ class Resolver:
                 (*error.tried, *r.tried),
                 f"{why} -> {hub_id}; map it in [tool.tpcheck.models] to be exact",
             )
+        # nothing named the model exactly: a same-shape relative of a hub id (siblings module)
+        asked = [] if is_path or is_expression(ref) else [(ref, "")]
+        for hub_id, why in [*asked, *candidates]:
+            found = self._relative(hub_id, base_dir)
+            if isinstance(found, str):
+                failed.append(found)
+                continue
+            if found is not None:
+                r, rel, how = found
+                via = f"{why} -> {hub_id}: " if why else ""
+                return Resolution(
+                    model, r.config, r.quant_config, r.source, r.location,
+                    (*error.tried, *failed, *r.tried),
+                    f"{via}shape of relative {rel} ({how}); pin it with "
+                    "`tpcheck models pull` or [tool.tpcheck.models]",
+                )
         if not failed:
             raise error
         raise ResolveError(error.kind, f"{error.message} (also tried: {'; '.join(failed)})",
                            (*error.tried, *failed))
 
     # -- steps ----------------------------------------------------------------------------
+
+    def _relative(self, hub_id: str, base_dir: str | None
+                  ) -> tuple[Resolution, str, str] | str | None:
+        """(resolution, relative, how its name differs) for a hub id the hub and the catalog do
+        not hold (siblings.relative), a line for TP000's tried list when the relative is
+        refused, None when there is none. A relative is used only when it agrees with the name
+        on whether the checkpoint is quantized."""
+        if not self.use_catalog or not is_repo_id(hub_id) or "/" not in hub_id:
+            return None
+        try:
+            self.resolve(hub_id, base_dir=base_dir)
+        except ResolveError as e:
+            if e.kind not in ("not-found", "gated"):
+                return None  # the hub did not answer: its own file may exist
+        else:
+            return None  # it resolves exactly; the caller had other reasons to stop
+        from tpcheck.models import siblings
+
+        found = siblings.relative(hub_id)
+        if found is None:
+            return None
+        rel, how = found
+        try:
+            r = self.resolve(rel, base_dir=base_dir)
+        except ResolveError as e:
+            return f"relative {rel}: {e.kind}"
+        # A relative's name and config may be quantized without a word for it (DeepSeek-V3
+        # ships FP8): its siblings share that. A quantized name needs a quantized relative.
+        said = siblings.quantized_name(hub_id)
+        quantized = bool(r.quant_config) or isinstance(r.config.get("quantization_config"), dict)
+        if said != siblings.quantized_name(rel) or (said and not quantized):
+            return f"relative {rel}: quantized otherwise than {hub_id}"
+        return r, rel, how
+
 
     def _anchor(self, ref: str) -> Path:
         path = _expand(ref)

@@ -46,12 +46,37 @@ PY_EXT = (".py",)
 TPL_EXT = ".tpl"  # Helm and other Go templates: foo.yaml.tpl, _helpers.tpl, run.sh.tpl
 
 
+# Formats a named file may be in that tpcheck does not read: one note, no exit code (as ruff
+# says of a file it does not lint); a folder scan never picks them.
+UNREAD_EXT = (".toml", ".ini", ".cfg", ".conf", ".lock", ".csv", ".tsv", ".xml", ".html",
+              ".css", ".js", ".ts", ".go", ".rs", ".java", ".c", ".h", ".cc", ".cpp", ".rb",
+              ".tf", ".hcl", ".png", ".jpg", ".jpeg", ".gif", ".svg", ".pdf", ".zip", ".gz",
+              ".tar", ".whl", ".ipynb")
+PROSE_EXT = (".md", ".markdown", ".rst", ".txt")  # launch lines in notes: shell, never YAML
+UNREAD_NOTE = "not a format tpcheck reads; skipped"
+
+
 def reader_kind(name: str, text: str) -> str:
-    """'yaml' | 'shell' | 'python' from the extension, else the shebang, else the content.
+    """'yaml' | 'shell' | 'python' | 'dockerfile' | 'makefile' | 'powershell' | 'unread' from
+    the name, else
+    the shebang, else the content.
 
     A template keeps the kind of the name under its ``.tpl`` (``run.sh.tpl`` is shell); a
-    bare ``.tpl`` is a Helm template, YAML."""
+    bare ``.tpl`` is a Helm template, YAML. Terraform's ``.tftpl`` and Slurm's ``.sbatch`` /
+    ``.slurm`` are shell."""
+    from tpcheck.sources.dockerfile import is_dockerfile, is_makefile
+
     low = name.lower()
+    if is_dockerfile(low):
+        return "dockerfile"
+    if is_makefile(low):
+        return "makefile"
+    if low.endswith(".ps1"):
+        return "powershell"
+    if low.endswith((".tftpl", ".sbatch", ".slurm", *PROSE_EXT)):
+        return "shell"
+    if low.endswith(UNREAD_EXT):
+        return "unread"
     if low.endswith(TPL_EXT):
         inner = low[: -len(TPL_EXT)]
         return reader_kind(inner, text) if inner.endswith(SHELL_EXT + PY_EXT) else "yaml"
@@ -144,6 +169,16 @@ def _read_text(shown: str, text: str, *, stdin: bool = False) -> ReadResult:
     """The reader the name or content picks, on text that passed the size and encoding checks."""
     kind = reader_kind(shown, text)
     try:
+        if kind == "unread":
+            return ReadResult(shown, (), (), None, skipped=True,
+                              notes=(SourceError(shown, 1, 1, UNREAD_NOTE),))
+        if kind in ("dockerfile", "makefile", "powershell"):
+            from tpcheck.sources import dockerfile
+
+            read = {"dockerfile": dockerfile.read_dockerfile,
+                    "makefile": dockerfile.read_makefile,
+                    "powershell": dockerfile.read_powershell}[kind]
+            return read(shown, text)
         if kind == "yaml":
             return _read_yaml_file(shown, text, stdin=stdin)
         if kind == "python":
@@ -164,7 +199,11 @@ def _read_text(shown: str, text: str, *, stdin: bool = False) -> ReadResult:
         from tpcheck.sources.shell import ShellTooLong, read_shell
 
         try:
-            return ReadResult(shown, tuple(read_shell(shown, text)), (), text)
+            from tpcheck.sources.dockerfile import with_pins
+            from tpcheck.sources.schedulers import with_slurm
+
+            found = with_slurm(read_shell(shown, text), shown, text)
+            return ReadResult(shown, with_pins(found, text, shown), (), text)
         except ShellTooLong as e:  # the launches before the limit are still checked
             return ReadResult(shown, tuple(e.found), (SourceError(shown, e.line, e.column,
                                                                   str(e)),), text)
@@ -292,7 +331,8 @@ def _walk(top: str, errors: list[SourceError] | None = None) -> Iterator[str]:
             if e.is_dir(follow_symlinks=False):
                 if rules.keep_dir(sub):
                     subdirs.append((e.path, sub))
-            elif name.lower().endswith(exts) and _scanned_template(name) and rules.keep_file(sub):
+            elif ((name.lower().endswith(exts) and _scanned_template(name))
+                  or _is_build_file(name)) and rules.keep_file(sub):
                 yield e.path
         stack.extend(reversed(subdirs))
 
@@ -305,3 +345,12 @@ def _scanned_template(name: str) -> bool:
         return True
     inner = low[: -len(TPL_EXT)]
     return "." not in inner.lstrip("._") or inner.endswith((*YAML_EXT, *SHELL_EXT, *PY_EXT))
+
+
+def _is_build_file(name: str) -> bool:
+    """Dockerfiles, Makefiles, Slurm batch files, Terraform templates and PowerShell scripts,
+    which a folder scan reads as shell too."""
+    from tpcheck.sources.dockerfile import is_dockerfile, is_makefile
+
+    return (is_dockerfile(name) or is_makefile(name)
+            or name.lower().endswith((".tftpl", ".sbatch", ".slurm", ".ps1")))

@@ -204,6 +204,10 @@ def parse_args(engine: Engine, words: Sequence[Word], positional_model: bool) ->
         v = w.value
         after_dashes = after_dashes or v == "--"
         if not v.startswith("-") or v in ("-", "--") or _is_number(v):
+            if (positional_model and not v.startswith("-") and "model" not in f.values
+                    and "model" not in f.unresolved and not after_dashes):
+                # argparse takes `vllm serve --opt=x MODEL`'s positional after options too
+                set_typed(f, "model", "model", w)
             i += 1
             continue
         opt, eq, _ = v.partition("=")

@@ -130,6 +130,8 @@ class Deployment:
     network_resource: str | None = None
     image: str | None = None
     engine_version: str | None = None  # from the image tag when it pins one
+    # where engine_version came from when not the image tag ("from `vllm==0.6.3` pinned at …")
+    engine_version_from: str | None = None
     entrypoint: Literal["serve", "llm"] | None = None  # CLI server or Python LLM(...) class
     distributed_executor_backend: str | None = None  # vLLM: mp, ray, ...
     cpu_offload_gb: float | None = None  # vLLM: GiB of weights per GPU kept in CPU memory
@@ -180,6 +182,7 @@ class ReadResult:
     errors: tuple[SourceError, ...] = ()
     text: str | None = None  # kept for inline suppressions
     skipped: bool = False  # never read (not a regular file, over the size cap): not counted
+    notes: tuple[SourceError, ...] = ()  # said once, never the exit code (a format not read)
 
 
 def launch_limit(path: str, at: Span, limit: int = MAX_LAUNCHES) -> SourceError:

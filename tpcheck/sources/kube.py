@@ -144,6 +144,9 @@ class Walker:
         self.top_vars = Vars()
         self.root: Any = None
         self.task_image: str | None = None  # SkyPilot ``resources.image_id: docker:IMAGE``
+        # what a task file (Truss, SkyPilot) says of every launch in it: GPUs, release pins
+        self.task_extra: dict[str, Any] = {}
+        self.task_spans: dict[str, Span] = {}
 
     def run(self, root: Any) -> list[Deployment]:
         self.root = root
@@ -156,6 +159,7 @@ class Walker:
                 if isinstance(k, yaml.ScalarNode) and isinstance(v, yaml.ScalarNode):
                     self.top_vars.shell[k.value] = self.ctx.locate(v)
         self._skypilot_env(root)
+        self._task_facts(root)
         # Ancestors are a linked list (node, parent-link) so a push costs O(1), not O(depth).
         seen, consumed = self.seen, self.consumed
         stack: list[tuple[Any, Any]] = [(root, None)]
@@ -231,6 +235,55 @@ class Walker:
         if count is not None:
             top.shell.setdefault("SKYPILOT_NUM_GPUS_PER_NODE", count)
             top.origins["SKYPILOT_NUM_GPUS_PER_NODE"] = "resources.accelerators"
+
+    def _task_facts(self, root: Any) -> None:
+        """A Truss config's ``resources.accelerator: H100:8`` (beside ``docker_server``: the
+        GPUs its start command gets), and a ``pip install vllm==X`` pin in a SkyPilot
+        ``setup`` or Truss ``build_commands`` / ``requirements`` (the release ``run`` uses)."""
+        if not isinstance(root, yaml.MappingNode):
+            return
+        res = mget(root, "resources")
+        acc = mget(res, "accelerator")
+        if mget(root, "docker_server") is not None and isinstance(acc, yaml.ScalarNode) and (
+                isinstance(acc.value, str)):
+            name, colon, cnt = acc.value.rpartition(":")
+            if not colon:
+                name, cnt = acc.value, "1"
+            if name and cnt.strip().isdigit() and int(cnt) >= 1:
+                span = self.ctx.span(acc)
+                self.task_extra.update(gpus_requested=int(cnt), gpu_product=name.strip())
+                self.task_spans.update(gpus_requested=span, gpu_product=span)
+        from tpcheck.sources.dockerfile import pin_release
+
+        for key in ("setup", "build_commands", "requirements"):
+            node = mget(root, key)
+            items = [node] if isinstance(node, yaml.ScalarNode) else (
+                list(node.value) if isinstance(node, yaml.SequenceNode) else [])
+            for item in items:
+                if not isinstance(item, yaml.ScalarNode) or not isinstance(item.value, str):
+                    continue
+                lead = "" if key != "requirements" else "pip install "
+                pin = pin_release(lead + item.value)
+                if pin is not None:
+                    at = max(0, pin[2] - len(lead))
+                    line = self.ctx.locate(item).sub(at, at + 1).span().line
+                    self.task_extra["pin"] = (pin[0], pin[1],
+                                              f"from `{pin[0]}=={pin[1]}` pinned in {key} at "
+                                              f"{self.ctx.path}:{line}")
+
+    def _with_task_facts(self, d: Deployment) -> Deployment:
+        from tpcheck.record import replace
+
+        kw: dict[str, Any] = {}
+        spans: dict[str, Span] = {}
+        for k in ("gpus_requested", "gpu_product"):
+            if k in self.task_extra and getattr(d, k) is None:
+                kw[k] = self.task_extra[k]
+                spans[k] = self.task_spans[k]
+        pin = self.task_extra.get("pin")
+        if pin is not None and pin[0] == d.engine and d.engine_version is None:
+            kw.update(engine_version=pin[1], engine_version_from=pin[2])
+        return replace(d, **kw, spans={**spans, **d.spans}) if kw else d
 
     # -- mappings ---------------------------------------------------------------------------
     def visit_mapping(self, m: Any, link: Any) -> None:
@@ -818,6 +871,8 @@ class Walker:
             found = [self.model_hints(d, anc) for d in found]
         if found and self.task_image:
             found = [self._with_task_image(d) for d in found]
+        if found and self.task_extra:
+            found = [self._with_task_facts(d) for d in found]
         self.found.extend(found)
 
     def _with_task_image(self, d: Deployment) -> Deployment:

@@ -45,7 +45,7 @@ MERGE_KEYS = {"containers": "name", "initContainers": "name", "env": "name",
               "volumes": "name", "volumeMounts": "mountPath", "ports": "containerPort",
               "imagePullSecrets": "name"}
 LIST_FIELDS = ("resources", "bases", "patches", "patchesStrategicMerge", "patchesJson6902",
-               "images", "configMapGenerator")
+               "images", "configMapGenerator", "secretGenerator")
 MAX_DEPTH = 8  # kustomizations including kustomizations: a cycle or a deep chain stops here
 MAX_SCANNED = 200  # files per parent folder looked at for a lone patch's base
 _MAP, _SEQ, _SCALAR = yaml.MappingNode, yaml.SequenceNode, yaml.ScalarNode
@@ -72,6 +72,7 @@ class Files:
         self.ctx_of: dict[int, Ctx] = {}  # id(node) → the Ctx of the file it was read from
         self.keep: list[Any] = []  # every node registered stays alive (ids stay unique)
         self.synthetic: set[int] = set()  # values no file holds as written (image overrides)
+        self.remote: list[tuple[str, str, int]] = []  # remote bases: (ref, file, line)
         self._docs: dict[str, list[Any]] = {}
         self._texts: dict[str, str] = {}
 
@@ -357,8 +358,12 @@ def build(path: str, files: Files, depth: int = 0, chain: tuple[str, ...] = ()) 
     objects: list[Any] = []
     for entry in _items(_get(kz, "resources")) + _items(_get(kz, "bases")):
         ref = _text(entry)
-        if ref is None or "://" in ref or ref.startswith(("github.com/", "git@")):
-            continue  # a remote base: not fetched
+        if ref is None:
+            continue
+        if "://" in ref or ref.startswith(("github.com/", "git@", "gitlab.com/",
+                                           "bitbucket.org/")):
+            files.remote.append((ref, path, entry.start_mark.line + 1))
+            continue  # a remote base: not fetched (tpcheck reads no network)
         target = os.path.normpath(os.path.join(folder, ref))
         if os.path.isdir(target):
             inner = next((os.path.join(target, n) for n in NAMES
@@ -373,23 +378,86 @@ def build(path: str, files: Files, depth: int = 0, chain: tuple[str, ...] = ()) 
             objects.extend(files.docs(target, (path, entry)))
     for patch, target, _ in _patches(kz, folder, files, path):
         objects = [_patch_one(o, patch, target, files) for o in objects]
-    generated = _generated_env(kz)
+    generated = _generated_env(kz, folder, files, path)
     if generated:
         objects = [_env_from(o, generated, files) for o in objects]
     overrides = [(e, ctx) for e in _items(_get(kz, "images")) if isinstance(e, _MAP)]
     return [_images(o, overrides, files) for o in objects]
 
 
-def _generated_env(kz: Any) -> dict[str, list[Any]]:
-    """ConfigMap name → its ``configMapGenerator`` literals (``KEY=value`` scalars)."""
+def _generated_env(kz: Any, folder: str, files: Files, path: str) -> dict[str, list[Any]]:
+    """ConfigMap or Secret name → its generator's ``KEY=value`` scalars: ``literals``, then
+    the lines of its ``envs`` files (and the older ``env``), each placed in the file that
+    holds it. Kustomize reads an env file as ``KEY=value`` lines; ``#`` lines and blank
+    lines are skipped."""
     out: dict[str, list[Any]] = {}
-    for gen in _items(_get(kz, "configMapGenerator")):
-        name = _text(_get(gen, "name"))
-        literals = [x for x in _items(_get(gen, "literals"))
-                    if isinstance(x, _SCALAR) and "=" in x.value]
-        if name and literals:
-            out.setdefault(name, []).extend(literals)
+    for field in ("configMapGenerator", "secretGenerator"):
+        for gen in _items(_get(kz, field)):
+            name = _text(_get(gen, "name"))
+            if not name:
+                continue
+            found = [x for x in _items(_get(gen, "literals"))
+                     if isinstance(x, _SCALAR) and "=" in x.value]
+            env_files = _items(_get(gen, "envs"))
+            single = _get(gen, "env")
+            if isinstance(single, _SCALAR):
+                env_files.append(single)
+            for entry in env_files:
+                ref = _text(entry)
+                if ref:
+                    found.extend(_env_file(os.path.normpath(os.path.join(folder, ref)),
+                                           files, (path, entry)))
+            if found:
+                out.setdefault(name, []).extend(found)
     return out
+
+
+def _env_file(path: str, files: Files, where: tuple[str, Any]) -> list[Any]:
+    """The ``KEY=value`` lines of an env file as plain scalars placed in it."""
+    from yaml.error import Mark
+
+    if not os.path.isfile(path):
+        raise _error(where, f"{path}: no such env file")
+    try:
+        with open(path, encoding="utf-8-sig") as fh:
+            text = fh.read(MAX_BYTES + 1)
+    except (OSError, UnicodeDecodeError) as e:
+        raise _error(where, f"cannot read {path}: {getattr(e, 'strerror', None) or e}"
+                     ) from None
+    ctx = Ctx(path, LineIndex(text))
+    nodes: list[Any] = []
+    offset = 0
+    for n, line in enumerate(text.split("\n")):
+        start = offset
+        offset += len(line) + 1
+        body = line.rstrip("\r")
+        lead = len(body) - len(body.lstrip())
+        body = body.strip()
+        if not body or body.startswith("#") or "=" not in body:
+            continue
+        a, b = start + lead, start + lead + len(body)
+        node = _SCALAR(_STR, body, Mark(path, a, n, lead, None, 0),
+                       Mark(path, b, n, lead + len(body), None, 0))
+        files.own(node, ctx)
+        nodes.append(node)
+    return nodes
+
+
+def _key_value(files: Files, literal: Any) -> tuple[str, Any]:
+    """(KEY, a scalar for the value alone, placed after ``KEY=``) of a ``KEY=value`` node."""
+    from yaml.error import Mark
+
+    key, _, value = literal.value.partition("=")
+    q = 1 if literal.style in ("'", '"') else 0
+    sm = literal.start_mark
+    if sm.line != literal.end_mark.line:
+        return key, literal  # folded over lines: placed on the whole literal
+    k = q + len(key) + 1
+    node = _SCALAR(_STR, value, Mark(sm.name, sm.index + k, sm.line, sm.column + k, None, 0),
+                   literal.end_mark if not q else Mark(
+                       sm.name, literal.end_mark.index - 1, sm.line,
+                       literal.end_mark.column - 1, None, 0))
+    return key, files.adopt(node, literal)
 
 
 def _env_from(node: Any, generated: dict[str, list[Any]], files: Files) -> Any:
@@ -405,10 +473,17 @@ def _env_from(node: Any, generated: dict[str, list[Any]], files: Files) -> Any:
     if not isinstance(node, _MAP):
         return node
     literals = [lit for ref in _items(_get(node, "envFrom"))
-                for lit in generated.get(_text(_get(_get(ref, "configMapRef"), "name")) or "", [])]
+                for kind in ("configMapRef", "secretRef")
+                for lit in generated.get(_text(_get(_get(ref, kind), "name")) or "", [])]
     items = []
     changed = False
     for k, v in node.value:
+        if _text(k) == "env" and isinstance(v, _SEQ):
+            nv = _value_from(v, generated, files)
+            if nv is not v:
+                items.append((k, nv))
+                changed = True
+                continue
         nv = _env_from(v, generated, files) if isinstance(v, (_MAP, _SEQ)) else v
         changed |= nv is not v
         items.append((k, nv))
@@ -431,6 +506,38 @@ def _env_from(node: Any, generated: dict[str, list[Any]], files: Files) -> Any:
         return node
     return files.adopt(_MAP(node.tag, items, node.start_mark, node.end_mark, node.flow_style),
                        node)
+
+
+def _value_from(env: Any, generated: dict[str, list[Any]], files: Files) -> Any:
+    """``env`` items ``valueFrom: {configMapKeyRef|secretKeyRef: {name, key}}`` of a generated
+    ConfigMap or Secret become ``{name, value}`` with the generator's value, placed where the
+    generator wrote it."""
+    out: list[Any] = []
+    changed = False
+    for item in env.value:
+        ref = None
+        for kind in ("configMapKeyRef", "secretKeyRef"):
+            ref = ref or _get(_get(item, "valueFrom"), kind)
+        source = generated.get(_text(_get(ref, "name")) or "") if ref is not None else None
+        want = _text(_get(ref, "key")) if ref is not None else None
+        hit = None
+        for lit in source or ():
+            key, value = _key_value(files, lit)
+            if key == want:
+                hit = value  # the last one wins, as in a map
+        name_pair = next(((k, v) for k, v in item.value if _text(k) == "name"), None) if (
+            isinstance(item, _MAP)) else None
+        if hit is None or name_pair is None:
+            out.append(item)
+            continue
+        value_key = files.adopt(_SCALAR(_STR, "value", item.start_mark, item.start_mark), item)
+        files.synthetic.add(id(value_key))
+        out.append(files.adopt(_MAP(item.tag, [name_pair, (value_key, hit)], item.start_mark,
+                                    item.end_mark), item))
+        changed = True
+    if not changed:
+        return env
+    return files.adopt(_SEQ(env.tag, out, env.start_mark, env.end_mark), env)
 
 
 def _items(node: Any) -> list[Any]:
@@ -562,8 +669,12 @@ def read_kustomization(path: str, text: str) -> ReadResult:
     except RecursionError:
         return ReadResult(path, (), (SourceError(path, 1, 1, "nesting too deep to read"),),
                           text)
-    if not objects:
-        return ReadResult(path, (), (), text)
+    notes = tuple(SourceError(f, line, 1, f"remote base {ref} not fetched: its workloads are "
+                              "not checked; the overlay's patches are read as written")
+                  for ref, f, line in files.remote)
+    remote_patches = _remote_patches(path, files) if files.remote else []
+    if not objects and not remote_patches:
+        return ReadResult(path, (), (), text, notes=notes)
     written = yaml.serialize_all(objects, Dumper=yaml.SafeDumper)
     found: list[Deployment] = []
     for w, r in zip(objects, yaml.compose_all(written, Loader=LOADER), strict=True):
@@ -575,7 +686,30 @@ def read_kustomization(path: str, text: str) -> ReadResult:
         found.extend(replace(d, path=d.span.path, span=_one_file(d.span),
                              notes=(*d.notes, f"{OVERLAY_NOTE} {path}"))
                      for d in Walker(ctx).run(r))
-    return ReadResult(path, tuple(found), (), text)
+    found.extend(remote_patches)
+    return ReadResult(path, tuple(found), (), text, notes=notes)
+
+
+def _remote_patches(path: str, files: Files) -> list[Deployment]:
+    """The launches written in the patches of an overlay whose base is remote: a patch that
+    names a workload's containers with their args is read as it is (its base unseen)."""
+    from tpcheck.sources.kube import Walker
+
+    (kz, *_) = files.docs(path, (path, None)) or [None]
+    if not isinstance(kz, _MAP):
+        return []
+    found: list[Deployment] = []
+    folder = os.path.dirname(path) or "."
+    for doc, _, _ in _patches(kz, folder, files, path):
+        if _identity(doc)[0] not in WORKLOADS:
+            continue
+        ctx = files.ctx_of.get(id(doc))
+        if ctx is None:
+            continue
+        found.extend(replace(d, notes=(*d.notes, f"a patch of a remote base, read through "
+                                                 f"{path}"))
+                     for d in Walker(ctx).run(doc))
+    return found
 
 
 # ---- files kustomize reads as patches --------------------------------------------------------

@@ -148,7 +148,36 @@ def read_python(path: str, text: str) -> ReadResult:
     reader.run()
     # the launch limit, when reached, is the earlier stop
     stops = reader.limits or ([limit] if limit is not None else [])
-    return ReadResult(path, tuple(reader.found), tuple(stops), text)
+    return ReadResult(path, _python_pins(reader.found, text, path), tuple(stops), text)
+
+
+_PIP_CALL = re.compile(r"\b(?:uv_)?pip_install\(")
+
+
+def _python_pins(found: list[Deployment], text: str, path: str) -> tuple[Deployment, ...]:
+    """A Modal image's ``.pip_install("vllm==0.7.2")`` (or a ``pip install`` string the file
+    runs) names the release its launches run."""
+    from tpcheck.sources.dockerfile import PIN, with_pins
+
+    out = tuple(found)
+    if not out or "install" not in text:
+        return out
+    for m in _PIP_CALL.finditer(text):
+        depth, k = 1, m.end()
+        while k < len(text) and depth:
+            depth += {"(": 1, ")": -1}.get(text[k], 0)
+            k += 1
+        pins = list(PIN.finditer(text, m.end(), k))
+        if pins:
+            pin = pins[-1]
+            line = text.count("\n", 0, pin.start()) + 1
+            said = f"from `{pin.group(1)}=={pin.group(2)}` pinned in pip_install at {path}:{line}"
+            from tpcheck.record import replace
+
+            return tuple(d if d.engine != pin.group(1) or d.engine_version is not None else
+                         replace(d, engine_version=pin.group(2), engine_version_from=said)
+                         for d in out)
+    return with_pins(out, text, path)
 
 
 def _stopped(path: str, text: str, cut: int, what: str) -> SourceError:
@@ -299,6 +328,59 @@ class _Positions:
             self.placed += len(chunk)
 
 
+def _modal_gpus(module: Any, consts: dict[str, Any]) -> dict[int, tuple[int, str | None, Any]]:
+    """id(top-level def or class) → (GPU count, product, the ``gpu=`` node) from a Modal
+    ``@app.function(gpu="H100:8")`` / ``@app.cls(gpu=f"H100:{N_GPU}")`` decorator; a bare
+    ``"H100"`` is one GPU. A list of choices or any other expression gives nothing."""
+    import libcst as cst
+
+    out: dict[int, tuple[int, str | None, Any]] = {}
+    for top in module.body:
+        if not isinstance(top, (cst.FunctionDef, cst.ClassDef)):
+            continue
+        for dec in top.decorators:
+            call = dec.decorator
+            if not (isinstance(call, cst.Call) and isinstance(call.func, cst.Attribute)
+                    and call.func.attr.value in ("function", "cls")):
+                continue
+            for arg in call.args:
+                if arg.keyword is None or arg.keyword.value != "gpu":
+                    continue
+                text = _fstring_text(arg.value, consts)
+                if text is None:
+                    continue
+                name, colon, cnt = text.rpartition(":")
+                if not colon:
+                    name, cnt = text, "1"
+                if name and cnt.isdigit() and int(cnt) >= 1:
+                    out[id(top)] = (int(cnt), name, arg.value)
+    return out
+
+
+def _fstring_text(node: Any, consts: dict[str, Any]) -> str | None:
+    """A string literal, or an f-string whose fields are names of literals, as text."""
+    import libcst as cst
+
+    lit = _literal(node)
+    if isinstance(lit, str):
+        return lit
+    if not isinstance(node, cst.FormattedString):
+        return None
+    parts: list[str] = []
+    for p in node.parts:
+        if isinstance(p, cst.FormattedStringText):
+            parts.append(p.value)
+        elif (isinstance(p, cst.FormattedStringExpression) and isinstance(p.expression, cst.Name)
+              and p.expression.value in consts and p.format_spec is None):
+            v = _literal(consts[p.expression.value])
+            if v is None:
+                return None
+            parts.append(str(v))
+        else:
+            return None
+    return "".join(parts)
+
+
 def _module_consts(module: Any) -> dict[str, Any]:
     """Names bound once at module level to a plain literal: name → the literal's node."""
     import libcst as cst
@@ -330,6 +412,8 @@ class _Reader:
         self.flags: dict[str, tuple[str, Any]] = {}
         self.found: list[Deployment] = []
         self.limits: list[SourceError] = []  # MAX_LAUNCHES, when reached
+        self.lists: dict[str, Any] = {}  # names bound once to a list or tuple literal
+        self.gpus: dict[int, tuple[int, str | None, Any]] = {}  # id(top) -> Modal gpu=
 
     def run(self) -> None:
         import libcst as cst
@@ -340,6 +424,19 @@ class _Reader:
             top.visit(scan)
         self.flags = _argparse_defaults(call for call, _ in scan.options)
         self.consts.update(_env_names(scan.binds, self.consts, self.flags))
+        # a class attribute or a local bound once in the file to a literal (Modal apps keep
+        # the model and GPU count there); a list bound once is an argv a launch may name
+        counts: dict[str, int] = {}
+        for name, _, _ in scan.binds:
+            counts[name] = counts.get(name, 0) + 1
+        for name, value, _ in scan.binds:
+            if counts[name] == 1 and name not in self.consts and value is not None and (
+                    _literal(value) is not None):
+                self.consts[name] = value
+        self.lists = {name: value for name, value, _ in scan.binds
+                      if counts[name] == 1 and isinstance(value, (cst.List, cst.Tuple,
+                                                                  cst.BinaryOperation))}
+        self.gpus = _modal_gpus(self.module, self.consts)
         # where the values a launch may borrow are (module constants, environment reads,
         # argparse defaults): their statements are placed when a span asks for them
         const_ids = {id(v) for v in self.consts.values()}
@@ -349,7 +446,8 @@ class _Reader:
                     if isinstance(small, cst.Assign) and id(small.value) in const_ids:
                         self.positions.home(small.value, top)
         for name, value, top in scan.binds:
-            if value is not None and self.consts.get(name) is value:
+            if value is not None and (self.consts.get(name) is value
+                                      or self.lists.get(name) is value):
                 self.positions.home(value, top)
         for call, top in scan.options:
             self.positions.home(call, top)
@@ -389,6 +487,9 @@ class _Reader:
         import libcst as cst
 
         path = self.path
+        if (isinstance(node, cst.Call) and isinstance(node.func, cst.Name)
+                and node.func.value in ("str", "int") and len(node.args) == 1):
+            node = node.args[0].value  # str(tp): the value tp names
         target = node
         if isinstance(node, cst.Name) and node.value in self.consts:
             target = self.consts[node.value]
@@ -410,28 +511,75 @@ class _Reader:
         return Word(Located(str(lit), (), fb, path), fb)
 
     def call(self, node: Any) -> None:
-        kind = _launch_kind(node)
-        if kind == "vllm":
-            self.found.append(self.kwargs_call(node, "vllm", VLLM_KWARGS))
-        elif kind == "sglang":
-            self.found.append(self.kwargs_call(node, "sglang", SGLANG_KWARGS))
-        elif kind == "subprocess":
-            self.subprocess_call(node.args[0].value)
-
-    def subprocess_call(self, arg0: Any) -> None:
-        """``subprocess.run([...])`` and friends: a literal argument list that starts an engine."""
         import libcst as cst
 
-        if not isinstance(arg0, (cst.List, cst.Tuple)):
+        kind = _launch_kind(node)
+        if kind == "vllm":
+            self.found.append(self.with_gpus(self.kwargs_call(node, "vllm", VLLM_KWARGS)))
+        elif kind == "sglang":
+            self.found.append(self.with_gpus(self.kwargs_call(node, "sglang", SGLANG_KWARGS)))
+        elif kind == "subprocess":
+            fn = node.func
+            name = fn.attr.value if isinstance(fn, cst.Attribute) else getattr(fn, "value", "")
+            at = 1 if name in ("execvp", "execv", "execvpe", "execve") else 0
+            if len(node.args) > at:
+                self.subprocess_call(node.args[at].value)
+
+    def argv_elements(self, node: Any, depth: int = 0) -> list[Any] | None:
+        """The elements of an argv: a list or tuple literal, a name bound once to one,
+        ``a + b`` of those, ``" ".join(x)`` / ``shlex.join(x)`` of one; None otherwise."""
+        import libcst as cst
+
+        if depth > 8:
+            return None
+        if isinstance(node, cst.Call) and isinstance(node.func, cst.Attribute) and (
+                node.func.attr.value == "join") and len(node.args) == 1:
+            return self.argv_elements(node.args[0].value, depth + 1)
+        if isinstance(node, cst.Name) and node.value in self.lists:
+            return self.argv_elements(self.lists[node.value], depth + 1)
+        if isinstance(node, cst.BinaryOperation) and isinstance(node.operator, cst.Add):
+            left = self.argv_elements(node.left, depth + 1)
+            right = self.argv_elements(node.right, depth + 1)
+            return None if left is None else [*left, *(right or [node.right])]
+        if isinstance(node, (cst.List, cst.Tuple)):
+            out: list[Any] = []
+            for el in node.elements:
+                if isinstance(el, cst.Element):
+                    out.append(el.value)
+                elif isinstance(el, cst.StarredElement):
+                    inner = self.argv_elements(el.value, depth + 1)
+                    out.extend(inner if inner is not None else [el.value])
+            return out
+        return None
+
+    def subprocess_call(self, arg0: Any) -> None:
+        """``subprocess.run([...])`` and friends: an argument list that starts an engine."""
+        elements = self.argv_elements(arg0)
+        if elements is None:
             return
-        elements = [el.value for el in arg0.elements if isinstance(el, cst.Element)]
         words = [self.word(el) for el in elements]
         ws = [w for w in words if w is not None]
         la = find_launch([w.value for w in ws])
         if la is not None:
             d = deployment_from_words(self.path, ws, la)
             envs = [(el, *e) for el in elements if (e := self.env_default(el)) is not None]
-            self.found.append(self.env_model(d, envs))
+            self.found.append(self.with_gpus(self.env_model(d, envs)))
+
+    def with_gpus(self, d: Deployment) -> Deployment:
+        """A launch inside a Modal function or class gets the GPUs its decorator asks for."""
+        from tpcheck.record import replace
+
+        hit = self.gpus.get(id(self.top))
+        if hit is None or d.gpus_requested is not None:
+            return d
+        count, product, node = hit
+        span = self.span(node)
+        kw: dict[str, Any] = {"gpus_requested": count}
+        spans = {"gpus_requested": span}
+        if product:
+            kw["gpu_product"] = product
+            spans["gpu_product"] = span
+        return replace(d, **kw, spans={**spans, **d.spans})
 
     def env_model(self, d: Deployment, envs: list[tuple[Any, str, Any]]) -> Deployment:
         """A subprocess word that was an environment default: as the model it becomes a

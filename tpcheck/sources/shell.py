@@ -18,6 +18,10 @@ from tpcheck.sources.base import Deployment, Span
 from tpcheck.sources.positions import LineIndex, Located, Pos, from_file
 from tpcheck.sources.words import Derived, Word
 
+TYPE_CHECKING = False  # typing's constant without importing typing (start-up, issue 8)
+if TYPE_CHECKING:
+    from tpcheck.sources.argv import Launch
+
 _NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 # Runs the tokenizer can copy whole: no quote, expansion, escape, separator or operator.
 _PLAIN = re.compile(r"[^ \t\r\n;&|()<>'\"$`\\]+")
@@ -449,6 +453,16 @@ class _Tokenizer:
             b.unresolved = True  # left as written, like an expansion tpcheck cannot know
             b.src(s, start, end)
             return
+        if op in (":+", "+"):
+            # ${NAME:+word}: the word when NAME is set (and, with ':', not empty), else nothing
+            if name in self.variables.per_pod or (val is not None and not self.affordable(val)):
+                b.unresolved = True
+                b.src(s, start, end)
+            elif val is not None and not (op == ":+" and val.value == "") and default:
+                dstart = end - 1 - len(default)
+                b.src(s, dstart, dstart + len(default))
+            # unset: nothing, as ${NAME:-default} takes its default for a name never assigned
+            return
         if val is not None and not (op.startswith(":") and val.value == "" and default is not None):
             b.expansion(val, start, self.variables.derived.get(name))
             b.var_span = val.span()
@@ -492,13 +506,14 @@ class _Tokenizer:
         return i + 1
 
     def braced(self, i: int) -> int:
-        """``${NAME}``, ``${NAME:-default}`` (and ``-``, ``:=``, ``=``); others stay as written."""
+        """``${NAME}``, ``${NAME:-default}`` (and ``-``, ``:=``, ``=``, ``:+``, ``+``); others
+        stay as written."""
         s, b = self.s, self.b
         j = s.find("}", i + 2)
         if j == -1:
             j = self.n - 1
         inner = s[i + 2 : j]
-        m = re.match(r"([A-Za-z_][A-Za-z0-9_]*)(?:(:-|-|:=|=)(.*))?$", inner, re.S)
+        m = re.match(r"([A-Za-z_][A-Za-z0-9_]*)(?:(:-|-|:=|=|:\+|\+)(.*))?$", inner, re.S)
         if m and (m.group(2) is None or "$" not in (m.group(3) or "")):
             self.expand(m.group(1), m.group(3), i, j + 1, m.group(2) or ":-")
         else:
@@ -663,7 +678,26 @@ def read_shell_text(loc: Located, path: str, variables: Vars | None = None,
     out: list[Deployment] = []
     try:
         for words, env in read_commands(loc, variables, dict(base_env or {})):
+            docker = container_run(words)
             launch = find_launch([w.value for w in words])
+            if docker is not None:
+                image, at, extra, spans = docker
+                own_entrypoint = bool(extra.pop("_entrypoint", False))
+                if launch is not None and launch.index < at:
+                    launch = None  # engine words among docker's own options
+                if launch is None and not own_entrypoint:
+                    launch = _image_launch(words, at, image)
+                if launch is None:
+                    continue
+                from tpcheck.record import replace
+                from tpcheck.sources.yamlnodes import engine_version
+
+                d = deployment_from_words(path, words, launch, env=env)
+                kw = {k: v for k, v in extra.items() if getattr(d, k) is None}
+                if d.image is None:
+                    kw.update(image=image, engine_version=engine_version(image, d.engine))
+                out.append(replace(d, **kw, spans={**spans, **d.spans}))
+                continue
             if launch is None:
                 continue
             out.append(deployment_from_words(path, words, launch, env=env))
@@ -678,3 +712,58 @@ def read_shell(path: str, text: str) -> list[Deployment]:
         return []  # every launcher find_launch knows names one of the two engines
     index = LineIndex(text)
     return read_shell_text(from_file(index, path), path)
+
+
+# `docker run` / `podman run` options that take no value (the others take the next word
+# unless written --opt=value)
+_RUN_FLAGS = frozenset({"--rm", "-d", "--detach", "-i", "--interactive", "-t", "--tty", "-it",
+                        "-ti", "-itd", "-dit", "--privileged", "--init", "-P", "--publish-all",
+                        "--read-only", "--sig-proxy", "--no-healthcheck", "-q", "--quiet"})
+_DEVICES = re.compile(r"""["']*device=([0-9,]+)["']*$""")
+
+
+def container_run(words: list[Word]
+                  ) -> tuple[str, int, dict[str, object], dict[str, Span]] | None:
+    """(image, index of the first word after it, GPU fields, their spans) of a
+    ``docker run`` / ``podman run`` command; None for any other command. ``--gpus N`` and
+    ``--gpus '"device=0,1"'`` give the GPU count; ``--gpus all`` gives none."""
+    if len(words) < 3 or words[0].value.rsplit("/", 1)[-1] not in ("docker", "podman") or (
+            words[1].value != "run"):
+        return None
+    extra: dict[str, object] = {}
+    spans: dict[str, Span] = {}
+    k = 2
+    while k < len(words):
+        v = words[k].value
+        if not v.startswith("-") or v == "-":
+            return v, k + 1, extra, spans
+        opt, eq, val = v.partition("=")
+        value_word = words[k] if eq else (words[k + 1] if k + 1 < len(words) else None)
+        if not eq and opt not in _RUN_FLAGS:
+            k += 1
+            val = value_word.value if value_word is not None else ""
+        if opt == "--gpus" and value_word is not None:
+            n: int | None = int(val) if val.isdigit() else None
+            dev = _DEVICES.match(val)
+            if dev is not None:
+                n = len([i for i in dev.group(1).split(",") if i])
+            if n:
+                extra["gpus_requested"] = n
+                spans["gpus_requested"] = value_word.raw_span
+        if opt == "--entrypoint":
+            extra["_entrypoint"] = True
+        k += 1
+    return None
+
+
+def _image_launch(words: list[Word], at: int, image: str) -> Launch | None:
+    """The engine the image's own entrypoint runs with the words after it as arguments
+    (``vllm/vllm-openai`` runs ``vllm serve``), when they are engine flags."""
+    from tpcheck.sources.argv import Launch, infer_engine
+
+    rest = [w.value for w in words[at:]]
+    eng = infer_engine(rest, image)
+    if eng is None or not any(v.startswith("--") for v in rest):
+        return None
+    positional = eng == "vllm" and bool(rest) and not rest[0].startswith("-")
+    return Launch(eng, at, at, positional, inferred=True)
