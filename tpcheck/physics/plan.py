@@ -316,7 +316,7 @@ def evaluate(shape: ModelShape, t: int, opts: Options) -> Evaluation:
         res = memory.reserve_for(
             shape, t, b=b, max_num_batched_tokens=ntok, max_num_seqs=seqs,
             enforce_eager=opts.enforce_eager, version=d.version, moe_group=moe_group,
-            expert_parallel=opts.expert_parallel,
+            expert_parallel=opts.expert_parallel, gpu=opts.gpu, pp=pp, dp=opts.dp,
         )
     mamba_slots: int | None = None  # SGLang's state slots (hybrid linear attention)
     if eng == "sglang" and opts.reserve is None:
