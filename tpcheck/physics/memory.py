@@ -402,3 +402,72 @@ def printed_tokens(concurrency: float, context: int) -> Formula:
 def seats(concurrency: float) -> Formula:
     return Formula("seats", "floor(max_concurrency)", {"max_concurrency": concurrency},
                    math.floor(concurrency), "sequences", "DESIGN.md")
+
+
+# What vLLM's "GPU KV cache size: N tokens" line prints, by release (newest first).
+PRINTED_CAPACITY = "capacity"  # int(max_concurrency · max_model_len), group-aware
+PRINTED_BLOCKS = "blocks"  # num_blocks // groups · block: every group's layers charged in full
+PRINTED_TOKENS_SRC_019 = (
+    "vllm 0.19.0 v1/core/kv_cache_utils.py _report_kv_cache_config l.1297-1306 (num_blocks // "
+    "groups · block), get_kv_cache_config_from_groups l.1134-1142 (num_blocks = pool // page "
+    "// group_size), unify_hybrid_kv_cache_specs l.1043-1060 (group_size = the fewer layers "
+    "of one type, the more when below 1.5×; each type padded to whole groups)")
+PRINTED_TOKENS_RELEASES: tuple[tuple[tuple[int, ...], str, str], ...] = (
+    ((0, 21), PRINTED_CAPACITY,
+     "vllm 0.21.0 v1/core/kv_cache_utils.py _report_kv_cache_config l.1697-1710 (num_tokens = "
+     "int(max_concurrency · max_model_len)); same in 0.26.0 l.1819-1829 and "
+     f"{VLLM_TOKENS}"),
+    ((0, 0), PRINTED_BLOCKS,
+     f"{PRINTED_TOKENS_SRC_019}; same in 0.20.0 kv_cache_utils.py l.1694-1698; releases "
+     "before 0.19 assumed alike"),
+)
+
+
+def printed_tokens_release(version: str | None) -> tuple[str, str]:
+    """(how the release prints its KV cache size, source)."""
+    pv = parse_version(version) or (99,)
+    for first, how, src in PRINTED_TOKENS_RELEASES:
+        if pv >= first:
+            return how, src
+    raise AssertionError("PRINTED_TOKENS_RELEASES ends with (0, 0)")
+
+
+def hybrid_groups(full_layers: int, sliding_layers: int) -> tuple[int, int]:
+    """(group size, groups) of vLLM's hybrid KV cache layout (unify_hybrid_kv_cache_specs).
+
+    One attention type: one group of all its layers. Two: the group size is the fewer layers
+    of one type (the more when the larger count is below 1.5× the smaller), and each type is
+    padded up to whole groups.
+    """
+    kinds = [n for n in (full_layers, sliding_layers) if n > 0]
+    if not kinds:
+        return 0, 0
+    if len(kinds) == 1:
+        return kinds[0], 1
+    lo, hi = min(kinds), max(kinds)
+    g = hi if hi < lo * 1.5 else lo
+    return g, sum(-(-n // g) for n in kinds)
+
+
+def engine_printed_tokens(*, version: str | None, pool: float, layer_bytes: float,
+                          full_layers: int, sliding_layers: int, block: int,
+                          concurrency: float, context: int) -> Formula:
+    """The figure of vLLM's "GPU KV cache size: N tokens" line for the release.
+
+    Before 0.21 it is blocks per group: the pool divided by every attention layer's bytes
+    (sliding-window layers charged in full, padding layers too). From 0.21 it is the
+    group-aware int(max_concurrency · c), the capacity for sequences of c tokens.
+    """
+    how, src = printed_tokens_release(version)
+    if how == PRINTED_CAPACITY:
+        f = printed_tokens(concurrency, context)
+        return Formula("engine_kv_tokens", f.expression, dict(f.values), f.result, "tokens",
+                       src)
+    g, groups = hybrid_groups(full_layers, sliding_layers)
+    page = block * layer_bytes
+    blocks = 0 if pool <= 0 or page <= 0 or g <= 0 else int(pool // page // g)
+    n = blocks // groups * block if groups else 0
+    return Formula("engine_kv_tokens", "floor(floor(pool / (block·kv_layer_B) / g) / groups)·block",
+                   {"pool": pool, "block": block, "kv_layer_B": layer_bytes, "g": g,
+                    "groups": groups, "L_full": full_layers, "L_sw": sliding_layers}, n,
+                   "tokens", src)
