@@ -155,6 +155,22 @@ def test_fusion_workspace_only_where_the_release_makes_it() -> None:
         base + GIB / 4 * 2 / 8 + 24 * MIB)
 
 
+def test_0_33_makes_one_mnnvl_buffer_and_keeps_it_under_pp_and_dp() -> None:
+    # 0.33 on one node: MNNVL, one multicast buffer of 3 lamport buffers (flashinfer 0.7.2).
+    # Llama-3.1-8B, t = 2, N = 8192: T = 8192; one-shot min(1 MiB // (2·2·4096), T) = 64
+    # tokens = 1 MiB; two-shot 2·ceil(8192/2)·2·4096·2 = 128 MiB; 3·128 MiB + 2048 B rounded
+    # up to one 512 MiB granule.
+    base = round(0.13 * GIB)
+    m = "meta-llama/Llama-3.1-8B-Instruct"
+    assert memory.fusion_workspace_bytes(t=2, hidden=4096, b=2, max_num_batched_tokens=8192,
+                                         capability=90, scheme=memory.NON_TORCH_MNNVL) == 512 * MIB
+    assert _non_torch(m, 2, "h100-sxm", version="0.33.0") == base + 512 * MIB
+    # enable_allreduce_rms_fusion has no pp/dp condition in 0.33 (config/vllm.py l.179-203)
+    assert _non_torch(m, 2, "h100-sxm", version="0.33.0", pp=2) == base + 512 * MIB
+    assert _non_torch(m, 2, "h100-sxm", version="0.33.0", eager=True) == base
+    assert memory.non_torch_release("0.33.0")[:2] == (memory.NON_TORCH_MNNVL, False)
+
+
 def test_fusion_workspace_rounds_each_buffer_up() -> None:
     # A buffer past one granule takes two: t = 2, d = 16384, fp32 lamport (4 B):
     # T = 64 MiB // (16384·2) = 2048; lamport 3·2·2048·16384·4 = 768 MiB → 1024 MiB;
@@ -162,8 +178,8 @@ def test_fusion_workspace_rounds_each_buffer_up() -> None:
     assert memory.fusion_workspace_bytes(t=2, hidden=16384, b=2, max_num_batched_tokens=8192,
                                          capability=90, fp32=True) == 4 * 512 * MIB
     # Sources name the release's files and lines.
-    how, src = memory.non_torch_release("0.19.0")
-    assert how == memory.NON_TORCH_FUSION
+    how, single, src = memory.non_torch_release("0.19.0")
+    assert how == memory.NON_TORCH_FUSION and single
     assert "allreduce_rms_fusion.py l.54-72" in src and "trtllm_ar.py l.574-611" in src
 
 

@@ -89,15 +89,29 @@ FUSION_MAX_BYTES: dict[int, dict[int, int]] = {
     90: {2: 64 * MIB, 4: 2 * MIB, 8: MIB // 2},
     100: {2: 64 * MIB, 4: 32 * MIB, 8: MIB},
 }
-# (first release, how N grows at t > 1, where it was read), newest first.
-NON_TORCH_FUSION = "fusion workspace"  # 0.19+: N grows by the fusion workspace only
+# MNNVL workspace (vLLM 0.33 on one node): one multicast buffer of 3 lamport buffers, each the
+# larger of the one-shot and two-shot sizes (flashinfer-python 0.7.2 comm/trtllm_mnnvl_ar.py).
+MNNVL_ONE_SHOT_THRESHOLD = 64 * 1024 * 8 * 2  # trtllm_mnnvl_ar.py l.51
+MNNVL_ALIGNMENT = 2 * 16  # TWOSHOT_NUM_STAGES · PACKED_ALIGNMENT_BYTES, l.63-64
+# How N grows at t > 1, by release (newest first): (first release, scheme, whether the fusion
+# needs pp = dp = 1, where it was read).
+NON_TORCH_MNNVL = "fusion workspace (MNNVL)"  # 0.33: one multicast buffer
+NON_TORCH_FUSION = "fusion workspace (trtllm)"  # 0.19: three buffers
 NON_TORCH_COMMS = "communicator buffers"  # not read: NCCL + custom all-reduce estimate
-NON_TORCH_RELEASES: tuple[tuple[tuple[int, ...], str, str], ...] = (
-    ((0, 19), NON_TORCH_FUSION,
-     f"{NON_TORCH_SRC_019}; {FUSION_SRC_019}; vllm 0.33.0 enables the fusion the same way "
-     "(config/vllm.py l.179-203, l.302/323, l.435) but picks the MNNVL backend on one node "
-     "(flashinfer_all_reduce.py l.156-163), whose workspace is not read: 0.19's is assumed"),
-    ((0, 0), NON_TORCH_COMMS, NON_TORCH_SRC),
+FUSION_SRC_033 = (
+    "vllm 0.33.0 config/vllm.py l.179-203 enable_allreduce_rms_fusion (t > 1, CUDA capability "
+    "9.0 or 10.x, FlashInfer; no pp/dp condition), l.302/323 (O2/O3), l.435 (O2 by default); "
+    "compilation/passes/fusion/allreduce_rms_fusion.py l.104-125 (max bytes), l.1023-1028 "
+    "(tokens); distributed/device_communicators/flashinfer_all_reduce.py l.156-163 (MNNVL on "
+    "one node, trtllm where multicast fails); flashinfer-python 0.7.2 (its pin) comm/"
+    "trtllm_mnnvl_ar.py l.93-160 (3 × max(one-shot, two-shot) bytes in one McastGPUBuffer), "
+    "comm/mnnvl.py l.1024-1044 (+ 2048, rounded up to the multicast granularity)")
+NON_TORCH_RELEASES: tuple[tuple[tuple[int, ...], str, bool, str], ...] = (
+    ((0, 33), NON_TORCH_MNNVL, False, f"{NON_TORCH_SRC_019} (same flow in 0.33.0); "
+     f"{FUSION_SRC_033}"),
+    ((0, 19), NON_TORCH_FUSION, True,
+     f"{NON_TORCH_SRC_019}; {FUSION_SRC_019}; releases 0.20-0.32 not read: 0.19's assumed"),
+    ((0, 0), NON_TORCH_COMMS, True, NON_TORCH_SRC),
 )
 # Peak activation of the dummy forward, elements per token: the rank's FFN slice as gate+up
 # output (2·f/t) and the activation output (f/t) live together, beside ~3 hidden-width buffers
@@ -148,12 +162,12 @@ def sampler_impl(version: str | None) -> tuple[str, int, str]:
     raise AssertionError("SAMPLER_RELEASES ends with (0, 0)")
 
 
-def non_torch_release(version: str | None) -> tuple[str, str]:
-    """(how N grows with t, source) for the release (NON_TORCH_RELEASES)."""
+def non_torch_release(version: str | None) -> tuple[str, bool, str]:
+    """(how N grows with t, whether the fusion needs pp = dp = 1, source) for the release."""
     pv = parse_version(version) or (99,)
-    for first, how, src in NON_TORCH_RELEASES:
+    for first, how, single, src in NON_TORCH_RELEASES:
         if pv >= first:
-            return how, src
+            return how, single, src
     raise AssertionError("NON_TORCH_RELEASES ends with (0, 0)")
 
 
@@ -170,8 +184,13 @@ def fusion_capability(gpu: GPU | None) -> int | None:
 
 
 def fusion_workspace_bytes(*, t: int, hidden: int, b: float, max_num_batched_tokens: int,
-                           capability: int | None, fp32: bool = False) -> int:
-    """The all-reduce + RMSNorm fusion workspace per GPU: 3 buffers rounded to the granularity."""
+                           capability: int | None, fp32: bool = False,
+                           scheme: str = NON_TORCH_FUSION) -> int:
+    """The all-reduce + RMSNorm fusion workspace per GPU, rounded to the multicast granularity.
+
+    trtllm (0.19): three buffers, each rounded up. MNNVL (0.33): one buffer of three lamport
+    buffers, rounded up once.
+    """
     if capability is None or t not in (2, 4, 8) or hidden <= 0:
         return 0
     max_bytes = FUSION_MAX_BYTES.get(capability, {}).get(t)
@@ -179,8 +198,14 @@ def fusion_workspace_bytes(*, t: int, hidden: int, b: float, max_num_batched_tok
         return 0
     tokens = min(int(max_bytes // (hidden * b)), max_num_batched_tokens)
     e = 4 if fp32 else 2
-    sizes = (t * tokens * hidden * 2, t * FUSION_BARRIER_FLAGS * 4, 3 * t * tokens * hidden * e)
     g = MULTICAST_GRANULARITY
+    if scheme == NON_TORCH_MNNVL:
+        one_tok = min(MNNVL_ONE_SHOT_THRESHOLD // (t * e * hidden), tokens)
+        one = one_tok * hidden * t * e
+        two = 2 * -(-tokens // t) * t * hidden * e
+        buf = -(-max(one, two) // MNNVL_ALIGNMENT) * MNNVL_ALIGNMENT
+        return -(-(3 * buf + FUSION_SIGNAL_PAD) // g) * g
+    sizes = (t * tokens * hidden * 2, t * FUSION_BARRIER_FLAGS * 4, 3 * t * tokens * hidden * e)
     return sum(-(-(s + FUSION_SIGNAL_PAD) // g) * g for s in sizes)
 
 
@@ -193,8 +218,8 @@ def non_torch_bytes(version: str | None, t: int, *, fusion: int = 0) -> int:
     base = NON_TORCH_BYTES if engine_era(version) == ERA_V0 else NON_TORCH_BYTES_V1
     if t <= 1:
         return base
-    how, _ = non_torch_release(version)
-    if how == NON_TORCH_FUSION:
+    how, _, _ = non_torch_release(version)
+    if how in (NON_TORCH_FUSION, NON_TORCH_MNNVL):
         return base + fusion
     return round(base + NCCL_BYTES_PER_8_RANKS * t / 8 + CUSTOM_AR_BYTES)
 
@@ -285,12 +310,12 @@ def reserve(
     else:
         n_graphs = cuda_graph_sizes(max_num_seqs, n) * CUDA_GRAPH_MODES
     graphs = n_graphs * CUDA_GRAPH_BYTES_PER_GRAPH
-    how, nt_src = non_torch_release(version)
+    how, single, nt_src = non_torch_release(version)
     cap = fusion_capability(gpu)
-    fused = (how == NON_TORCH_FUSION and t > 1 and pp <= 1 and dp <= 1 and not enforce_eager
-             and era != ERA_V0)
+    fused = (how != NON_TORCH_COMMS and t > 1 and not enforce_eager and era != ERA_V0
+             and (not single or (pp <= 1 and dp <= 1)))
     fusion = fusion_workspace_bytes(t=t, hidden=hidden, b=b, max_num_batched_tokens=n,
-                                    capability=cap) if fused else 0
+                                    capability=cap, scheme=how) if fused else 0
     nontorch = non_torch_bytes(version, t, fusion=fusion)
     act_expr = "N·b·(3·f/t + 3·d)" if not k else "N·b·(3·f/t + k·(3·f_e/t + d) + 3·d)"
     act_vals: dict[str, Scalar] = {"N": n, "b": b, "f/t": f, "d": hidden}
@@ -320,12 +345,13 @@ def _non_torch_formula(how: str, src: str, era: str, t: int, result: int, fusion
                        cap: int | None, pp: int, dp: int, enforce_eager: bool) -> Formula:
     """R_non_torch as the release computes it (NON_TORCH_RELEASES)."""
     c = NON_TORCH_BYTES if era == ERA_V0 else NON_TORCH_BYTES_V1
-    if how == NON_TORCH_FUSION:
+    if how != NON_TORCH_COMMS:
+        cond = "pp = dp = 1, " if how == NON_TORCH_FUSION else ""
         return Formula(
-            "R_non_torch", "C + (W_fusion if t > 1, pp = dp = 1, compiled, NVSwitch 9.0/10.x)",
+            "R_non_torch", f"C + (W_fusion if t > 1, {cond}compiled, NVSwitch 9.0/10.x)",
             {"C": c, "W_fusion": fusion, "t": t, "pp": pp, "dp": dp,
              "enforce_eager": enforce_eager, "capability": "none" if cap is None else cap,
-             "granularity": MULTICAST_GRANULARITY}, result, "B", src)
+             "granularity": MULTICAST_GRANULARITY, "scheme": how}, result, "B", src)
     return Formula("R_non_torch", "C + (c_nccl·t/8 + c_ar if t > 1)",
                    {"C": c, "c_nccl": NCCL_BYTES_PER_8_RANKS, "c_ar": CUSTOM_AR_BYTES, "t": t},
                    result, "B", src)
