@@ -35,7 +35,17 @@ from tpcheck.formula import GIB
 # added with that label), measured with this script's predict(); the pool of row 12 is its
 # printed blocks × block bytes.
 BEFORE: dict[int, float] = {0: 0.012, 1: 0.013, 12: 0.037, 21: 0.012, 22: 0.011, 23: 0.020,
-                            24: -0.947, 26: -0.009}
+                            24: -0.947, 26: -0.009,
+                            # rows 29-47 (issue 32) at main a998bcb: N at t > 1 was NCCL +
+                            # custom all-reduce (0.22/0.28 GiB), not the fusion workspace;
+                            # rows 32-33 (PP) against the pool their printed tokens imply
+                            29: -0.004, 30: 0.024, 31: 0.022, 32: -0.004, 33: 0.003,
+                            34: -0.005, 35: 0.022, 36: 0.021, 37: 0.074, 38: -0.032,
+                            39: -0.013, 40: -0.006, 41: 0.010, 42: 0.012, 43: 0.026,
+                            44: 0.037, 45: 0.032, 46: 0.042, 47: 0.267}
+# Printed-token errors at main a998bcb for the hybrid rows (issue 32: whole-attention tokens
+# divided by the effective per-token cost, not the engine's group layout).
+BEFORE_TOKENS: dict[int, float] = {38: 0.290, 39: 0.317, 43: 1.019}
 
 
 def _pct(e: float | None) -> str:
@@ -62,6 +72,7 @@ def main() -> int:
               f"{'' if p.tokens is None else p.tokens:>9} "
               f"{'' if p.logged_tokens is None else p.logged_tokens:>9} "
               f"{_pct(p.tokens_error):>6}  {terms}{miss}")
+    breakdown_section(preds)
     print()
     for label, attr in (("weights", "weights_error"), ("available KV", "pool_error"),
                         ("KV tokens", "tokens_error")):
@@ -105,6 +116,32 @@ def main() -> int:
         print(f"  {i:>2}: {reason}")
     sglang_section()
     return 0
+
+
+def breakdown_section(preds: list) -> None:  # type: ignore[type-arg]
+    """Issue 32: each term against the log's breakdown (torch peak increase, non-torch
+    increase), where the row kept it, and the printed tokens of hybrid rows before/after."""
+    rows = load_rows()
+    print()
+    print("terms against the logged breakdown (GiB; activation = torch peak increase, "
+          "non-torch = non-torch increase):")
+    print(f"{'row':>3} {'model':<34} {'t':>2} {'pp':>2} {'A pred':>7} {'A log':>6} {'err':>7} "
+          f"{'N pred':>7} {'N log':>6} {'err':>7}")
+    for p in preds:
+        r = rows[p.row]
+        a_log, n_log = r.get("activation_gib"), r.get("non_torch_gib")
+        if not isinstance(a_log, (int, float)) or not isinstance(n_log, (int, float)):
+            continue
+        act, _graphs, nontorch = (x.result / GIB for x in p.reserve.terms)
+        print(f"{p.row:>3} {p.model:<34} {r.get('tp')!s:>2} {r.get('pp')!s:>2} {act:>7.2f} "
+              f"{a_log:>6.2f} {_pct((act - a_log) / a_log):>7} {nontorch:>7.2f} {n_log:>6.2f} "
+              f"{_pct((nontorch - n_log) / n_log):>7}")
+    print()
+    print("printed tokens of hybrid sliding-window rows ('GPU KV cache size'), before/after:")
+    for p in preds:
+        if p.row in BEFORE_TOKENS:
+            print(f"{p.row:>3} {p.model:<34} before {_pct(BEFORE_TOKENS[p.row]):>7}  after "
+                  f"{_pct(p.tokens_error):>7}")
 
 
 def sglang_section() -> None:

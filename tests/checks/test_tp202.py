@@ -115,6 +115,15 @@ V4F_KV = 21 * 584 / 4 + 20 * 584 / 128 + 21 * 132 / 4 + 43 * 584 * 128 / C
 V4P_KV = 30 * 584 / 4 + 31 * 584 / 128 + 30 * 132 / 4 + 61 * 584 * 128 / C
 
 
+# tpcheck's vLLM 0.33 reserve at t = 8 on NVSwitch GPUs: main's figures (3,311,004,549 B V4-Flash
+# H100, 3,361,336,197 V4-Pro H200, 3,478,776,709 V4-Pro B200) carried NCCL 0.25 GiB·8/8 + 3 × 8
+# MiB custom all-reduce (293,601,280 B), which 0.19+ allocates before the profiling snapshot;
+# issue 32 charges the all-reduce fusion workspace instead, one 512 MiB MNNVL buffer: +243,269,632.
+R_T8_FLASH = 3311004549 - 293601280 + 536870912
+R_T8_PRO_H200 = 3361336197 - 293601280 + 536870912
+R_T8_PRO_B200 = 3478776709 - 293601280 + 536870912
+
+
 def _vllm_seats(pool: float, kv_b: float) -> int:
     """vLLM: blocks = floor(pool / (kv_B·16)); a sequence of c tokens takes c/16 blocks."""
     return int(pool // (kv_b * 16)) // (C // 16)
@@ -137,19 +146,20 @@ def test_v4_flash_vllm_is_tp202_with_dp_attention_seats() -> None:
     # t), experts 147,169,738,752, replicated 1,307,606,620 (fused_wqa_wkv, compressors,
     # indexer, fp32 hyper-connections, router, norms); no K/V projection to replicate.
     # t = 8: W = (3,200,518,144 + 4,329,578,496 + 147,169,738,752)/8 + 1,307,606,620
-    #          = 20,645,086,044 B; R = 3,311,004,549 B (tpcheck's vLLM reserve)
-    # pool = 85,031,714,816·0.92 − W − R = 54,273,087,038 B → 869,921 blocks → 212 seats
-    now = _vllm_seats(85031714816 * 0.92 - 20645086044 - 3311004549, V4F_KV)
+    #          = 20,645,086,044 B; R = 3,554,274,181 B (tpcheck's vLLM reserve; its non-torch
+    #          term at t = 8 is 0.13 GiB + one 512 MiB MNNVL fusion workspace, issue 32)
+    # pool = 85,031,714,816·0.92 − W − R = 54,029,817,406 B → 866,018 blocks → 211 seats
+    now = _vllm_seats(85031714816 * 0.92 - 20645086044 - R_T8_FLASH, V4F_KV)
     # DP-attention: 8 ranks of TP 1, experts over EP 8: W = 3,200,518,144 + 4,329,578,496
     #   + 147,169,738,752/8 + 1,307,606,620 = 27,233,920,604 B, R = 3,017,403,269 B
     # pool = 47,977,853,758 B → 769,013 blocks → 187 seats per rank, 8·187 = 1,496
     # (the GQA reading's 11.5 GB of q/o projections gave 163 and 1,304)
     per_rank = _vllm_seats(85031714816 * 0.92 - 27233920604 - 3017403269, V4F_KV)
-    assert (now, per_rank) == (212, 187)
+    assert (now, per_rank) == (211, 187)
     gain = next(x for x in f.formulas if x.name == "seats_with_dp_attention")
     assert (gain.values["seats_rank"], gain.values["t"], gain.result) == (187, 8, 1496)
-    assert ("Seats now: 212 sequences of 65,536 tokens; with DP-attention over the same 8 GPUs: "
-            "1496 (7.1×, attention weights then replicated per rank)") in f.message  # 1496/212
+    assert ("Seats now: 211 sequences of 65,536 tokens; with DP-attention over the same 8 GPUs: "
+            "1496 (7.1×, attention weights then replicated per rank)") in f.message  # 1496/211
     assert f.fix == ("use --data-parallel-size 8 --tensor-parallel-size 1 --enable-expert-parallel "
                      "(DP attention, experts shared)")
 
@@ -195,8 +205,8 @@ def test_v4_pro_h200_dp_attention_seats_a_few_more() -> None:
     assert V4P_KV == 5581.015625
     assert f.formulas[0].result == pytest.approx(V4P_KV)
     assert "(5,581 B per token per GPU at any t): 8× the cache" in f.message
-    # t = 8: R = 3,361,336,197 B: pool = 25,211,600,140 B → 282,337 blocks → 68 seats
-    assert _vllm_seats(H200_M * 0.92 - V4P_W_TP8 - 3361336197, V4P_KV) == 68
+    # t = 8: R = 3,604,605,829 B: pool = 24,968,330,508 B → 279,612 blocks → 68 seats
+    assert _vllm_seats(H200_M * 0.92 - V4P_W_TP8 - R_T8_PRO_H200, V4P_KV) == 68
     # DP-attention: R = 3,067,734,917 B: pool = 3,508,053,100 B → 39,285 blocks → 9 a rank
     assert _vllm_seats(H200_M * 0.92 - V4P_W_DP - 3067734917, V4P_KV) == 9
     gain = next(x for x in f.formulas if x.name == "seats_with_dp_attention")
@@ -210,10 +220,10 @@ def test_v4_pro_h200_dp_attention_seats_a_few_more() -> None:
 def test_v4_pro_dp_attention_does_not_start_so_pipeline_stages() -> None:
     # H200 at u = 0.85: M·u = 127,519,726,501.65 B = 118.8 GiB < the DP rank's 122.4 GiB
     f = only(lint_text(V4P_VLLM + " --gpu-memory-utilization 0.85", gpu="h200"), "TP202")
-    # t = 8: pool = 127,519,726,501.65 − 109,448,414,700 − 3,361,336,197 = 14,709,975,605 B
-    #   → 164,732 blocks → 40 seats
-    assert _vllm_seats(H200_M * 0.85 - V4P_W_TP8 - 3361336197, V4P_KV) == 40
-    assert ("Seats now: 40 sequences of 65,536 tokens; DP-attention over the same 8 GPUs does "
+    # t = 8: pool = 127,519,726,501.65 − 109,448,414,700 − 3,604,605,829 = 14,466,705,973 B
+    #   → 162,007 blocks → 39 seats
+    assert _vllm_seats(H200_M * 0.85 - V4P_W_TP8 - R_T8_PRO_H200, V4P_KV) == 39
+    assert ("Seats now: 39 sequences of 65,536 tokens; DP-attention over the same 8 GPUs does "
             "not start (weights 122.4 GiB per GPU > M·u = 139.7·0.85 = 118.8 GiB") in f.message
     # PP 8: R = 3,067,734,917 B: pool = 18,109,115,471 B → 1,522,542 blocks → 371 seats
     assert V4P_STAGE == 743.375
@@ -226,11 +236,11 @@ def test_v4_pro_dp_attention_does_not_start_so_pipeline_stages() -> None:
 
 
 def test_v4_pro_dp_attention_that_seats_fewer_is_no_fix() -> None:
-    # H200 at u = 0.9 (M·u = 135,020,886,884.1 B): t = 8 pool 22,211,135,987 B → 60 seats;
+    # H200 at u = 0.9 (M·u = 135,020,886,884.1 B): t = 8 pool 21,967,866,355 B → 60 seats;
     # DP-attention 507,588,947 B → 5,684 blocks → 1 seat a rank, 8·1 = 8 < 60; PP 8 quoted:
     # 135,020,886,884.1 − 106,342,876,113.5 − 3,067,734,917 = 25,610,275,854 B → 525 seats
     f = only(lint_text(V4P_VLLM + " --gpu-memory-utilization 0.9", gpu="h200"), "TP202")
-    assert _vllm_seats(H200_M * 0.9 - V4P_W_TP8 - 3361336197, V4P_KV) == 60
+    assert _vllm_seats(H200_M * 0.9 - V4P_W_TP8 - R_T8_PRO_H200, V4P_KV) == 60
     assert _vllm_seats(H200_M * 0.9 - V4P_W_DP - 3067734917, V4P_KV) == 1
     assert _vllm_seats(H200_M * 0.9 - V4P_W_PP8 - 3067734917, V4P_STAGE) == 525
     gain = next(x for x in f.formulas if x.name == "seats_with_dp_attention")
@@ -242,18 +252,18 @@ def test_v4_pro_dp_attention_that_seats_fewer_is_no_fix() -> None:
 
 
 def test_v4_pro_b200_dp_attention_seats_five_times() -> None:
-    # B200: M·u = 191,531,843,584·0.92 = 176,209,296,097.3 B. t = 8, R = 3,478,776,709 B:
-    # pool = 63,282,104,689 B → 708,673 blocks → 173 seats. DP-attention, R = 4,795,263,877 B:
+    # B200: M·u = 191,531,843,584·0.92 = 176,209,296,097.3 B. t = 8, R = 3,722,046,341 B:
+    # pool = 63,038,835,056 B → 705,951 blocks → 172 seats. DP-attention, R = 4,795,263,877 B:
     # pool = 39,968,469,200 B → 447,594 blocks → 109 a rank, 8·109 = 872 (the GQA reading kept
     # 57.3 GB of attention whole per rank: 7 a rank, 56 < 166, and PP 8 was quoted instead)
     f = only(lint_text(V4P_VLLM, gpu="b200"), "TP202")
     b200 = 191531843584 * 0.92
-    assert _vllm_seats(b200 - V4P_W_TP8 - 3478776709, V4P_KV) == 173
+    assert _vllm_seats(b200 - V4P_W_TP8 - R_T8_PRO_B200, V4P_KV) == 172
     assert _vllm_seats(b200 - V4P_W_DP - 4795263877, V4P_KV) == 109
     gain = next(x for x in f.formulas if x.name == "seats_with_dp_attention")
     assert (gain.values["seats_rank"], gain.result) == (109, 872)
-    assert ("Seats now: 173 sequences of 65,536 tokens; with DP-attention over the same 8 GPUs: "
-            "872 (5.0×") in f.message
+    assert ("Seats now: 172 sequences of 65,536 tokens; with DP-attention over the same 8 GPUs: "
+            "872 (5.1×") in f.message
     assert (f.fix or "").startswith("use --data-parallel-size 8 --tensor-parallel-size 1")
 
 

@@ -96,9 +96,91 @@ def test_non_torch_by_era_and_tp() -> None:
     # V0: 0.35 GiB (observation rows 0-1); V1: 0.13 GiB (row 23's printed breakdown).
     assert memory.non_torch_bytes("0.6.4", 1) == round(0.35 * GIB)
     assert memory.non_torch_bytes("0.12.0", 1) == round(0.13 * GIB)
-    # t = 2: + NCCL 0.25 GiB·2/8 + custom all-reduce 3 × 8 MiB = 0.0859 GiB more than t = 1.
-    grow = memory.non_torch_bytes("0.33.0", 2) - memory.non_torch_bytes("0.33.0", 1)
+    # Before 0.19 (not read): t = 2 adds NCCL 0.25 GiB·2/8 + custom all-reduce 3 × 8 MiB.
+    grow = memory.non_torch_bytes("0.12.0", 2) - memory.non_torch_bytes("0.12.0", 1)
     assert grow == round(GIB / 4 * 2 / 8 + 24 * MIB)
+    # 0.19+: the communicators' buffers exist before the snapshot (gpu_worker.py l.259-283),
+    # so t > 1 adds only the fusion workspace passed in (0 where it is not made).
+    assert memory.non_torch_bytes("0.19.0", 2) == memory.non_torch_bytes("0.19.0", 1)
+    assert memory.non_torch_bytes("0.33.0", 4, fusion=3 * 512 * MIB) == round(
+        0.13 * GIB) + 3 * 512 * MIB
+
+
+def _non_torch(model: str, t: int, gpu: str | None, *, version: str = "0.19.0", pp: int = 1,
+               dp: int = 1, eager: bool = False, ntok: int = 8192) -> float:
+    from tpcheck.hardware.gpus import find_gpu
+
+    s = _shape(model)
+    r = memory.reserve_for(s, t, b=2, max_num_batched_tokens=ntok, max_num_seqs=256,
+                           version=version, gpu=None if gpu is None else find_gpu(gpu),
+                           pp=pp, dp=dp, enforce_eager=eager)
+    assert r.terms[2].name == "R_non_torch"
+    return r.terms[2].result
+
+
+def test_fusion_workspace_on_nvswitch_hopper_at_tp2_and_tp4() -> None:
+    # Llama-3.1-8B (d = 4096), bf16, N = 8192, H100 SXM (capability 9.0):
+    # t = 2: max 64 MiB → T = min(64 MiB // (4096·2), 8192) = 8192 tokens; buffers
+    #   2·8192·4096·2 = 128 MiB, 2·256·4 = 2 KiB, 3·128 MiB = 384 MiB, each + 2048 B rounded
+    #   up to 512 MiB → 1.5 GiB; N = 0.13 GiB + 1.5 GiB.
+    # t = 4: max 2 MiB → T = 256; 8 MiB, 4 KiB, 24 MiB → 3 × 512 MiB again.
+    # Published 0.19 H100 start-ups log N = 2.06–2.21 GiB at t = 2 and 4, 0.24–0.27 at t = 1
+    # (issue 32): the 1.5 GiB is most of the 1.8–1.95 GiB step.
+    base = round(0.13 * GIB)
+    m = "meta-llama/Llama-3.1-8B-Instruct"
+    assert _non_torch(m, 2, "h100-sxm") == base + 3 * 512 * MIB
+    assert _non_torch(m, 4, "h100-sxm") == base + 3 * 512 * MIB
+    assert _non_torch(m, 2, "b200") == base + 3 * 512 * MIB  # capability 10.0
+    assert _non_torch(m, 1, "h100-sxm") == base
+
+
+def test_fusion_workspace_only_where_the_release_makes_it() -> None:
+    base = round(0.13 * GIB)
+    m = "meta-llama/Llama-3.1-8B-Instruct"
+    # No NVSwitch multicast (PCIe, NVLink bridge pairs, Ampere): no workspace.
+    assert _non_torch(m, 2, "h100-pcie") == base
+    assert _non_torch(m, 2, "h100-nvl") == base
+    assert _non_torch(m, 2, "a100-sxm-80gb") == base
+    assert _non_torch(m, 2, None) == base  # GPU unknown: not assumed
+    # enable_allreduce_rms_fusion is off with pp > 1 or dp > 1 (config/vllm.py l.129-134),
+    # and enforce_eager turns compilation off (l.847-853).
+    assert _non_torch(m, 2, "h100-sxm", pp=2) == base
+    assert _non_torch(m, 2, "h100-sxm", dp=2) == base
+    assert _non_torch(m, 2, "h100-sxm", eager=True) == base
+    # t = 3 is not a FlashInfer world size (allreduce_rms_fusion FI_SUPPORTED_WORLD_SIZES).
+    assert memory.fusion_workspace_bytes(t=3, hidden=4096, b=2, max_num_batched_tokens=8192,
+                                         capability=90) == 0
+    # Before 0.19 the pre-0.19 estimate stands: 0.13 + 0.25·2/8 GiB + 24 MiB.
+    assert _non_torch(m, 2, "h100-sxm", version="0.12.0") == round(
+        base + GIB / 4 * 2 / 8 + 24 * MIB)
+
+
+def test_0_33_makes_one_mnnvl_buffer_and_keeps_it_under_pp_and_dp() -> None:
+    # 0.33 on one node: MNNVL, one multicast buffer of 3 lamport buffers (flashinfer 0.7.2).
+    # Llama-3.1-8B, t = 2, N = 8192: T = 8192; one-shot min(1 MiB // (2·2·4096), T) = 64
+    # tokens = 1 MiB; two-shot 2·ceil(8192/2)·2·4096·2 = 128 MiB; 3·128 MiB + 2048 B rounded
+    # up to one 512 MiB granule.
+    base = round(0.13 * GIB)
+    m = "meta-llama/Llama-3.1-8B-Instruct"
+    assert memory.fusion_workspace_bytes(t=2, hidden=4096, b=2, max_num_batched_tokens=8192,
+                                         capability=90, scheme=memory.NON_TORCH_MNNVL) == 512 * MIB
+    assert _non_torch(m, 2, "h100-sxm", version="0.33.0") == base + 512 * MIB
+    # enable_allreduce_rms_fusion has no pp/dp condition in 0.33 (config/vllm.py l.179-203)
+    assert _non_torch(m, 2, "h100-sxm", version="0.33.0", pp=2) == base + 512 * MIB
+    assert _non_torch(m, 2, "h100-sxm", version="0.33.0", eager=True) == base
+    assert memory.non_torch_release("0.33.0")[:2] == (memory.NON_TORCH_MNNVL, False)
+
+
+def test_fusion_workspace_rounds_each_buffer_up() -> None:
+    # A buffer past one granule takes two: t = 2, d = 16384, fp32 lamport (4 B):
+    # T = 64 MiB // (16384·2) = 2048; lamport 3·2·2048·16384·4 = 768 MiB → 1024 MiB;
+    # buffer 2·2048·16384·2 = 128 MiB → 512; flags → 512: 2 GiB.
+    assert memory.fusion_workspace_bytes(t=2, hidden=16384, b=2, max_num_batched_tokens=8192,
+                                         capability=90, fp32=True) == 4 * 512 * MIB
+    # Sources name the release's files and lines.
+    how, single, src = memory.non_torch_release("0.19.0")
+    assert how == memory.NON_TORCH_FUSION and single
+    assert "allreduce_rms_fusion.py l.54-72" in src and "trtllm_ar.py l.574-611" in src
 
 
 def test_cuda_graph_term_only_where_the_release_profiles_it() -> None:

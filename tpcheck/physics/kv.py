@@ -266,3 +266,18 @@ def compressed_kv_bytes(
     res = cost(worst)
     return Formula("kv_bytes_per_token_per_gpu", " + ".join(terms), values,
                    int(res) if float(res).is_integer() else res, "B", src)
+
+
+def engine_layer_split(shape: ModelShape, t: int, *, kv_cache_dtype: str | None = None,
+                       pp: int = 1, attn_dp: int = 1) -> tuple[float, int, int] | None:
+    """(bytes of one attention layer per token per GPU, full layers, sliding layers) of the
+    largest stage, as vLLM's KV cache groups count them; None for MLA and compressed caches,
+    whose groups this does not model."""
+    if shape.compressed is not None or shape.mla is not None:
+        return None
+    _, b = kv_dtype_bytes(kv_cache_dtype, shape.dtype)
+    L = stage_layers(attention_layers(shape), pp)
+    sw = min(shape.sliding_layers, L) if shape.sliding_window else 0
+    ta = t // attn_dp if attn_dp > 1 and t % attn_dp == 0 else t
+    per_layer = max(1, shape.kv_heads // ta) * (shape.head_dim + shape.head_dim_v) * b
+    return per_layer, L - sw, sw

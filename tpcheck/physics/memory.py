@@ -15,6 +15,7 @@ from tpcheck.models.shape import ModelShape
 TYPE_CHECKING = False  # typing's constant without importing typing (start-up, issue 8)
 if TYPE_CHECKING:
     from tpcheck.formula import Scalar
+    from tpcheck.hardware.gpus import GPU
 
 VLLM_BUDGET = "vllm 0.33.0 v1/worker/utils.py request_memory l.716-772; gpu_worker.py l.753-757"
 VLLM_TOKENS = "vllm 0.33.0 v1/core/kv_cache_utils.py get_kv_cache_capacity l.1119-1126"
@@ -33,6 +34,26 @@ NON_TORCH_SRC = ("vllm 0.33.0 gpu_worker.py init_device l.449-545 (snapshot afte
                  "and cuBLAS handles); distributed/device_communicators/custom_all_reduce.py "
                  "l.138 (max_size 8 MiB), l.295 (meta + max_size), l.305 (buffer), l.316 "
                  "(rank_data) at t > 1")
+# vLLM 0.19.0: the budget is ceil(total·u) − W − A − N − G, N the non-torch growth since the
+# snapshot that init_device takes after the communicators exist, so buffers made at start-up
+# (NCCL, custom all-reduce, symmetric memory) are outside N.
+NON_TORCH_SRC_019 = ("vllm 0.19.0 v1/worker/gpu_worker.py l.259-283 (init_worker_distributed_"
+                     "environment, then the snapshot and request_memory = ceil(total·u)), "
+                     "l.401 (N = non_torch_increase); utils/mem_utils.py memory_profiling l.274 "
+                     "(N = non-torch memory now − at the snapshot); distributed/"
+                     "device_communicators/cuda_communicator.py l.88/101 (symmetric-memory and "
+                     "custom all-reduce buffers made in the communicator, before the snapshot)")
+FUSION_SRC_019 = ("vllm 0.19.0 config/vllm.py l.116-135 enable_allreduce_rms_fusion (t > 1, "
+                  "CUDA capability 9.0 or 10.x, FlashInfer, dp = 1, pp = 1), l.208/227 (on at "
+                  "O2/O3), l.320 (O2 by default), l.847-853 (enforce_eager: no compilation); "
+                  "compilation/passes/fusion/allreduce_rms_fusion.py l.54-72 (max bytes per "
+                  "t: 9.0 {2: 64, 4: 2, 8: 0.5} MB, 10.0 {2: 64, 4: 32, 8: 1} MB), l.759-763 "
+                  "(tokens = min(max bytes // (d·b), N)); distributed/device_communicators/"
+                  "flashinfer_all_reduce.py l.92-107 (trtllm backend on one node), l.188-191 "
+                  "(the quant patterns reuse it); flashinfer-python 0.6.6 (vllm 0.19.0's pin) "
+                  "comm/trtllm_ar.py l.574-611 (buffers t·T·d·2, t·256·4, 3·t·T·d·2, each a "
+                  "SymmDeviceMemory), comm/mnnvl.py l.1131-1148 (size + 2048 rounded up to the "
+                  "multicast granularity)")
 
 # Engine eras whose profiling differs (see engine_era).
 ERA_V0 = "v0"  # V0 engine (default before 0.8): N defaults to max(max_model_len, 2048)
@@ -53,6 +74,45 @@ NCCL_BYTES_PER_8_RANKS = GIB // 4
 # Custom all-reduce at t > 1: meta + 8 MiB, an 8 MiB IPC buffer and 8 MiB of rank data
 # (custom_all_reduce.py l.138/295/305/316, vLLM 0.33.0), allocated outside torch's pool.
 CUSTOM_AR_BYTES = 3 * 8 * MIB
+# FlashInfer all-reduce + RMSNorm fusion workspace (vLLM ≥ 0.19 at t > 1 on NVSwitch parts of
+# CUDA capability 9.0/10.x): three buffers, each rounded up to the driver's recommended multicast
+# granularity, made when the compilation pass is built (after the snapshot, so inside N). The
+# granularity is the driver's answer, not in any release's source: 512 MiB on H100 (assumed;
+# 3 × 512 MiB = 1.5 GiB of the 1.8–1.95 GiB by which published 0.19 H100 start-ups at t = 2 and 4
+# log more non-torch memory than at t = 1; the rest, likely NCCL's lazily connected channels, is
+# not modelled).
+MULTICAST_GRANULARITY = 512 * MIB
+FUSION_BARRIER_FLAGS = 256  # flashinfer 0.6.6 comm/trtllm_ar.py BarrierFlagCount l.503
+FUSION_SIGNAL_PAD = 2048  # flashinfer 0.6.6 comm/mnnvl.py SIGNAL_PAD_SIZE l.58
+# Largest all-reduce (bytes) the fusion takes, by CUDA capability major·10 and t.
+FUSION_MAX_BYTES: dict[int, dict[int, int]] = {
+    90: {2: 64 * MIB, 4: 2 * MIB, 8: MIB // 2},
+    100: {2: 64 * MIB, 4: 32 * MIB, 8: MIB},
+}
+# MNNVL workspace (vLLM 0.33 on one node): one multicast buffer of 3 lamport buffers, each the
+# larger of the one-shot and two-shot sizes (flashinfer-python 0.7.2 comm/trtllm_mnnvl_ar.py).
+MNNVL_ONE_SHOT_THRESHOLD = 64 * 1024 * 8 * 2  # trtllm_mnnvl_ar.py l.51
+MNNVL_ALIGNMENT = 2 * 16  # TWOSHOT_NUM_STAGES · PACKED_ALIGNMENT_BYTES, l.63-64
+# How N grows at t > 1, by release (newest first): (first release, scheme, whether the fusion
+# needs pp = dp = 1, where it was read).
+NON_TORCH_MNNVL = "fusion workspace (MNNVL)"  # 0.33: one multicast buffer
+NON_TORCH_FUSION = "fusion workspace (trtllm)"  # 0.19: three buffers
+NON_TORCH_COMMS = "communicator buffers"  # not read: NCCL + custom all-reduce estimate
+FUSION_SRC_033 = (
+    "vllm 0.33.0 config/vllm.py l.179-203 enable_allreduce_rms_fusion (t > 1, CUDA capability "
+    "9.0 or 10.x, FlashInfer; no pp/dp condition), l.302/323 (O2/O3), l.435 (O2 by default); "
+    "compilation/passes/fusion/allreduce_rms_fusion.py l.104-125 (max bytes), l.1023-1028 "
+    "(tokens); distributed/device_communicators/flashinfer_all_reduce.py l.156-163 (MNNVL on "
+    "one node, trtllm where multicast fails); flashinfer-python 0.7.2 (its pin) comm/"
+    "trtllm_mnnvl_ar.py l.93-160 (3 × max(one-shot, two-shot) bytes in one McastGPUBuffer), "
+    "comm/mnnvl.py l.1024-1044 (+ 2048, rounded up to the multicast granularity)")
+NON_TORCH_RELEASES: tuple[tuple[tuple[int, ...], str, bool, str], ...] = (
+    ((0, 33), NON_TORCH_MNNVL, False, f"{NON_TORCH_SRC_019} (same flow in 0.33.0); "
+     f"{FUSION_SRC_033}"),
+    ((0, 19), NON_TORCH_FUSION, True,
+     f"{NON_TORCH_SRC_019}; {FUSION_SRC_019}; releases 0.20-0.32 not read: 0.19's assumed"),
+    ((0, 0), NON_TORCH_COMMS, True, NON_TORCH_SRC),
+)
 # Peak activation of the dummy forward, elements per token: the rank's FFN slice as gate+up
 # output (2·f/t) and the activation output (f/t) live together, beside ~3 hidden-width buffers
 # (residual, normed input, layer output). Rows 0-1 (V0, N = 20,000 and 29,000): torch peak rose
@@ -102,11 +162,65 @@ def sampler_impl(version: str | None) -> tuple[str, int, str]:
     raise AssertionError("SAMPLER_RELEASES ends with (0, 0)")
 
 
-def non_torch_bytes(version: str | None, t: int) -> int:
-    """Non-torch memory at t = 1 for the era, plus NCCL and custom all-reduce buffers at t > 1."""
+def non_torch_release(version: str | None) -> tuple[str, bool, str]:
+    """(how N grows with t, whether the fusion needs pp = dp = 1, source) for the release."""
+    pv = parse_version(version) or (99,)
+    for first, how, single, src in NON_TORCH_RELEASES:
+        if pv >= first:
+            return how, single, src
+    raise AssertionError("NON_TORCH_RELEASES ends with (0, 0)")
+
+
+def fusion_capability(gpu: GPU | None) -> int | None:
+    """CUDA capability (major·10) of an NVSwitch part the fusion workspace is made on, else None.
+
+    The workspace needs multicast, so NVLink-bridge and PCIe parts fail to make it (vLLM 0.19
+    flashinfer_all_reduce.py l.64-70: "expected on GPUs without NVSwitch"); capability 9.0
+    (H100/H800/H200/H20 SXM) and 10.x (B200, GB200) are the ones vLLM enables it on.
+    """
+    if gpu is None or gpu.nvlink_domain <= 1:
+        return None
+    return {"nvlink4": 90, "nvlink5": 100}.get(gpu.link)
+
+
+def fusion_workspace_bytes(*, t: int, hidden: int, b: float, max_num_batched_tokens: int,
+                           capability: int | None, fp32: bool = False,
+                           scheme: str = NON_TORCH_FUSION) -> int:
+    """The all-reduce + RMSNorm fusion workspace per GPU, rounded to the multicast granularity.
+
+    trtllm (0.19): three buffers, each rounded up. MNNVL (0.33): one buffer of three lamport
+    buffers, rounded up once.
+    """
+    if capability is None or t not in (2, 4, 8) or hidden <= 0:
+        return 0
+    max_bytes = FUSION_MAX_BYTES.get(capability, {}).get(t)
+    if max_bytes is None:
+        return 0
+    tokens = min(int(max_bytes // (hidden * b)), max_num_batched_tokens)
+    e = 4 if fp32 else 2
+    g = MULTICAST_GRANULARITY
+    if scheme == NON_TORCH_MNNVL:
+        one_tok = min(MNNVL_ONE_SHOT_THRESHOLD // (t * e * hidden), tokens)
+        one = one_tok * hidden * t * e
+        two = 2 * -(-tokens // t) * t * hidden * e
+        buf = -(-max(one, two) // MNNVL_ALIGNMENT) * MNNVL_ALIGNMENT
+        return -(-(3 * buf + FUSION_SIGNAL_PAD) // g) * g
+    sizes = (t * tokens * hidden * 2, t * FUSION_BARRIER_FLAGS * 4, 3 * t * tokens * hidden * e)
+    return sum(-(-(s + FUSION_SIGNAL_PAD) // g) * g for s in sizes)
+
+
+def non_torch_bytes(version: str | None, t: int, *, fusion: int = 0) -> int:
+    """N for the release: the era's t = 1 figure plus what the release adds at t > 1.
+
+    0.19 and later: the fusion workspace (``fusion``, 0 where it is not made). Earlier
+    releases (not read): NCCL channel and custom all-reduce buffers.
+    """
     base = NON_TORCH_BYTES if engine_era(version) == ERA_V0 else NON_TORCH_BYTES_V1
     if t <= 1:
         return base
+    how, _, _ = non_torch_release(version)
+    if how in (NON_TORCH_FUSION, NON_TORCH_MNNVL):
+        return base + fusion
     return round(base + NCCL_BYTES_PER_8_RANKS * t / 8 + CUSTOM_AR_BYTES)
 
 
@@ -164,6 +278,9 @@ def reserve(
     experts_per_token: int = 0,
     expert_ffn_per_rank: int = 0,
     sampler_bytes: float | None = None,
+    gpu: GPU | None = None,
+    pp: int = 1,
+    dp: int = 1,
 ) -> Formula:
     """R, the non-KV reserve of a vLLM start-up, as named terms.
 
@@ -173,6 +290,8 @@ def reserve(
     ``ffn_per_rank`` is the dense (or shared-expert) FFN width per rank; MoE layers add
     ``experts_per_token`` slices of ``expert_ffn_per_rank`` per token (fused-MoE caches).
     ``sampler_bytes`` replaces the release's bytes per logit beyond b (calibration refits).
+    ``gpu`` (a catalog GPU), ``pp`` and ``dp`` decide whether 0.19+ makes the all-reduce
+    fusion workspace (NON_TORCH_RELEASES).
     """
     era = engine_era(version)
     n = max_num_batched_tokens
@@ -191,7 +310,13 @@ def reserve(
     else:
         n_graphs = cuda_graph_sizes(max_num_seqs, n) * CUDA_GRAPH_MODES
     graphs = n_graphs * CUDA_GRAPH_BYTES_PER_GRAPH
-    nontorch = non_torch_bytes(version, t)
+    how, single, nt_src = non_torch_release(version)
+    cap = fusion_capability(gpu)
+    fused = (how != NON_TORCH_COMMS and t > 1 and not enforce_eager and era != ERA_V0
+             and (not single or (pp <= 1 and dp <= 1)))
+    fusion = fusion_workspace_bytes(t=t, hidden=hidden, b=b, max_num_batched_tokens=n,
+                                    capability=cap, scheme=how) if fused else 0
+    nontorch = non_torch_bytes(version, t, fusion=fusion)
     act_expr = "N·b·(3·f/t + 3·d)" if not k else "N·b·(3·f/t + k·(3·f_e/t + d) + 3·d)"
     act_vals: dict[str, Scalar] = {"N": n, "b": b, "f/t": f, "d": hidden}
     if k:
@@ -208,20 +333,35 @@ def reserve(
         Formula("R_cuda_graphs", "0 if enforce_eager or version < 0.21 else n_graphs·g",
                 {"enforce_eager": enforce_eager, "era": era, "n_graphs": n_graphs,
                  "g": CUDA_GRAPH_BYTES_PER_GRAPH}, graphs, "B", GRAPH_SRC),
-        Formula("R_non_torch", "C + (c_nccl·t/8 + c_ar if t > 1)",
-                {"C": NON_TORCH_BYTES if era == ERA_V0 else NON_TORCH_BYTES_V1,
-                 "c_nccl": NCCL_BYTES_PER_8_RANKS, "c_ar": CUSTOM_AR_BYTES, "t": t}, nontorch,
-                "B", NON_TORCH_SRC),
+        _non_torch_formula(how, nt_src, era, t, nontorch, fusion, cap, pp, dp,
+                           enforce_eager),
     )
     total = peak + graphs + nontorch
     return Formula("reserve_bytes_per_gpu", "R_activation + R_cuda_graphs + R_non_torch",
                    {x.name: x.result for x in terms}, total, "B", RESERVE_SRC, terms)
 
 
+def _non_torch_formula(how: str, src: str, era: str, t: int, result: int, fusion: int,
+                       cap: int | None, pp: int, dp: int, enforce_eager: bool) -> Formula:
+    """R_non_torch as the release computes it (NON_TORCH_RELEASES)."""
+    c = NON_TORCH_BYTES if era == ERA_V0 else NON_TORCH_BYTES_V1
+    if how != NON_TORCH_COMMS:
+        cond = "pp = dp = 1, " if how == NON_TORCH_FUSION else ""
+        return Formula(
+            "R_non_torch", f"C + (W_fusion if t > 1, {cond}compiled, NVSwitch 9.0/10.x)",
+            {"C": c, "W_fusion": fusion, "t": t, "pp": pp, "dp": dp,
+             "enforce_eager": enforce_eager, "capability": "none" if cap is None else cap,
+             "granularity": MULTICAST_GRANULARITY, "scheme": how}, result, "B", src)
+    return Formula("R_non_torch", "C + (c_nccl·t/8 + c_ar if t > 1)",
+                   {"C": c, "c_nccl": NCCL_BYTES_PER_8_RANKS, "c_ar": CUSTOM_AR_BYTES, "t": t},
+                   result, "B", src)
+
+
 def reserve_for(shape: ModelShape, t: int, *, b: float, max_num_batched_tokens: int,
                 max_num_seqs: int, enforce_eager: bool = False, version: str | None = None,
                 moe_group: int | None = None, expert_parallel: bool = False,
-                sampler_bytes: float | None = None) -> Formula:
+                sampler_bytes: float | None = None, gpu: GPU | None = None, pp: int = 1,
+                dp: int = 1) -> Formula:
     """``reserve`` with the FFN widths read from the shape (dense, shared and routed experts).
 
     Routed experts are split over ``moe_group`` ranks (vLLM: t·dp); shared experts over t.
@@ -238,7 +378,7 @@ def reserve_for(shape: ModelShape, t: int, *, b: float, max_num_batched_tokens: 
     return reserve(hidden=shape.hidden, ffn_per_rank=dense, vocab=shape.vocab, b=b, t=t,
                    max_num_batched_tokens=max_num_batched_tokens, max_num_seqs=max_num_seqs,
                    enforce_eager=enforce_eager, version=version, experts_per_token=k,
-                   expert_ffn_per_rank=fe, sampler_bytes=sampler_bytes)
+                   expert_ffn_per_rank=fe, sampler_bytes=sampler_bytes, gpu=gpu, pp=pp, dp=dp)
 
 
 def fixed_reserve(value: float) -> Formula:
@@ -288,3 +428,72 @@ def printed_tokens(concurrency: float, context: int) -> Formula:
 def seats(concurrency: float) -> Formula:
     return Formula("seats", "floor(max_concurrency)", {"max_concurrency": concurrency},
                    math.floor(concurrency), "sequences", "DESIGN.md")
+
+
+# What vLLM's "GPU KV cache size: N tokens" line prints, by release (newest first).
+PRINTED_CAPACITY = "capacity"  # int(max_concurrency · max_model_len), group-aware
+PRINTED_BLOCKS = "blocks"  # num_blocks // groups · block: every group's layers charged in full
+PRINTED_TOKENS_SRC_019 = (
+    "vllm 0.19.0 v1/core/kv_cache_utils.py _report_kv_cache_config l.1297-1306 (num_blocks // "
+    "groups · block), get_kv_cache_config_from_groups l.1134-1142 (num_blocks = pool // page "
+    "// group_size), unify_hybrid_kv_cache_specs l.1043-1060 (group_size = the fewer layers "
+    "of one type, the more when below 1.5×; each type padded to whole groups)")
+PRINTED_TOKENS_RELEASES: tuple[tuple[tuple[int, ...], str, str], ...] = (
+    ((0, 21), PRINTED_CAPACITY,
+     "vllm 0.21.0 v1/core/kv_cache_utils.py _report_kv_cache_config l.1697-1710 (num_tokens = "
+     "int(max_concurrency · max_model_len)); same in 0.26.0 l.1819-1829 and "
+     f"{VLLM_TOKENS}"),
+    ((0, 0), PRINTED_BLOCKS,
+     f"{PRINTED_TOKENS_SRC_019}; same in 0.20.0 kv_cache_utils.py l.1694-1698; releases "
+     "before 0.19 assumed alike"),
+)
+
+
+def printed_tokens_release(version: str | None) -> tuple[str, str]:
+    """(how the release prints its KV cache size, source)."""
+    pv = parse_version(version) or (99,)
+    for first, how, src in PRINTED_TOKENS_RELEASES:
+        if pv >= first:
+            return how, src
+    raise AssertionError("PRINTED_TOKENS_RELEASES ends with (0, 0)")
+
+
+def hybrid_groups(full_layers: int, sliding_layers: int) -> tuple[int, int]:
+    """(group size, groups) of vLLM's hybrid KV cache layout (unify_hybrid_kv_cache_specs).
+
+    One attention type: one group of all its layers. Two: the group size is the fewer layers
+    of one type (the more when the larger count is below 1.5× the smaller), and each type is
+    padded up to whole groups.
+    """
+    kinds = [n for n in (full_layers, sliding_layers) if n > 0]
+    if not kinds:
+        return 0, 0
+    if len(kinds) == 1:
+        return kinds[0], 1
+    lo, hi = min(kinds), max(kinds)
+    g = hi if hi < lo * 1.5 else lo
+    return g, sum(-(-n // g) for n in kinds)
+
+
+def engine_printed_tokens(*, version: str | None, pool: float, layer_bytes: float,
+                          full_layers: int, sliding_layers: int, block: int,
+                          concurrency: float, context: int) -> Formula:
+    """The figure of vLLM's "GPU KV cache size: N tokens" line for the release.
+
+    Before 0.21 it is blocks per group: the pool divided by every attention layer's bytes
+    (sliding-window layers charged in full, padding layers too). From 0.21 it is the
+    group-aware int(max_concurrency · c), the capacity for sequences of c tokens.
+    """
+    how, src = printed_tokens_release(version)
+    if how == PRINTED_CAPACITY:
+        f = printed_tokens(concurrency, context)
+        return Formula("engine_kv_tokens", f.expression, dict(f.values), f.result, "tokens",
+                       src)
+    g, groups = hybrid_groups(full_layers, sliding_layers)
+    page = block * layer_bytes
+    blocks = 0 if pool <= 0 or page <= 0 or g <= 0 else int(pool // page // g)
+    n = blocks // groups * block if groups else 0
+    return Formula("engine_kv_tokens", "floor(floor(pool / (block·kv_layer_B) / g) / groups)·block",
+                   {"pool": pool, "block": block, "kv_layer_B": layer_bytes, "g": g,
+                    "groups": groups, "L_full": full_layers, "L_sw": sliding_layers}, n,
+                   "tokens", src)

@@ -89,7 +89,11 @@ class Evaluation:
     memory: Formula | None = None
     reserve: Formula | None = None
     pool: Formula | None = None
+    # kv_pool_tokens: whole blocks of the pool at the effective per-token cost (sliding-window
+    # layers charged min(c, w)/c), the capacity for sequences of c tokens. engine_tokens: the
+    # figure the release's "GPU KV cache size: N tokens" line prints (vLLM only).
     tokens: Formula | None = None
+    engine_tokens: Formula | None = None
     concurrency: Formula | None = None
     seats: Formula | None = None
     max_num_seqs: Formula | None = None
@@ -164,6 +168,7 @@ class Evaluation:
             "kv_bytes_per_token_per_gpu": r(self.kv_bytes_per_token),
             "pool_bytes_per_gpu": r(self.pool),
             "kv_pool_tokens": r(self.tokens),
+            "engine_kv_tokens": r(self.engine_tokens),
             "max_concurrency": r(self.concurrency),
             "seats": r(self.seats),
             "allreduce_bytes_per_token_per_gpu": r(self.allreduce),
@@ -316,7 +321,7 @@ def evaluate(shape: ModelShape, t: int, opts: Options) -> Evaluation:
         res = memory.reserve_for(
             shape, t, b=b, max_num_batched_tokens=ntok, max_num_seqs=seqs,
             enforce_eager=opts.enforce_eager, version=d.version, moe_group=moe_group,
-            expert_parallel=opts.expert_parallel,
+            expert_parallel=opts.expert_parallel, gpu=opts.gpu, pp=pp, dp=opts.dp,
         )
     mamba_slots: int | None = None  # SGLang's state slots (hybrid linear attention)
     if eng == "sglang" and opts.reserve is None:
@@ -338,6 +343,8 @@ def evaluate(shape: ModelShape, t: int, opts: Options) -> Evaluation:
         tokens = memory.kv_pool_tokens(pool.result, kvb.result, block)
     conc = memory.max_concurrency(int(tokens.result), c, block)
     seatsf = memory.seats(conc.result)
+    printed = engine_tokens(shape, t, opts, d.version, pool.result, block, conc.result, c, pp,
+                            attn_dp) if eng == "vllm" else None
     if eng == "sglang" and opts.max_num_seqs is None:
         from tpcheck.engines.defaults import sglang_max_running_requests
 
@@ -414,6 +421,7 @@ def evaluate(shape: ModelShape, t: int, opts: Options) -> Evaluation:
         reserve=res,
         pool=pool,
         tokens=tokens,
+        engine_tokens=printed,
         concurrency=conc,
         seats=seatsf,
         max_num_seqs=seqf,
@@ -426,6 +434,22 @@ def evaluate(shape: ModelShape, t: int, opts: Options) -> Evaluation:
         prefill=prefill,
         prefill_prompt=prompt,
     )
+
+
+def engine_tokens(shape: ModelShape, t: int, opts: Options, version: str | None, pool: float,
+                  block: int, concurrency: float, c: int, pp: int, attn_dp: int) -> Formula:
+    """What vLLM's "GPU KV cache size" line prints (memory.engine_printed_tokens); MLA and
+    compressed caches, whose groups are not modelled, print the release's capacity figure."""
+    split = kv.engine_layer_split(shape, t, kv_cache_dtype=opts.kv_cache_dtype, pp=pp,
+                                  attn_dp=attn_dp)
+    if split is None:
+        f = memory.printed_tokens(concurrency, c)
+        return Formula("engine_kv_tokens", f.expression, dict(f.values), f.result, "tokens",
+                       memory.VLLM_TOKENS)
+    layer_b, full, sw = split
+    return memory.engine_printed_tokens(version=version, pool=pool, layer_bytes=layer_b,
+                                        full_layers=full, sliding_layers=sw, block=block,
+                                        concurrency=concurrency, context=c)
 
 
 def release_of(opts: Options) -> str:

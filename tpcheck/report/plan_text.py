@@ -168,6 +168,8 @@ def render_plan(model: str, where: str, shape: ModelShape, rows: Sequence[Evalua
         out.append("  non-KV reserve R per GPU (at the first t):")
         for term in first.reserve.terms or (first.reserve,):
             out.append(f"    {term.name} = {term.expression} = {term.result / GIB:.2f} GiB")
+        out.extend(_non_torch_by_t(rows, first))
+    out.extend(_engine_tokens(rows))
     if it_be is not None:
         it, be = it_be
         out.append("")
@@ -177,3 +179,28 @@ def render_plan(model: str, where: str, shape: ModelShape, rows: Sequence[Evalua
     out.append("")
     # every line: the engine version, the model and the paths are the user's strings
     return "\n".join(map(one_line, out))
+
+
+def _non_torch_by_t(rows: Sequence[Evaluation], first: Evaluation) -> list[str]:
+    """R_non_torch where it differs from the first t's (the all-reduce fusion workspace)."""
+    def nt(r: Evaluation) -> float | None:
+        terms = r.reserve.terms if r.reserve is not None else ()
+        return next((x.result for x in terms if x.name == "R_non_torch"), None)
+
+    base = nt(first)
+    parts = [f"t={r.tp} {v / GIB:.2f}" for r in rows
+             if r is not first and (v := nt(r)) is not None and v != base]
+    return [f"    R_non_torch by t (GiB): {', '.join(parts)}"] if parts else []
+
+
+def _engine_tokens(rows: Sequence[Evaluation]) -> list[str]:
+    """vLLM's own "GPU KV cache size" figure where it is not the KV tokens column."""
+    diff = [r for r in rows if r.engine_tokens is not None and r.tokens is not None
+            and int(r.engine_tokens.result) != int(r.tokens.result) and r.tokens.result > 0]
+    if not diff:
+        return []
+    figures = ", ".join(f"t={r.tp} {_tok(r.engine_tokens)}" for r in diff)
+    return ["", f"  vLLM prints 'GPU KV cache size: N tokens' as {figures};",
+            "  the KV tokens column is the capacity for sequences of c tokens "
+            "(windowed layers hold min(c, w))"]
+
