@@ -23,3 +23,15 @@ def chdir(folder: Path) -> Iterator[None]:
         yield
     finally:
         os.chdir(before)
+
+
+def said(finding: dict[str, object]) -> str:
+    """A JSON finding's headline and evidence as one text (what a search for a clause that
+    moved from the headline into the evidence must find)."""
+    parts = [str(finding["message"])]
+    for key in ("evidence", "alternatives", "assumptions"):
+        items = finding.get(key) or []
+        assert isinstance(items, list)
+        prefix = {"alternatives": "instead: ", "assumptions": "assumes: "}.get(key, "")
+        parts += [prefix + str(i["text"]) for i in items if i.get("kind", "note") != "formula"]
+    return "\n".join(parts)

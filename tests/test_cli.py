@@ -376,7 +376,7 @@ def test_stdin_with_stdin_filename() -> None:
     p = tpcheck_run(*LINT, "--stdin-filename", "x.yaml", "-", stdin=launch)
     assert p.returncode == 1, p.stderr
     assert p.stdout.startswith("x.yaml:1:")
-    assert " TP201 [warning] t=16 > h_kv=8" in p.stdout.splitlines()[0]
+    assert " TP201 [warning] TP 16 > 8 KV heads: " in p.stdout.splitlines()[0]
     # the same with the options after -
     q = tpcheck_run("-", *LINT, "--stdin-filename", "x.yaml", stdin=launch)
     assert (q.returncode, q.stdout) == (1, p.stdout)

@@ -1,7 +1,7 @@
 """Issue 18: one mistake, one screen. TP 6 on Qwen3-32B (h = 64, h_kv = 8, f = 25,600,
 V = 151,936) is refused four ways on the same token; the text report says the refusal, the
-legal sizes and the fix once, then each other code's own reason in one line. JSON and SARIF
-keep every finding whole."""
+legal sizes and the fix once, then each other code's headline and its own evidence. JSON and
+SARIF keep every finding whole."""
 
 from __future__ import annotations
 
@@ -18,29 +18,39 @@ def test_four_refusals_of_one_t_are_one_screen(tmp_path: Path) -> None:
     p.write_text("vllm serve Qwen/Qwen3-32B --tensor-parallel-size 6\n")
     res = Linter(Settings(offline=True)).run([str(p)])
     assert [f.code for f in res.findings] == ["TP101", "TP102", "TP103", "TP104"]
-    lines = render_text(res).splitlines()
-    # head + formula + fix, then one line each for TP102-104, then the summary: 7, not 13
-    assert len(lines) == 7, lines
-    assert lines[0].startswith(f"{p}:1:50: TP101 [error] vllm refuses tensor parallel size 6")
-    assert lines[0].endswith("Legal sizes for this model: 1, 2, 4, 8, 16, 32, 64")
-    assert lines[2] == "    fix: use tensor parallel size 4 or 8"
-    # each other code: its own formula and engine message, nothing repeated
-    assert lines[3].startswith("  + TP102 [error] h_kv mod t = 2 (h_kv=8, t=6). The engine says:")
-    assert lines[4] == ('  + TP103 [error] f mod t = 4 (f=25,600, t=6). The engine says: '
-                        '"AssertionError: 25600 is not divisible by 6".')
-    assert lines[5].startswith("  + TP104 [error] V_pad mod t = 4 (V_pad=151,936, t=6).")
+    lines = render_text(res, width=80).splitlines()
+    # 64 mod 6 = 4: the headline is the verdict with its formula
+    assert lines[0] == f"{p}:1:50: TP101 [error] vllm refuses TP 6: h mod t = 4 (h=64, t=6)"
+    assert "    fix: use tensor parallel size 4 or 8" in lines
+    # each other code: its headline, its engine message and formula, nothing repeated
+    plus = [ln for ln in lines if ln.startswith("  + ")]
+    assert plus == ["  + TP102 [error] vllm refuses TP 6: h_kv mod t = 2 (h_kv=8, t=6)",
+                    "  + TP103 [error] vllm refuses TP 6: f mod t = 4 (f=25,600, t=6)",
+                    "  + TP104 [error] vllm refuses TP 6: V_pad mod t = 4 (V_pad=151,936, t=6)"]
+    assert '    the engine says: "AssertionError: 25600 is not divisible by 6"' in lines
     assert sum("Legal sizes" in ln for ln in lines) == 1
     assert sum("fix:" in ln for ln in lines) == 1
+    assert all(len(ln) <= 80 for ln in lines[1:]), lines
     # machine formats keep all four whole
     for f in res.findings:
-        assert "Legal sizes for this model" in f.to_json()["message"]  # type: ignore[operator]
+        assert any("Legal sizes for this model" in str(e["text"])
+                   for e in f.to_json()["evidence"])  # type: ignore[union-attr]
     sarif = render_sarif(res)
     assert sarif.count("Legal sizes for this model") >= 4
 
 
+def test_concise_is_one_line_per_finding(tmp_path: Path) -> None:
+    p = tmp_path / "run.sh"
+    p.write_text("vllm serve Qwen/Qwen3-32B --tensor-parallel-size 6\n")
+    res = Linter(Settings(offline=True)).run([str(p)])
+    lines = render_text(res, concise=True).splitlines()
+    assert [ln.split()[1] for ln in lines] == ["TP101", "TP102", "TP103", "TP104"]
+    assert all(ln.startswith(f"{p}:1:50: TP10") for ln in lines)
+
+
 def test_unrelated_findings_on_one_span_stay_whole(tmp_path: Path) -> None:
     # Llama-3.1-70B at t = 16 on H100: TP201 (past h_kv = 8) and others share the t span but
-    # not a statement: each keeps its formulas and fix.
+    # not a fix: each keeps its formulas and fix.
     p = tmp_path / "run.sh"
     p.write_text("vllm serve meta-llama/Llama-3.1-70B-Instruct --tensor-parallel-size 16 "
                  "--max-model-len 8192\n")

@@ -6,8 +6,8 @@ Each doc's ``fires`` block is run through the real CLI (a subprocess, cwd = repo
 
 What the prose of "The formula" and "Example" quotes from the example's finding is written as an
 inline code span that starts with a digit (`` `1.07× the sequences for 2× the GPUs` ``); each must
-appear word for word in that finding's message or fix, so a doc cannot drift from the figures
-the tool prints (issue 15: TP201.md once said 1.07× where the finding said 1.05×).
+appear word for word in that finding's headline, evidence or fix, so a doc cannot drift from the
+figures the tool prints (issue 15: TP201.md once said 1.07× where the finding said 1.05×).
 """
 
 from __future__ import annotations
@@ -24,6 +24,7 @@ from types import ModuleType
 
 import pytest
 
+from tests.shared import said
 from tpcheck.checks import RULES
 from tpcheck.ruledocs import NOTICES
 
@@ -237,7 +238,7 @@ def test_doc_quotes_what_the_example_prints(code: str, tmp_path: Path) -> None:
     data = run_cli(blocks(code)["fires"], tmp_path, f"{code.lower()}-quotes")
     findings = data["findings"]
     assert isinstance(findings, list)
-    printed = " ".join(f"{f['message']} {f.get('fix') or ''}" for f in findings
+    printed = " ".join(f"{said(f)} {f.get('fix') or ''}" for f in findings
                        if f["code"] == code)
     missing = [q for q in quotes(code) if q not in printed]
     assert missing == [], f"{code}.md quotes {missing}; the finding says: {printed}"

@@ -28,15 +28,28 @@ class Formula:
     unit: str = ""
     source: str = ""
     terms: tuple[Formula, ...] = field(default=())
+    # Typed flags, so that a rule asks the data and never reads another formula's source text:
+    # ``assumed`` — an input is an assumption (a link class, an efficiency) rather than read from
+    # the deployment or measured; ``calibrated`` — True when a published measurement fits it,
+    # False when it is a floor or a model without one, None when that does not apply; ``link``
+    # — the network between nodes its all-reduces cross ("" inside a node); ``release`` — the
+    # engine release (or calibration era) whose rules it applies ("" when none).
+    assumed: bool = False
+    calibrated: bool | None = None
+    link: str = ""
+    release: str = ""
 
     def __init__(self, name: str, expression: str, values: Mapping[str, Scalar], result: Number,
-                 unit: str = "", source: str = "", terms: tuple[Formula, ...] = ()) -> None:
+                 unit: str = "", source: str = "", terms: tuple[Formula, ...] = (),
+                 assumed: bool = False, calibrated: bool | None = None, link: str = "",
+                 release: str = "") -> None:
         # Written out (see tpcheck.record): the physics builds ~30 Formulas per TP size.
         d = self.__dict__
         d["name"], d["expression"], d["result"] = name, expression, result
         # A copy of the mapping, in insertion order, so equal inputs compare equal.
         d["values"] = dict(values)
         d["unit"], d["source"], d["terms"] = unit, source, terms
+        d["assumed"], d["calibrated"], d["link"], d["release"] = assumed, calibrated, link, release
 
     def substituted(self) -> str:
         """The values as ``sym=value`` pairs, in the order the physics gave them."""
@@ -58,6 +71,13 @@ class Formula:
             "unit": self.unit,
             "source": self.source,
         }
+        out["assumed"] = self.assumed
+        if self.calibrated is not None:
+            out["calibrated"] = self.calibrated
+        if self.link:
+            out["link"] = self.link
+        if self.release:
+            out["release"] = self.release
         if self.terms:
             out["terms"] = [t.to_json() for t in self.terms]
         return out

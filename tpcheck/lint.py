@@ -338,10 +338,10 @@ class Linter:
             # A size or limit the engine refuses: TP003 says so (issue 17: the manifest's
             # mistake, not tpcheck's input error). Only the command-line rules run on such a
             # launch; the layout rules would compute with a value no engine accepts (issue 18).
-            name, message = below
+            name, head, detail = below
             if any(r.CODE == "TP003" for r in self.rules):
                 late.append(ctx.finding(
-                    bad_option_value, message + "; the layout rules were not run",
+                    bad_option_value, head, notes=(detail, "the layout rules were not run"),
                     span=d.span_of(name), fix="give it a value the engine accepts"))
             for rule in self.rules:
                 if not rule.NEEDS_VALID_LAYOUT:
@@ -512,24 +512,25 @@ _MINIMUMS: tuple[tuple[str, str, str, float, str, str], ...] = (
 )
 
 
-def _below_minimum(d: Deployment) -> tuple[str, str] | None:
+def _below_minimum(d: Deployment) -> tuple[str, str, str] | None:
     """tp/pp/dp 0, ``--max-num-seqs -1``, ``--gpu-memory-utilization 0``: (field, the engine's
     own check) for a TP003 finding, instead of silence (t = 0 read as unset) or a modulo by
     zero. The option tables catch most of these too; this also covers SGLang, whose table has no
-    ranges, and Python keywords."""
+    ranges, and Python keywords. Returns (field, headline, the engine's check)."""
     for name, vflag, sflag, lowest, vsrc, sbehaviour in _MINIMUMS:
         v = getattr(d, name, None)
         if not isinstance(v, int) or isinstance(v, bool) or v >= lowest:
             continue
         if d.engine == "sglang":
-            return name, f"{sflag} {v}: sglang 0.5.23 {sbehaviour}"
-        return name, (f"{vflag} {v}: vllm 0.33 refuses it ({vsrc}: \"Input should be greater "
-                      f"than or equal to {lowest:g}\")")
+            return (name, f"{sflag} {v} is below {lowest:g}: nothing runs with it",
+                    f"sglang 0.5.23 {sbehaviour}")
+        return (name, f"{vflag} {v} is below {lowest:g}: vllm 0.33 refuses it",
+                f"{vsrc}: \"Input should be greater than or equal to {lowest:g}\"")
     u = d.gpu_memory_utilization
     if d.engine == "vllm" and u is not None and not 0 < u <= 1:
-        return "gpu_memory_utilization", (
-            f"--gpu-memory-utilization {u:g}: vllm 0.33 refuses it (config/cache.py:215 "
-            "Field(gt=0, le=1): a fraction of the GPU's memory)")
+        return ("gpu_memory_utilization",
+                f"--gpu-memory-utilization {u:g} is not in (0, 1]: vllm 0.33 refuses it",
+                "config/cache.py:215 Field(gt=0, le=1): a fraction of the GPU's memory")
     return None
 
 

@@ -33,7 +33,7 @@ def lint_text(text: str, *, name: str = "run.sh", gpu: str | None = "h100-sxm",
 def only(findings: list[Finding], code: str) -> Finding:
     """The one finding of ``code`` (a rule says a thing once per launch)."""
     mine = [f for f in findings if f.code == code]
-    assert len(mine) == 1, [(f.code, f.message) for f in findings]
+    assert len(mine) == 1, [(f.code, f.text) for f in findings]
     return mine[0]
 
 
@@ -78,3 +78,11 @@ def lint_command_line(tmp_path: Path, name: str, text: str) -> list[Finding]:
 def col(line: str, token: str) -> int:
     """1-based column of ``token`` in ``line`` (the span a finding must start at)."""
     return line.index(token) + 1
+
+
+def engine_says(f: Finding) -> str:
+    """The engine's own words a finding quotes in its evidence (argparse, pydantic, TypeError)."""
+    said = [n.removeprefix("the engine says: ") for n in f.notes
+            if n.startswith("the engine says: ")]
+    assert said, f.notes
+    return said[0]

@@ -48,7 +48,7 @@ def test_deepseek_v3_on_8_h100_tp205_and_no_seat_quotes(tmp_path: Path) -> None:
                         "that leave a KV pool), or --tensor-parallel-size 16 (16 GPUs)")
     # no rule quotes seats or gains from the pool that does not exist
     for f in found:
-        assert "Seats now" not in f.message and "seats_with_dp_attention" not in [
+        assert "Seats now" not in f.text and "seats_with_dp_attention" not in [
             x.name for x in f.formulas], f
         assert f.code != "TP203", f  # no "0 sequences" comparison
 
@@ -73,7 +73,7 @@ def test_deepseek_v3_on_8_h200_lints_without_tp205(tmp_path: Path) -> None:
     found = lint(tmp_path, DS, "h200")
     assert [f.code for f in found if f.code == "TP205"] == []
     [f202] = [f for f in found if f.code == "TP202"]
-    assert "Seats now" in f202.message  # a pool exists: the comparison is meaningful
+    assert "seats now" in f202.text  # a pool exists: the comparison is meaningful
 
 
 def test_tp203_compares_per_attention_dp_worker(tmp_path: Path) -> None:
@@ -89,7 +89,7 @@ def test_tp203_compares_per_attention_dp_worker(tmp_path: Path) -> None:
     assert (pw.values["R"], pw.values["attn_dp"], pw.result) == (16, 8, 2)  # 16 // 8
     cmp = next(x for x in f.formulas if x.name == "binding_limit")
     assert (cmp.values["max_num_seqs"], cmp.values["seats"], cmp.result) == (2, 7, 2)
-    assert "16 // attn_dp 8 = 2 per attention-DP worker" in f.message
+    assert "16 // attn_dp 8 = 2 per attention-DP worker" in f.text
     assert f.fix is not None and "toward 56" in f.fix  # 7 seats · 8 workers
     # R = 56 is 7 per worker = the 7 seats: neither limit wastes the other. Compared with one
     # rank's 7 seats unscaled, 56 looked like 8× too many ("memory binds, preemption").

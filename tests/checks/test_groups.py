@@ -76,19 +76,19 @@ def test_multi_node_dp_attention_lws_gets_no_tp301(tmp_path: Path) -> None:
     assert f.severity.value == "info"
     assert f.span.line == 14  # the leader's "16" (the worker's is related information)
     assert [sp.line for sp, _ in f.related] == [18, 25]  # the nvidia.com/gpu "8", the worker
-    assert "not an all-reduce" in f.message
+    assert "not an all-reduce" in f.text
     # DeepSeek-V3: 61 layers, first_k_dense_replace 3 → 58 MoE layers, top-8, d = 7168, bf16:
     # 58·2·8·7168·2 B · (16 − 8)/16 = 6,651,904 B = 6.34 MiB per token off the node;
     # over InfiniBand NDR 50 GB/s: 6,651,904 / 50e9 = 133.0 µs
     per_tok = next(x for x in f.formulas if x.name == "a2a_bytes_per_token")
     assert per_tok.result == 58 * 2 * 8 * 7168 * 2 * 8 / 16 == 6_651_904
-    assert "6.34 MiB" in f.message and "133.0 µs" in f.message
+    assert "6.34 MiB" in f.text and "133.0 µs" in f.text
 
 
 def test_tp16_lws_without_dp_attention_gets_exactly_one_tp301(tmp_path: Path) -> None:
     _, found = run(tmp_path, "")
     [f] = codes(found, "TP301")
-    assert f.span.line == 14 and "t=16 does not fit one node" in f.message
+    assert f.span.line == 14 and "t=16 spans 2 nodes of 8 GPUs" in f.message
     # the worker template's identical finding is related information, not a second finding
     worker = [text for sp, text in f.related if sp.line == 25]
     assert worker and "other pod template" in worker[0]
@@ -103,7 +103,7 @@ def test_dp_attention_without_ep_still_all_reduces_the_moe_over_16(tmp_path: Pat
     # collectives span both pods even though attention TP is 16 // 16 = 1.
     _, found = run(tmp_path, DPA_ONLY)
     [f] = codes(found, "TP301")
-    assert "MoE layers' TP group (tp / ep) is 16 ranks wide" in f.message
+    assert "the MoE layers' TP group of 16 ranks spans 2 nodes" in f.message
     assert f.fix is not None and "--ep-size 16" in f.fix
     grp = next(x for x in f.formulas if x.name == "allreduce_group")
     assert (grp.values["attn_tp"], grp.values["moe_tp"], grp.result) == (1, 16, 16)
@@ -164,7 +164,7 @@ def test_tp302_judges_the_attention_tp_group_under_dp_attention() -> None:
 
     assert tp302(attn_dp_size=4, enable_dp_attention=True, moe_a2a_backend="deepep") == []
     [f] = tp302()
-    assert "the TP group [0, 1, 2, 3, 4, 5, 6, 7]" in f.message and "GPU0–GPU4" in f.message
+    assert "the TP group [0, 1, 2, 3, 4, 5, 6, 7]" in f.text and "GPU0–GPU4" in f.text
 
 
 def test_vllm_dp_ep_lws_all_reduces_inside_a_node(tmp_path: Path) -> None:
@@ -187,4 +187,4 @@ def test_vllm_dp_ep_lws_all_reduces_inside_a_node(tmp_path: Path) -> None:
     [f] = codes(res.findings, "TP303")
     grp = next(x for x in f.formulas if x.name == "allreduce_group")
     assert (grp.values["t"], grp.values["dp"], grp.result) == (8, 2, 8)
-    assert "16 ranks over 2 nodes" in f.message
+    assert "16 ranks over 2 nodes" in f.text

@@ -58,9 +58,9 @@ def test_auto_fit_shortens_to_the_pool_instead_of_refusing(tmp_path: Path) -> No
     c = avg.values["kv_pool_tokens"]  # the pool at --max-num-seqs 8 (R depends on it)
     assert c == avg.result * 8 and 0 < c < MPE  # 38,400 tokens: 4,800 each at 8 sequences
     assert seats == 1  # floor(c / c): the shortened length is the whole pool
-    assert f"1 sequences of {c:,} tokens" in f203.message
-    assert f"vLLM shortens the model's {MPE:,} to the {c:,} tokens the pool holds" in f203.message
-    assert "-1 tokens" not in f203.message
+    assert f"1 sequences of {c:,} tokens" in f203.text
+    assert f"vLLM shortens the model's {MPE:,} to the {c:,} tokens the pool holds" in f203.text
+    assert "-1 tokens" not in f203.text
 
 
 def test_auto_fit_where_the_model_maximum_fits(tmp_path: Path) -> None:
@@ -73,10 +73,11 @@ def test_auto_fit_where_the_model_maximum_fits(tmp_path: Path) -> None:
     [b] = [f for f in fixed if f.code == "TP203"]
     seats = next(x for x in a.formulas if x.name == "seats").result
     assert seats == next(x for x in b.formulas if x.name == "seats").result > 1
-    assert "sequences of 40,960 tokens (--max-model-len -1 (auto): the model's " \
-           "max_position_embeddings, which fits the pool)" in a.message
+    assert "sequences of 40,960 tokens" in a.text
+    assert ("c = 40,960 tokens per sequence (--max-model-len -1 (auto): the model's "
+            "max_position_embeddings, which fits the pool)") in a.text
     # before: "the pool seats 19990 sequences of -1 tokens"
-    assert "-1 tokens" not in a.message
+    assert "-1 tokens" not in a.text
 
 
 def test_auto_fit_with_no_pool_is_the_engine_s_auto_fit_error(tmp_path: Path) -> None:
@@ -86,5 +87,6 @@ def test_auto_fit_with_no_pool_is_the_engine_s_auto_fit_error(tmp_path: Path) ->
     [f204] = [f for f in found if f.code == "TP204"]
     pool = next(x for x in f204.formulas if x.name == "pool_bytes_per_gpu").result
     assert pool < 0
-    assert "Cannot auto-fit max_model_len: not enough GPU memory available" in f204.message
-    assert f"{MPE:,} tokens (--max-model-len -1 (auto)" in f204.message
+    assert "Cannot auto-fit max_model_len: not enough GPU memory available" in f204.text
+    assert f204.message.startswith(f"{MPE:,} tokens need")
+    assert f"c = {MPE:,} tokens per sequence (--max-model-len -1 (auto)" in f204.text

@@ -90,7 +90,7 @@ def test_role_from_llm_d_label_and_dynamo_sub_component() -> None:
 def test_tp203_seats_past_the_cap_are_not_empty_on_a_prefill_server(tmp_path: Path) -> None:
     # rules/TP203.md's example: the pool seats 56 sequences of 8,192 tokens against 8
     [plain] = [f for f in lint(tmp_path, L8) if f.code == "TP203"]
-    assert "the pool seats 56 sequences of 8,192 tokens" in plain.message
+    assert "the pool seats 56 sequences of 8,192 tokens" in plain.text
     for role, fires in (("kv_producer", False), ("kv_consumer", True), ("kv_both", True)):
         found = lint(tmp_path, f"{L8} --kv-transfer-config {NIXL % role}")
         assert any(f.code == "TP203" for f in found) is fires, role
@@ -112,4 +112,4 @@ def test_tp203_memory_binds_still_said_on_a_prefill_server(tmp_path: Path) -> No
     [f] = [f for f in lint(tmp_path, launch) if f.code == "TP203"]
     seats = next(x for x in f.formulas if x.name == "seats").result
     assert 0 < seats * 4 < 256
-    assert "memory binds" in f.message
+    assert "memory binds" in f.text

@@ -9,6 +9,7 @@ from pathlib import Path
 
 import pytest
 
+from tests.shared import said
 from tpcheck.engines.defaults import NOT_PINNED, release_for
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -59,20 +60,20 @@ FLIPS = "vllm serve meta-llama/Llama-3.2-3B-Instruct --max-model-len 61000\n"
 
 def test_unpinned_verdict_that_flips_says_so_and_stays_below_error(tmp_path: Path) -> None:
     f = one(lint(tmp_path, "run.sh", FLIPS, "--gpu", "t4"), "TP204")
-    msg = str(f["message"])
+    msg = said(f)
     assert f["severity"] == "warning"
-    assert f"(assumes vLLM 0.33.0, {NOT_PINNED})" in msg
+    assert f"assumes: vLLM 0.33.0, {NOT_PINNED}" in msg
     assert "it does not hold with 0.10.1, 0.17.0, 0.20.0, so pin the image to know" in msg
 
 
 def test_pinned_release_is_named_with_its_source(tmp_path: Path) -> None:
     f = one(lint(tmp_path, "run.sh", FLIPS, "--gpu", "t4", "--engine-version", "0.12.0"),
             "TP204")
-    msg = str(f["message"])
-    assert "(assumes vLLM 0.12.0, from --engine-version)" in msg
+    msg = said(f)
+    assert "assumes: vLLM 0.12.0, from --engine-version" in msg
     assert "depends on the release" not in msg and "every known release" not in msg
     # 0.12.0's pool: 56,048 tokens (sort sampler)
-    assert "(56,048 tokens)" in msg
+    assert "the predicted pool holds 56,048 tokens" in msg
 
 
 def test_settings_file_is_named(tmp_path: Path) -> None:
@@ -81,8 +82,8 @@ def test_settings_file_is_named(tmp_path: Path) -> None:
     assert [f for f in fs if f["code"] == "TP204"] == []  # 61,776 tokens hold 61,008 with 0.17
     (tmp_path / ".tpcheck.toml").write_text('engine-version = "0.21.0"\n')
     f = one(lint(tmp_path, "run.sh", FLIPS, "--gpu", "t4"), "TP204")
-    assert "(assumes vLLM 0.21.0, from [tool.tpcheck] engine-version in .tpcheck.toml)" in str(
-        f["message"])
+    assert ("assumes: vLLM 0.21.0, from [tool.tpcheck] engine-version in .tpcheck.toml"
+            in said(f))
 
 
 def test_verdict_that_holds_everywhere_says_so_and_stays_an_error(tmp_path: Path) -> None:
@@ -91,7 +92,7 @@ def test_verdict_that_holds_everywhere_says_so_and_stays_an_error(tmp_path: Path
     f = one(lint(tmp_path, "run.sh", "vllm serve Qwen/Qwen3-32B --max-model-len 40960\n",
                  "--gpu", "h100-sxm"), "TP204")
     assert f["severity"] == "error"
-    assert "it holds for every known release (0.10.1 to 0.33.0)" in str(f["message"])
+    assert "the verdict holds for every known release (0.10.1 to 0.33.0)" in said(f)
 
 
 MANIFEST = """\
@@ -110,16 +111,16 @@ spec:
 """
 
 
-@pytest.mark.parametrize(("image", "said"), [
-    ("vllm/vllm-openai:v0.21.0", "(assumes vLLM 0.21.0, from the image tag vllm-openai:v0.21.0)"),
+@pytest.mark.parametrize(("image", "expected"), [
+    ("vllm/vllm-openai:v0.21.0", "assumes: vLLM 0.21.0, from the image tag vllm-openai:v0.21.0"),
     ("vllm/vllm-openai:latest",
-     "(assumes vLLM 0.33.0, newest known (image vllm-openai:latest not pinned: pin it to be "
-     "exact))"),
+     "assumes: vLLM 0.33.0, newest known (image vllm-openai:latest not pinned: pin it to be "
+     "exact)"),
 ])
-def test_tp201_names_the_image_release(tmp_path: Path, image: str, said: str) -> None:
+def test_tp201_names_the_image_release(tmp_path: Path, image: str, expected: str) -> None:
     f = one(lint(tmp_path, "d.yaml", MANIFEST.replace("IMAGE", image), "--gpu", "h100-sxm"),
             "TP201")
-    assert said in str(f["message"])
+    assert expected in said(f)
 
 
 def test_plan_header_names_the_release_and_each_default_once() -> None:

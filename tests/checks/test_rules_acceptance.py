@@ -10,6 +10,7 @@ from pathlib import Path
 
 import pytest
 
+from tests.shared import said
 from tpcheck.hardware.gpus import find_gpu
 from tpcheck.models import catalog
 from tpcheck.models.config import load_config, parse_config
@@ -47,7 +48,8 @@ def test_llama_70b_tp6_refusals_at_the_6() -> None:
         # line 5 is `    --tensor-parallel-size 6 \`; the `6` is column 5 + 23 = 28 (1-based)
         assert (f["line"], f["column"], f["end_column"]) == (5, 28, 29)
         assert f["severity"] == "error"
-        assert "Legal sizes for this model: 1, 2, 4, 8, 16, 32, 64" in f["message"]
+        assert ("Legal sizes for this model (meta-llama/Llama-3.1-70B-Instruct): "
+                "1, 2, 4, 8, 16, 32, 64") in said(f)
     tp101 = findings(doc, "TP101")[0]
     # h mod t = 64 mod 6 = 4
     assert tp101["formula"]["result"] == 64 % 6  # type: ignore[index]
@@ -75,7 +77,7 @@ def test_qwen3_32b_tp16_cliff_on_h100() -> None:
     ratio = seats16 / seats8
     # the "about 1.07× for 2× GPUs": 1.05 with the calibrated reserve (seats 62 → 65)
     assert 1.03 <= ratio <= 1.09
-    msg = f["message"]
+    msg = said(f)
     assert f"{seats16} seats at t=16 vs {seats8} at t=8" in msg
     assert f"{ratio:.2f}× the sequences for 2× the GPUs" in msg
     assert "2 replicas of TP 8" in msg and "fp8 KV cache" in msg
@@ -88,7 +90,7 @@ def test_deepseek_v3_sglang_mla_replicated_and_dp_attention_fix() -> None:
     [f] = findings(doc, "TP202")
     assert f["severity"] == "warning"
     # (kv_lora_rank + qk_rope_head_dim)·L·2 = (512 + 64)·61·2 = 70,272 B per token at any t
-    assert "70,272 B per token per GPU" in f["message"]
+    assert "70,272 B per token per GPU" in said(f)
     _, doc = lint(str(FIX / "deepseek-v3-sglang-dp-attention.yaml"))
     assert not findings(doc, "TP202")
 

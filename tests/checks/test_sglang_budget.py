@@ -35,8 +35,8 @@ def test_tp205_fires_when_the_weights_exceed_t_times_mfs(tmp_path: Path) -> None
     assert gpu.usable_bytes * 0.85 / GIB > 65.71 > t_free * 0.85 / GIB
     found = lint(tmp_path, 0.85, "TP205")
     assert len(found) == 1
-    assert "T·mfs" in found[0].message and "SGLang refuses" in found[0].message
-    assert "assumes SGLang 0.5.23" in found[0].message
+    assert "T·mfs" in found[0].text and "SGLang refuses" in found[0].text
+    assert "assumes: SGLang 0.5.23" in found[0].text
 
 
 def test_tp205_quiet_when_t_times_mfs_holds_the_weights(tmp_path: Path) -> None:

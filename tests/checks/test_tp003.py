@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from tests.checks.rulecase import col
+from tests.checks.rulecase import col, engine_says
 from tests.checks.rulecase import lint_command_line as lint
 
 
@@ -17,8 +17,8 @@ def test_out_of_range_utilization_quotes_the_field_bound(tmp_path: Path) -> None
     line = "vllm serve m --gpu-memory-utilization 90"
     [f] = lint(tmp_path, "u.sh", line + "\n")
     assert f.code == "TP003"
-    assert f.message.startswith("pydantic ValidationError: gpu_memory_utilization: Input should "
-                                "be less than or equal to 1 [input_value=90]")
+    assert engine_says(f).startswith("pydantic ValidationError: gpu_memory_utilization: Input "
+                                     "should be less than or equal to 1 [input_value=90]")
     assert (f.span.column, f.span.end_column) == (col(line, "90"), col(line, "90") + 2)
 
 
@@ -26,12 +26,12 @@ def test_not_an_int_and_not_a_choice(tmp_path: Path) -> None:
     line = "vllm serve m -tp eight --dtype fp9"
     fs = lint(tmp_path, "t.sh", line + "\n")
     assert [f.code for f in fs] == ["TP003", "TP003"]
-    assert fs[0].message.startswith("vllm serve: error: argument --tensor-parallel-size/-tp: "
+    assert engine_says(fs[0]).startswith("vllm serve: error: argument --tensor-parallel-size/-tp: "
                                     "invalid int value: 'eight'")
     assert fs[0].span.column == col(line, "eight")
     # ModelDType = Literal["auto", "half", "float16", "bfloat16", "float", "float32"]
     # (vLLM 0.33.0 config/model.py:100), sorted into argparse choices
-    assert fs[1].message.startswith(
+    assert engine_says(fs[1]).startswith(
         "vllm serve: error: argument --dtype: invalid choice: 'fp9' (choose from 'auto', "
         "'bfloat16', 'float', 'float16', 'float32', 'half')")
 
@@ -41,7 +41,7 @@ def test_sglang_kv_cache_dtype_choice(tmp_path: Path) -> None:
                "python -m sglang.launch_server --model-path m --kv-cache-dtype fp9\n")
     assert f.code == "TP003"
     assert "argument --kv-cache-dtype: invalid choice: 'fp9' (choose from 'auto', 'bf16'" in (
-        f.message)
+        f.text)
 
 
 def test_value_filled_in_at_run_time_is_not_judged(tmp_path: Path) -> None:
@@ -58,7 +58,8 @@ def test_pinned_0_10_2_reads_skipvalidation_fields(tmp_path: Path) -> None:
             "    command: [vllm, serve, m, --block-size, '256', --max-num-seqs, lots]\n")
     fs = lint(tmp_path, "p.yaml", text)
     assert [f.code for f in fs] == ["TP003", "TP003"]
-    assert fs[0].message.startswith("vllm serve: error: argument --block-size: invalid choice: ")
-    assert "(choose from '1', '8', '16', '32', '64', '128')" in fs[0].message
-    assert fs[1].message.startswith(
+    assert engine_says(fs[0]).startswith(
+        "vllm serve: error: argument --block-size: invalid choice: ")
+    assert "(choose from '1', '8', '16', '32', '64', '128')" in fs[0].text
+    assert engine_says(fs[1]).startswith(
         "vllm serve: error: argument --max-num-seqs: invalid int value: 'lots'")

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from tests.checks.rulecase import engine_says
 from tests.checks.rulecase import lint_command_line as lint
 from tpcheck.checks.base import Severity
 
@@ -22,7 +23,7 @@ def test_removed_option_names_the_last_release_that_had_it(tmp_path: Path) -> No
     )
     [f] = lint(tmp_path, "pod.yaml", text)
     assert f.code == "TP004" and f.severity is Severity.ERROR
-    assert f.message.startswith("vllm serve: error: unrecognized arguments: --swap-space "
+    assert engine_says(f).startswith("vllm serve: error: unrecognized arguments: --swap-space "
                                 "(registered up to vllm 0.14.0 at vllm/engine/arg_utils.py:")
     assert (f.span.line, f.span.column) == (9, text.splitlines()[8].index("--swap") + 1)
 
@@ -30,7 +31,7 @@ def test_removed_option_names_the_last_release_that_had_it(tmp_path: Path) -> No
 def test_removed_option_without_a_pinned_release_is_a_warning(tmp_path: Path) -> None:
     [f] = lint(tmp_path, "s.sh", "vllm serve m --swap-space 4\n")
     assert f.code == "TP004" and f.severity is Severity.WARNING
-    assert "pin the image to the release you run" in f.message
+    assert "pin the image to the release you run" in f.text
 
 
 def test_old_image_tag_picks_the_nearest_older_table(tmp_path: Path) -> None:
@@ -43,7 +44,7 @@ def test_old_image_tag_picks_the_nearest_older_table(tmp_path: Path) -> None:
     # registers --swap-space: only the misspelling is refused
     assert f.code == "TP001"
     assert "vllm 0.15.1 has no option table: checked against 0.14.0, the nearest known" in (
-        f.message)
+        f.text)
 
 
 def test_a_flag_whose_replacement_takes_a_value_is_not_swapped_in_place(tmp_path: Path) -> None:
@@ -56,8 +57,9 @@ def test_a_flag_whose_replacement_takes_a_value_is_not_swapped_in_place(tmp_path
             "    command: [vllm, serve, m, --enable-multimodal-encoder-data-parallel]\n")
     [f] = lint(tmp_path, "p.yaml", text)
     assert f.code == "TP004"
-    assert f.message.startswith(
+    assert engine_says(f) == (
         "vllm serve: error: unrecognized arguments: --enable-multimodal-encoder-data-parallel "
-        "(registered up to vllm 0.11.0 at vllm/engine/arg_utils.py:752; gone in 0.14.0); "
-        "use --mm-encoder-tp-mode")
+        "(registered up to vllm 0.11.0 at vllm/engine/arg_utils.py:752; gone in 0.14.0)")
+    assert f.message == ("removed option --enable-multimodal-encoder-data-parallel; "
+                         "use --mm-encoder-tp-mode")
     assert f.fix == "use --mm-encoder-tp-mode" and f.edits == ()

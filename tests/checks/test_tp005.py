@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from tests.checks.rulecase import col
+from tests.checks.rulecase import col, engine_says
 from tests.checks.rulecase import lint_command_line as lint
 from tpcheck.checks.base import Severity
 
@@ -19,8 +19,8 @@ def test_deprecated_option_quotes_the_engines_warning(tmp_path: Path) -> None:
     [f] = lint(tmp_path, "d.sh", line + "\n")
     assert f.code == "TP005" and f.severity is Severity.WARNING
     # SGLang 0.5.23 server_args.py:418, DeprecatedStoreTrueAction(new_flag="--attn-dp-size")
-    assert f.message.startswith("'--enable-dp-attention' is deprecated and will be removed in a "
-                                "future release. Use '--attn-dp-size <dp-size>' instead.")
+    assert engine_says(f).startswith("'--enable-dp-attention' is deprecated and will be removed "
+                                     "in a future release. Use '--attn-dp-size <dp-size>' instead.")
     assert f.span.column == col(line, "--enable-dp-attention")
 
 
@@ -35,7 +35,7 @@ def test_deprecated_true_says_what_the_engine_prints(tmp_path: Path) -> None:
             "    command: [vllm, serve, m, --disable-log-requests]\n")
     [f] = lint(tmp_path, "p.yaml", text)
     assert f.code == "TP005" and f.severity is Severity.WARNING
-    assert f.message.startswith(
+    assert engine_says(f).startswith(
         "vllm serve: warning: option '--disable-log-requests' is deprecated (registered as "
         "deprecated in vllm 0.10.2 at vllm/engine/arg_utils.py:1783); "
         "vllm/utils/__init__.py:1759: \"argument '--disable-log-requests' is deprecated and "
@@ -52,7 +52,7 @@ def test_deprecated_true_names_the_replacement_the_engine_logs(tmp_path: Path) -
             "    command: [vllm, serve, m, --enable-multimodal-encoder-data-parallel]\n")
     [f] = lint(tmp_path, "p.yaml", text)
     assert f.code == "TP005"
-    assert f.message.startswith(
+    assert engine_says(f).startswith(
         "vllm serve: warning: option '--enable-multimodal-encoder-data-parallel' is deprecated "
         "(registered as deprecated in vllm 0.11.0 at vllm/engine/arg_utils.py:752); "
         "vllm/engine/arg_utils.py:988: \"--enable-multimodal-encoder-data-parallel` is "

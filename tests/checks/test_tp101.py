@@ -24,7 +24,8 @@ def test_fires_at_the_t_value(text: str) -> None:
     assert (f.formula.expression, dict(f.formula.values)) == ("h mod t", {"h": 64, "t": 6})
     assert f.formula.result == 64 % 6 == 4
     # the legal sizes divide 64 (and h_kv = 8 or are multiples of it, and f = 28,672 = 2^12·7)
-    assert "Legal sizes for this model: 1, 2, 4, 8, 16, 32, 64" in f.message
+    assert ("Legal sizes for this model (meta-llama/Llama-3.1-70B-Instruct): "
+            "1, 2, 4, 8, 16, 32, 64") in f.text
     assert f.fix == "use tensor parallel size 4 or 8"
     # both neighbours offered as edits of the `6`, both preferred (no GPU count to contradict)
     assert sorted((e.new_text, e.preferred) for e in f.edits) == [("4", True), ("8", True)]

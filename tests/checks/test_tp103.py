@@ -36,7 +36,7 @@ def test_expert_width_over_t_times_dp() -> None:
     assert f.formula.expression == "f_expert mod t·dp"
     assert dict(f.formula.values) == {"f_expert": 14336, "t·dp": 24}
     assert f.formula.result == 14336 % 24 == 8
-    assert "use --enable-expert-parallel" in f.message
+    assert "use --enable-expert-parallel" in f.text
     assert f.fix == "no tensor parallel size up to 64 starts this model with these flags"
     assert f.edits == ()
 

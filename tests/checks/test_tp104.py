@@ -40,7 +40,7 @@ def test_padding_rows_are_info() -> None:
     assert waste.expression == "(V_pad − V)·d·b·copies"
     assert dict(waste.values) == {"V_pad": 32064, "V": 32003, "d": 2048, "b": 2, "copies": 2}
     assert waste.result == 61 * 2048 * 2 * 2 == 499712
-    assert "61 padding rows hold 488.00 KiB across the group" in f.message
+    assert f.message == "61 vocabulary padding rows at t=2 hold 488.00 KiB: harmless"
 
 
 @pytest.mark.parametrize("text", [

@@ -48,9 +48,13 @@ def test_past_the_cliff_with_seats() -> None:
     assert isinstance(concurrency, float) and seats_h == int(concurrency)
     # 2 replicas of TP 8 seat 2·seats(h_kv)
     assert (f"{seats_t} seats at t=16 vs {seats_h} at t=8 — {f.formula.result:.2f}× the "
-            "sequences for 2× the GPUs") in f.message
-    assert (f"The same 16 GPUs as 2 replicas of TP 8 seat {2 * seats_h} "
-            f"({2 * seats_h / seats_t:.2f}×)") in f.message
+            "sequences for 2× the GPUs") in f.text
+    assert (f"the same 16 GPUs as 2 replicas of TP 8 seat {2 * seats_h} "
+            f"({2 * seats_h / seats_t:.2f}×)") in f.text
+    # the headline: the verdict with its numbers, one clause
+    assert f.message == (f"TP 16 > 8 KV heads: {seats_t} seats vs {seats_h} at TP 8 "
+                         f"({f.formula.result:.2f}× for 2× the GPUs)")
+    assert [a.figures for a in f.alternatives][:1] == [(("seats", 2 * seats_h),)]
     assert f.fix == ("use --tensor-parallel-size 8 and run 2 replicas (data parallel), or keep "
                      "one replica of TP 8 with an fp8 KV cache")
     assert [e.new_text for e in f.edits][:1] == ["8"]
@@ -59,7 +63,7 @@ def test_past_the_cliff_with_seats() -> None:
 def test_no_gpu_no_seats() -> None:
     f = only(lint_text(Q32, gpu=None), "TP201")
     assert f.severity == Severity.WARNING
-    assert "(no GPU known: pass --gpu for seats)" in f.message
+    assert "no GPU known: pass --gpu for seats" in f.notes
     # formulas: the replication, max(1, t / h_kv) = 16 / 8 = 2, and kv_B
     assert f.formula is not None and f.formula.name == "kv_replicas"
     assert f.formula.result == 16 / 8 == 2
@@ -72,8 +76,8 @@ def test_weights_leave_no_pool_at_t() -> None:
     found = lint_text(Q235, gpu="l4")
     f = only(found, "TP201")
     assert "TP205" in {x.code for x in found}
-    assert "(no seats quoted: at t=8 the weights leave no KV pool — weights 54.9 GiB per GPU" \
-        in f.message
+    assert "no seats quoted: at t=8 the weights leave no KV pool — weights 54.9 GiB per GPU" \
+        in f.text
     _kv(f, 94, 48128)
 
 
@@ -86,7 +90,7 @@ def test_t_equal_h_kv_does_not_fit_so_pipeline_stages() -> None:
     _kv(f, 94, 48128)
     w = next(x for x in f.formulas if x.name == "weights_at_h_kv")
     assert w.values["t"] == 4 and w.result > 0.92 * 85031714816  # M·u of an H100 SXM
-    assert "t=4 alone does not fit (109.54 GiB of weights per GPU, no seat)" in f.message
+    assert "t=4 alone does not fit (109.54 GiB of weights per GPU, no seat)" in f.text
     assert f.fix == ("use --tensor-parallel-size 4 --pipeline-parallel-size 2: the same 8 GPUs, "
                      "the cache divided by h_kv")
 

@@ -29,8 +29,10 @@ def _common(f: Finding, text: str, t: str) -> None:
     assert (kvb.expression, kvb.result) == ("L·(r_kv + d_rope)·b_kv", KV_B)
     spent = next(x for x in f.formulas if x.name == "t_spent")
     assert spent.result == pytest.approx(T_SPENT)
-    assert f"(70,272 B per token per GPU at any t): {t}× the cache" in f.message
-    assert "overtake MLA's per-token advantage at t ≈ 4.4" in f.message
+    assert "(70,272 B per token per GPU at any t)" in f.text
+    assert f.message == (f"MLA latent KV cache held whole on all {t} TP ranks: {t}× the cache "
+                         "per sequence")
+    assert "overtake MLA's per-token advantage at t ≈ 4.4" in f.text
 
 
 @pytest.mark.parametrize(("text", "fix"), [
@@ -46,7 +48,7 @@ def test_fires_with_seats_and_the_dp_attention_alternative(text: str, fix: str) 
     per_rank = gain.values["seats_rank"]
     assert isinstance(per_rank, int) and gain.values["t"] == 8
     assert gain.result == per_rank * 8
-    assert f"with DP-attention over the same 8 GPUs: {per_rank * 8} (" in f.message
+    assert f"DP-attention over the same 8 GPUs seats {per_rank * 8} (" in f.text
     assert f.fix == fix
 
 
@@ -70,7 +72,7 @@ def test_no_gpu_no_seats() -> None:
     f = only(lint_text(VLLM, gpu=None), "TP202")
     _common(f, VLLM, "8")
     assert [x.name for x in f.formulas] == ["kv_bytes_per_token_per_gpu", "t_spent"]
-    assert "Seats now" not in f.message
+    assert "seats now" not in f.text
 
 
 def test_no_pool_at_t_waits_for_the_weights() -> None:
@@ -80,7 +82,7 @@ def test_no_pool_at_t_waits_for_the_weights() -> None:
     f = only(found, "TP202")
     assert "TP205" in {x.code for x in found}
     assert "— once the weights fit (at t=8 they leave no KV pool: weights 79.3 GiB" in (f.fix or "")
-    assert "Seats now" not in f.message
+    assert "seats now" not in f.text
 
 
 @pytest.mark.parametrize("text", [
@@ -137,10 +139,11 @@ def test_v4_flash_vllm_is_tp202_with_dp_attention_seats() -> None:
     kvb = f.formulas[0]
     assert kvb.expression == "n_4·s/4 + n_128·s/128 + n_4·i/4 + L·s·min(c, w)/c"
     assert kvb.result == pytest.approx(V4F_KV)
-    assert "(3,899 B per token per GPU at any t): 8× the cache" in f.message
-    assert "on 41 of its 43 layers (r = 4, 128), indexer keys on the 21 r = 4 layers" in f.message
+    assert "(3,899 B per token per GPU at any t)" in f.text
+    assert f.message.endswith("held whole on all 8 TP ranks: 8× the cache per sequence")
+    assert "on 41 of its 43 layers (r = 4, 128), indexer keys on the 21 r = 4 layers" in f.text
     # no GQA-8 catch-up for V4: its bytes per token are per r tokens plus a window
-    assert "GQA-8" not in f.message and "t_spent" not in [x.name for x in f.formulas]
+    assert "GQA-8" not in f.text and "t_spent" not in [x.name for x in f.formulas]
     # Weights (tests/models/test_params.py, fp8 blocks, MXFP4 experts): sharded 3,200,518,144
     # (embedding, lm_head, shared experts), attention 4,329,578,496 (wq_b, wo_a, wo_b split by
     # t), experts 147,169,738,752, replicated 1,307,606,620 (fused_wqa_wkv, compressors,
@@ -158,8 +161,9 @@ def test_v4_flash_vllm_is_tp202_with_dp_attention_seats() -> None:
     assert (now, per_rank) == (211, 187)
     gain = next(x for x in f.formulas if x.name == "seats_with_dp_attention")
     assert (gain.values["seats_rank"], gain.values["t"], gain.result) == (187, 8, 1496)
-    assert ("Seats now: 211 sequences of 65,536 tokens; with DP-attention over the same 8 GPUs: "
-            "1496 (7.1×, attention weights then replicated per rank)") in f.message  # 1496/211
+    assert "seats now: 211 sequences of 65,536 tokens" in f.notes
+    assert ("DP-attention over the same 8 GPUs seats 1496 (7.1×, attention weights then "
+            "replicated per rank)") in f.text  # 1496/211
     assert f.fix == ("use --data-parallel-size 8 --tensor-parallel-size 1 --enable-expert-parallel "
                      "(DP attention, experts shared)")
 
@@ -180,8 +184,8 @@ def test_v4_flash_sglang_is_tp202_with_attn_dp_seats() -> None:
     now = int((82443997020 * 0.811 - 20645086044) // cell) // C
     per_rank = int((82443997020 * 0.584 - 24433467228) // cell) // C
     assert (now, per_rank) == (100, 51)
-    assert ("Seats now: 100 sequences of 65,536 tokens; with DP-attention over the same 8 GPUs: "
-            "408 (4.1×") in f.message
+    assert "seats now: 100 sequences of 65,536 tokens" in f.notes
+    assert "DP-attention over the same 8 GPUs seats 408 (4.1×" in f.text
     assert f.fix == "run attention data parallel over the same GPUs: --attn-dp-size 8"
 
 
@@ -204,15 +208,16 @@ def test_v4_pro_h200_dp_attention_seats_a_few_more() -> None:
     f = only(lint_text(V4P_VLLM, gpu="h200"), "TP202")  # M = 150,023,207,649 B, u = 0.92
     assert V4P_KV == 5581.015625
     assert f.formulas[0].result == pytest.approx(V4P_KV)
-    assert "(5,581 B per token per GPU at any t): 8× the cache" in f.message
+    assert "(5,581 B per token per GPU at any t)" in f.text
+    assert f.message.endswith("held whole on all 8 TP ranks: 8× the cache per sequence")
     # t = 8: R = 3,604,605,829 B: pool = 24,968,330,508 B → 279,612 blocks → 68 seats
     assert _vllm_seats(H200_M * 0.92 - V4P_W_TP8 - R_T8_PRO_H200, V4P_KV) == 68
     # DP-attention: R = 3,067,734,917 B: pool = 3,508,053,100 B → 39,285 blocks → 9 a rank
     assert _vllm_seats(H200_M * 0.92 - V4P_W_DP - 3067734917, V4P_KV) == 9
     gain = next(x for x in f.formulas if x.name == "seats_with_dp_attention")
     assert (gain.values["seats_rank"], gain.result) == (9, 72)  # 8·9 > 68: offered
-    assert ("Seats now: 68 sequences of 65,536 tokens; with DP-attention over the same 8 GPUs: "
-            "72 (1.1×") in f.message
+    assert "seats now: 68 sequences of 65,536 tokens" in f.notes
+    assert "DP-attention over the same 8 GPUs seats 72 (1.1×" in f.text
     assert f.fix == ("use --data-parallel-size 8 --tensor-parallel-size 1 --enable-expert-parallel "
                      "(DP attention, experts shared)")
 
@@ -223,14 +228,15 @@ def test_v4_pro_dp_attention_does_not_start_so_pipeline_stages() -> None:
     # t = 8: pool = 127,519,726,501.65 − 109,448,414,700 − 3,604,605,829 = 14,466,705,973 B
     #   → 162,007 blocks → 39 seats
     assert _vllm_seats(H200_M * 0.85 - V4P_W_TP8 - R_T8_PRO_H200, V4P_KV) == 39
-    assert ("Seats now: 39 sequences of 65,536 tokens; DP-attention over the same 8 GPUs does "
-            "not start (weights 122.4 GiB per GPU > M·u = 139.7·0.85 = 118.8 GiB") in f.message
+    assert "seats now: 39 sequences of 65,536 tokens" in f.notes
+    assert ("DP-attention over the same 8 GPUs does "
+            "not start (weights 122.4 GiB per GPU > M·u = 139.7·0.85 = 118.8 GiB") in f.text
     # PP 8: R = 3,067,734,917 B: pool = 18,109,115,471 B → 1,522,542 blocks → 371 seats
     assert V4P_STAGE == 743.375
     assert _vllm_seats(H200_M * 0.85 - V4P_W_PP8 - 3067734917, V4P_STAGE) == 371
     pp = next(x for x in f.formulas if x.name == "seats_pp")
     assert pp.result == 371
-    assert "TP 1 × PP 8 over the same GPUs caches each layer on one stage: 371 seats" in f.message
+    assert "TP 1 × PP 8 over the same GPUs caches each layer on one stage: 371 seats" in f.text
     assert f.fix == ("use --tensor-parallel-size 1 --pipeline-parallel-size 8: the same 8 GPUs, "
                      "each stage caching only its own layers")
 
@@ -245,9 +251,9 @@ def test_v4_pro_dp_attention_that_seats_fewer_is_no_fix() -> None:
     assert _vllm_seats(H200_M * 0.9 - V4P_W_PP8 - 3067734917, V4P_STAGE) == 525
     gain = next(x for x in f.formulas if x.name == "seats_with_dp_attention")
     assert (gain.values["seats_rank"], gain.result) == (1, 8)
-    assert "Seats now: 60 sequences" in f.message
-    assert "with DP-attention over the same 8 GPUs only 8 (the attention weights" in f.message
-    assert "caches each layer on one stage: 525 seats" in f.message
+    assert "seats now: 60 sequences" in f.text
+    assert "with DP-attention over the same 8 GPUs only 8 (the attention weights" in f.text
+    assert "caches each layer on one stage: 525 seats" in f.text
     assert (f.fix or "").startswith("use --tensor-parallel-size 1 --pipeline-parallel-size 8")
 
 
@@ -262,8 +268,8 @@ def test_v4_pro_b200_dp_attention_seats_five_times() -> None:
     assert _vllm_seats(b200 - V4P_W_DP - 4795263877, V4P_KV) == 109
     gain = next(x for x in f.formulas if x.name == "seats_with_dp_attention")
     assert (gain.values["seats_rank"], gain.result) == (109, 872)
-    assert ("Seats now: 172 sequences of 65,536 tokens; with DP-attention over the same 8 GPUs: "
-            "872 (5.1×") in f.message
+    assert "seats now: 172 sequences of 65,536 tokens" in f.notes
+    assert "DP-attention over the same 8 GPUs seats 872 (5.1×" in f.text
     assert (f.fix or "").startswith("use --data-parallel-size 8 --tensor-parallel-size 1")
 
 
@@ -280,9 +286,9 @@ def test_v4_quiet(text: str) -> None:
 def test_v4_no_gpu_no_seats_and_pro_on_h100_waits_for_the_weights() -> None:
     f = only(lint_text(V4F_VLLM, gpu=None), "TP202")
     assert [x.name for x in f.formulas] == ["kv_bytes_per_token_per_gpu"]  # no t_spent for V4
-    assert "(3,899 B per token per GPU at any t)" in f.message and "Seats now" not in f.message
+    assert "(3,899 B per token per GPU at any t)" in f.text and "seats now" not in f.text
     # V4-Pro at t = 8 on an H100: W = 109,448,414,700 B = 101.9 GiB > M·u = 72.9 GiB (TP205)
     f = only(lint_text(V4P_VLLM), "TP202")
-    assert "Seats now" not in f.message
+    assert "seats now" not in f.text
     assert ("— once the weights fit (at t=8 they leave no KV pool: weights 101.9 GiB"
             in (f.fix or ""))

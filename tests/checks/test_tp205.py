@@ -46,11 +46,11 @@ def test_fires(text: str, expression: str, oom: bool) -> None:
     if expression == "M·u":
         assert f.formulas[1].values["M"] == M_H100
     if oom:
-        assert "loading fails with CUDA out of memory before any KV cache exists" in f.message
+        assert "loading fails with CUDA out of memory before any KV cache exists" in f.text
     elif expression == "M·u":
-        assert 'then vLLM refuses: "No available memory for the cache blocks"' in f.message
+        assert 'then vLLM refuses: "No available memory for the cache blocks"' in f.text
     else:
-        assert "then SGLang refuses: there is no room left for the KV cache" in f.message
+        assert "then SGLang refuses: there is no room left for the KV cache" in f.text
     assert "the fewest stages that leave a KV pool" in (f.fix or "")
 
 

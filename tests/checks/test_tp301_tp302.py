@@ -69,11 +69,11 @@ def test_tp301_fires_for_tp16_over_two_8_gpu_pods() -> None:
     # line 22 is `--tensor-parallel-size 16` in the folded args; the finding underlines the 16
     assert (f.severity.value, f.span.line, f.span.column) == (
         "warning", 22, col_of(path, 22, "16"))
-    assert "TP ranks 0–7 on node 0; TP ranks 8–15 on node 1" in f.message
-    assert "8 GPUs per pod, 2 pods" in f.message
+    assert "TP ranks 0–7 on node 0; TP ranks 8–15 on node 1" in f.text
+    assert "8 GPUs per pod, 2 pods" in f.text
     # no instance type: an HGX node's 8 × 400G InfiniBand, stated as assumed; B the bandwidth
     # regime's NVLS-tree busbw, min(0.90·8·50·15/8, 0.60·450·7/4) = 472.5 GB/s
-    assert "InfiniBand 8 × 400 Gb/s per node, busbw ≈ 472 GB/s (assumed" in f.message
+    assert "InfiniBand 8 × 400 Gb/s per node, busbw ≈ 472 GB/s (assumed" in f.text
     s = shape("meta-llama/Llama-3.1-70B-Instruct")
     assert H100 is not None
     w = evaluate(s, 16, Options(gpu=H100)).weights.result
@@ -84,7 +84,7 @@ def test_tp301_fires_for_tp16_over_two_8_gpu_pods() -> None:
     d1 = share_decode(w, 3.35e12, 16, 1, 8192, 80, 48e9, 48e-6)
     d256 = share_decode(w, 3.35e12, 16, 256, 8192, 80, 472.5e9, 115e-6)  # --max-num-seqs 256
     assert d1 == pytest.approx(2.92, abs=0.01)  # 161·48.64 µs = 7.83 ms vs 8.99 GB/3.35 TB/s
-    assert f"{d1 * 100:,.0f}% at batch 1, {d256 * 100:,.0f}% at batch 256" in f.message
+    assert f"{d1 * 100:,.0f}% at batch 1, {d256 * 100:,.0f}% at batch 256" in f.text
     # prefill: vLLM 0.33 serve default max_num_batched_tokens on an H100 (≥ 70 GiB) = 8192
     p = model_params(s, active=True)
     # P = 70.55e9, n = 8192, t = 16, π = 989.4 TFLOP/s, η = 0.6 (step.PREFILL_EFFICIENCY),
@@ -97,7 +97,7 @@ def test_tp301_fires_for_tp16_over_two_8_gpu_pods() -> None:
     assert pre == pytest.approx(104.3 / 131.0, rel=1e-3)  # 0.80: 80% (one NIC's 50 GB/s
     # and 30 µs gave 622%)
     assert (f"they add {pre * 100:,.0f}% to the rest of a 8,192-token prefill chunk "
-            "(compute at η = 0.6, assumed)") in f.message
+            "(compute at η = 0.6, assumed)") in f.text
     share = next(x for x in f.formulas if x.name == "prefill_comm_share")
     assert share.result == pytest.approx(pre, rel=1e-9)
     assert share.terms[0].name == "prefill_chunk_seconds"
@@ -106,7 +106,7 @@ def test_tp301_fires_for_tp16_over_two_8_gpu_pods() -> None:
     # ≈ 13.85 (the seed's 2.35 is one NIC's 50 GB/s)
     be = 1 + p * 472.5e9 / (2 * 80 * 8192 * 2 * 989.4e12)
     assert be == pytest.approx(13.85, abs=0.01)
-    assert f"TP stops paying past t ≈ {be:.2f}" in f.message
+    assert f"TP stops paying past t ≈ {be:.2f}" in f.text
     assert f.fix is not None and f.fix.startswith(
         "use --tensor-parallel-size 8 --pipeline-parallel-size 2 (TP = GPUs per node, PP = nodes)")
     assert "2 data-parallel replicas of TP 8" in f.fix
@@ -125,8 +125,8 @@ def test_tp301_p5_network_from_the_instance_type() -> None:
     [f] = lint(MAN / "lws-tp16-2x8-p5.yaml", "TP301")
     # AWS P5 page: 3,200 Gb/s EFA for 8 H100 → 8 NICs of 400 Gb/s, not assumed: the same
     # NVLS-tree busbw as the assumed HGX node, min(0.90·400·15/8, 0.60·450·7/4) = 472.5 GB/s
-    assert "p5.48xlarge network (3,200 Gb/s for 8 GPUs), busbw ≈ 472 GB/s" in f.message
-    assert "(assumed: no instance type" not in f.message  # only the prefill η is assumed
+    assert "p5.48xlarge network (3,200 Gb/s for 8 GPUs), busbw ≈ 472 GB/s" in f.text
+    assert "(assumed: no instance type" not in f.text  # only the prefill η is assumed
     b = next(x for x in f.formulas if x.name == "B")
     assert b.result == pytest.approx(472.5e9) and "P5" in b.source
     assert b.values["nics"] == 8 and b.values["nic_Gbps"] == 3200 / 8
@@ -138,7 +138,7 @@ def test_tp301_sglang_nnodes() -> None:
     # line 5 `    --tp 16`: the 16 is at column 5 + len("--tp ") = 10
     assert (f.span.line, f.span.column) == (5, col_of(path, 5, "16")) == (5, 10)
     # t·p·dp / nnodes = 16 / 2 = 8 GPUs per node
-    assert "8 GPUs per node (t·p·dp = 16 over --nnodes 2)" in f.message
+    assert "8 GPUs per node (t·p·dp = 16 over --nnodes 2)" in f.text
     assert f.fix is not None and f.fix.startswith("use --tp-size 8 --pp-size 2")
     assert lint(MAN / "sglang-nnodes-pp.sh", "TP301") == []
 
@@ -164,15 +164,15 @@ def test_tp301_group_straddling_a_node_boundary() -> None:
     [f] = _tp301(_dep(tensor_parallel_size=4, pipeline_parallel_size=3, gpus_requested=6,
                       group_size=2, model="x"))
     assert "1 of 3 TP groups spans nodes — TP ranks 0–1 on node 0; TP ranks 2–3 on node 1" in (
-        f.message)
-    assert "config.json was not found" in f.message  # no shape: layout only, no cost figures
+        f.text)
+    assert "config.json was not found" in f.text  # no shape: layout only, no cost figures
     assert tp_crosses_nodes.split_groups(4, 3, 6)[1] == [(0, 0, 1), (1, 2, 3)]
 
 
 def test_tp301_pod_too_small_for_the_group_means_another_pod() -> None:
     # Ray: TP 16 with an 8-GPU head pod and no group size in the manifest
     [f] = _tp301(_dep(tensor_parallel_size=16, gpus_requested=8, ray_cluster=True))
-    assert "Ray cluster" in f.message
+    assert "Ray cluster" in f.text
     # the same without Ray: the pod cannot start (TP401 says so), it does not span nodes
     assert _tp301(_dep(tensor_parallel_size=16, gpus_requested=8)) == []
     # one pod of 16 GPUs holds the whole group: nothing to say
@@ -188,11 +188,11 @@ def test_tp302_fires_for_tp4_across_sockets_on_l40s() -> None:
     assert (f.severity.value, f.span.line, f.span.column) == (
         "warning", 15, col_of(path, 15, '"4"') + 1)
     # GPUs 2,3 on socket 0 and 4,5 on socket 1: the first SYS pair in order is GPU2–GPU4
-    assert "the TP group [2, 3, 4, 5] (from CUDA_VISIBLE_DEVICES=2,3,4,5)" in f.message
-    assert "GPU2–GPU4, joined across the CPU sockets (SYS" in f.message
+    assert "the TP group [2, 3, 4, 5] (from CUDA_VISIBLE_DEVICES=2,3,4,5)" in f.text
+    assert "GPU2–GPU4, joined across the CPU sockets (SYS" in f.text
     # L40S: PCIe Gen4 x16, 32 GB/s one way, an upper bound across sockets; α = 30 µs (assumed)
     assert "PCIe Gen4 x16 across CPU sockets (SYS), B ≈ 32.0 GB/s per GPU (upper bound" in (
-        f.message)
+        f.text)
     s = shape("Qwen/Qwen3-32B")
     assert L40S is not None
     p = model_params(s, active=True)
@@ -206,9 +206,9 @@ def test_tp302_fires_for_tp4_across_sockets_on_l40s() -> None:
     pre = share_prefill(p, 2048, 4, L40S.bf16_flops, 0.6, 64, 64, 128, 5120, 32e9, 30e-6)
     assert pre == pytest.approx(130.7 / 159.5, rel=1e-3)  # 0.819: 82% (old formula: 59%)
     assert (f"they add {pre * 100:,.0f}% to the rest of a 2,048-token prefill chunk "
-            "(compute at η = 0.6, assumed)") in f.message
+            "(compute at η = 0.6, assumed)") in f.text
     be = 1 + p * 32e9 / (2 * s.layers * s.hidden * 2 * L40S.bf16_flops)
-    assert f"TP stops paying past t ≈ {be:.2f}" in f.message
+    assert f"TP stops paying past t ≈ {be:.2f}" in f.text
     assert f.fix == ("set CUDA_VISIBLE_DEVICES=0,1,2,3: those 4 GPUs are joined by NODE at "
                      "worst (one socket)")
 
@@ -242,7 +242,7 @@ def test_tp302_nvlink_boxes() -> None:
     # NV4 pairs on two sockets: TP 2 on a pair is NVLink, TP 4 crosses SYS
     assert _tp302(_dep(tensor_parallel_size=2), "mixed-nvlink-pairs.txt") == []
     [f] = _tp302(_dep(tensor_parallel_size=4), "mixed-nvlink-pairs.txt")
-    assert "GPU0–GPU2, joined across the CPU sockets" in f.message
+    assert "GPU0–GPU2, joined across the CPU sockets" in f.text
     # PCIe-only g5.12xlarge: PHB is all the box has, nothing better to pick — quiet
     assert _tp302(_dep(tensor_parallel_size=4), "g5-12xlarge-a10g.txt") == []
 
@@ -258,9 +258,9 @@ def test_tp302_pcie_where_nvlink_was_expected() -> None:
                        topology=topo, gpu=find_gpu("a100-sxm-80gb"))
     [f] = tp_crosses_sockets.check(ctx)
     # A100 SXM's host interface is PCIe Gen4: 32 GB/s one way instead of NVLink 3's 300 GB/s
-    assert "over PCIe (PIX), not NVLink" in f.message
+    assert "over PCIe (PIX), not NVLink" in f.text
     assert "PCIe Gen4 x16, B ≈ 32.0 GB/s per GPU instead of NVLink 3 (Ampere) at 300 GB/s" in (
-        f.message)
+        f.text)
 
 
 def test_prefill_clause_says_whether_eta_is_assumed_or_calibrated() -> None:
@@ -268,12 +268,16 @@ def test_prefill_clause_says_whether_eta_is_assumed_or_calibrated() -> None:
     from tpcheck.formula import Formula
     from tpcheck.physics.step import PREFILL_SOURCE
 
-    def clause(source: str, eta: float) -> str:
+    def clause(source: str, eta: float, assumed: bool) -> str:
         # share 0.5 of a 2,048-token chunk: "they add 50% to the rest of …"
         f = Formula("prefill_comm_share", "T_comm / (T_chunk − T_comm)",
-                    {"n": 2048, "η": eta}, 0.5, "", source)
-        return describe((f,))
+                    {"n": 2048, "η": eta}, 0.5, "", source, assumed=assumed,
+                    calibrated=not assumed)
+        [said] = describe((f,))
+        return said
 
-    assert clause(PREFILL_SOURCE, 0.6).endswith("(compute at η = 0.6, assumed)")
+    assert clause(PREFILL_SOURCE, 0.6, True).endswith("(compute at η = 0.6, assumed)")
     assert clause("η = 0.45 calibrated: sglang 0.4–0.5.x on hopper, 2 rows of …",
-                  0.45).endswith("(compute at η = 0.45, calibrated)")
+                  0.45, False).endswith("(compute at η = 0.45, calibrated)")
+    # the flag decides, not a word in the source text
+    assert clause("assumed somewhere in the text", 0.45, False).endswith("calibrated)")

@@ -41,8 +41,8 @@ def test_expert_group_over_two_nodes() -> None:
     # at InfiniBand NDR, 400 Gb/s = 50 GB/s per GPU: 6,651,904 / 50e9 s = 133.0 µs
     assert secs.values["B"] == 50e9
     assert secs.result == pytest.approx(6_651_904 / 50e9)
-    assert "16 ranks over 2 nodes" in f.message
-    assert "each token sends 6.34 MiB off its node per forward pass (133.0 µs" in f.message
+    assert "16 ranks over 2 nodes" in f.text
+    assert "each token sends 6.34 MiB off its node per forward pass (133.0 µs" in f.text
     assert (f.fix or "").startswith("expected for wide expert parallelism")
     # the node size's source, and the group's other pod template (line 26), are related spans
     assert [s.line for s, _ in f.related] == [19, 26]

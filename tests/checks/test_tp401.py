@@ -68,7 +68,7 @@ def test_more_ranks_than_gpus_cannot_start() -> None:
     assert f.severity == Severity.ERROR
     _gpu_span(f, text, 4)
     _formulas(f, (8, 1, 1), (4, 1))
-    assert '"World size (8) is larger than the number of available GPUs (4)"' in f.message
+    assert '"World size (8) is larger than the number of available GPUs (4)"' in f.text
     assert f.fix == "request 8 GPUs, or lower the parallel sizes to fit 4"
     assert [m for _, m in f.related] == ["tensor parallel size 8"]
 
@@ -79,7 +79,7 @@ def test_fewer_ranks_leave_gpus_idle() -> None:
     assert f.severity == Severity.WARNING
     _gpu_span(f, text, 8)
     _formulas(f, (4, 1, 1), (8, 1))
-    assert "requests 8 GPUs: 4 GPUs sit idle" in f.message
+    assert f.message == "t·p·dp = 4 ranks but 8 GPUs requested: 4 GPUs sit idle"
 
 
 def test_over_the_pods_of_a_leader_worker_set() -> None:
@@ -87,7 +87,7 @@ def test_over_the_pods_of_a_leader_worker_set() -> None:
     f = only(lint_text(lws(16, 4, 2), name="lws.yaml"), "TP401")
     assert f.severity == Severity.ERROR
     _formulas(f, (16, 1, 1), (4, 2))
-    assert "requests 4 per pod × 2 pods GPUs" in f.message
+    assert "requests 4 per pod × 2 pods GPUs" in f.text
 
 
 @pytest.mark.parametrize("text", [

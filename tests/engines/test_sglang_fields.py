@@ -18,6 +18,7 @@ from pathlib import Path
 
 import pytest
 
+from tests.checks.rulecase import engine_says
 from tests.checks.rulecase import lint_command_line as lint
 from tests.engines.test_options import OPTIONS, gen
 from tpcheck.checks.base import Severity
@@ -84,13 +85,13 @@ def test_tp003_refuses_a_value_outside_the_choices_for_0_5_23(tmp_path: Path) ->
                   "--max-running-requests, lots, --max-prefill-tokens, 8x")
     fs = lint(tmp_path, "p.yaml", text)
     assert [f.code for f in fs] == ["TP003", "TP003", "TP003"]
-    assert fs[0].message.startswith(
+    assert engine_says(fs[0]).startswith(
         "sglang serve: error: argument --cuda-graph-backend-decode: invalid choice: "
         "'piecewise' (choose from 'breakable', 'disabled', 'full')")
-    assert fs[1].message.startswith(
+    assert engine_says(fs[1]).startswith(
         "sglang serve: error: argument --max-running-requests: invalid int value: 'lots'")
     # human_readable_int (utils/common.py:3394) takes 8k, not 8x
-    assert fs[2].message.startswith(
+    assert engine_says(fs[2]).startswith(
         "sglang serve: error: argument --max-prefill-tokens: invalid value: '8x'")
 
 
@@ -103,7 +104,7 @@ def test_enable_dp_attention_is_still_accepted_but_deprecated_in_0_5_23(tmp_path
     fs = lint(tmp_path, "p.yaml", POD % "sglang, serve, --model-path, m, --enable-dp-attention")
     [f] = fs
     assert f.code == "TP005" and f.severity is Severity.WARNING
-    assert f.message.startswith(
+    assert engine_says(f).startswith(
         "'--enable-dp-attention' is deprecated and will be removed in a future release. "
         "Use '--attn-dp-size <dp-size>' instead.")
     assert f.fix == "use --attn-dp-size" and f.edits == ()
@@ -117,9 +118,9 @@ def test_a_brace_pattern_names_no_single_replacement(tmp_path: Path) -> None:
     --cuda-graph-backend alone is an ambiguous prefix, so the table names no replacement."""
     [f] = lint(tmp_path, "p.yaml", POD % "sglang, serve, --model-path, m, --disable-cuda-graph")
     assert f.code == "TP005"
-    assert f.message.startswith("'--disable-cuda-graph' is deprecated and will be removed in a "
-                                "future release. Use '--cuda-graph-backend-{decode,prefill}="
-                                "disabled' instead.")
+    assert engine_says(f).startswith("'--disable-cuda-graph' is deprecated and will be removed "
+                                     "in a future release. Use '--cuda-graph-backend-{decode,"
+                                     "prefill}=disabled' instead.")
     assert "; use --" not in f.message and f.edits == ()
 
 
@@ -128,7 +129,7 @@ def test_an_option_0_5_23_dropped_names_the_last_release(tmp_path: Path) -> None
     # 0.5.23 field or call registers it
     [f] = lint(tmp_path, "p.yaml", POD % "sglang, serve, --model-path, m, --stream-output")
     assert f.code == "TP004" and f.severity is Severity.ERROR
-    assert f.message.startswith(
+    assert engine_says(f).startswith(
         "sglang serve: error: unrecognized arguments: --stream-output (registered up to sglang "
         "0.5.10.post1 at sglang/srt/server_args.py:4149; gone in 0.5.23)")
 
@@ -142,7 +143,7 @@ def test_engine_keywords_are_checked_for_0_5_23(tmp_path: Path) -> None:
               "tp_size=2, attn_dp_size=2, cuda_graph_max_bs=8)\n")
     [f] = fs
     assert f.code == "TP004"
-    assert f.message.startswith(
+    assert engine_says(f).startswith(
         "TypeError: ServerArgs.__init__() got an unexpected keyword argument "
         "'cuda_graph_max_bs' (accepted up to sglang 0.5.10.post1; gone in 0.5.23)")
 

@@ -14,6 +14,7 @@ from typing import Any
 
 import pytest
 
+from tests.shared import said
 from tpcheck.cli import main
 from tpcheck.models import hints
 from tpcheck.models.resolve import ResolveError, Resolver
@@ -83,11 +84,9 @@ def test_kserve_storage_uri(tmp_path: Path, capsys: pytest.CaptureFixture[str], 
     found = _lint(f, capsys)
     # Qwen3-8B has 32 query heads, Qwen3-32B 64; neither divides by t = 3: TP101 fires
     (tp101,) = [x for x in found if x["code"] == "TP101"]
-    assert tp101["message"].startswith(
-        f"vllm refuses tensor parallel size 3 for this model: h mod t = {heads % 3} "
-        f"(h={heads}, t=3)")
-    assert tp101["message"].endswith(f"[model taken from {why}; map it in "
-                                     "[tool.tpcheck.models] to be exact]")
+    assert tp101["message"] == f"vllm refuses TP 3: h mod t = {heads % 3} (h={heads}, t=3)"
+    assert said(tp101).endswith(f"assumes: model taken from {why}; map it in "
+                                "[tool.tpcheck.models] to be exact")
 
 
 def test_kserve_storage_uri_naming_nothing_is_still_tp000(
@@ -125,15 +124,15 @@ def test_llm_d_benchmark_scenario_huggingface_id(
                                        "model.huggingfaceId `Qwen/Qwen3-32B` (line 7)"),)
     found = _lint(f, capsys)
     (tp101,) = [x for x in found if x["code"] == "TP101"]  # 64 heads % 3 = 1
-    assert tp101["message"].endswith("[model taken from model.huggingfaceId `Qwen/Qwen3-32B` "
-                                     "(line 7) -> Qwen/Qwen3-32B; map it in "
-                                     "[tool.tpcheck.models] to be exact]")
+    assert said(tp101).endswith("assumes: model taken from model.huggingfaceId "
+                                "`Qwen/Qwen3-32B` (line 7) -> Qwen/Qwen3-32B; map it in "
+                                "[tool.tpcheck.models] to be exact")
     # a hint that resolves nowhere: TP000 with what was tried
     f.write_text(SCENARIO.format(hub="acme/never-published"))
     (tp000,) = _lint(f, capsys)
     assert tp000["code"] == "TP000"
     assert ("also tried: model taken from model.huggingfaceId `acme/never-published` (line 7) "
-            "-> acme/never-published: not-found") in tp000["message"]
+            "-> acme/never-published: not-found") in said(tp000)
 
 
 def test_a_hub_id_as_written_wins_over_file_hints(tmp_path: Path) -> None:
@@ -207,12 +206,13 @@ def test_python_defaults_reach_the_findings(
     # indivisible by 3); line 13 names no default (TP000); line 15 (Qwen3-32B: f = 25,600 too)
     assert by_line == {6: ["TP101", "TP102", "TP104"], 13: ["TP000"],
                        15: ["TP101", "TP102", "TP103", "TP104"]}
-    tails = {x["message"].split(" [model taken", 1)[-1] for x in found if x["line"] in (6, 15)}
+    tails = {said(x).split("assumes: model taken", 1)[-1] for x in found
+             if x["line"] in (6, 15)}
     assert tails == {
         ' from the default of os.getenv("MODEL_ID") `Qwen/Qwen3-8B` (line 10) -> '
-        "Qwen/Qwen3-8B; map it in [tool.tpcheck.models] to be exact]",
+        "Qwen/Qwen3-8B; map it in [tool.tpcheck.models] to be exact",
         ' from the default of os.getenv("MODEL") `Qwen/Qwen3-32B` (line 14) -> '
-        "Qwen/Qwen3-32B; map it in [tool.tpcheck.models] to be exact]"}
+        "Qwen/Qwen3-32B; map it in [tool.tpcheck.models] to be exact"}
 
 
 RAY_SERVICE = """\
@@ -247,8 +247,8 @@ def test_ray_serve_runtime_env_vars(tmp_path: Path, capsys: pytest.CaptureFixtur
     found = _lint(f, capsys)
     # Qwen3-8B: 32 heads, 8 KV heads, vocab 151,936 rows: none divides by 3
     assert sorted(x["code"] for x in found) == ["TP101", "TP102", "TP104"]
-    assert all("[model taken from runtime_env.env_vars MODEL_ID `Qwen/Qwen3-8B` (line 12)"
-               in x["message"] for x in found)
+    assert all("assumes: model taken from runtime_env.env_vars MODEL_ID `Qwen/Qwen3-8B` "
+               "(line 12)" in said(x) for x in found)
     # without a literal TENSOR_PARALLEL_SIZE the script's layout is unknown: no deployment
     f.write_text(RAY_SERVICE.format(tp="$TP"))
     assert read_path(str(f)).deployments == ()
@@ -313,5 +313,5 @@ def test_python_argparse_defaults(tmp_path: Path, capsys: pytest.CaptureFixture[
     # Qwen3-32B: 64 heads % 3 = 1, 8 KV heads % 3 = 2, f = 25,600 % 3 = 1, 151,936 % 3 = 1
     assert sorted(x["code"] for x in found) == ["TP101", "TP102", "TP103", "TP104"]
     assert all(x["line"] == 7 for x in found)  # the 3 in default=3
-    assert all("[model taken from the default of --model `Qwen/Qwen3-32B` (line 6)"
-               in x["message"] for x in found)
+    assert all("assumes: model taken from the default of --model `Qwen/Qwen3-32B` (line 6)"
+               in said(x) for x in found)

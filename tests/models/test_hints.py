@@ -13,6 +13,7 @@ from pathlib import Path
 
 import pytest
 
+from tests.shared import said
 from tpcheck.cli import main
 from tpcheck.models import catalog, hints
 from tpcheck.models.resolve import ResolveError, Resolver
@@ -144,8 +145,8 @@ def test_lint_findings_name_the_hint(tmp_path: Path, capsys: pytest.CaptureFixtu
     # 64 heads % 3 = 1 (Qwen3-32B) and 32 % 3 = 2 (Qwen3-8B): TP101 on both hinted lines
     (l1,) = [f for f in by_line[1] if f["code"] == "TP101"]
     assert "64" in l1["message"]
-    assert l1["message"].endswith("[model taken from the folder name `Qwen3-32B` -> "
-                                  "Qwen/Qwen3-32B; map it in [tool.tpcheck.models] to be exact]")
+    assert said(l1).endswith("assumes: model taken from the folder name `Qwen3-32B` -> "
+                             "Qwen/Qwen3-32B; map it in [tool.tpcheck.models] to be exact")
     (l2,) = [f for f in by_line[2] if f["code"] == "TP101"]
-    assert "32" in l2["message"] and "--served-model-name `Qwen/Qwen3-8B`" in l2["message"]
+    assert "32" in l2["message"] and "--served-model-name `Qwen/Qwen3-8B`" in said(l2)
     assert [f["code"] for f in by_line[3]] == ["TP000"]

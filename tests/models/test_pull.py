@@ -16,6 +16,7 @@ from pathlib import Path
 import pytest
 
 from tests.hubserver import HubServer, commit_of
+from tests.shared import said
 from tpcheck.models import catalog
 from tpcheck.models.pull import PullError, edit_mapping, hub_candidates
 from tpcheck.sources import read_path
@@ -103,7 +104,7 @@ def test_pull_a_gated_model_with_a_token_then_lint_offline(tmp_path: Path) -> No
     assert {(1, "TP101"), (2, "TP101"), (3, "TP000")} <= codes
     assert not any(f["code"] == "TP000" and f["line"] in (1, 2) for f in found)
     (hinted,) = [f for f in found if f["line"] == 2 and f["code"] == "TP101"]
-    assert "--served-model-name `acme/open-8b`" in hinted["message"]  # still a visible guess
+    assert "--served-model-name `acme/open-8b`" in said(hinted)  # still a visible guess
 
     listed = tpcheck(proj, ["models", "list", "--format", "json"], {"HF_HUB_OFFLINE": "1"})
     rows = json.loads(listed.stdout)

@@ -358,7 +358,7 @@ def test_tp201_quotes_tokens_per_second_from_the_calibrated_step(tmp_path: Path)
     assert not res.errors, res.errors
     [f] = res.findings
     era = step.era_for("vllm", "0.5.4", "h100-sxm")
-    assert era is not None and era.label in f.message
+    assert era is not None and era.label in f.text
     shape = shape_of("meta-llama/Meta-Llama-3-70B-Instruct")
     gpu = find_gpu("h100-sxm")
     base = Options(engine_version="0.5.4", gpu=gpu, context=8192, max_num_seqs=64)
@@ -369,7 +369,7 @@ def test_tp201_quotes_tokens_per_second_from_the_calibrated_step(tmp_path: Path)
     t8 = evaluate(shape, 8, replace(base, batch=b8)).step
     assert t16 is not None and t8 is not None
     gain = (2 * b8 / t8.result) / (b16 / t16.result)
-    assert f"≈{gain:.2f}× the tokens/s of t=16" in f.message
+    assert f"≈{gain:.2f}× the tokens/s of t=16" in f.text
 
 
 def test_moe_and_mla_stay_on_the_floor_even_in_a_calibrated_release() -> None:

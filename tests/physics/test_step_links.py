@@ -92,7 +92,7 @@ def test_tp201_speed_uses_the_instance_network_for_the_spanning_group() -> None:
         [str(FIXTURES / "lws-tp16-2x8-p5.yaml")])
     assert not res.errors, res.errors
     [f] = res.findings
-    assert "t=16 spans nodes, its all-reduces run on p5.48xlarge network" in f.message
+    assert "t=16 spans nodes, its all-reduces run on p5.48xlarge network" in f.text
     speed = next(x for x in f.formulas if x.name == "decode_speed_gain")
     alt, mine = speed.terms
     t16, t8 = mine.terms[0], alt.terms[0]

@@ -127,5 +127,6 @@ def test_lint_of_a_folder_skips_the_ignored_launch(tmp_path: Path, in_git: bool,
     code = main(["--offline", "--select", "TP101", "-q", "."])
     out = capsys.readouterr().out
     assert code == 1
-    [line] = out.splitlines()  # run.sh's finding, and none from sub/gen/b.sh
+    [line, fix] = out.splitlines()  # run.sh's finding (-q keeps its fix), none from sub/gen/b.sh
     assert line.startswith("./run.sh:1:69: TP101 [error]"), out
+    assert fix.startswith("    fix: "), out

@@ -113,7 +113,7 @@ def test_lone_patch_names_the_base_it_would_merge_into(tmp_path: Path) -> None:
     res = Linter(Settings(offline=True)).run([str(tmp_path / "srv" / "patch.yaml")])
     [f] = [f for f in res.findings if f.code == "TP000"]
     assert ("looks like a kustomize patch (no image): kustomize would merge it into Deployment "
-            "srv in ../srv.yaml") in f.message
+            "srv in ../srv.yaml") in f.text
     # no guess of the model from the base: the patch alone stays unresolved
     assert "$(MODEL_ID)" in f.message
 

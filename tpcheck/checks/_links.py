@@ -29,7 +29,7 @@ from tpcheck.physics.linkcost import (
     prefill_share,
     prefill_tokens,
 )
-from tpcheck.physics.step import NO_SWEEP, PREFILL_SOURCE, RATIO_RANGE
+from tpcheck.physics.step import NO_SWEEP, RATIO_RANGE
 
 
 def alpha_override(ctx: CheckContext) -> float | None:
@@ -49,7 +49,7 @@ def decode_share(ctx: CheckContext, use: LinkUse, batch: int, batch_source: str)
     if ev.step is None or ev.comm_share is None or ev.floor is None:
         return None
     sv = ev.floor.values
-    calibrated = not ev.step.expression.startswith("floor")
+    calibrated = bool(ev.step.calibrated)
     return Formula(
         "decode_comm_share",
         # calibrated (issue 22): what the all-reduces add to the rest of a measured-like step
@@ -72,6 +72,9 @@ def decode_share(ctx: CheckContext, use: LinkUse, batch: int, batch_source: str)
         "",
         ev.comm_share.source if calibrated else comm.SEED_COMM,
         (ev.step, ev.comm_share),
+        calibrated=calibrated,
+        link=ev.step.link,
+        release=ev.step.release,
     )
 
 
@@ -119,32 +122,33 @@ def _why(step_source: str) -> str:
     return NO_SWEEP
 
 
-def describe(costs: tuple[Formula, ...]) -> str:
-    """The cost figures as one clause each, in the order link_costs gives them."""
+def describe(costs: tuple[Formula, ...]) -> list[str]:
+    """The cost figures as one statement each, in the order link_costs gives them; what they
+    say about calibration and assumptions comes from the formulas' flags."""
     parts: list[str] = []
     dec = [f for f in costs if f.name == "decode_comm_share"]
     if dec:
         bits = [f"{_pct(f.result)} at batch {f.values['batch']:,}" for f in dec]
-        src = str(dec[0].values.get("step", ""))
+        first = dec[0]
         parts.append(
             "all-reduces add " + ", ".join(bits) + (
-                f" to the rest of the decode step ({src.split(', ')[0]})"
-                if src.startswith("calibrated") else " to the decode step's weight-read time "
-                f"({_why(src)}: measured steps run "
+                f" to the rest of the decode step (calibrated: {first.release})"
+                if first.calibrated else " to the decode step's weight-read time "
+                f"({_why(first.terms[0].source if first.terms else '')}: measured steps run "
                 f"{RATIO_RANGE[0]:.1f}–{RATIO_RANGE[1]:.1f}× the floor, so the share is smaller)")
         )
     for f in costs:
         if f.name == "prefill_comm_share":
             parts.append(f"they add {_pct(f.result)} to the rest of a {f.values['n']:,}-token "
                          f"prefill chunk (compute at η = {f.values['η']:g}, "
-                         f"{'assumed' if f.source == PREFILL_SOURCE else 'calibrated'})")
+                         f"{'assumed' if f.assumed else 'calibrated'})")
         elif f.name == "breakeven_tp":
             be = f.result
             parts.append(
                 f"TP stops paying past t ≈ {be:.2f} on this link"
                 + (" (below 2: any TP > 1 costs more than it saves here)" if be < 2 else "")
             )
-    return "; ".join(parts)
+    return parts
 
 
 __all__ = [

@@ -13,7 +13,7 @@ import re
 from collections.abc import Iterator
 from types import ModuleType
 
-from tpcheck.checks.base import Edit, Finding, Severity
+from tpcheck.checks.base import Assumption, Edit, Finding, Severity
 from tpcheck.checks.context import CheckContext
 from tpcheck.engines.flags import (
     Option,
@@ -337,14 +337,16 @@ def findings(ctx: CheckContext, rule: ModuleType, outcome: Outcome,
         opt_span, value_span = v.use.locate()
         span = value_span if outcome == "bad_value" and value_span is not None else opt_span
         target = v.replacement or v.suggestion
-        msg = v.message
-        if target and target != v.use.written and target not in msg:
-            msg += f"; did you mean {target}?" if outcome in ("unknown", "bad_value") else (
-                f"; use {target}")
+        msg = _headline(v, outcome, target)
+        notes = [f"the engine says: {v.message}"]
+        assumed: tuple[Assumption, ...]
         if a.note:
-            msg += f" ({a.note})"
+            assumed = (Assumption("release", a.note),)
         elif d.engine_version is None:
-            msg += f" (checked against {a.engine} {a.release}: no release pinned)"
+            assumed = (Assumption("release", f"checked against {a.engine} {a.release}: "
+                                  "no release pinned"),)
+        else:
+            assumed = ()
         edits: tuple[Edit, ...] = ()
         fix = default_fix
         if target and target != v.use.written:
@@ -356,5 +358,28 @@ def findings(ctx: CheckContext, rule: ModuleType, outcome: Outcome,
         severity = None
         if outcome == "removed" and d.engine_version is None:
             severity = Severity.WARNING  # refused by the newest release; an older image runs it
-            msg += "; pin the image to the release you run"
-        yield ctx.finding(rule, msg, span=span, fix=fix, edits=edits, severity=severity)
+            notes.append("an older release may accept it: pin the image to the release you run")
+        yield ctx.finding(rule, msg, span=span, fix=fix, edits=edits, severity=severity,
+                          notes=tuple(notes), assumptions=assumed)
+
+
+_VERB = {"unknown": "unknown option", "ambiguous": "ambiguous option",
+         "removed": "removed option", "bad_value": "invalid value", "deprecated":
+         "deprecated option"}
+
+
+def _headline(v: Verdict, outcome: Outcome, target: str | None) -> str:
+    """One clause: what the engine's parser does with the option, and the spelling to use."""
+    written = v.use.written
+    if outcome == "bad_value":
+        head = f"invalid value {v.use.value!r} for {written}"
+    elif outcome == "ambiguous":
+        head = f"ambiguous option {written}: the parser cannot tell which option it abbreviates"
+    elif v.use.keyword:
+        head = f"{_VERB[outcome].replace('option', 'keyword argument')} {written}"
+    else:
+        head = f"{_VERB[outcome]} {written}"
+    if target and target != written:
+        head += f" (did you mean {target}?)" if outcome in ("unknown", "bad_value") else (
+            f"; use {target}")
+    return head

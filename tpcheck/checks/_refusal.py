@@ -48,15 +48,13 @@ def refusal_findings(ctx: CheckContext, rule: ModuleType) -> Iterator[Finding]:
     # the reference as written; an expression or a hint-only model (KServe storageUri) has none
     model = d.model or d.unresolved.get("model") or "this model"
     for r in refs:
-        msg = (
-            f"{engine} refuses tensor parallel size {ctx.tp} for {model}: "
-            f"{r.formula.expression} = {r.formula.result} ({r.formula.substituted()}). "
-            f'The engine says: "{r.engine_message.rstrip(".")}". Legal sizes for this model: '
-            f"{sizes}"
-        )
+        msg = (f"{engine} refuses TP {ctx.tp}: {r.formula.expression} = {r.formula.result} "
+               f"({r.formula.substituted()})")
         yield ctx.finding(
             rule,
             msg,
+            notes=(f'the engine says: "{r.engine_message.rstrip(".")}"',
+                   f"Legal sizes for this model ({model}): {sizes}"),
             formulas=(r.formula,),
             fix=f"use tensor parallel size {near}"
             if near

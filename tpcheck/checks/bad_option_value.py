@@ -10,7 +10,7 @@ import sys
 from collections.abc import Iterator
 
 from tpcheck.checks._options import findings
-from tpcheck.checks.base import Finding, Severity
+from tpcheck.checks.base import Assumption, Finding, Severity
 from tpcheck.checks.context import CheckContext
 
 CODE = "TP003"
@@ -37,6 +37,9 @@ def refused(ctx: CheckContext, field: str, message: str) -> Finding:
     The other rules then run without it."""
     d = ctx.deployment
     flag = "--" + field.replace("_", "-")
-    return ctx.finding(sys.modules[__name__], f"{flag} {getattr(d, field)!r}: {message}; the "
-                       "other rules use the engine's default for it", span=d.span_of(field),
+    return ctx.finding(sys.modules[__name__],
+                       f"{flag} {getattr(d, field)!r} is a value the engine refuses",
+                       notes=(message,), span=d.span_of(field),
+                       assumptions=(Assumption("value", f"the other rules use the engine's "
+                                               f"default for {flag}"),),
                        fix=f"give {flag} a value this {d.engine} release knows")

@@ -1,4 +1,12 @@
-"""Findings: what a rule says about one deployment, pointing at the token that causes it."""
+"""Findings: what a rule says about one deployment, pointing at the token that causes it.
+
+A finding is a headline plus evidence. ``message`` is the headline: one clause, the verdict
+first with its key number (ruff's and ShellCheck's line, not a paragraph). Everything else is
+data the reports lay out as they need: ``notes`` (the statements behind the verdict),
+``formulas`` (the figures, with their typed flags), ``alternatives`` (the layouts that would do
+better, with their figures), ``assumptions`` (the engine release, the model hint, the GPU or
+link taken in place of what the file does not say) and ``fix``.
+"""
 
 from __future__ import annotations
 
@@ -7,6 +15,10 @@ from enum import Enum
 from tpcheck.formula import Formula
 from tpcheck.record import field, record
 from tpcheck.sources.base import Span
+
+TYPE_CHECKING = False  # typing's constant without importing typing (start-up, issue 8)
+if TYPE_CHECKING:
+    from tpcheck.formula import Scalar
 
 
 class Severity(str, Enum):
@@ -36,6 +48,33 @@ class Edit:
 
 
 @record
+class Alternative:
+    """A layout that would do better, with its figures (``seats``, ``speedup``...)."""
+
+    layout: str  # "2 replicas of TP 8"
+    text: str  # the sentence a person reads: "2 replicas of TP 8 seat 332 (1.74×)"
+    figures: tuple[tuple[str, Scalar], ...] = ()
+
+    def to_json(self) -> dict[str, object]:
+        return {"layout": self.layout, "text": self.text, "figures": dict(self.figures)}
+
+
+@record
+class Assumption:
+    """What a finding's figures take in place of what the file does not say.
+
+    ``kind``: ``release`` (the engine release and where it came from), ``model`` (the hint the
+    model was taken from), ``gpu``, ``link``, ``context``, ``value`` (a value tpcheck could not
+    use and replaced by the engine's default)."""
+
+    kind: str
+    text: str
+
+    def to_json(self) -> dict[str, object]:
+        return {"kind": self.kind, "text": self.text}
+
+
+@record
 class Finding:
     code: str
     name: str
@@ -46,10 +85,35 @@ class Finding:
     fix: str | None = None
     edits: tuple[Edit, ...] = ()
     related: tuple[tuple[Span, str], ...] = field(default=())
+    notes: tuple[str, ...] = ()
+    alternatives: tuple[Alternative, ...] = ()
+    assumptions: tuple[Assumption, ...] = ()
 
     @property
     def formula(self) -> Formula | None:
         return self.formulas[0] if self.formulas else None
+
+    @property
+    def headline(self) -> str:
+        return self.message
+
+    def detail_lines(self) -> list[str]:
+        """The evidence as a person reads it, one statement a line (before wrapping): the
+        notes, the alternatives, then the assumptions. Formulas are rendered separately."""
+        out = list(self.notes)
+        out += [f"instead: {a.text}" for a in self.alternatives]
+        out += [f"assumes: {a.text}" for a in self.assumptions]
+        return out
+
+    @property
+    def text(self) -> str:
+        """Headline and evidence in one string (what a search for a word must find)."""
+        return "\n".join([self.message, *self.detail_lines()])
+
+    def evidence_json(self) -> list[dict[str, object]]:
+        out: list[dict[str, object]] = [{"kind": "note", "text": n} for n in self.notes]
+        out += [{"kind": "formula", "text": x.render(), **x.to_json()} for x in self.formulas]
+        return out
 
     def to_json(self) -> dict[str, object]:
         f = self.formula
@@ -63,6 +127,9 @@ class Finding:
             "column": self.span.column,
             "end_line": self.span.end_line,
             "end_column": self.span.end_column,
+            "evidence": self.evidence_json(),
+            "alternatives": [a.to_json() for a in self.alternatives],
+            "assumptions": [a.to_json() for a in self.assumptions],
             "formula": f.to_json() if f else None,
             "formulas": [x.to_json() for x in self.formulas],
             "fix": self.fix,

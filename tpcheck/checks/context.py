@@ -9,7 +9,7 @@ from __future__ import annotations
 from functools import cached_property
 from types import ModuleType
 
-from tpcheck.checks.base import Edit, Finding, Severity
+from tpcheck.checks.base import Alternative, Assumption, Edit, Finding, Severity
 from tpcheck.engines.defaults import KNOWN_RELEASES, Release, release_for
 from tpcheck.formula import Formula
 from tpcheck.hardware.gpus import GPU
@@ -144,6 +144,11 @@ class CheckContext:
             return d.max_model_len, f"{flag} in the deployment"
         return mpe, "the model's max_position_embeddings (no max-model-len set)"
 
+    def context_said(self) -> Assumption:
+        """The tokens per sequence the capacity figures use, and where they came from."""
+        c, c_from = self.context
+        return Assumption("context", f"c = {c:,} tokens per sequence ({c_from})")
+
     def _auto_fit(self, mpe: int) -> tuple[int, str]:
         """``--max-model-len -1``/``auto``: vLLM starts from the model's maximum and, when one
         such sequence does not fit the KV pool, shortens it to the pool (vllm 0.33.0
@@ -181,34 +186,35 @@ class CheckContext:
                              topology=self.topology, evaluations=self._evaluations)
         return any(True for _ in rule.check(other))
 
-    def _say_release(self, rule: ModuleType, message: str,
-                     severity: Severity) -> tuple[str, Severity]:
+    def _say_release(self, rule: ModuleType,
+                     severity: Severity) -> tuple[tuple[Assumption, ...], Severity]:
         """Memory findings name the release they assume; an unpinned verdict that flips
         between known releases says so and stays below error."""
         if not rule.USES_MEMORY_MODEL:
-            return message, severity
+            return (), severity
         rel = self.release
         known = KNOWN_RELEASES.get(self.deployment.engine, ())
         if self.deployment.engine == "sglang" and rel.pinned and rel.version not in known:
             # SGLang's budget was read in a few releases; say which one's rules are applied.
             from tpcheck.physics.sglang_memory import release_read
 
-            message = (f"{message} (assumes SGLang {release_read(rel.version)}'s memory rules, "
-                       f"the nearest release read; the deployment names {rel.version}, "
-                       f"{rel.source})")
-            return message, severity
-        message = f"{message} (assumes {rel})"
+            return (Assumption("release", f"SGLang {release_read(rel.version)}'s memory rules, "
+                               f"the nearest release read; the deployment names {rel.version}, "
+                               f"{rel.source}"),), severity
+        said = Assumption("release", str(rel))
         if rel.pinned or not rule.REFUSAL_VERDICT:
-            return message, severity
+            return (said,), severity
         silent = [v for v in known if v != rel.version and not self.fires_with(rule, v)]
         if silent:
-            message += (f"; the verdict depends on the release: it does not hold with "
-                        f"{', '.join(silent)}, so pin the image to know")
             if severity == Severity.ERROR:
                 severity = Severity.WARNING
-        elif len(known) > 1:
-            message += f"; it holds for every known release ({known[0]} to {known[-1]})"
-        return message, severity
+            return (said, Assumption("release", f"the verdict depends on the release: it does "
+                                     f"not hold with {', '.join(silent)}, so pin the image to "
+                                     "know")), severity
+        if len(known) > 1:
+            return (said, Assumption("release", f"the verdict holds for every known release "
+                                     f"({known[0]} to {known[-1]})")), severity
+        return (said,), severity
 
     @cached_property
     def options(self) -> Options:
@@ -270,18 +276,28 @@ class CheckContext:
         edits: tuple[Edit, ...] = (),
         severity: Severity | None = None,
         related: tuple[tuple[Span, str], ...] = (),
+        notes: tuple[str, ...] = (),
+        alternatives: tuple[Alternative, ...] = (),
+        assumptions: tuple[Assumption, ...] = (),
     ) -> Finding:
-        message, severity = self._say_release(rule, message, severity or rule.SEVERITY)
+        """``message`` is the headline (one clause, verdict first); the detail goes in
+        ``notes``, ``formulas``, ``alternatives`` and ``assumptions``. The engine release and
+        the model hint are added here, once, for every rule."""
+        said, severity = self._say_release(rule, severity or rule.SEVERITY)
+        hint = (Assumption("model", self.model_hint),) if self.model_hint else ()
         return Finding(
             code=rule.CODE,
             name=rule.NAME,
             severity=severity,
-            message=f"{message} [{self.model_hint}]" if self.model_hint else message,
+            message=message,
             span=span or self.tp_span,
             formulas=formulas,
             fix=fix,
             edits=edits,
             related=related,
+            notes=tuple(n for n in notes if n),
+            alternatives=alternatives,
+            assumptions=(*assumptions, *said, *hint),
         )
 
     def model_related(self) -> tuple[tuple[Span, str], ...]:

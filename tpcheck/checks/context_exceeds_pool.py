@@ -32,7 +32,7 @@ def check(ctx: CheckContext) -> Iterator[Finding]:
     if budget is not None and ev.weights.result > budget.result:
         return  # TP205 says it: the weights alone do not fit
     rule = sys.modules[__name__]
-    c, c_from = ctx.context
+    c = ctx.context[0]
     tokens = int(ev.tokens.result)
     need_tokens = -(-c // ev.block) * ev.block
     if tokens >= need_tokens:
@@ -65,7 +65,7 @@ def check(ctx: CheckContext) -> Iterator[Finding]:
     flag = "--context-length" if d.engine == "sglang" else "--max-model-len"
     sev = Severity.WARNING if d.engine == "sglang" else Severity.ERROR
     what = (
-        "SGLang starts but warns that one full-length request cannot fit"
+        "one request does not fit"
         if d.engine == "sglang"
         else "vLLM refuses to start"
     )
@@ -74,13 +74,15 @@ def check(ctx: CheckContext) -> Iterator[Finding]:
     band = ""
     if d.engine != "sglang" and short <= POOL_ERROR_BAND:
         sev = Severity.WARNING
-        band = (f". The shortfall, {fmt_bytes(short)}, is inside tpcheck's pool error band "
+        band = (f"the shortfall, {fmt_bytes(short)}, is inside tpcheck's pool error band "
                 f"({fmt_bytes(POOL_ERROR_BAND)}): the refusal is likely, not certain")
     yield ctx.finding(
         rule,
-        f"{c:,} tokens ({c_from}) need {fmt_bytes(need.result)} of KV cache per GPU but the "
-        f'predicted pool is {fmt_bytes(pool)} ({tokens:,} tokens): {what} — "{engine_msg}". '
-        f"The largest {flag} that fits is {largest:,}{band}",
+        f"{c:,} tokens need {fmt_bytes(need.result)} of KV per GPU, the pool holds "
+        f"{fmt_bytes(pool)}: {what}",
+        notes=(f"the predicted pool holds {tokens:,} tokens; the largest {flag} that fits is "
+               f"{largest:,}", f'the engine says: "{engine_msg}"', band),
+        assumptions=(ctx.context_said(),),
         span=d.span_of("max_model_len", "tensor_parallel_size", "model"),
         severity=sev,
         formulas=(need, ev.pool, ev.tokens),

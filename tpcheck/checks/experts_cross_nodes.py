@@ -18,7 +18,7 @@ import sys
 from collections.abc import Iterator
 
 from tpcheck.checks._nodes import nic_per_gpu, node_size, nvlink_domain
-from tpcheck.checks.base import Finding, Severity
+from tpcheck.checks.base import Assumption, Finding, Severity
 from tpcheck.checks.context import CheckContext
 from tpcheck.checks.needs import LAYOUT
 from tpcheck.formula import Formula, fmt_bytes
@@ -55,6 +55,7 @@ def check(ctx: CheckContext) -> Iterator[Finding]:
     use = nic_per_gpu(ctx)
     formulas: tuple[Formula, ...] = (ctx.groups.formula, size.formula)
     cost = ""
+    head_cost = ""
     if s is not None and s.moe is not None:
         b = kv.dtype_bytes(kv.activation_dtype(s.dtype, ctx.deployment.dtype))
         per_tok = a2a_bytes_per_token(moe_layers=s.moe.moe_layers, top_k=s.moe.experts_per_token,
@@ -64,15 +65,21 @@ def check(ctx: CheckContext) -> Iterator[Finding]:
                        per_tok.result / use.bandwidth.result, "s",
                        "network bandwidth per GPU", (per_tok, use.bandwidth))
         formulas = (*formulas, per_tok, secs)
-        cost = (f": each token sends {fmt_bytes(per_tok.result)} off its node per forward pass "
+        cost = (f"each token sends {fmt_bytes(per_tok.result)} off its node per forward pass "
                 f"({secs.result * 1e6:,.1f} µs of network time per token at {use.label})")
+        head_cost = f", {fmt_bytes(per_tok.result)} per token"
     nodes = ceil_div(ep, size.per_node)
     related = (((size.span, size.label),)
                if size.span is not None and size.span != ctx.tp_span else ())
     yield ctx.finding(
         sys.modules[__name__],
-        f"the expert-parallel group is {ep} ranks over {nodes} nodes ({size.label}), so the "
-        f"experts' all-to-all dispatch and combine (not an all-reduce) cross the network{cost}",
+        f"the EP group of {ep} ranks spans {nodes} nodes: its all-to-all crosses the network"
+        + head_cost,
+        notes=(f"the expert-parallel group is {ep} ranks over {nodes} nodes ({size.label}), so "
+               "the experts' all-to-all dispatch and combine (not an all-reduce) cross the "
+               "network", cost),
+        assumptions=(Assumption("link", f"{use.link.name} between the nodes: no instance type "
+                                "in the manifest"),) if use.assumed else (),
         formulas=formulas,
         fix="expected for wide expert parallelism: give the pods RDMA NICs (GPUDirect) and an "
         "all-to-all backend built for them (SGLang --moe-a2a-backend deepep, vLLM "

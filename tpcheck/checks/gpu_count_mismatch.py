@@ -55,9 +55,10 @@ def check(ctx: CheckContext) -> Iterator[Finding]:
     if ranks > have:
         yield ctx.finding(
             rule,
-            f"the engine starts t·p·dp = {ranks} ranks but the manifest requests {where} GPUs: "
-            f'"World size ({ranks}) is larger than the number of available GPUs ({have})" — '
-            "it cannot start",
+            f"t·p·dp = {ranks} ranks but {have} GPUs requested: the engine cannot start",
+            notes=(f"the manifest requests {where} GPUs",
+                   f'the engine says: "World size ({ranks}) is larger than the number of '
+                   f'available GPUs ({have})"'),
             span=span,
             formulas=(f, g),
             related=related,
@@ -66,8 +67,8 @@ def check(ctx: CheckContext) -> Iterator[Finding]:
     elif ranks < have:
         yield ctx.finding(
             rule,
-            f"the engine starts t·p·dp = {ranks} ranks but the manifest requests {where} GPUs: "
-            f"{have - ranks} GPUs sit idle",
+            f"t·p·dp = {ranks} ranks but {have} GPUs requested: {have - ranks} GPUs sit idle",
+            notes=(f"the manifest requests {where} GPUs",) if pods > 1 else (),
             span=span,
             formulas=(f, g),
             severity=Severity.WARNING,

@@ -12,7 +12,7 @@ import sys
 from collections.abc import Iterator
 
 from tpcheck.checks._nodes import step_nodes
-from tpcheck.checks.base import Edit, Finding, Severity
+from tpcheck.checks.base import Alternative, Edit, Finding, Severity
 from tpcheck.checks.context import CheckContext
 from tpcheck.checks.needs import LAYOUT
 from tpcheck.formula import Formula, fmt_bytes
@@ -44,28 +44,29 @@ def check(ctx: CheckContext) -> Iterator[Finding]:
     rep = now.kv_replicas
     kvb = now.kv_bytes_per_token
     edits = _edits(ctx, hkv)
-    head = (
+    why = (
         f"t={t} > h_kv={hkv}: each GPU keeps max(1, floor({hkv}/{t})) = 1 KV head and the "
         f"cache is replicated {rep.result}× — KV bytes per token per GPU stay "
         f"{int(kvb.result):,} B, the same as at t={hkv}"
     )
+    head = f"TP {t} > {hkv} KV heads"
     fix = (
         f"use --tensor-parallel-size {hkv} and run {t // hkv} replicas (data parallel), or "
         "keep one replica of TP {hkv} with an fp8 KV cache"
     ).replace("{hkv}", str(hkv))
     if now.seats is None or now.fits is False:
-        why = (" (no GPU known: pass --gpu for seats)" if now.seats is None else
-               f" (no seats quoted: at t={t} the weights leave no KV pool — {now.fit_reason()})")
+        none = ("no GPU known: pass --gpu for seats" if now.seats is None else
+                f"no seats quoted: at t={t} the weights leave no KV pool — {now.fit_reason()}")
         yield ctx.finding(
             rule,
-            head + why,
+            f"{head}: the KV cache is replicated {rep.result}×, not divided",
+            notes=(why, none),
             formulas=(rep, kvb),
             fix=fix,
             edits=edits,
             related=ctx.model_related(),
         )
         return
-    c, c_from = ctx.context
     at = ctx.evaluate_at(hkv)
     fp8 = ctx.evaluate_at(hkv, kv_cache_dtype="fp8")
     assert at.seats is not None and fp8.seats is not None
@@ -90,14 +91,21 @@ def check(ctx: CheckContext) -> Iterator[Finding]:
         pp_seats = int(pp_alt.seats.result) if pp_alt.seats is not None else 0
         alt_fix = (f"use --tensor-parallel-size {hkv} --pipeline-parallel-size "
                    f"{ctx.pp * replicas}: the same {t * ctx.pp} GPUs, the cache divided by h_kv")
+        pp_layout = f"TP {hkv} × PP {ctx.pp * replicas}"
         yield ctx.finding(
             rule,
-            f"{head}. On {gpu} at c={c:,} tokens ({c_from}) t={hkv} alone does not fit "
-            f"({fmt_bytes(at.weights.result)} of weights per GPU, no seat), so here the extra "
-            f"GPUs buy weight room, not KV capacity: {seats_t} seats at t={t}. TP {hkv} × PP "
-            f"{ctx.pp * replicas} over the same GPUs keeps the cache divided: "
-            + (f"{pp_seats} seats" if pp_alt.fits is not False else
-               f"but does not start either ({pp_alt.fit_reason()})"),
+            f"{head}: {seats_t} seats; TP {hkv} alone does not fit, the extra GPUs buy weight "
+            "room",
+            notes=(why, f"on {gpu} t={hkv} alone does not fit ({fmt_bytes(at.weights.result)} "
+                   f"of weights per GPU, no seat), so here the extra GPUs buy weight room, not "
+                   f"KV capacity: {seats_t} seats at t={t}"),
+            alternatives=(Alternative(
+                pp_layout,
+                f"{pp_layout} over the same GPUs keeps the cache divided: "
+                + (f"{pp_seats} seats" if pp_alt.fits is not False else
+                   f"but does not start either ({pp_alt.fit_reason()})"),
+                (("seats", pp_seats if pp_alt.fits is not False else 0),)),),
+            assumptions=(ctx.context_said(),),
             formulas=(kvb, rep, replace(at.weights, name="weights_at_h_kv")),
             fix=alt_fix, related=ctx.model_related(),
         )
@@ -107,22 +115,30 @@ def check(ctx: CheckContext) -> Iterator[Finding]:
         return f"{n / seats_t:.2f}×" if seats_t else "∞×"
 
     ratio = f"{gain.result:.2f}×" if seats_h else "n/a (0 seats at h_kv)"
-    msg = (
-        f"{head}. On {gpu} at c={c:,} tokens ({c_from}): {seats_t} seats at t={t} vs "
-        f"{seats_h} at t={hkv} — {ratio} the sequences for {t / hkv:g}× the GPUs. The same "
-        f"{t} GPUs as {replicas} replicas of TP {hkv} seat {dp_seats} ({x(dp_seats)}); with "
-        f"an fp8 KV cache, {fp8_seats} ({x(fp8_seats)})"
-    )
+    dp_layout = f"{replicas} replicas of TP {hkv}"
+    alts = [
+        Alternative(dp_layout, f"the same {t} GPUs as {dp_layout} seat {dp_seats} "
+                    f"({x(dp_seats)})", (("seats", dp_seats),)),
+        Alternative(f"{dp_layout} with an fp8 KV cache", f"{dp_layout} with an fp8 KV cache "
+                    f"seat {fp8_seats} ({x(fp8_seats)})", (("seats", fp8_seats),)),
+    ]
+    notes = [why, f"on {gpu}: {seats_t} seats at t={t} vs {seats_h} at t={hkv} — {ratio} the "
+             f"sequences for {t / hkv:g}× the GPUs"]
     speed = _speed(ctx, now, at, seats_t, seats_h, replicas)
     if speed is not None:
-        across = speed.terms[1].terms[0].source.partition("; all-reduces across nodes on ")[2]
-        msg += (f"; the {replicas} replicas decode ≈{speed.result:.2f}× the tokens/s of t={t}, "
-                f"each at the batch it admits ({step.basis(speed.terms[0].terms[0])}"
-                + (f"; t={t} spans nodes, its all-reduces run on "
-                   f"{across.partition(' (k = 1')[0]}" if across else "") + ")")
+        across = speed.terms[1].terms[0].link  # the network t's all-reduces cross, if any
+        alts.append(Alternative(
+            dp_layout, f"the {replicas} replicas decode ≈{speed.result:.2f}× the tokens/s of "
+            f"t={t}, each at the batch it admits ({step.basis(speed.terms[0].terms[0])})",
+            (("decode_speed_gain", round(speed.result, 2)),)))
+        if across:
+            notes.append(f"t={t} spans nodes, its all-reduces run on {across}")
     yield ctx.finding(
         rule,
-        msg,
+        f"{head}: {seats_t} seats vs {seats_h} at TP {hkv} ({ratio} for {t / hkv:g}× the GPUs)",
+        notes=tuple(notes),
+        alternatives=tuple(alts),
+        assumptions=(ctx.context_said(),),
         formulas=(gain, kvb, rep, replace(at.seats, name="seats_at_h_kv"))
         + (() if speed is None else (speed,)),
         fix=fix,

@@ -60,7 +60,7 @@ def check(ctx: CheckContext) -> Iterator[Finding]:
     flag = "--max-running-requests" if d.engine == "sglang" else "--max-num-seqs"
     explicit = d.max_num_seqs is not None
     origin = "set in the deployment" if explicit else f"engine default: {ev.max_num_seqs.source}"
-    c, c_from = ctx.context
+    c = ctx.context[0]
     span = d.span_of("max_num_seqs", "tensor_parallel_size", "model")
     per_worker: tuple[Formula, ...] = ()
     written, scale = cap, 1  # the flag as written; workers sharing it
@@ -93,14 +93,14 @@ def check(ctx: CheckContext) -> Iterator[Finding]:
         sev = Severity.WARNING if (past_cliff or seats > waste * cap) else Severity.INFO
         yield ctx.finding(
             rule,
-            f"{flag} = {written} ({origin}) binds before memory: the pool seats {seats} "
-            f"sequences of {c:,} tokens ({c_from}), so at most {cap} run and {seats - cap} seats "
-            "of KV cache stay empty; more memory or a larger TP changes nothing measurable"
-            + (
-                f" (and t={ctx.tp} is past the KV-head cliff h_kv={s.kv_heads})"
-                if past_cliff
-                else ""
-            ),
+            f"{flag} {written} binds before memory: {seats - cap} of {seats} KV seats stay "
+            "empty",
+            notes=(f"{flag} = {written} ({origin})",
+                   f"the pool seats {seats} sequences of {c:,} tokens, so at most {cap} run; "
+                   "more memory or a larger TP changes nothing measurable",
+                   f"t={ctx.tp} is also past the KV-head cliff h_kv={s.kv_heads}"
+                   if past_cliff else ""),
+            assumptions=(ctx.context_said(),),
             span=span,
             severity=sev,
             formulas=(cmp, ev.seats, ev.max_num_seqs, *per_worker),
@@ -113,11 +113,13 @@ def check(ctx: CheckContext) -> Iterator[Finding]:
                       "DESIGN.md (which limit binds)")
         yield ctx.finding(
             rule,
-            f"{flag} = {written}{f' ({origin})' if per_worker else ''} is "
-            f"{cap / max(seats, 1):.0f}× the {seats} sequences of {c:,} tokens "
-            f"({c_from}) the KV pool holds: with {cap} sequences running, memory binds as soon "
-            f"as they average more than {tokens:,} / {cap} = {tokens // cap:,} tokens, and the "
-            "scheduler then preempts",
+            f"{flag} {written} is {cap / max(seats, 1):.0f}× the {seats} KV seats: the "
+            "scheduler preempts",
+            notes=(f"{flag} = {written} ({origin})" if per_worker else "",
+                   f"the KV pool holds {seats} sequences of {c:,} tokens; with {cap} sequences "
+                   f"running, memory binds as soon as they average more than {tokens:,} / {cap} "
+                   f"= {tokens // cap:,} tokens, and the scheduler then preempts"),
+            assumptions=(ctx.context_said(),),
             span=span,
             formulas=(avg, cmp, ev.seats, ev.max_num_seqs, *per_worker),
             fix=f"size {flag} for the expected sequence length (about kv_pool_tokens / typical "

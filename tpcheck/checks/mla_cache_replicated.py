@@ -10,7 +10,7 @@ import sys
 from collections.abc import Iterator
 from types import ModuleType
 
-from tpcheck.checks.base import Finding, Severity
+from tpcheck.checks.base import Alternative, Finding, Severity
 from tpcheck.checks.context import CheckContext
 from tpcheck.checks.needs import LAYOUT
 from tpcheck.formula import Formula
@@ -61,18 +61,19 @@ def check(ctx: CheckContext) -> Iterator[Finding]:
     t = ctx.tp
     kvb = ctx.evaluation.kv_bytes_per_token
     spent = _gqa_catch_up(ctx)
+    kind = "MLA latent" if spent is not None else "DeepSeek-V4 compressed"
+    head = f"{kind} KV cache held whole on all {t} TP ranks: {t}× the cache per sequence"
     if spent is None:
-        head = _v4_head(ctx, kvb)
+        notes = [_v4_head(ctx, kvb)]
     else:
         m = s.mla
         assert m is not None
-        head = (
+        notes = [
             f"{s.name or 'this model'} caches one MLA latent of {m.latent_dim} elements per "
             f"token per layer, and under plain TP every one of the {t} ranks holds all of it "
-            f"({int(kvb.result):,} B per token per GPU at any t): {t}× the cache for the same "
-            f"sequences. A GQA-8 cache of the same depth would be divided by t and overtake "
-            f"MLA's per-token advantage at t ≈ {spent.result:.1f}"
-        )
+            f"({int(kvb.result):,} B per token per GPU at any t)",
+            f"a GQA-8 cache of the same depth would be divided by t and overtake MLA's "
+            f"per-token advantage at t ≈ {spent.result:.1f}"]
     extra = () if spent is None else (spent,)
     flag = (
         "--enable-dp-attention --dp "
@@ -91,7 +92,7 @@ def check(ctx: CheckContext) -> Iterator[Finding]:
         # No GPU, or no pool at all (TP205/TP204 say why): seats and gains would be fiction.
         if now.fits is False:
             fix += f" — once the weights fit (at t={t} they leave no KV pool: {now.fit_reason()})"
-        yield ctx.finding(rule, head, formulas=(kvb, *extra), fix=fix,
+        yield ctx.finding(rule, head, notes=tuple(notes), formulas=(kvb, *extra), fix=fix,
                           related=ctx.model_related())
         return
     seats_now = int(now.seats.result)
@@ -101,7 +102,7 @@ def check(ctx: CheckContext) -> Iterator[Finding]:
         alt = ctx.evaluate_at(t, attn_dp=t)
     else:  # vLLM: t DP ranks of TP 1 with the experts spread over them (EP)
         alt = ctx.evaluate_at(1, dp=t, expert_parallel=True)
-    seats_msg = f"{head}. Seats now: {seats_now} sequences of {ctx.context[0]:,} tokens; "
+    notes.append(f"seats now: {seats_now} sequences of {ctx.context[0]:,} tokens")
     starts = alt.fits is not False and alt.seats is not None
     per_rank = int(alt.seats.result) if alt.seats is not None and starts else 0
     with_dp = per_rank * t
@@ -117,17 +118,23 @@ def check(ctx: CheckContext) -> Iterator[Finding]:
     if not starts or with_dp <= seats_now:
         # The attention weights, whole on every rank, leave no pool or less than they free: a
         # layout that seats fewer is no fix. Pipeline stages divide the cache by layer instead.
-        dp_msg = (f"DP-attention over the same {t} GPUs does not start ({alt.fit_reason()}: "
-                  "the attention weights are whole on every rank)" if not starts else
-                  f"with DP-attention over the same {t} GPUs only {with_dp} (the attention "
-                  "weights, whole on every rank, take more pool than the replicas free)")
-        yield from _pipeline_instead(ctx, rule, seats_msg + dp_msg, seats_now,
+        notes.append(
+            f"DP-attention over the same {t} GPUs does not start ({alt.fit_reason()}: "
+            "the attention weights are whole on every rank)" if not starts else
+            f"with DP-attention over the same {t} GPUs only {with_dp} (the attention "
+            "weights, whole on every rank, take more pool than the replicas free)")
+        yield from _pipeline_instead(ctx, rule, head, tuple(notes), seats_now,
                                      (kvb, *((gain,) if starts else ()), *extra))
         return
     yield ctx.finding(
         rule,
-        f"{seats_msg}with DP-attention over the same {t} GPUs: {with_dp} "
-        f"({with_dp / max(seats_now, 1):.1f}×, attention weights then replicated per rank)",
+        head,
+        notes=tuple(notes),
+        alternatives=(Alternative(
+            f"DP-attention over {t} GPUs",
+            f"DP-attention over the same {t} GPUs seats {with_dp} "
+            f"({with_dp / max(seats_now, 1):.1f}×, attention weights then replicated per rank)",
+            (("seats", with_dp), ("gain", round(with_dp / max(seats_now, 1), 2)))),),
         formulas=(kvb, gain, *extra),
         fix=fix,
         related=ctx.model_related(),
@@ -175,13 +182,12 @@ def _v4_head(ctx: CheckContext, kvb: Formula) -> str:
         f"{len(comp.ratios)} layers (r = {', '.join(map(str, ratios))}), indexer keys on the "
         f"{comp.indexed_layers} r = 4 layers and a {comp.window}-token window on every layer; "
         f"under plain TP every one of the {ctx.tp} ranks holds all of it "
-        f"({kvb.result:,.0f} B per token per GPU at any t): {ctx.tp}× the cache for the same "
-        "sequences"
+        f"({kvb.result:,.0f} B per token per GPU at any t)"
     )
 
 
-def _pipeline_instead(ctx: CheckContext, rule: ModuleType, msg: str, seats_now: int,
-                      formulas: tuple[Formula, ...]) -> Iterator[Finding]:
+def _pipeline_instead(ctx: CheckContext, rule: ModuleType, msg: str, notes: tuple[str, ...],
+                      seats_now: int, formulas: tuple[Formula, ...]) -> Iterator[Finding]:
     """DP-attention does not pay on these GPUs: quote TP 1 × PP t over the same GPUs, whose
     stages hold only their own layers' cache (both engines cut MLA's and V4's cache per stage:
     vllm 0.33.0 distributed/utils.py get_pp_indices, sglang 0.5.23 pool_configurator.py
@@ -190,7 +196,7 @@ def _pipeline_instead(ctx: CheckContext, rule: ModuleType, msg: str, seats_now: 
     stages = ctx.evaluate_at(1, pp=pp * t)
     if (stages.fits is False or stages.seats is None or stages.refusals
             or int(stages.seats.result) <= seats_now):
-        yield ctx.finding(rule, msg, formulas=formulas,
+        yield ctx.finding(rule, msg, notes=notes, formulas=formulas,
                           fix="DP-attention needs room for the whole attention weights on every "
                           "rank: serve on GPUs with more memory, or on more of them, with "
                           "DP-attention",
@@ -201,7 +207,12 @@ def _pipeline_instead(ctx: CheckContext, rule: ModuleType, msg: str, seats_now: 
     pflag = "--pp-size" if ctx.deployment.engine == "sglang" else "--pipeline-parallel-size"
     yield ctx.finding(
         rule,
-        f"{msg}. TP 1 × PP {pp * t} over the same GPUs caches each layer on one stage: {n} seats",
+        msg,
+        notes=notes,
+        alternatives=(Alternative(
+            f"TP 1 × PP {pp * t}",
+            f"TP 1 × PP {pp * t} over the same GPUs caches each layer on one stage: {n} seats",
+            (("seats", n),)),),
         formulas=(*formulas, replace(stages.seats, name="seats_pp")),
         fix=f"use {flag} 1 {pflag} {pp * t}: the same {t * pp} GPUs, each stage caching only "
         "its own layers",

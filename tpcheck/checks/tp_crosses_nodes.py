@@ -21,7 +21,7 @@ from collections.abc import Iterator
 
 from tpcheck.checks._links import describe, link_costs
 from tpcheck.checks._nodes import network, node_size, nvlink_domain
-from tpcheck.checks.base import Finding, Severity
+from tpcheck.checks.base import Assumption, Finding, Severity
 from tpcheck.checks.context import CheckContext
 from tpcheck.checks.needs import LAYOUT
 from tpcheck.formula import Formula
@@ -112,29 +112,30 @@ def check(ctx: CheckContext) -> Iterator[Finding]:
     full = width == t and groups.allreduce_what == "TP group"
     costs = link_costs(ctx, use) if full else ()
     n_ar = f"{2 * ctx.shape.layers + 1} " if ctx.shape and full else ""
-    assumed = " (assumed: no instance type in the manifest)" if use.assumed else ""
     if costs:
-        tail = "; " + describe(costs)
+        tail = describe(costs)
     elif not full:
-        tail = ("; the cost figures are for a t-wide all-reduce in every layer, which this "
-                "layout does not run, so none are given")
+        tail = ["the cost figures are for a t-wide all-reduce in every layer, which this "
+                "layout does not run, so none are given"]
     elif ctx.shape is None:
-        tail = "; the model's config.json was not found, so no cost figures"
+        tail = ["the model's config.json was not found, so no cost figures"]
     else:
-        tail = "; give --gpu for the cost figures"
+        tail = ["give --gpu for the cost figures"]
     n_bad = sum(len(g) > 1 for g in split)
     what = groups.allreduce_what
     grp = ("the TP group" if full else "it") if n_groups == 1 else (
         f"{n_bad} of {n_groups} TP groups" if full else f"{n_bad} of {n_groups} such groups")
     related = (((size.span, size.label),)
                if size.span is not None and size.span != ctx.tp_span else ())
-    head = (f"t={t} does not fit one node" if full else
-            f"the {what} is {width} ranks wide and does not fit one node")
+    who = f"t={t}" if full else f"the {what.partition(' (')[0]} of {width} ranks"
     yield ctx.finding(
         rule,
-        f"{head} ({size.label}): {grp} spans nodes — {where}. Its "
-        f"{n_ar}all-reduces per forward pass cross the network instead of NVLink: "
-        f"{use.label}{assumed}" + tail,
+        f"{who} spans {nodes} nodes of {size.per_node} GPUs: its all-reduces cross the network",
+        notes=(f"{size.label}: {grp} spans nodes — {where}"
+               + ("" if full else f"; the wide group is the {what}"),
+               f"its {n_ar}all-reduces per forward pass run on {use.label}", *tail),
+        assumptions=(Assumption("link", f"{use.link.name} between the nodes: no instance "
+                                "type in the manifest"),) if use.assumed else (),
         formulas=(layout, *(() if full else (groups.formula,)), use.bandwidth, use.alpha,
                   *costs),
         fix=_group_fix(ctx, what) or _fix(ctx, size.per_node),

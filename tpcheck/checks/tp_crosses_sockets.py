@@ -143,14 +143,14 @@ def check(ctx: CheckContext) -> Iterator[Finding]:
         nv = path_link(best_nv, glink)
         instead = f" instead of {nv.name} at {nv.bandwidth / 1e9:,.0f} GB/s"
     if costs:
-        tail = "; " + describe(costs)
+        tail = describe(costs)
     elif t != ctx.tp:
-        tail = (f"; this {t}-rank group is the widest that all-reduces (DP-attention/EP), and "
-                "the cost figures are for a t-wide group in every layer, so none are given")
+        tail = [f"this {t}-rank group is the widest that all-reduces (DP-attention/EP), and "
+                "the cost figures are for a t-wide group in every layer, so none are given"]
     elif ctx.shape is None:
-        tail = "; the model's config.json was not found, so no cost figures"
+        tail = ["the model's config.json was not found, so no cost figures"]
     else:
-        tail = "; give --gpu for the cost figures"
+        tail = ["give --gpu for the cost figures"]
     legal = [x for x in range(2, t) if ctx.shape is None or not ctx.evaluate_at(x).refusals]
     bg = best_group(topo, t)
     if bg is not None and link_rank(bg[1]) > link_rank(cls):
@@ -165,11 +165,15 @@ def check(ctx: CheckContext) -> Iterator[Finding]:
                    f"data-parallel replicas or PP for the rest")
         else:
             fix = "pick GPUs under one socket or NVLink island, or a smaller TP"
+    short = "the CPU sockets (SYS)" if crosses_socket(cls) else f"PCIe ({cls})"
     yield ctx.finding(
         rule,
-        f"the TP group {list(group)} ({chosen}) includes GPU{a}–GPU{b}, joined {what} in "
-        f"{where}: all-reduces run at {use.label}{instead}"
-        + (f" ({lk.source.split('; ', 1)[1]})" if crosses_socket(cls) else "") + tail,
+        f"TP group GPU{a}–GPU{b} is joined across {short}: all-reduces run at "
+        f"{use.bandwidth.result / 1e9:,.1f} GB/s",
+        notes=(f"the TP group {list(group)} ({chosen}) includes GPU{a}–GPU{b}, joined {what} "
+               f"in {where}",
+               f"all-reduces run at {use.label}{instead}"
+               + (f" ({lk.source.split('; ', 1)[1]})" if crosses_socket(cls) else ""), *tail),
         formulas=(path_f, *((ctx.groups.formula,) if t != ctx.tp else ()), use.bandwidth,
                   use.alpha, *costs),
         fix=fix,

@@ -53,9 +53,11 @@ def check(ctx: CheckContext) -> Iterator[Finding]:
         "embedding and lm_head")
     yield ctx.finding(
         rule,
-        f"the vocabulary of {s.vocab:,} rows is padded to {int(vp.result):,} for t={ctx.tp}: "
-        f"{rows:,} padding rows hold {fmt_bytes(waste.result)} across the group "
-        f"({held}); harmless, reported for completeness",
+        f"{rows:,} vocabulary padding rows at t={ctx.tp} hold {fmt_bytes(waste.result)}: "
+        "harmless",
+        notes=(f"the vocabulary of {s.vocab:,} rows is padded to {int(vp.result):,} for "
+               f"t={ctx.tp}; the padding rows are in the {held}, across the group; reported for "
+               "completeness",),
         severity=Severity.INFO,
         formulas=(vp, waste),
     )

@@ -89,12 +89,15 @@ def check(ctx: CheckContext) -> Iterator[Finding]:
         given = f"{fmt_bytes(budget.result)} (M·u = {fmt_bytes(m)}·{u:g})"
         refusal = ("the weights load, then vLLM refuses: \"No available memory for the cache "
                    "blocks\"")
+    oom = w > m
     yield ctx.finding(
         rule,
-        f"each GPU must hold {fmt_bytes(w)} of weights at t={ctx.tp}, p={ctx.pp}, but {gpu} gives "
-        f"the engine {given}: "
-        + ("loading fails with CUDA out of memory before any KV cache exists" if w > m else
-           refusal),
+        f"{fmt_bytes(w)} of weights per GPU > the {fmt_bytes(budget.result)} {gpu} gives the "
+        "engine: " + ("out of memory" if oom else "no KV room"),
+        notes=(f"each GPU must hold {fmt_bytes(w)} of weights at t={ctx.tp}, p={ctx.pp}; {gpu} "
+               f"gives the engine {given}",
+               "loading fails with CUDA out of memory before any KV cache exists" if oom
+               else refusal),
         formulas=(ev.weights, budget),
         fix=_what_fits(ctx),
         related=ctx.model_related(),

@@ -52,7 +52,11 @@ Exit 0: nothing at or above --fail-on; 1: findings; 2: usage or input error."""
 @base.option("--report-unused-ignores", is_flag=True,
              help="Report suppressions that match nothing.")
 @base.option("--statistics", is_flag=True, help="Count findings per rule.")
-@base.option("-q", "--quiet", is_flag=True, help="Findings only: no formulas, no summary.")
+@base.option("--output-format", "output_format", type=base.Choice(["full", "concise"]),
+             default="full", help="Text: the headline with its evidence and fix (full), or "
+             "one line per finding (concise).")
+@base.option("-q", "--quiet", is_flag=True,
+             help="Findings only: the headline and its fix, no evidence, no summary.")
 @base.option("--color/--no-color", default=None,
              help="Colour (default: on a terminal, unless NO_COLOR).")
 def command(**params: Any) -> int:
@@ -119,7 +123,8 @@ def run(args: base.Args) -> int:
     sarif = {"scope": settings.root if settings.source else None,
              "category": args.sarif_category}
     text = render(fmt, result, color=color, statistics=args.statistics, quiet=args.quiet,
-                  scope=sarif["scope"], category=sarif["category"])
+                  scope=sarif["scope"], category=sarif["category"],
+                  concise=args.output_format == "concise")
     if text:
         sys.stdout.write(text)
     for note in result.notes:  # every format: stderr is not the report

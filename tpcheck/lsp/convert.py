@@ -86,10 +86,9 @@ def diagnostic(f: Finding, lines: Sequence[str], uri: str, name: str,
             continue
         related.append(lsp.DiagnosticRelatedInformation(
             lsp.Location(target, span_range(sp, lines, encoding)), text))
-    message = f.message + (f"\nfix: {f.fix}" if f.fix else "")
-    return lsp.Diagnostic(
+    return lsp.Diagnostic(  # the headline; the evidence and the fix are the hover's
         range=span_range(f.span, lines, encoding),
-        message=message,
+        message=f.message,
         severity=SEVERITY[f.severity],
         code=f.code,
         code_description=lsp.CodeDescription(href=DOC_URL.format(code=f.code)),
@@ -139,16 +138,23 @@ def _formula_lines(f: Formula, depth: int = 0) -> list[str]:
 
 
 def hover_markdown(findings: Sequence[Finding]) -> str:
-    """Each finding's code, message and formulas with their values, as the CLI prints them."""
+    """Each finding's headline, then its evidence (notes, formulas with their values,
+    alternatives, assumptions) and fix, as the CLI prints them."""
     parts: list[str] = []
     for f in findings:
-        block = [f"**{f.code}** `{f.name}` ({f.severity.value})", "", f.message]
+        block = [f"**{f.code}** `{f.name}` ({f.severity.value}): {f.message}"]
+        if f.notes:
+            block += ["", *(f"- {n}" for n in f.notes)]
         if f.formulas:
             rendered = [ln for x in f.formulas for ln in _formula_lines(x)]
             block += ["", "```text", *rendered, "```"]
             sources = sorted({x.source for x in f.formulas if x.source})
             if sources:
                 block += ["", "Sources: " + "; ".join(sources)]
+        if f.alternatives:
+            block += ["", *(f"- instead: {a.text}" for a in f.alternatives)]
+        if f.assumptions:
+            block += ["", *(f"- assumes: {a.text}" for a in f.assumptions)]
         if f.fix:
             block += ["", f"**Fix:** {f.fix}"]
         block += ["", f"[{f.code} documentation]({DOC_URL.format(code=f.code)})"]

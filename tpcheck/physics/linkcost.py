@@ -60,6 +60,8 @@ def link_use(
         link.bandwidth,
         "B/s",
         (("ASSUMPTION: " + why + "; ") if assumed else "") + link.source,
+        assumed=assumed,
+        link=link.name if link.inter_node else "",
     )
     if alpha is None:
         af = Formula("α", "α (per link class)", {"link": link.key}, link.alpha, "s", ALPHA_NOTE)
@@ -236,6 +238,9 @@ def prefill_share(
         "",
         chunk.source,
         (chunk,),
+        assumed=eta_source == stepmodel.PREFILL_SOURCE,
+        calibrated=eta_source != stepmodel.PREFILL_SOURCE,
+        link=use.link.name if use.link.inter_node else "",
     )
 
 

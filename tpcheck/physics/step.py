@@ -185,6 +185,8 @@ def calibrated_step(floor: Formula, *, layers: int, era: Era | None,
             f"uncalibrated ({why}): the calibrated eras measure {lo:.2f}–{hi:.2f}× the "
             f"floor ({SWEEPS}){across}",
             (floor,) + ((compute,) if compute is not None else ()),
+            calibrated=False,
+            link=network or "",
         )
     fixed, bw = comm_split(floor)
     if off_nvlink and not network:
@@ -206,6 +208,9 @@ def calibrated_step(floor: Formula, *, layers: int, era: Era | None,
         "s",
         f"calibrated: {era.label}, {len(era.rows)} rows of {SWEEPS} ({era.source}){across}",
         (floor,) + ((compute,) if compute is not None else ()),
+        calibrated=True,
+        link=network or "",
+        release=era.label,
     )
 
 
@@ -427,8 +432,8 @@ def tokens_per_second(batch: int, step: Formula, replicas: int = 1) -> Formula:
 
 def basis(step: Formula) -> str:
     """A few words saying what a step figure stands on: its calibration, or the bare floor."""
-    if step.source.startswith("calibrated: "):
-        return step.source.removeprefix("calibrated: ").split(", ")[0]
+    if step.calibrated and step.release:
+        return step.release
     if step.source.startswith("uncalibrated ("):
         return "weight-read floor, " + step.source.removeprefix("uncalibrated (").split("):")[0]
     return "weight-read floor, " + NO_SWEEP

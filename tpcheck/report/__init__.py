@@ -6,8 +6,10 @@ from tpcheck.lint import LintResult
 
 
 def render(fmt: str, result: LintResult, *, color: bool = False, statistics: bool = False,
-           quiet: bool = False, scope: str | None = None, category: str | None = None) -> str:
-    """``scope`` (the settings' folder) and ``category`` name a SARIF run for code scanning."""
+           quiet: bool = False, scope: str | None = None, category: str | None = None,
+           concise: bool = False) -> str:
+    """``scope`` (the settings' folder) and ``category`` name a SARIF run for code scanning;
+    ``concise`` prints one line per finding in text."""
     if fmt == "json":
         from tpcheck.report.json_out import render_json
 
@@ -22,4 +24,5 @@ def render(fmt: str, result: LintResult, *, color: bool = False, statistics: boo
         return render_github(result)
     from tpcheck.report.text import render_text
 
-    return render_text(result, color=color, statistics=statistics, quiet=quiet)
+    return render_text(result, color=color, statistics=statistics, quiet=quiet,
+                       concise=concise)

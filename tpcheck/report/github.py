@@ -28,7 +28,7 @@ def render_github(result: LintResult, root: Path | None = None) -> str:
         props = (f"file={github_property(repository_path(s.path, base))},line={s.line},"
                  f"col={s.column},endLine={s.end_line},endColumn={s.end_column},"
                  f"title={github_property(f'{f.code} {f.name}')}")
-        body = github_data(f.message)
+        body = "%0A".join(github_data(x) for x in [f.message, *f.detail_lines()])
         if f.formula is not None:
             body += "%0A" + github_data(f.formula.render())
         out.append(f"::{LEVEL[f.severity.value]} {props}::{body}")

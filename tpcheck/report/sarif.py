@@ -154,15 +154,18 @@ def _rule(code: str, name: str, severity: str, summary: str) -> dict[str, object
 
 
 def _message(f: Finding) -> dict[str, str]:
-    text = _text(f.message)
-    md = text
+    """The headline, then the evidence: notes, alternatives, assumptions, formulas, fix."""
+    detail = [_text(ln) for ln in f.detail_lines()]
+    text = "\n".join([_text(f.message), *detail])
+    md = _text(f.message) + "".join(f"\n- {ln}" for ln in detail)
     if f.related:  # code scanning shows a related location only where the message links it
         links = "; ".join(f"[{_link_text(t)}]({i})" for i, (_, t) in enumerate(f.related))
         text += f"\nSee {links}."
         md += f"\n\nSee {links}."
-    if f.formula:
-        text += f"\n{f.formula.render()}"
-        md += f"\n\n```\n{f.formula.render()}\n```"
+    if f.formulas:
+        rendered = "\n".join(x.render() for x in f.formulas)
+        text += f"\n{rendered}"
+        md += f"\n\n```\n{rendered}\n```"
     if f.fix:
         text += f"\nFix: {_text(f.fix)}"
         md += f"\n\n**Fix:** {_text(f.fix)}"
@@ -212,8 +215,17 @@ def _result(f: Finding, index: int, src: _Sources,
     fixes = [_fix(e, src) for e in f.edits if e.add_option is None]
     if fixes:
         res["fixes"] = fixes
+    props: dict[str, object] = {}
     if f.formulas:
-        res["properties"] = {"formulas": [x.to_json() for x in f.formulas]}
+        props["formulas"] = [x.to_json() for x in f.formulas]
+    if f.notes or f.formulas:
+        props["evidence"] = f.evidence_json()
+    if f.alternatives:
+        props["alternatives"] = [a.to_json() for a in f.alternatives]
+    if f.assumptions:
+        props["assumptions"] = [a.to_json() for a in f.assumptions]
+    if props:
+        res["properties"] = props
     return res
 
 

@@ -1,76 +1,130 @@
-"""``path:line:col: CODE [severity] message``, then the formulas indented like compiler notes."""
+"""``path:line:col: CODE [severity] headline``, then the evidence indented like compiler notes.
+
+The headline is the finding's verdict in one clause; the evidence (notes, formulas,
+alternatives, assumptions) and the fix follow on indented lines wrapped to the terminal's width
+(80 columns when the output is not a terminal, never more than 100). ``concise`` prints the
+headline line alone, one line per finding; ``quiet`` keeps the headline and the fix.
+"""
 
 from __future__ import annotations
 
+import os
+import sys
 from collections import Counter
 
 from tpcheck.checks.base import Finding
 from tpcheck.lint import LintResult
 from tpcheck.oneline import one_line
-
-SHARED_MIN = 24  # characters two messages must share, ending at ": ", to count as one statement
-
-
-def _own_reason(lead: Finding, f: Finding) -> str | None:
-    """What ``f`` says beyond ``lead``: its message without the statement both open with and
-    the tail both close with; None when they do not repeat one statement."""
-    a, b = lead.message, f.message
-    n = 0
-    while n < min(len(a), len(b)) and a[n] == b[n]:
-        n += 1
-    cut = a.rfind(": ", 0, n)
-    if cut < SHARED_MIN:
-        return None
-    rest = b[cut + 2:]
-    m = 0  # the tail both close with ("Legal sizes for this model: ...")
-    while m < min(len(a), len(rest)) and a[-1 - m] == rest[-1 - m]:
-        m += 1
-    k = rest.find(". ", len(rest) - m) if m else -1
-    return rest[: k + 1] if k > 0 else rest
+from tpcheck.record import replace
 
 COLORS = {"error": "\x1b[31m", "warning": "\x1b[33m", "info": "\x1b[36m"}
 BOLD, DIM, RESET = "\x1b[1m", "\x1b[2m", "\x1b[0m"
+NOT_A_TERMINAL_WIDTH = 80
+MAX_WIDTH = 100
+INDENT = "    "
+
+
+def terminal_width() -> int:
+    """The terminal's columns (at most 100), or 80 when stdout is not a terminal."""
+    try:
+        if not sys.stdout.isatty():
+            return NOT_A_TERMINAL_WIDTH
+        cols = os.get_terminal_size(sys.stdout.fileno()).columns
+    except (OSError, ValueError, AttributeError):
+        return NOT_A_TERMINAL_WIDTH
+    return max(40, min(cols, MAX_WIDTH))
+
+
+def wrap(text: str, width: int, first: str, rest: str) -> list[str]:
+    """``text`` on lines of at most ``width`` columns, the first prefixed ``first``, the others
+    ``rest``; a word longer than a line (a path, a URL) is broken only when it must be."""
+    words = one_line(text).split(" ")
+    lines: list[str] = []
+    line = first
+    start = True
+    for w in words:
+        if not w:
+            continue
+        room = width - len(line) - (0 if start else 1)
+        if len(w) <= room:
+            line = line + w if start else f"{line} {w}"
+            start = False
+            continue
+        if not start:
+            lines.append(line)
+            line, start = rest, True
+        while len(rest) + len(w) > width:  # a single word wider than a line: cut it
+            cut = width - len(line)
+            lines.append(line + w[:cut])
+            w = w[cut:]
+            line = rest
+        line, start = line + w, False
+    lines.append(line)
+    return lines
+
+
+def evidence_lines(f: Finding, width: int, *, fix: bool = True) -> list[str]:
+    """The finding's detail under its headline: notes, formulas, alternatives, assumptions,
+    then the fix, each wrapped to ``width``."""
+    out: list[str] = []
+    for note in f.notes:
+        out += wrap(note, width, INDENT, INDENT + "  ")
+    for fm in f.formulas:
+        out += wrap(fm.render(), width, INDENT + "= ", INDENT + "    ")
+    for alt in f.alternatives:
+        out += wrap(alt.text, width, INDENT + "instead: ", INDENT + "  ")
+    for a in f.assumptions:
+        out += wrap(a.text, width, INDENT + "assumes: ", INDENT + "  ")
+    if fix and f.fix:
+        out += wrap(f.fix, width, INDENT + "fix: ", INDENT + "  ")
+    return out
 
 
 def render_text(result: LintResult, *, color: bool = False, statistics: bool = False,
-                quiet: bool = False) -> str:
+                quiet: bool = False, concise: bool = False, width: int | None = None) -> str:
+    width = min(width or terminal_width(), MAX_WIDTH)
     out: list[str] = []
     lead: Finding | None = None
     for f in result.findings:
         s = f.span
         sev = f.severity.value
-        reason = _own_reason(lead, f) if lead is not None and lead.span == s else None
-        if reason is not None and lead is not None:
-            # One mistake, one screen: a finding on the lead's span that repeats its statement
-            # (TP101-TP104 for one t) says only its own reason; JSON/SARIF keep it whole.
-            code = f"{COLORS[sev]}{f.code}{RESET}" if color else f.code
-            out.append(f"  + {code} [{sev}] {one_line(reason)}")
-            if f.fix and f.fix != lead.fix and not quiet:
-                out.append(f"    fix: {one_line(f.fix)}")
+        code = f"{COLORS[sev]}{f.code}{RESET}" if color else f.code
+        headline = one_line(f.message)
+        if (not concise and lead is not None and lead.span == s and f.fix == lead.fix
+                and f.fix):
+            # One mistake, one screen: another refusal of the same token with the same fix
+            # (TP101-TP104 for one t) is said under the first, its fix not repeated.
+            out.append(f"  + {code} [{sev}] {headline}")
+            if not quiet:  # its own evidence: what the first one said is not repeated
+                own = replace(f, notes=tuple(n for n in f.notes if n not in lead.notes),
+                              assumptions=tuple(a for a in f.assumptions
+                                                if a not in lead.assumptions))
+                out += _dim(evidence_lines(own, width, fix=False), color)
             continue
         lead = f
         loc = f"{one_line(s.path)}:{s.line}:{s.column}:"  # a path or value never breaks the line
-        message = one_line(f.message)
         if color:
-            head = f"{BOLD}{loc}{RESET} {COLORS[sev]}{f.code}{RESET} [{sev}] {message}"
+            out.append(f"{BOLD}{loc}{RESET} {code} [{sev}] {headline}")
         else:
-            head = f"{loc} {f.code} [{sev}] {message}"
-        out.append(head)
-        if quiet:
+            out.append(f"{loc} {code} [{sev}] {headline}")
+        if concise:
             continue
-        for fm in f.formulas:
-            line = f"    = {one_line(fm.render())}"
-            out.append(f"{DIM}{line}{RESET}" if color else line)
+        if quiet:
+            if f.fix:
+                out += wrap(f.fix, width, INDENT + "fix: ", INDENT + "  ")
+            continue
+        detail = evidence_lines(f, width, fix=False)
+        out += _dim(detail, color)
         if f.fix:
-            out.append(f"    fix: {one_line(f.fix)}")
+            out += wrap(f.fix, width, INDENT + "fix: ", INDENT + "  ")
     for upath, uline, utext in result.unused_ignores:
         out.append(one_line(f"{upath}:{uline}:1: unused suppression: {utext}"))
     if statistics and result.findings:
         counts = Counter((f.code, f.name) for f in result.findings)
         out.append("")
-        for (code, name), n in sorted(counts.items()):
-            out.append(f"{n:>5}  {code}  {name}")
-    if not quiet:
+        for (c, name), n in sorted(counts.items()):
+            out.append(f"{n:>5}  {c}  {name}")
+    if not quiet and not concise:
         n = len(result.findings)
         tail = (f"{n} finding{'s' if n != 1 else ''} in {result.deployments} "
                 f"deployment{'s' if result.deployments != 1 else ''} "
@@ -80,3 +134,7 @@ def render_text(result: LintResult, *, color: bool = False, statistics: bool = F
         tail += ")"
         out.append(tail)
     return "\n".join(out) + ("\n" if out else "")
+
+
+def _dim(lines: list[str], color: bool) -> list[str]:
+    return [f"{DIM}{ln}{RESET}" for ln in lines] if color else lines
