@@ -258,3 +258,24 @@ def test_notice_example_is_unreadable_and_its_fix_reads(code: str, tmp_path: Pat
     assert isinstance(errors, list) and len(errors) == 1, errors
     data = run_cli(blocks(code)["fixed"], tmp_path, f"{code.lower()}-fixed")
     assert data["errors"] == []
+
+
+# Words of tpcheck's own making, not of the product: what `explain` prints and the wheel ships
+# speaks of the engines, the formulas and the options, never of the project's notes or tracker.
+INTERNAL_RE = re.compile(r"\bseeds?\b|§|\bissue \d+", re.IGNORECASE)
+
+
+@pytest.mark.parametrize("code", [*CODES, *NOTICES])
+def test_explain_speaks_of_the_product_only(code: str) -> None:
+    from tpcheck.ruledocs import doc
+
+    text = doc(code)
+    assert text is not None
+    assert INTERNAL_RE.findall(text) == [], code
+
+
+def test_readme_rule_table_lists_the_registry() -> None:
+    # the README's rule table names every rule by the code and name the registry gives it
+    readme = (REPO / "README.md").read_text(encoding="utf-8")
+    rows = re.findall(r"^\| (TP\d{3}) \| ([a-z0-9-]+) \|", readme, re.MULTILINE)
+    assert rows == [(m.CODE, m.NAME) for m in RULES] + [(c, n) for c, (n, _) in NOTICES.items()]

@@ -15,7 +15,14 @@ from collections.abc import Callable, Iterable, Mapping
 from pathlib import Path
 from types import ModuleType
 
-from tpcheck.checks import UnknownRule, bad_option_value, rule_options, selected
+from tpcheck.checks import (
+    ROOT_CAUSE_RULES,
+    UnknownRule,
+    bad_option_value,
+    rule_options,
+    selected,
+)
+from tpcheck.checks._options import root_cause
 from tpcheck.checks.base import Finding, Severity
 from tpcheck.checks.context import CheckContext
 from tpcheck.errors import UsageError
@@ -103,6 +110,8 @@ class Linter:
                                                             settings.source or "settings"))
         self.settings = settings
         self.rules: list[ModuleType] = selected(settings.select, settings.ignore)
+        # the option rules whose finding can be the root cause of a capacity figure
+        self.root_causes = any(r in ROOT_CAUSE_RULES.values() for r in self.rules)
         for pattern, codes in settings.per_file_ignores.items():
             try:
                 selected((), codes)  # the same codes and prefixes --ignore accepts
@@ -347,6 +356,15 @@ class Linter:
                 if not rule.NEEDS_VALID_LAYOUT:
                     found.extend(rule.check(ctx))
             return _one_per_span(found + late)
+        cause = root_cause(d) if self.root_causes else None
+        if cause is not None and ROOT_CAUSE_RULES[cause[0].outcome] in self.rules:
+            # Root cause first: an option the capacity figures rest on is misspelt, ambiguous or
+            # refused (``--tensor-parallel-sise 8``). Its finding says so; the capacity rules
+            # would compute with the engine's default in its place (t = 1), so they stay silent.
+            for rule in self.rules:
+                if not rule.NEEDS_VALID_LAYOUT:
+                    found.extend(rule.check(ctx))
+            return found
         tp_unknown = "tensor_parallel_size" in d.unresolved
         tpu = is_tpu(d)  # GPU memory and link physics do not apply to a TPU slice
         if shape is not None and not tp_unknown and not tpu:

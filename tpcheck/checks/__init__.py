@@ -74,6 +74,12 @@ RULES: tuple[ModuleType, ...] = (
 )
 
 BY_CODE: dict[str, ModuleType] = {m.CODE: m for m in RULES}
+# Rules whose finding on a capacity option (a misspelt --tensor-parallel-size) is the root cause
+# of any capacity figure, by the outcome they report: while the one for the outcome runs, the
+# capacity rules stay silent for that launch.
+ROOT_CAUSE_RULES: dict[str, ModuleType] = {"unknown": unknown_option,
+                                           "ambiguous": ambiguous_option,
+                                           "bad_value": bad_option_value}
 
 
 class UnknownRule(KeyError):

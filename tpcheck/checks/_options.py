@@ -324,6 +324,58 @@ def _same_shape(a: Analysis, v: Verdict, target: str) -> bool:
     return new is not None and v.option is not None and new.takes_value == v.option.takes_value
 
 
+# The options the capacity rules' figures rest on (t, p, dp, the context, the memory budget and the
+# KV cache's bytes), as each engine spells them; a Python keyword is the same name with
+# underscores.
+CAPACITY_OPTIONS = {
+    "vllm": frozenset({"--tensor-parallel-size", "--pipeline-parallel-size",
+                       "--data-parallel-size", "--max-model-len", "--gpu-memory-utilization",
+                       "--kv-cache-dtype"}),
+    "sglang": frozenset({"--tp-size", "--pp-size", "--dp-size", "--context-length",
+                         "--mem-fraction-static", "--kv-cache-dtype"}),
+}
+_ROOT_OUTCOMES = ("unknown", "ambiguous", "bad_value")
+
+
+def capacity_option(engine: str, release: str, v: Verdict) -> str | None:
+    """The capacity option a misspelt, ambiguous or badly valued option stands for (the one the
+    user meant), or None: the capacity rules would compute with the engine's default in its
+    place, so the option's finding is the root cause and they stay silent."""
+    if v.outcome not in _ROOT_OUTCOMES:
+        return None
+    wanted = CAPACITY_OPTIONS.get(engine, frozenset())
+    names = load_table(engine, release).by_name
+    if v.outcome == "ambiguous":
+        written = normalize(engine, v.use.written)
+        hits = sorted(n for n in wanted if n.startswith(written))
+        return hits[0] if hits else None
+    candidates = [v.option] if v.outcome == "bad_value" else []
+    target = v.suggestion or ""
+    if v.use.keyword and target:
+        target = "--" + target.replace("_", "-")
+    if target in names:
+        candidates.append(names[target])
+    for opt in candidates:
+        if opt is not None:
+            hit = next((n for n in opt.names if n in wanted), None)
+            if hit is not None:
+                return hit
+    return None
+
+
+def root_cause(d: Deployment) -> tuple[Verdict, str] | None:
+    """The first option finding (TP001-TP003's outcomes) about an option the capacity rules
+    depend on, and that option: printed first, and the capacity rules do not run for ``d``."""
+    if not d.options:
+        return None
+    a = analyze(d)
+    for v in a.verdicts:
+        meant = capacity_option(a.engine, a.release, v)
+        if meant is not None:
+            return v, meant
+    return None
+
+
 def findings(ctx: CheckContext, rule: ModuleType, outcome: Outcome,
              default_fix: str) -> Iterator[Finding]:
     """The findings of one outcome, each at the option (or, for a bad value, the value)."""
@@ -339,6 +391,10 @@ def findings(ctx: CheckContext, rule: ModuleType, outcome: Outcome,
         target = v.replacement or v.suggestion
         msg = _headline(v, outcome, target)
         notes = [f"the engine says: {v.message}"]
+        meant = capacity_option(a.engine, a.release, v)
+        if meant is not None:
+            notes.append(f"the capacity rules were not run for this deployment: their figures "
+                         f"depend on {meant}, which the engine would not read as written")
         assumed: tuple[Assumption, ...]
         if a.note:
             assumed = (Assumption("release", a.note),)
