@@ -20,12 +20,11 @@ import subprocess
 import sys
 from dataclasses import dataclass
 from pathlib import Path
-from types import ModuleType
 
 import pytest
 
 from tests.shared import said
-from tpcheck.checks import RULES
+from tpcheck.checks import RULES, Rule
 from tpcheck.ruledocs import NOTICES
 
 REPO = Path(__file__).resolve().parents[1]
@@ -38,12 +37,13 @@ SECTIONS = (
     "Fix",
     "Engine code it mirrors",
 )
-# A rule with options (CONF, DEFAULT) documents them between "Fix" and "Engine code it mirrors".
+# A rule with options (in its registry row) lists them between "Fix" and "Engine code it
+# mirrors".
 OPTIONS_SECTION = "Options"
 OPTION_ROW_RE = re.compile(r"^\| `([a-z0-9-]+)` \| [^|]+ \| ([^|]+) \|", re.MULTILINE)
 EXTENSIONS = {"sh": ".sh", "yaml": ".yaml", "python": ".py"}
-CODES = [m.CODE for m in RULES]
-NAMES = {**{m.CODE: m.NAME for m in RULES}, **{c: name for c, (name, _) in NOTICES.items()}}
+CODES = [m.code for m in RULES]
+NAMES = {**{m.code: m.name for m in RULES}, **{c: name for c, (name, _) in NOTICES.items()}}
 FENCE_RE = re.compile(r"^```([^\n]*)$", re.MULTILINE)
 ARGS_RE = re.compile(r"^<!--\s*tpcheck-args:(.*?)-->\s*$")
 QUOTE_RE = re.compile(r"`(\d[^`]*)`")  # a figure quoted from the example's finding
@@ -154,9 +154,9 @@ def test_every_rule_has_a_doc_and_every_doc_a_rule() -> None:
 def test_doc_has_the_seven_sections_in_order(code: str) -> None:
     title, secs = split_sections(read_doc(code))
     assert title == f"{code} {NAMES[code]}"
-    rule = next((m for m in RULES if code == m.CODE), None)
+    rule = next((m for m in RULES if code == m.code), None)
     expected = SECTIONS
-    if getattr(rule, "CONF", None):
+    if rule is not None and rule.options:
         expected = (*SECTIONS[:-1], OPTIONS_SECTION, SECTIONS[-1])
     assert tuple(h for h, _ in secs) == expected
     for heading, body in secs:
@@ -170,17 +170,17 @@ def _toml(value: object) -> str:
     return f"{value:g}" if isinstance(value, float) else str(value)
 
 
-OPTIONED = [m for m in RULES if getattr(m, "CONF", None)]
+OPTIONED = [m for m in RULES if m.options]
 
 
-@pytest.mark.parametrize("rule", OPTIONED, ids=[m.CODE for m in OPTIONED])
-def test_doc_and_readme_list_each_option_with_its_default(rule: ModuleType) -> None:
-    body = dict(split_sections(read_doc(rule.CODE))[1])[OPTIONS_SECTION]
+@pytest.mark.parametrize("rule", OPTIONED, ids=[m.code for m in OPTIONED])
+def test_doc_and_readme_list_each_option_with_its_default(rule: Rule) -> None:
+    body = dict(split_sections(read_doc(rule.code))[1])[OPTIONS_SECTION]
     rows = {name: default.strip() for name, default in OPTION_ROW_RE.findall(body)}
-    assert rows == {name: _toml(rule.DEFAULT[name]) for name in rule.CONF}
+    assert rows == {name: _toml(default) for name, default in rule.defaults.items()}
     readme = (REPO / "README.md").read_text(encoding="utf-8")
-    for name in rule.CONF:
-        assert f"| {rule.CODE} | `{name}` | {_toml(rule.DEFAULT[name])} |" in readme
+    for name in rule.defaults:
+        assert f"| {rule.code} | `{name}` | {_toml(rule.defaults[name])} |" in readme
 
 
 @pytest.mark.parametrize("code", [*CODES, *NOTICES])
@@ -278,4 +278,4 @@ def test_readme_rule_table_lists_the_registry() -> None:
     # the README's rule table names every rule by the code and name the registry gives it
     readme = (REPO / "README.md").read_text(encoding="utf-8")
     rows = re.findall(r"^\| (TP\d{3}) \| ([a-z0-9-]+) \|", readme, re.MULTILINE)
-    assert rows == [(m.CODE, m.NAME) for m in RULES] + [(c, n) for c, (n, _) in NOTICES.items()]
+    assert rows == [(m.code, m.name) for m in RULES] + [(c, n) for c, (n, _) in NOTICES.items()]

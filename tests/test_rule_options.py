@@ -1,4 +1,4 @@
-"""Per-rule options (issue 15): declared on the rule (CONF, DEFAULT), set in
+"""Per-rule options (issue 15): declared in the rule's registry row, set in
 ``[tool.tpcheck.rules.CODE]`` / ``[rules.CODE]``, checked generically, read by the rule."""
 
 from __future__ import annotations
@@ -7,12 +7,11 @@ import math
 import subprocess
 import sys
 from pathlib import Path
-from types import ModuleType
 
 import pytest
 
 from tests.checks.rulecase import lint_text, only, result
-from tpcheck.checks import RULES, rule_options
+from tpcheck.checks import RULES, Rule, rule_options
 from tpcheck.checks.base import Severity
 from tpcheck.settings import Settings, SettingsError, load_settings
 
@@ -24,15 +23,13 @@ LAUNCH = "vllm serve meta-llama/Llama-3.1-8B-Instruct --max-model-len 8192 --max
 SEATS = 56
 
 
-@pytest.mark.parametrize("rule", RULES, ids=[m.CODE for m in RULES])
-def test_every_option_has_a_default_of_its_type(rule: ModuleType) -> None:
-    conf = getattr(rule, "CONF", {})
-    assert set(conf) == set(getattr(rule, "DEFAULT", {}))
-    for name, want in conf.items():
-        default = rule.DEFAULT[name]
+@pytest.mark.parametrize("rule", RULES, ids=[m.code for m in RULES])
+def test_every_option_has_a_default_of_its_type(rule: Rule) -> None:
+    for option in rule.options:
+        name, want, default = option.name, option.kind, option.default
         assert default in want if isinstance(want, tuple) else isinstance(default, want), name
         # the default passes the rule's own check
-        assert rule_options({rule.CODE: {name: default}}, WHERE)[rule.CODE][name] == default
+        assert rule_options({rule.code: {name: default}}, WHERE)[rule.code][name] == default
 
 
 @pytest.mark.parametrize(("table", "expected"), [
@@ -160,12 +157,13 @@ def test_inspect_reports_bad_settings_as_a_usage_error(tmp_path: Path, table: st
 def test_choices_and_other_types(monkeypatch: pytest.MonkeyPatch) -> None:
     """The generic check for the option kinds no rule uses yet: allowed strings, integers,
     booleans (on a rule given options for the test)."""
-    from tpcheck.checks import vocab_padding
+    from tpcheck.checks import BY_CODE
+    from tpcheck.checks.registry import RuleOption
+    from tpcheck.record import replace
 
-    monkeypatch.setattr(vocab_padding, "CONF",
-                        {"mode": ("rows", "bytes"), "limit": int, "quiet": bool}, raising=False)
-    monkeypatch.setattr(vocab_padding, "DEFAULT",
-                        {"mode": "rows", "limit": 64, "quiet": False}, raising=False)
+    monkeypatch.setitem(BY_CODE, "TP104", replace(BY_CODE["TP104"], options=(
+        RuleOption("mode", ("rows", "bytes"), "rows"), RuleOption("limit", int, 64),
+        RuleOption("quiet", bool, False))))
     ok = {"TP104": {"mode": "bytes", "limit": 128, "quiet": True}}
     assert rule_options(ok, WHERE) == ok
     for options, message in (

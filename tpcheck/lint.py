@@ -13,15 +13,9 @@ import os
 import re
 from collections.abc import Callable, Iterable, Mapping
 from pathlib import Path
-from types import ModuleType
 
-from tpcheck.checks import (
-    ROOT_CAUSE_RULES,
-    UnknownRule,
-    bad_option_value,
-    rule_options,
-    selected,
-)
+from tpcheck.checks import Rule, UnknownRule, rule_options, selected
+from tpcheck.checks._options import refused as refused_value
 from tpcheck.checks._options import root_cause
 from tpcheck.checks.base import Finding, Severity
 from tpcheck.checks.context import CheckContext
@@ -109,9 +103,12 @@ class Linter:
             settings = replace(settings, rules=rule_options(settings.rules,
                                                             settings.source or "settings"))
         self.settings = settings
-        self.rules: list[ModuleType] = selected(settings.select, settings.ignore)
-        # the option rules whose finding can be the root cause of a capacity figure
-        self.root_causes = any(r in ROOT_CAUSE_RULES.values() for r in self.rules)
+        self.rules: list[Rule] = selected(settings.select, settings.ignore)
+        # The option rules by the outcome they report (rows of checks.registry): the bad-value
+        # one also reports values below the engine's minimum and values the physics refuses,
+        # and those of a misspelt, ambiguous or refused option are root causes (see below).
+        self.by_outcome: dict[str, Rule] = {
+            o: r for r in self.rules if (o := r.param("outcome")) is not None}
         for pattern, codes in settings.per_file_ignores.items():
             try:
                 selected((), codes)  # the same codes and prefixes --ignore accepts
@@ -348,21 +345,22 @@ class Linter:
             # mistake, not tpcheck's input error). Only the command-line rules run on such a
             # launch; the layout rules would compute with a value no engine accepts (issue 18).
             name, head, detail = below
-            if any(r.CODE == "TP003" for r in self.rules):
+            bad_value = self.by_outcome.get("bad_value")
+            if bad_value is not None:
                 late.append(ctx.finding(
-                    bad_option_value, head, notes=(detail, "the layout rules were not run"),
+                    bad_value, head, notes=(detail, "the layout rules were not run"),
                     span=d.span_of(name), fix="give it a value the engine accepts"))
             for rule in self.rules:
-                if not rule.NEEDS_VALID_LAYOUT:
+                if "valid_layout" not in rule.needs:
                     found.extend(rule.check(ctx))
-            return _one_per_span(found + late)
-        cause = root_cause(d) if self.root_causes else None
-        if cause is not None and ROOT_CAUSE_RULES[cause[0].outcome] in self.rules:
+            return _one_per_span(found, late)
+        cause = root_cause(d) if self.by_outcome else None
+        if cause is not None and cause[0].outcome in self.by_outcome:
             # Root cause first: an option the capacity figures rest on is misspelt, ambiguous or
             # refused (``--tensor-parallel-sise 8``). Its finding says so; the capacity rules
             # would compute with the engine's default in its place (t = 1), so they stay silent.
             for rule in self.rules:
-                if not rule.NEEDS_VALID_LAYOUT:
+                if "valid_layout" not in rule.needs:
                     found.extend(rule.check(ctx))
             return found
         tp_unknown = "tensor_parallel_size" in d.unresolved
@@ -376,8 +374,9 @@ class Linter:
                 # The manifest's value, not tpcheck's input, is wrong: say so (TP003) and check
                 # the rest as the engine's default would run it (issue 17).
                 name, message = refused
-                if any(r.CODE == "TP003" for r in self.rules):
-                    late.append(bad_option_value.refused(ctx, name, message))
+                bad_value = self.by_outcome.get("bad_value")
+                if bad_value is not None:
+                    late.append(refused_value(ctx, bad_value, name, message))
                 d = replace(d, **{name: None})
                 ctx = CheckContext(d, shape=shape, settings=self.settings, gpu=gpu,
                                    gpu_origin=origin, model_problem=problem,
@@ -386,25 +385,25 @@ class Linter:
                                    topology=self.topology, evaluations=self._evaluations)
         unresolved = d.unresolved.keys()  # usually empty: then no rule is skipped for it
         for rule in self.rules:
-            # each rule declares what it needs (tpcheck.checks): skipped when that is missing
-            if tpu and rule.NEEDS_GPU_PHYSICS:
+            # each rule declares what it needs (checks.registry): skipped when that is missing
+            if tpu and "gpu_physics" in rule.needs:
                 continue
-            if rule.NEEDS_SHAPE and shape is None:
+            if "shape" in rule.needs and shape is None:
                 continue
-            if tp_unknown and rule.NEEDS_KNOWN_TP:
+            if tp_unknown and "known_tp" in rule.needs:
                 continue  # t is an expression tpcheck cannot evaluate: nothing to say about it
-            if unresolved and not unresolved.isdisjoint(rule.DEPENDS_ON):
+            if unresolved and not unresolved.isdisjoint(rule.depends_on):
                 continue  # a value the rule's figures need is an expression: no guessed finding
             try:
                 found.extend(rule.check(ctx))
             except Exception as e:
                 out.errors.append(SourceError(
                     d.path, d.span.line, d.span.column,
-                    f"internal error in {rule.CODE}: {type(e).__name__}: {e} "
+                    f"internal error in {rule.code}: {type(e).__name__}: {e} "
                     "(rerun with --debug)"))
                 if os.environ.get("TPCHECK_DEBUG"):
                     raise
-        return _one_per_span(found + late)
+        return _one_per_span(found, late)
 
     def _file_ignores(self, path: str) -> tuple[str, ...]:
         """Codes and prefixes (``TP2``) ignored for ``path``; ``ALL`` ignores every code."""
@@ -602,17 +601,11 @@ def _unusable_config_fix(problem: str, file: str, origin: str, model: str) -> st
             "config.json (a cached download may be truncated: download it again)")
 
 
-def _one_per_span(found: list[Finding]) -> list[Finding]:
-    """TP003 from the option table and TP003 from the physics can name the same value: once."""
-    seen: set[tuple[str, Span]] = set()
-    out = []
-    for f in found:
-        if f.code == "TP003":
-            if (f.code, f.span) in seen:
-                continue
-            seen.add((f.code, f.span))
-        out.append(f)
-    return out
+def _one_per_span(found: list[Finding], late: list[Finding]) -> list[Finding]:
+    """A value the option table refuses and the physics refuses too (TP003 from either) is
+    said once: a late finding whose code a rule already gave on that span is dropped."""
+    seen = {(f.code, f.span) for f in found}
+    return found + [f for f in late if (f.code, f.span) not in seen]
 
 
 def is_tpu(d: Deployment) -> bool:

@@ -142,7 +142,7 @@ def test_tp302_judges_the_attention_tp_group_under_dp_attention() -> None:
     # deepep on an MoE model without dense layers (Qwen3-30B-A3B): attn_tp = 8 // 4 = 2,
     # moe_tp = 8 // 8 = 1, so the all-reduce groups are pairs {0,1}, {2,3}, {4,5}, {6,7} — none
     # crosses the sockets. Plain TP 8 all-reduces over both sockets.
-    from tpcheck.checks import tp_crosses_sockets
+    from tpcheck.checks import BY_CODE
     from tpcheck.checks.context import CheckContext
     from tpcheck.hardware.topology import parse_topology
     from tpcheck.models import catalog
@@ -160,7 +160,7 @@ def test_tp302_judges_the_attention_tp_group_under_dp_attention() -> None:
         d = Deployment(path="x", engine="sglang", span=Span("x", 1, 1, 1, 2),
                        model="Qwen/Qwen3-30B-A3B", tensor_parallel_size=8, **kw)  # type: ignore[arg-type]
         ctx = CheckContext(d, shape=shape, settings=Settings(), topology=topo)
-        return list(tp_crosses_sockets.check(ctx))
+        return list(BY_CODE["TP302"].check(ctx))
 
     assert tp302(attn_dp_size=4, enable_dp_attention=True, moe_a2a_backend="deepep") == []
     [f] = tp302()

@@ -4,11 +4,10 @@ rules/CODE.md, and its cases are in tests/checks/test_<code>.py."""
 from __future__ import annotations
 
 from pathlib import Path
-from types import ModuleType
 
 import pytest
 
-from tpcheck.checks import RULES
+from tpcheck.checks import RULES, Rule
 
 ROOT = Path(__file__).resolve().parents[2]
 # TP301 and TP302 share one file of derived figures (their cases are interleaved with the
@@ -16,11 +15,13 @@ ROOT = Path(__file__).resolve().parents[2]
 SHARED = {"TP301": "test_tp301_tp302.py", "TP302": "test_tp301_tp302.py"}
 
 
-@pytest.mark.parametrize("rule", RULES, ids=[m.CODE for m in RULES])
-def test_module_doc_and_tests_named_by_code(rule: ModuleType) -> None:
-    assert rule.__file__ is not None
-    assert Path(rule.__file__).parent == ROOT / "tpcheck" / "checks"
-    assert (ROOT / "rules" / f"{rule.CODE}.md").is_file()
-    tests = ROOT / "tests" / "checks" / SHARED.get(rule.CODE, f"test_{rule.CODE.lower()}.py")
+@pytest.mark.parametrize("rule", RULES, ids=[m.code for m in RULES])
+def test_module_doc_and_tests_named_by_code(rule: Rule) -> None:
+    assert isinstance(rule.checker, str) and rule.checker.startswith("tpcheck.checks.")
+    module = rule.checker.partition(":")[0].removeprefix("tpcheck.checks.")
+    assert (ROOT / "tpcheck" / "checks" / f"{module}.py").is_file()
+    assert rule.doc == f"rules/{rule.code}.md"
+    assert (ROOT / "rules" / f"{rule.code}.md").is_file()
+    tests = ROOT / "tests" / "checks" / SHARED.get(rule.code, f"test_{rule.code.lower()}.py")
     assert tests.is_file(), tests
-    assert rule.CODE in tests.read_text(encoding="utf-8")
+    assert rule.code in tests.read_text(encoding="utf-8")

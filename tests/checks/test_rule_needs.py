@@ -2,50 +2,57 @@
 
 from __future__ import annotations
 
+import importlib
+import re
 from collections.abc import Iterator
 from pathlib import Path
-from types import ModuleType
 
 import pytest
 
-from tpcheck.checks import RULES
+from tpcheck.checks import RULES, Rule
 from tpcheck.checks.base import Finding, Severity
 from tpcheck.checks.context import CheckContext
+from tpcheck.checks.registry import FAMILIES, NEEDS
 from tpcheck.lint import Linter
 from tpcheck.record import fields
 from tpcheck.settings import Settings
 from tpcheck.sources.base import Deployment
 
-FLAGS = ("NEEDS_SHAPE", "NEEDS_KNOWN_TP", "NEEDS_GPU_PHYSICS", "NEEDS_VALID_LAYOUT",
-         "USES_MEMORY_MODEL", "REFUSAL_VERDICT")
 DEPLOYMENT_FIELDS = {f.name for f in fields(Deployment)}
 
 
-@pytest.mark.parametrize("rule", RULES, ids=[m.CODE for m in RULES])
-def test_every_rule_declares_what_it_needs(rule: ModuleType) -> None:
-    for flag in FLAGS:
-        assert isinstance(getattr(rule, flag), bool), f"{rule.CODE}.{flag}"
-    assert isinstance(rule.DEPENDS_ON, tuple)
+@pytest.mark.parametrize("rule", RULES, ids=[m.code for m in RULES])
+def test_every_rule_declares_what_it_needs(rule: Rule) -> None:
+    assert rule.needs <= NEEDS, rule.needs - NEEDS
+    assert rule.family in FAMILIES
+    assert isinstance(rule.memory_model, bool) and isinstance(rule.refusal_verdict, bool)
+    assert isinstance(rule.depends_on, tuple)
     # a misspelt field would never be unresolved: the rule would guess silently
-    assert set(rule.DEPENDS_ON) <= DEPLOYMENT_FIELDS, set(rule.DEPENDS_ON) - DEPLOYMENT_FIELDS
+    assert set(rule.depends_on) <= DEPLOYMENT_FIELDS, set(rule.depends_on) - DEPLOYMENT_FIELDS
 
 
-def _probe(code: str, **needs: object) -> tuple[ModuleType, list[str]]:
+def test_a_row_names_a_function_that_exists() -> None:
+    # the registry imports no check; each row's function is found when first called
+    for rule in RULES:
+        assert isinstance(rule.checker, str)
+        module, _, name = rule.checker.partition(":")
+        assert callable(getattr(importlib.import_module(module), name)), rule.code
+
+
+def _probe(code: str, needs: frozenset[str] = frozenset(),
+           depends_on: tuple[str, ...] = ()) -> tuple[Rule, list[str]]:
     """A rule that finds nothing and records the launches it was asked about."""
     calls: list[str] = []
 
-    def check(ctx: CheckContext) -> Iterator[Finding]:
+    def check(ctx: CheckContext, rule: Rule) -> Iterator[Finding]:
         calls.append(ctx.deployment.path)
         return iter(())
 
-    m = ModuleType(f"probe_{code}")
-    vars(m).update(CODE=code, NAME="probe", SEVERITY=Severity.INFO, SUMMARY="probe",
-                   check=check, DEPENDS_ON=(), **dict.fromkeys(FLAGS, False))
-    vars(m).update(needs)
-    return m, calls
+    return Rule(code, "probe", Severity.INFO, "capacity", "probe", check, needs,
+                depends_on), calls
 
 
-def _run(tmp_path: Path, name: str, text: str, *rules: ModuleType) -> None:
+def _run(tmp_path: Path, name: str, text: str, *rules: Rule) -> None:
     p = tmp_path / name
     p.write_text(text)
     linter = Linter(Settings(offline=True), gpu_flag="h100-sxm")
@@ -70,7 +77,7 @@ spec:
 
 def test_tpu_skips_what_needs_gpu_physics_whatever_its_code(tmp_path: Path) -> None:
     # codes a prefix gate would have treated the other way round
-    physics, physics_calls = _probe("TP001", NEEDS_GPU_PHYSICS=True)
+    physics, physics_calls = _probe("TP001", frozenset({"gpu_physics"}))
     layout, layout_calls = _probe("TP201")
     _run(tmp_path, "tpu.yaml", TPU, physics, layout)
     assert physics_calls == [] and layout_calls == [str(tmp_path / "tpu.yaml")]
@@ -78,7 +85,7 @@ def test_tpu_skips_what_needs_gpu_physics_whatever_its_code(tmp_path: Path) -> N
 
 def test_unknown_t_skips_what_needs_a_known_t(tmp_path: Path) -> None:
     text = "vllm serve org/m --tensor-parallel-size $((N * 8))\n"
-    needs_t, needs_t_calls = _probe("TP001", NEEDS_KNOWN_TP=True)
+    needs_t, needs_t_calls = _probe("TP001", frozenset({"known_tp"}))
     other, other_calls = _probe("TP401")
     _run(tmp_path, "run.sh", text, needs_t, other)
     assert needs_t_calls == [] and other_calls == [str(tmp_path / "run.sh")]
@@ -86,8 +93,8 @@ def test_unknown_t_skips_what_needs_a_known_t(tmp_path: Path) -> None:
 
 def test_an_unresolved_field_skips_the_rules_that_depend_on_it(tmp_path: Path) -> None:
     text = "vllm serve org/m --tensor-parallel-size 8 --data-parallel-size $DP\n"
-    dp, dp_calls = _probe("TP001", DEPENDS_ON=("data_parallel_size",))
-    mem, mem_calls = _probe("TP201", DEPENDS_ON=("gpu_memory_utilization",))
+    dp, dp_calls = _probe("TP001", depends_on=("data_parallel_size",))
+    mem, mem_calls = _probe("TP201", depends_on=("gpu_memory_utilization",))
     _run(tmp_path, "run.sh", text, dp, mem)
     assert dp_calls == [] and mem_calls == [str(tmp_path / "run.sh")]
 
@@ -95,7 +102,16 @@ def test_an_unresolved_field_skips_the_rules_that_depend_on_it(tmp_path: Path) -
 def test_a_refused_size_runs_only_what_does_without_a_valid_layout(tmp_path: Path) -> None:
     # t = 0 is below vLLM's minimum of 1: TP003's case (issue 17); layout rules are not run
     text = "vllm serve org/m --tensor-parallel-size 0\n"
-    layout, layout_calls = _probe("TP001", NEEDS_VALID_LAYOUT=True)
+    layout, layout_calls = _probe("TP001", frozenset({"valid_layout"}))
     cmdline, cmdline_calls = _probe("TP201")
     _run(tmp_path, "run.sh", text, layout, cmdline)
     assert layout_calls == [] and cmdline_calls == [str(tmp_path / "run.sh")]
+
+
+def test_no_rule_code_outside_the_registry_gates_the_run() -> None:
+    # lint.py reads the rows (needs, outcome) and physics returns refusals as facts: neither
+    # names a rule code, so a rule's behaviour is changed in its row alone
+    root = Path(__file__).resolve().parents[2] / "tpcheck"
+    for rel in ("lint.py", "physics/legality.py", "physics/plan.py"):
+        text = (root / rel).read_text(encoding="utf-8")
+        assert re.findall(r"[\"']TP\d{3}[\"']", text) == [], rel

@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from tpcheck.checks import tp_crosses_nodes, tp_crosses_sockets
+from tpcheck.checks import BY_CODE, tp_crosses_nodes
 from tpcheck.checks.base import Finding
 from tpcheck.checks.context import CheckContext
 from tpcheck.hardware.gpus import find_gpu
@@ -155,7 +155,7 @@ def _dep(**kw: object) -> Deployment:
 
 
 def _tp301(d: Deployment) -> list[Finding]:
-    return list(tp_crosses_nodes.check(CheckContext(d, shape=None, settings=Settings())))
+    return list(BY_CODE["TP301"].check(CheckContext(d, shape=None, settings=Settings())))
 
 
 def test_tp301_group_straddling_a_node_boundary() -> None:
@@ -222,7 +222,7 @@ def _tp302(d: Deployment, topo_file: str, gpu: str | None = None) -> list[Findin
     topo = parse_topology((TOPO / topo_file).read_text(), topo_file)
     ctx = CheckContext(d, shape=None, settings=Settings(), topology=topo,
                        gpu=find_gpu(gpu) if gpu else None)
-    return list(tp_crosses_sockets.check(ctx))
+    return list(BY_CODE["TP302"].check(ctx))
 
 
 def test_tp302_default_group_and_pipeline_stages() -> None:
@@ -256,7 +256,7 @@ def test_tp302_pcie_where_nvlink_was_expected() -> None:
     topo = parse_topology(text, "pairs.txt")
     ctx = CheckContext(_dep(tensor_parallel_size=4), shape=None, settings=Settings(),
                        topology=topo, gpu=find_gpu("a100-sxm-80gb"))
-    [f] = tp_crosses_sockets.check(ctx)
+    [f] = BY_CODE["TP302"].check(ctx)
     # A100 SXM's host interface is PCIe Gen4: 32 GB/s one way instead of NVLink 3's 300 GB/s
     assert "over PCIe (PIX), not NVLink" in f.text
     assert "PCIe Gen4 x16, B ≈ 32.0 GB/s per GPU instead of NVLink 3 (Ampere) at 300 GB/s" in (

@@ -29,7 +29,7 @@ def test_rules_lists_every_code_with_name_and_severity() -> None:
     assert len(lines) == len(RULES) == 19  # DESIGN.md's 18 (TP001-005 included) + TP303
     for m, line in zip(RULES, lines, strict=True):
         fields = line.split()
-        assert fields[:3] == [m.CODE, m.NAME, m.SEVERITY.value], line
+        assert fields[:3] == [m.code, m.name, m.severity.value], line
     # Spot-check against DESIGN.md's table, not just the modules' own constants.
     table = {ln.split()[0]: (ln.split()[1], ln.split()[2]) for ln in lines}
     assert table["TP000"] == ("model-unresolved", "warning")

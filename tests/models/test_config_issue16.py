@@ -10,6 +10,7 @@ from typing import Any
 
 import pytest
 
+from tpcheck.checks.registry import REFUSAL_CODES
 from tpcheck.lint import Linter
 from tpcheck.models import catalog
 from tpcheck.models.config import ConfigError, load_config, load_shape, parse_config, parse_quant
@@ -239,8 +240,8 @@ def test_nemotron_nas_widths_decide_tp103(tmp_path: Path) -> None:
     blocks[5] = {**blocks[5], "ffn": {"no_op": False, "intermediate_size": 1000}}
     s = parse_config({**cfg, "block_configs": blocks})
     assert 1000 in s.layer_ffn
-    assert [r.code for r in refusals(s, 8, engine="vllm")] == []
-    assert [r.code for r in refusals(s, 16, engine="vllm")] == ["TP103"]
+    assert [REFUSAL_CODES[r.kind] for r in refusals(s, 8, engine="vllm")] == []
+    assert [REFUSAL_CODES[r.kind] for r in refusals(s, 16, engine="vllm")] == ["TP103"]
     assert refusals(parse_config(cfg), 16, engine="vllm") == []
 
 

@@ -6,6 +6,7 @@ from pathlib import Path
 
 import pytest
 
+from tpcheck.checks.registry import REFUSAL_CODES
 from tpcheck.models import catalog
 from tpcheck.models.config import load_config, parse_config
 from tpcheck.models.shape import ModelShape
@@ -74,13 +75,13 @@ def _expected_codes(s: ModelShape, t: int) -> set[str]:
 def test_refusal_verdicts_for_every_catalog_model(model_id: str) -> None:
     s = _shape(model_id)
     for t in range(1, 65):
-        got = {r.code for r in refusals(s, t)}
+        got = {REFUSAL_CODES[r.kind] for r in refusals(s, t)}
         assert got == _expected_codes(s, t), (model_id, t)
 
 
 def test_llama_70b_tp6_refused_three_ways_with_the_engine_text() -> None:
     s = _shape("meta-llama/Llama-3.1-70B-Instruct")
-    rs = {r.code: r for r in refusals(s, 6)}
+    rs = {REFUSAL_CODES[r.kind]: r for r in refusals(s, 6)}
     # 64 heads % 6 = 4; 8 KV heads >= 6 and 8 % 6 = 2; FFN 28672 % 6 = 4; padded vocab
     # 128256 = 64·2004 and 128256 % 6 = 0, so no TP104.
     assert set(rs) == {"TP101", "TP102", "TP103"}
@@ -102,7 +103,7 @@ def test_awq_group_refusal_on_a_bundled_awq_model() -> None:
     assert s.quant is not None and (s.quant.method, s.quant.group_size) == ("awq", 128)
     assert not refusals(s, 2)
     rs = refusals(s, 4)
-    assert [r.code for r in rs] == ["TP103"]
+    assert [REFUSAL_CODES[r.kind] for r in rs] == ["TP103"]
     assert rs[0].formula.result == 11008 // 4 % 128 == 64
 
 
@@ -112,13 +113,13 @@ def test_vocab_padding_refusal_only_on_vllm() -> None:
     # what-if with 3 heads to isolate the vocab check at t = 3: 32064 % 3 = 0 → legal.
     s = _shape("microsoft/Phi-3-mini-4k-instruct")
     assert padded_vocab(s.vocab) == 32064
-    assert "TP104" not in {r.code for r in refusals(s, 3)}
+    assert "TP104" not in {REFUSAL_CODES[r.kind] for r in refusals(s, 3)}
     # Qwen2.5-0.5B: V = 151936 = 64·2374 = 2^7·1187: at t = 7 (what-if) vLLM refuses the vocab.
     q = _shape("gensyn/Qwen2.5-0.5B-Instruct")
     assert padded_vocab(q.vocab) == 151936
-    assert "TP104" in {r.code for r in refusals(q, 7)}
+    assert "TP104" in {REFUSAL_CODES[r.kind] for r in refusals(q, 7)}
     # SGLang pads to 64·t instead and never refuses the vocabulary.
-    assert "TP104" not in {r.code for r in refusals(q, 7, engine="sglang")}
+    assert "TP104" not in {REFUSAL_CODES[r.kind] for r in refusals(q, 7, engine="sglang")}
 
 
 def test_fp8_block_refusal_qwen3_30b_a3b_fp8_tp4() -> None:
@@ -152,7 +153,7 @@ def test_awq_marlin_tile_refusal() -> None:
     base = _shape("Qwen/Qwen2.5-7B")
     s = replace(base, ffn=29568, heads=64, kv_heads=8,
                             quant=Quant("awq", 4, group_size=128))
-    rs = [r for r in refusals(s, 2) if r.code == "TP103"]
+    rs = [r for r in refusals(s, 2) if REFUSAL_CODES[r.kind] == "TP103"]
     assert rs, refusals(s, 2)
     assert "14784" in rs[0].engine_message
 
@@ -195,7 +196,7 @@ def test_deepseek_v4_flash_o_groups_over_t() -> None:
     s = _shape("deepseek-ai/DeepSeek-V4-Flash")
     assert s.compressed is not None and s.compressed.o_groups == 8
     (r,) = refusals(s, 16)
-    assert (r.code, r.check, r.engines) == ("TP103", "o_groups", ("vllm",))
+    assert (REFUSAL_CODES[r.kind], r.check, r.engines) == ("TP103", "o_groups", ("vllm",))
     assert r.formula.values == {"o_groups": 8, "t": 16} and r.formula.result == 0  # 8 // 16
     assert "ZeroDivisionError" in r.engine_message
     assert refusals(s, 8) == []  # 8 // 8 = 1 group of 64 / 8 = 8 heads per rank

@@ -7,6 +7,7 @@ import copy
 import json
 from typing import Any
 
+from tpcheck.checks.registry import REFUSAL_CODES
 from tpcheck.models import catalog
 from tpcheck.models.config import load_shape, parse_config
 from tpcheck.models.shape import ModelShape
@@ -38,7 +39,7 @@ def test_nvfp4_down_proj_refused_where_its_share_is_not_whole_blocks() -> None:
     assert s.quant is not None and group_quant(s.quant, "dense_mlp") is not None
     (r,) = refusals(s, 3)
     # 4104 / 3 = 1368; 1368 mod 16 = 8 (vllm modelopt.py KNvfp4Static l.2026-2029)
-    assert (r.code, r.check, r.engines) == ("TP103", "quant_block", ("vllm",))
+    assert (REFUSAL_CODES[r.kind], r.check, r.engines) == ("TP103", "quant_block", ("vllm",))
     assert r.engine_message == ("ValueError: Unsupported model when in features size is not "
                                 "multiple of 16")
     assert (r.formula.values, r.formula.result) == ({"f": 4104, "t": 3}, 8)
@@ -49,7 +50,7 @@ def test_nvfp4_share_at_t2_and_t4() -> None:
     # t = 2: 24 % 2, 6 % 2 fine; 4104 / 2 = 2052 and 2052 mod 16 = 4: refused
     assert [r.formula.result for r in refusals(s, 2)] == [4]
     # t = 4: 4104 / 4 = 1026 (4104 mod 4 = 0), 1026 mod 16 = 2; also 6 KV heads mod 4 = 2
-    assert {(r.code, r.check) for r in refusals(s, 4)} == {("TP102", "kv_heads"),
+    assert {(REFUSAL_CODES[r.kind], r.check) for r in refusals(s, 4)} == {("TP102", "kv_heads"),
                                                            ("TP103", "quant_block")}
 
 

@@ -11,10 +11,10 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterator
-from types import ModuleType
 
 from tpcheck.checks.base import Assumption, Edit, Finding, Severity
 from tpcheck.checks.context import CheckContext
+from tpcheck.checks.registry import Rule
 from tpcheck.engines.flags import (
     Option,
     OptionTable,
@@ -376,7 +376,28 @@ def root_cause(d: Deployment) -> tuple[Verdict, str] | None:
     return None
 
 
-def findings(ctx: CheckContext, rule: ModuleType, outcome: Outcome,
+def check(ctx: CheckContext, rule: Rule) -> Iterator[Finding]:
+    """TP001-TP005: the option uses whose outcome the rule's row names (``outcome``), with the
+    row's fix when no spelling to use is known."""
+    outcome = rule.param("outcome")
+    assert outcome in _VERB, rule
+    yield from findings(ctx, rule, outcome, rule.param("fix") or "")  # type: ignore[arg-type]
+
+
+def refused(ctx: CheckContext, rule: Rule, field: str, message: str) -> Finding:
+    """A value the option table lets through but the engine's model code refuses (vLLM 0.33
+    takes any string for --kv-cache-dtype at parse time): the physics' own words, at the value,
+    reported by the bad-value rule. The other rules then run without it."""
+    d = ctx.deployment
+    flag = "--" + field.replace("_", "-")
+    return ctx.finding(rule, f"{flag} {getattr(d, field)!r} is a value the engine refuses",
+                       notes=(message,), span=d.span_of(field),
+                       assumptions=(Assumption("value", f"the other rules use the engine's "
+                                               f"default for {flag}"),),
+                       fix=f"give {flag} a value this {d.engine} release knows")
+
+
+def findings(ctx: CheckContext, rule: Rule, outcome: Outcome,
              default_fix: str) -> Iterator[Finding]:
     """The findings of one outcome, each at the option (or, for a bad value, the value)."""
     d = ctx.deployment

@@ -1,12 +1,13 @@
-"""Shared by TP101-TP104: turn the physics' refusals of one code into findings."""
+"""TP101-TP104's mechanism: the physics returns refusals as facts (the kind of width that does
+not divide); each rule's row names the kind it reports, and this turns those into findings."""
 
 from __future__ import annotations
 
 from collections.abc import Iterator
-from types import ModuleType
 
 from tpcheck.checks.base import Edit, Finding
 from tpcheck.checks.context import CheckContext
+from tpcheck.checks.registry import Rule
 from tpcheck.physics.legality import legal_sizes, nearest_legal
 
 
@@ -26,11 +27,16 @@ def legal_note(ctx: CheckContext) -> tuple[str, int | None, int | None]:
     return ", ".join(str(x) for x in sizes), below, above
 
 
-def refusal_findings(ctx: CheckContext, rule: ModuleType) -> Iterator[Finding]:
+def check(ctx: CheckContext, rule: Rule) -> Iterator[Finding]:
+    yield from refusal_findings(ctx, rule)
+
+
+def refusal_findings(ctx: CheckContext, rule: Rule) -> Iterator[Finding]:
+    kind = rule.param("refusal")
     refs = [
         r
         for r in ctx.evaluation.refusals
-        if r.code == rule.CODE and ctx.deployment.engine in r.engines
+        if r.kind == kind and ctx.deployment.engine in r.engines
     ]
     if not refs:
         return

@@ -7,7 +7,6 @@ so rules only ask for Formulas and decide; they never parse files or format outp
 from __future__ import annotations
 
 from functools import cached_property
-from types import ModuleType
 
 from tpcheck.checks.base import Alternative, Assumption, Edit, Finding, Severity
 from tpcheck.engines.defaults import KNOWN_RELEASES, Release, release_for
@@ -23,6 +22,8 @@ from tpcheck.sources.base import Deployment, Span
 TYPE_CHECKING = False  # typing's constant without importing typing (start-up, issue 8)
 if TYPE_CHECKING:
     from typing import Any
+
+    from tpcheck.checks.registry import Rule
 
 AUTO_FIT = -1  # vLLM's --max-model-len -1 / auto (vllm 0.33.0 utils/argparse_utils.py:91-92)
 
@@ -124,10 +125,10 @@ class CheckContext:
         ranks = tp * self.pp * (self.dp_replicas if dp is None else dp)
         return have is None or ranks == have or (bool(self.deployment.ray_cluster) and ranks > have)
 
-    def option(self, rule: ModuleType, name: str) -> Any:
+    def option(self, rule: Rule, name: str) -> Any:
         """A rule's option: ``[tool.tpcheck.rules.CODE]`` when set (the linter has checked it
-        against the rule's CONF), else the rule's DEFAULT."""
-        return self.settings.rules.get(rule.CODE, {}).get(name, rule.DEFAULT[name])
+        against the rule's declared options), else the rule's default."""
+        return self.settings.rules.get(rule.code, {}).get(name, rule.defaults[name])
 
     # ---- context used for capacity --------------------------------------------------------
     @cached_property
@@ -176,7 +177,7 @@ class CheckContext:
                            setting_from=self.settings.engine_version_from,
                            version_from=d.engine_version_from)
 
-    def fires_with(self, rule: ModuleType, version: str) -> bool:
+    def fires_with(self, rule: Rule, version: str) -> bool:
         """Whether ``rule`` fires on this deployment when the engine is ``version``."""
         d = replace(self.deployment, engine_version=version)
         other = CheckContext(d, shape=self.shape, settings=self.settings, gpu=self.gpu,
@@ -186,11 +187,11 @@ class CheckContext:
                              topology=self.topology, evaluations=self._evaluations)
         return any(True for _ in rule.check(other))
 
-    def _say_release(self, rule: ModuleType,
+    def _say_release(self, rule: Rule,
                      severity: Severity) -> tuple[tuple[Assumption, ...], Severity]:
         """Memory findings name the release they assume; an unpinned verdict that flips
         between known releases says so and stays below error."""
-        if not rule.USES_MEMORY_MODEL:
+        if not rule.memory_model:
             return (), severity
         rel = self.release
         known = KNOWN_RELEASES.get(self.deployment.engine, ())
@@ -202,7 +203,7 @@ class CheckContext:
                                f"the nearest release read; the deployment names {rel.version}, "
                                f"{rel.source}"),), severity
         said = Assumption("release", str(rel))
-        if rel.pinned or not rule.REFUSAL_VERDICT:
+        if rel.pinned or not rule.refusal_verdict:
             return (said,), severity
         silent = [v for v in known if v != rel.version and not self.fires_with(rule, v)]
         if silent:
@@ -267,7 +268,7 @@ class CheckContext:
     # ---- building findings ----------------------------------------------------------------
     def finding(
         self,
-        rule: ModuleType,
+        rule: Rule,
         message: str,
         *,
         span: Span | None = None,
@@ -283,11 +284,11 @@ class CheckContext:
         """``message`` is the headline (one clause, verdict first); the detail goes in
         ``notes``, ``formulas``, ``alternatives`` and ``assumptions``. The engine release and
         the model hint are added here, once, for every rule."""
-        said, severity = self._say_release(rule, severity or rule.SEVERITY)
+        said, severity = self._say_release(rule, severity or rule.severity)
         hint = (Assumption("model", self.model_hint),) if self.model_hint else ()
         return Finding(
-            code=rule.CODE,
-            name=rule.NAME,
+            code=rule.code,
+            name=rule.name,
             severity=severity,
             message=message,
             span=span or self.tp_span,

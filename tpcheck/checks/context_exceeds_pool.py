@@ -2,36 +2,22 @@
 
 from __future__ import annotations
 
-import sys
 from collections.abc import Iterator
 
 from tpcheck.checks.base import Finding, Severity
 from tpcheck.checks.context import AUTO_FIT, CheckContext
-from tpcheck.checks.needs import BATCH, LAYOUT, MEMORY
+from tpcheck.checks.registry import Rule
 from tpcheck.formula import Formula, fmt_bytes
 from tpcheck.physics.memory import POOL_ERROR_BAND
 
-CODE = "TP204"
-NAME = "context-exceeds-pool"
-SEVERITY = Severity.ERROR
-NEEDS_SHAPE = True
-NEEDS_KNOWN_TP = True
-NEEDS_GPU_PHYSICS = True
-NEEDS_VALID_LAYOUT = True
-USES_MEMORY_MODEL = True
-REFUSAL_VERDICT = True
-DEPENDS_ON: tuple[str, ...] = LAYOUT + MEMORY + BATCH
-SUMMARY = "max_model_len tokens of one sequence do not fit the predicted KV pool: vLLM refuses."
 
-
-def check(ctx: CheckContext) -> Iterator[Finding]:
+def check(ctx: CheckContext, rule: Rule) -> Iterator[Finding]:
     ev = ctx.evaluation
     if ev.refusals or ev.tokens is None or ev.pool is None or ev.memory is None:
         return
     budget = ev.budget  # vLLM M·u, SGLang T·mfs
     if budget is not None and ev.weights.result > budget.result:
         return  # TP205 says it: the weights alone do not fit
-    rule = sys.modules[__name__]
     c = ctx.context[0]
     tokens = int(ev.tokens.result)
     need_tokens = -(-c // ev.block) * ev.block

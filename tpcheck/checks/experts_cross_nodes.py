@@ -14,32 +14,19 @@ PASS: the same on one 16-GPU NVLink domain, or any layout whose expert group fit
 
 from __future__ import annotations
 
-import sys
 from collections.abc import Iterator
 
 from tpcheck.checks._nodes import nic_per_gpu, node_size, nvlink_domain
-from tpcheck.checks.base import Assumption, Finding, Severity
+from tpcheck.checks.base import Assumption, Finding
 from tpcheck.checks.context import CheckContext
-from tpcheck.checks.needs import LAYOUT
+from tpcheck.checks.registry import Rule
 from tpcheck.formula import Formula, fmt_bytes
 from tpcheck.physics import kv
 from tpcheck.physics.groups import a2a_bytes_per_token
 from tpcheck.physics.legality import ceil_div
 
-CODE = "TP303"
-NAME = "experts-cross-nodes"
-SEVERITY = Severity.INFO
-NEEDS_SHAPE = False  # the layout is a fact without the model; the byte figures need it
-NEEDS_KNOWN_TP = True
-NEEDS_GPU_PHYSICS = True
-NEEDS_VALID_LAYOUT = True
-USES_MEMORY_MODEL = False
-REFUSAL_VERDICT = False
-DEPENDS_ON: tuple[str, ...] = (*LAYOUT, "nnodes")
-SUMMARY = "The expert-parallel group spans nodes: the experts' all-to-all crosses the network."
 
-
-def check(ctx: CheckContext) -> Iterator[Finding]:
+def check(ctx: CheckContext, rule: Rule) -> Iterator[Finding]:
     if ctx.shape is not None and (ctx.evaluation.refusals or ctx.shape.moe is None):
         return
     ep = ctx.groups.expert
@@ -72,7 +59,7 @@ def check(ctx: CheckContext) -> Iterator[Finding]:
     related = (((size.span, size.label),)
                if size.span is not None and size.span != ctx.tp_span else ())
     yield ctx.finding(
-        sys.modules[__name__],
+        rule,
         f"the EP group of {ep} ranks spans {nodes} nodes: its all-to-all crosses the network"
         + head_cost,
         notes=(f"the expert-parallel group is {ep} ranks over {nodes} nodes ({size.label}), so "

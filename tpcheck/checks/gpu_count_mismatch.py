@@ -2,33 +2,20 @@
 
 from __future__ import annotations
 
-import sys
 from collections.abc import Iterator
 
 from tpcheck.checks.base import Finding, Severity
 from tpcheck.checks.context import CheckContext
+from tpcheck.checks.registry import Rule
 from tpcheck.formula import Formula
 
-CODE = "TP401"
-NAME = "gpu-count-mismatch"
-SEVERITY = Severity.ERROR
-NEEDS_SHAPE = False
-NEEDS_KNOWN_TP = True
-NEEDS_GPU_PHYSICS = False
-NEEDS_VALID_LAYOUT = True
-USES_MEMORY_MODEL = False
-REFUSAL_VERDICT = False
-DEPENDS_ON: tuple[str, ...] = ()  # checks its own pp, dp and nnodes
-SUMMARY = "t·p·dp differs from the GPUs requested: fewer cannot start, more sit idle."
 
-
-def check(ctx: CheckContext) -> Iterator[Finding]:
+def check(ctx: CheckContext, rule: Rule) -> Iterator[Finding]:
     d = ctx.deployment
     have = ctx.gpus_available
     if have is None or d.gpus_requested is None:
         return  # nothing requested, or the rank count is not known statically
     ray = bool(d.ray_cluster)
-    rule = sys.modules[__name__]
     pods = d.group_size or d.nnodes or 1
     ranks = ctx.tp * ctx.pp * ctx.dp_replicas
     f = Formula(

@@ -8,38 +8,24 @@ TP202's: their fix is DP-attention, not TP h_kv = 1.
 
 from __future__ import annotations
 
-import sys
 from collections.abc import Iterator
 
 from tpcheck.checks._nodes import step_nodes
-from tpcheck.checks.base import Alternative, Edit, Finding, Severity
+from tpcheck.checks.base import Alternative, Edit, Finding
 from tpcheck.checks.context import CheckContext
-from tpcheck.checks.needs import LAYOUT
+from tpcheck.checks.registry import Rule
 from tpcheck.formula import Formula, fmt_bytes
 from tpcheck.physics import step
 from tpcheck.physics.plan import Evaluation
 from tpcheck.record import replace
 
-CODE = "TP201"
-NAME = "kv-head-cliff"
-SEVERITY = Severity.WARNING
-NEEDS_SHAPE = True
-NEEDS_KNOWN_TP = True
-NEEDS_GPU_PHYSICS = True
-NEEDS_VALID_LAYOUT = True
-USES_MEMORY_MODEL = True
-REFUSAL_VERDICT = False
-DEPENDS_ON: tuple[str, ...] = LAYOUT
-SUMMARY = "t > h_kv: the KV cache is replicated instead of divided; more GPUs buy little capacity."
 
-
-def check(ctx: CheckContext) -> Iterator[Finding]:
+def check(ctx: CheckContext, rule: Rule) -> Iterator[Finding]:
     s = ctx.shape
     assert s is not None
     t, hkv = ctx.tp, s.kv_heads
     if s.latent_cache or hkv <= 0 or t <= hkv or ctx.evaluation.refusals:
         return
-    rule = sys.modules[__name__]
     now = ctx.evaluation
     rep = now.kv_replicas
     kvb = now.kv_bytes_per_token

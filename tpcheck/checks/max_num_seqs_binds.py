@@ -2,44 +2,20 @@
 
 from __future__ import annotations
 
-import sys
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterator
 
 from tpcheck.checks.base import Finding, Severity
 from tpcheck.checks.context import CheckContext
-from tpcheck.checks.needs import BATCH, LAYOUT, MEMORY
+from tpcheck.checks.registry import Rule
 from tpcheck.formula import Formula
-
-CODE = "TP203"
-NAME = "max-num-seqs-binds"
-SEVERITY = Severity.INFO
-NEEDS_SHAPE = True
-NEEDS_KNOWN_TP = True
-NEEDS_GPU_PHYSICS = True
-NEEDS_VALID_LAYOUT = True
-USES_MEMORY_MODEL = True
-REFUSAL_VERDICT = False
-DEPENDS_ON: tuple[str, ...] = LAYOUT + MEMORY + BATCH
-SUMMARY = (
-    "max-num-seqs is below the seats memory allows (the scheduler binds) or far above "
-    "them (memory binds: preemption)."
-)
 
 SGLANG_PER_WORKER = ("sglang 0.5.23 mem_cache/kv_cache_configurator.py:3119-3172 "
                      "resolve_max_num_reqs: per_worker = max(1, R // attn_dp_size)")
-# Options ([tool.tpcheck.rules.TP203], rules/TP203.md): their types, and defaults beside them.
-# waste-factor: a pool holding more than this many times what max-num-seqs can use is a
-# warning, and a written max-num-seqs more than this many times the seats says memory binds.
-CONF: dict[str, type] = {"waste-factor": float}
-DEFAULT: dict[str, object] = {"waste-factor": 4.0}
+# The option waste-factor (its row in checks.registry, rules/TP203.md): a pool holding more than
+# this many times what max-num-seqs can use is a warning, and a written max-num-seqs more than
+# this many times the seats says memory binds. Below 1 the two branches would overlap (a cap
+# both under and far over the seats), so the row's minimum is 1.
 
-
-def validate_options(conf: Mapping[str, object]) -> str | None:
-    """Below 1 the two branches would overlap (a cap both under and far over the seats)."""
-    factor = conf.get("waste-factor")
-    if isinstance(factor, float) and not factor >= 1:  # nan too
-        return f"waste-factor must be 1 or more, got {factor}"
-    return None
 PREFILL_HOLDS = (
     "vllm 0.33.0 v1/core/sched/scheduler.py:3058-3060 (delay_free_blocks), "
     "distributed/kv_transfer/kv_connector/v1/nixl/pull_scheduler.py:246-262; sglang 0.5.23 "
@@ -47,11 +23,10 @@ PREFILL_HOLDS = (
 )
 
 
-def check(ctx: CheckContext) -> Iterator[Finding]:
+def check(ctx: CheckContext, rule: Rule) -> Iterator[Finding]:
     ev = ctx.evaluation
     if ev.refusals or ev.seats is None or ev.max_num_seqs is None or ev.fits is False:
         return  # no pool (TP205/TP204 say why): there are no seats to compare with
-    rule = sys.modules[__name__]
     waste: float = ctx.option(rule, "waste-factor")
     s = ctx.shape
     assert s is not None

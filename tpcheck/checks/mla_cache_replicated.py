@@ -6,27 +6,13 @@ so it is judged here too, with its own cell (``kv.compressed_kv_bytes``), not by
 
 from __future__ import annotations
 
-import sys
 from collections.abc import Iterator
-from types import ModuleType
 
-from tpcheck.checks.base import Alternative, Finding, Severity
+from tpcheck.checks.base import Alternative, Finding
 from tpcheck.checks.context import CheckContext
-from tpcheck.checks.needs import LAYOUT
+from tpcheck.checks.registry import Rule
 from tpcheck.formula import Formula
 from tpcheck.record import replace
-
-CODE = "TP202"
-NAME = "mla-cache-replicated"
-SEVERITY = Severity.WARNING
-NEEDS_SHAPE = True
-NEEDS_KNOWN_TP = True
-NEEDS_GPU_PHYSICS = True
-NEEDS_VALID_LAYOUT = True
-USES_MEMORY_MODEL = True
-REFUSAL_VERDICT = False
-DEPENDS_ON: tuple[str, ...] = LAYOUT
-SUMMARY = "MLA model with t > 1 and no DP-attention: every rank holds the whole latent KV cache."
 
 GQA_REF_HEADS = 8
 # Why DeepSeek-V4's cache is whole on every rank, and where both engines run its attention data
@@ -52,12 +38,11 @@ def dp_attention(ctx: CheckContext) -> bool:
     return ctx.dp > 1 and bool(d.enable_expert_parallel)
 
 
-def check(ctx: CheckContext) -> Iterator[Finding]:
+def check(ctx: CheckContext, rule: Rule) -> Iterator[Finding]:
     s = ctx.shape
     assert s is not None
     if not s.latent_cache or ctx.tp <= 1 or dp_attention(ctx) or ctx.evaluation.refusals:
         return
-    rule = sys.modules[__name__]
     t = ctx.tp
     kvb = ctx.evaluation.kv_bytes_per_token
     spent = _gqa_catch_up(ctx)
@@ -186,7 +171,7 @@ def _v4_head(ctx: CheckContext, kvb: Formula) -> str:
     )
 
 
-def _pipeline_instead(ctx: CheckContext, rule: ModuleType, msg: str, notes: tuple[str, ...],
+def _pipeline_instead(ctx: CheckContext, rule: Rule, msg: str, notes: tuple[str, ...],
                       seats_now: int, formulas: tuple[Formula, ...]) -> Iterator[Finding]:
     """DP-attention does not pay on these GPUs: quote TP 1 × PP t over the same GPUs, whose
     stages hold only their own layers' cache (both engines cut MLA's and V4's cache per stage:

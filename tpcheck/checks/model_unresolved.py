@@ -2,31 +2,17 @@
 
 from __future__ import annotations
 
-import sys
 from collections.abc import Iterator
 
-from tpcheck.checks.base import Finding, Severity
+from tpcheck.checks.base import Finding
 from tpcheck.checks.context import CheckContext
+from tpcheck.checks.registry import Rule
 from tpcheck.sources.base import PATCH_NOTE
-
-CODE = "TP000"
-NAME = "model-unresolved"
-SEVERITY = Severity.WARNING
-NEEDS_SHAPE = False
-NEEDS_KNOWN_TP = False
-NEEDS_GPU_PHYSICS = False
-NEEDS_VALID_LAYOUT = True
-USES_MEMORY_MODEL = False
-REFUSAL_VERDICT = False
-DEPENDS_ON: tuple[str, ...] = ()
-SUMMARY = ("The model's config.json could not be found or cannot be used; shape-based rules "
-           "were skipped.")
-
 
 SKIPPED = "rules that need the model's shape were skipped for this deployment"
 
 
-def check(ctx: CheckContext) -> Iterator[Finding]:
+def check(ctx: CheckContext, rule: Rule) -> Iterator[Finding]:
     if ctx.shape is not None or ctx.model_problem is None:
         return
     d = ctx.deployment
@@ -35,7 +21,7 @@ def check(ctx: CheckContext) -> Iterator[Finding]:
         # not the advice; correcting that file or path is.
         unusable = "no such" not in ctx.model_problem
         yield ctx.finding(
-            sys.modules[__name__],
+            rule,
             "config.json found but not usable" if unusable else "the model's config.json path "
             "does not exist",
             notes=(ctx.model_problem, SKIPPED),
@@ -55,7 +41,7 @@ def check(ctx: CheckContext) -> Iterator[Finding]:
         head = f"no config.json found for {model}" if model else "the model cannot be resolved"
         rest = ctx.model_problem
     yield ctx.finding(
-        sys.modules[__name__],
+        rule,
         head,
         notes=(rest, SKIPPED, pull, patch),
         span=d.span_of("model"),

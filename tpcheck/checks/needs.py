@@ -1,4 +1,4 @@
-"""Groups of Deployment fields rules name in their DEPENDS_ON (see ``tpcheck.checks``).
+"""Groups of Deployment fields the rules' rows name in ``depends_on`` (``checks.registry``).
 
 A rule whose figures depend on one of these says nothing when the file leaves it as an
 expression tpcheck cannot evaluate (``--data-parallel-size $((LWS_GROUP_SIZE * N))``) rather

@@ -16,27 +16,14 @@ PASS: ``--tensor-parallel-size 8 --pipeline-parallel-size 2`` in the same Leader
 
 from __future__ import annotations
 
-import sys
 from collections.abc import Iterator
 
 from tpcheck.checks._links import describe, link_costs
 from tpcheck.checks._nodes import network, node_size, nvlink_domain
-from tpcheck.checks.base import Assumption, Finding, Severity
+from tpcheck.checks.base import Assumption, Finding
 from tpcheck.checks.context import CheckContext
-from tpcheck.checks.needs import LAYOUT
+from tpcheck.checks.registry import Rule
 from tpcheck.formula import Formula
-
-CODE = "TP301"
-NAME = "tp-crosses-nodes"
-SEVERITY = Severity.WARNING
-NEEDS_SHAPE = False  # the layout is a fact without the model; the cost figures need it
-NEEDS_KNOWN_TP = True
-NEEDS_GPU_PHYSICS = True
-NEEDS_VALID_LAYOUT = True
-USES_MEMORY_MODEL = False
-REFUSAL_VERDICT = False
-DEPENDS_ON: tuple[str, ...] = (*LAYOUT, "nnodes")
-SUMMARY = "TP group larger than the GPUs per node: InfiniBand/Ethernet between ranks."
 
 SRC_ORDER = ("vllm 0.33.0 distributed/parallel_state.py initialize_model_parallel "
              "(ranks: TP innermost, then PP, then DP); sglang 0.5.23 the same")
@@ -79,7 +66,7 @@ def _fix(ctx: CheckContext, per_node: int) -> str:
             f"{cand} if the weights fit {cand} GPUs")
 
 
-def check(ctx: CheckContext) -> Iterator[Finding]:
+def check(ctx: CheckContext, rule: Rule) -> Iterator[Finding]:
     t = ctx.tp
     if ctx.shape is not None and ctx.evaluation.refusals:
         return
@@ -99,7 +86,6 @@ def check(ctx: CheckContext) -> Iterator[Finding]:
         return  # rack-scale NVLink (GB200 NVL72): the NVLink domain is the boundary
     if bad is None:
         return  # the experts' all-to-all across nodes is TP303's (info)
-    rule = sys.modules[__name__]
     n_groups = max(world // width, 1)
     nodes = len({n for g in split for n, _, _ in g})
     where = "; ".join(

@@ -16,14 +16,13 @@ PASS: TP 4 with ``CUDA_VISIBLE_DEVICES=4,5,6,7`` on the same box (NODE, one sock
 
 from __future__ import annotations
 
-import sys
 from collections.abc import Iterator, Sequence
 from itertools import combinations
 
 from tpcheck.checks._links import LinkUse, alpha_override, describe, link_costs, link_use
-from tpcheck.checks.base import Finding, Severity
+from tpcheck.checks.base import Finding
 from tpcheck.checks.context import CheckContext
-from tpcheck.checks.needs import LAYOUT
+from tpcheck.checks.registry import Rule
 from tpcheck.formula import Formula
 from tpcheck.hardware.links import path_link
 from tpcheck.hardware.topology import (
@@ -34,18 +33,6 @@ from tpcheck.hardware.topology import (
     nvlink_count,
     tp_group,
 )
-
-CODE = "TP302"
-NAME = "tp-crosses-sockets"
-SEVERITY = Severity.WARNING
-NEEDS_SHAPE = False  # the path is a fact without the model; the cost figures need it
-NEEDS_KNOWN_TP = True
-NEEDS_GPU_PHYSICS = True
-NEEDS_VALID_LAYOUT = True
-USES_MEMORY_MODEL = False
-REFUSAL_VERDICT = False
-DEPENDS_ON: tuple[str, ...] = LAYOUT
-SUMMARY = "The TP group's weakest link is SYS (or PCIe where NVLink was expected)."
 
 SRC_TOPO = "nvidia-smi topo -m legend; ring all-reduce runs at its slowest hop"
 MAX_SEARCH = 16  # GPUs on a matrix for which a better group is searched exhaustively
@@ -105,7 +92,7 @@ def _ids(ids: Sequence[int]) -> str:
     return ",".join(str(i) for i in ids)
 
 
-def check(ctx: CheckContext) -> Iterator[Finding]:
+def check(ctx: CheckContext, rule: Rule) -> Iterator[Finding]:
     topo = ctx.topology
     # The widest group that all-reduces: under DP-attention / EP it is narrower than t.
     t = ctx.groups.allreduce
@@ -124,7 +111,6 @@ def check(ctx: CheckContext) -> Iterator[Finding]:
         ctx.gpu is not None and ctx.gpu.link.startswith("nvlink") and ctx.gpu.nvlink_domain > 1)
     if _ok(cls, nvlink_expected):
         return
-    rule = sys.modules[__name__]
     glink = gpu_link_of(ctx, topo)
     lk = path_link(cls, glink)
     use: LinkUse = link_use(lk, alpha=alpha_override(ctx))

@@ -2,34 +2,18 @@
 
 from __future__ import annotations
 
-import sys
 from collections.abc import Iterator
 
 from tpcheck.checks._refusal import refusal_findings
 from tpcheck.checks.base import Finding, Severity
 from tpcheck.checks.context import CheckContext
+from tpcheck.checks.registry import Rule
 from tpcheck.formula import Formula, fmt_bytes
 from tpcheck.physics.kv import activation_dtype, dtype_bytes
 from tpcheck.physics.legality import vocab_padding
 
-CODE = "TP104"
-NAME = "vocab-padding"
-SEVERITY = Severity.ERROR
-NEEDS_SHAPE = True
-NEEDS_KNOWN_TP = True
-NEEDS_GPU_PHYSICS = False
-NEEDS_VALID_LAYOUT = True
-USES_MEMORY_MODEL = False
-REFUSAL_VERDICT = False
-DEPENDS_ON: tuple[str, ...] = ()
-SUMMARY = (
-    "The vocabulary padded to a multiple of 64 is not divisible by t (vLLM refuses), or "
-    "the padding rows hold memory (info)."
-)
 
-
-def check(ctx: CheckContext) -> Iterator[Finding]:
-    rule = sys.modules[__name__]
+def check(ctx: CheckContext, rule: Rule) -> Iterator[Finding]:
     found = list(refusal_findings(ctx, rule))
     yield from found
     if found or ctx.shape is None or ctx.tp <= 1:

@@ -2,26 +2,12 @@
 
 from __future__ import annotations
 
-import sys
 from collections.abc import Iterator
 
-from tpcheck.checks.base import Finding, Severity
+from tpcheck.checks.base import Finding
 from tpcheck.checks.context import CheckContext
-from tpcheck.checks.needs import LAYOUT, MEMORY
+from tpcheck.checks.registry import Rule
 from tpcheck.formula import fmt_bytes
-
-CODE = "TP205"
-NAME = "weights-do-not-fit"
-SEVERITY = Severity.ERROR
-NEEDS_SHAPE = True
-NEEDS_KNOWN_TP = True
-NEEDS_GPU_PHYSICS = True
-NEEDS_VALID_LAYOUT = True
-USES_MEMORY_MODEL = True
-REFUSAL_VERDICT = True
-DEPENDS_ON: tuple[str, ...] = LAYOUT + MEMORY
-SUMMARY = "Weights per GPU exceed M·u: the engine runs out of memory loading them."
-
 
 SIZES = (1, 2, 4, 8, 16, 32, 64)
 MAX_PP = 8
@@ -67,7 +53,7 @@ def _what_fits(ctx: CheckContext) -> str:
         "or a GPU with more memory")
 
 
-def check(ctx: CheckContext) -> Iterator[Finding]:
+def check(ctx: CheckContext, rule: Rule) -> Iterator[Finding]:
     ev = ctx.evaluation
     budget = ev.budget
     if ev.refusals or budget is None or ev.memory is None or ev.utilization is None:
@@ -75,7 +61,6 @@ def check(ctx: CheckContext) -> Iterator[Finding]:
     m, u, w = ev.memory.result, ev.utilization.result, ev.weights.result
     if w <= budget.result:
         return
-    rule = sys.modules[__name__]
     s = ctx.shape
     assert s is not None
     gpu = ctx.gpu.key if ctx.gpu else "the given memory"

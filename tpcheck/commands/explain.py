@@ -21,8 +21,8 @@ def _complete_code(ctx: click.Context, param: click.Parameter,
 
     from tpcheck.checks import RULES
 
-    return [CompletionItem(m.CODE, help=m.NAME) for m in RULES
-            if m.CODE.startswith(incomplete.upper())]
+    return [CompletionItem(m.code, help=m.name) for m in RULES
+            if m.code.startswith(incomplete.upper())]
 
 
 @click.command("explain", cls=base.Command, help=DESCRIPTION)
@@ -38,7 +38,7 @@ def run(args: base.Args) -> int:
     code = args.code.strip().upper()
     if code not in NOTICES:
         try:
-            code = get(code).CODE
+            code = get(code).code
         except UnknownRule as e:
             raise UsageError(str(e).strip("'\"")) from None
     text = doc(code)

@@ -255,7 +255,12 @@ def _prefill(shape: ModelShape, rows: Sequence[Evaluation], opts: Options,
 
 def _row(r: Evaluation, pre: Formula | None, release: str = "") -> dict[str, object]:
     """DESIGN.md's row keys unchanged, plus the prefill chunk's all-reduce share."""
+    from tpcheck.checks.registry import REFUSAL_CODES
+
     row = r.to_row()
+    # the physics names what does not divide; the rule that reports it gives the code
+    row["refusals"] = [{"code": REFUSAL_CODES[x.kind], "check": x.check,
+                        "message": x.engine_message} for x in r.refusals]
     row.setdefault("engine_version", release)
     row["prefill_comm_share"] = None if pre is None else pre.result
     chunk = pre if pre is not None else r.prefill

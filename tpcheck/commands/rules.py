@@ -21,5 +21,5 @@ def run(args: base.Args) -> int:
     from tpcheck.checks import RULES
 
     for m in RULES:
-        print(f"{m.CODE}  {m.NAME:<24} {m.SEVERITY.value:<8} {m.SUMMARY}")
+        print(f"{m.code}  {m.name:<24} {m.severity.value:<8} {m.summary}")
     return 0

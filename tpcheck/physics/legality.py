@@ -70,7 +70,7 @@ MODELOPT_ALIGN: dict[str, tuple[int, str, str]] = {
 class Refusal:
     """One reason an engine will not start this layout."""
 
-    code: str  # TP101 heads, TP102 kv heads, TP103 ffn/expert/quant widths, TP104 vocab
+    kind: str  # heads, kv_heads, widths (ffn/expert/quant), vocab: facts, the checks name codes
     check: str
     engine_message: str
     formula: Formula
@@ -115,7 +115,7 @@ def refusals(
     if t < 1:
         return [
             Refusal(
-                "TP101",
+                "heads",
                 "tp",
                 f"tensor parallel size must be positive, got {t}",
                 Formula("t", "t", {"t": t}, t, "", HEADS_SRC),
@@ -128,7 +128,7 @@ def refusals(
     if h % ta:
         out.append(
             Refusal(
-                "TP101",
+                "heads",
                 "heads",
                 f"Total number of attention heads ({h}) must be divisible by tensor parallel size "
                 f"({ta}).",
@@ -139,7 +139,7 @@ def refusals(
         if hkv >= ta and hkv % ta:
             out.append(
                 Refusal(
-                    "TP102",
+                    "kv_heads",
                     "kv_heads",
                     f"AssertionError: total_num_kv_heads % tp_size == 0 ({hkv} is not divisible by "
                     f"{ta}): KV heads are partitioned when h_kv >= t",
@@ -149,7 +149,7 @@ def refusals(
         elif hkv < ta and ta % hkv:
             out.append(
                 Refusal(
-                    "TP102",
+                    "kv_heads",
                     "kv_heads",
                     f"AssertionError: tp_size % total_num_kv_heads == 0 ({ta} is not divisible by "
                     f"{hkv}): KV heads are replicated when h_kv < t",
@@ -163,7 +163,7 @@ def refusals(
         # gives each rank floor(o_groups / t) = 0 output groups and divides by that count.
         out.append(
             Refusal(
-                "TP103",
+                "widths",
                 "o_groups",
                 f"ZeroDivisionError: integer division or modulo by zero (DeepSeek-V4 o_groups "
                 f"{groups} over tensor parallel size {t}: n_local_groups = {groups} // {t} = 0, "
@@ -178,7 +178,7 @@ def refusals(
         if vp % t:
             out.append(
                 Refusal(
-                    "TP104",
+                    "vocab",
                     "vocab",
                     f"AssertionError: {vp} is not divisible by {t} (padded vocabulary "
                     f"ceil({shape.vocab}/64)·64 = {vp} split over t)",
@@ -199,7 +199,7 @@ def _width_refusals(
         if f and shape.dense_layers > 0 and f % t:
             out.append(
                 Refusal(
-                    "TP103",
+                    "widths",
                     "ffn",
                     f"AssertionError: {f} is not divisible by {t}",
                     _mod("f mod t", "f", f, "t", t, FFN_SRC),
@@ -212,7 +212,7 @@ def _width_refusals(
         if width % t:
             out.append(
                 Refusal(
-                    "TP103",
+                    "widths",
                     "shared_expert_ffn",
                     f"AssertionError: {width} is not divisible by {t}",
                     _mod("f_shared mod t", "f_shared", width, "t", t, FFN_SRC),
@@ -225,7 +225,7 @@ def _width_refusals(
             sym = "t·dp" if engine == "vllm" and dp > 1 else "t"
             out.append(
                 Refusal(
-                    "TP103",
+                    "widths",
                     "expert_ffn",
                     "AssertionError: intermediate_size % tp_size == 0 "
                     f"({moe.expert_ffn} % {tm} != 0); "
@@ -259,7 +259,7 @@ def _width_refusals(
         if align is not None and per % align[0]:
             size, text, src = align
             out.append(Refusal(
-                "TP103", "quant_block", "ValueError: " + text.format(per=per),
+                "widths", "quant_block", "ValueError: " + text.format(per=per),
                 Formula(f"({sym}/t) mod {size}", f"({sym} / t) mod {size}",
                         {sym: width, "t": div}, per % size, "", src),
                 engines=("vllm",)))
@@ -268,7 +268,7 @@ def _width_refusals(
         if grouped and q.group_size and q.group_size > 0 and per % q.group_size:
             out.append(
                 Refusal(
-                    "TP103",
+                    "widths",
                     "quant_group",
                     f"Weight input_size_per_partition={per} is not divisible by group_size="
                     f"{q.group_size}. This happens when tensor_parallel_size splits the layer "
@@ -288,7 +288,7 @@ def _width_refusals(
         elif q.method in ("awq", "gptq") and q.weight_bits == 4 and per % 128:
             out.append(
                 Refusal(
-                    "TP103",
+                    "widths",
                     "marlin_tile",
                     f"input_size_per_partition = {per} is not divisible by min_thread_k = 128",
                     Formula(
@@ -345,7 +345,7 @@ def _block_refusals(sym: str, width: int, div: int, per: int,
         src = BLOCK_MOE_SRC if moe else BLOCK_SRC
         f = Formula(f"({sym}/t) mod {name}", f"({sym} / t) mod {name}",
                     {sym: width, "t": div, name: size}, per % size, "", src)
-        return [Refusal("TP103", "fp8_block", text, f, engines=("vllm",))]
+        return [Refusal("widths", "fp8_block", text, f, engines=("vllm",))]
     return []
 
 

@@ -159,7 +159,7 @@ class Evaluation:
             "fits": self.fits,
             "fit_reason": self.fit_reason() or None,
             "refusals": [
-                {"code": x.code, "check": x.check, "message": x.engine_message}
+                {"kind": x.kind, "check": x.check, "message": x.engine_message}
                 for x in self.refusals
             ],
             "kv_heads_per_gpu": r(self.kv_heads_per_gpu),

@@ -134,7 +134,10 @@ def render_plan(model: str, where: str, shape: ModelShape, rows: Sequence[Evalua
             bar = "#" * n
         note = ""
         if not r.legal:
-            note = "refused: " + "; ".join(f"{x.code} {x.check}" for x in r.refusals)
+            from tpcheck.checks.registry import REFUSAL_CODES
+
+            note = "refused: " + "; ".join(f"{REFUSAL_CODES[x.kind]} {x.check}"
+                                           for x in r.refusals)
         elif r.fits is False:
             note = "does not start: " + r.fit_reason()
         elif shape.latent_cache and r.tp > 1:

@@ -251,7 +251,7 @@ def render_sarif(result: LintResult, root: Path | None = None, *, scope: str | N
     """``scope``: the folder of the settings in force (the run's category); ``category``
     overrides the ``automationDetails.id`` made from it."""
     src = _Sources(source_root(Path.cwd()) if root is None else root)
-    rules = [_rule(m.CODE, m.NAME, m.SEVERITY.value, m.SUMMARY) for m in RULES]
+    rules = [_rule(m.code, m.name, m.severity.value, m.summary) for m in RULES]
     rules.append(_rule(*UNREADABLE[:2], "error", UNREADABLE[2]))
     index = {r["id"]: i for i, r in enumerate(rules)}
     seen: Counter[tuple[str, ...]] = Counter()
