@@ -15,8 +15,9 @@ from __future__ import annotations
 from tpcheck.checks._links import LinkUse, alpha_override, ceil_div, link_use
 from tpcheck.checks.context import CheckContext
 from tpcheck.formula import Formula
+from tpcheck.hardware.gpus import find_gpu
 from tpcheck.hardware.links import Link, find_link
-from tpcheck.hardware.machines import Machine, find_machine
+from tpcheck.hardware.machines import MACHINES, Machine, find_machine
 from tpcheck.physics import collective
 from tpcheck.physics.linkcost import (
     NETWORK_ASSUMED,
@@ -80,6 +81,53 @@ def node_size(ctx: CheckContext) -> NodeSize | None:
                     m.source)
         return NodeSize(m.gpus, f, f"{m.gpus} GPUs per {m.key}", d.spans.get("gpu_product"))
     return None
+
+
+@record
+class NodeShape:
+    """The node type a manifest selects (an instance type, or a GPU product label read as the
+    largest machine of that GPU tpcheck knows) and how many GPUs one such node has."""
+
+    gpus: int
+    formula: Formula
+    label: str  # "a p5.48xlarge node has 8 GPUs", for the assumption a finding states
+    span: Span | None
+
+
+def selected_node(ctx: CheckContext) -> NodeShape | None:
+    """The GPUs one node of the selected type has: TP402, and TP201's note about nodes."""
+    d = ctx.deployment
+    product = d.gpu_product
+    if not product:
+        return None
+    span = d.spans.get("gpu_product")
+    m = find_machine(product)
+    if m is not None:
+        f = Formula("gpus_per_node", "GPUs per instance", {"instance": m.key}, m.gpus, "GPUs",
+                    m.source)
+        return NodeShape(m.gpus, f, f"a {m.key} node has {m.gpus} GPUs", span)
+    g = find_gpu(product)
+    machines = [x for x in MACHINES if g is not None and x.gpu == g.key]
+    if g is None or not machines:
+        return None
+    n = max(x.gpus for x in machines)
+    largest = sorted(x.key for x in machines if x.gpus == n)
+    shown = ", ".join(largest[:3]) + (", …" if len(largest) > 3 else "")
+    f = Formula("gpus_per_node", "max GPUs per node over the known machines of this GPU",
+                {"gpu": g.key, "machines": len(machines)}, n, "GPUs",
+                "tpcheck/hardware/machines.py (the providers' instance pages)")
+    return NodeShape(n, f, f"the node label {product} names {g.key}, whose largest known node "
+                     f"has {n} GPUs ({shown})", span)
+
+
+def pod_over_node(ctx: CheckContext) -> NodeShape | None:
+    """The selected node type, when one pod requests more GPUs than such a node has: a pod runs
+    on one node, so no node can schedule it."""
+    want = ctx.deployment.gpus_requested
+    if not want or want <= 0:
+        return None
+    node = selected_node(ctx)
+    return node if node is not None and want > node.gpus else None
 
 
 def nvlink_domain(ctx: CheckContext) -> int:

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
-from tpcheck.checks._nodes import step_nodes
+from tpcheck.checks._nodes import pod_over_node, step_nodes
 from tpcheck.checks.base import Alternative, Edit, Finding
 from tpcheck.checks.context import CheckContext
 from tpcheck.checks.registry import Rule
@@ -118,7 +118,11 @@ def check(ctx: CheckContext, rule: Rule) -> Iterator[Finding]:
             f"t={t}, each at the batch it admits ({step.basis(speed.terms[0].terms[0])})",
             (("decode_speed_gain", round(speed.result, 2)),)))
         if across:
-            notes.append(f"t={t} spans nodes, its all-reduces run on {across}")
+            node = pod_over_node(ctx)  # one voice with TP402 about what a node holds
+            notes.append(f"t={t} spans nodes, its all-reduces run on {across}" if node is None
+                         else f"no node of the type the pod selects holds its "
+                         f"{ctx.deployment.gpus_requested} GPUs ({node.gpus} each: TP402); "
+                         f"split over nodes, t={t}'s all-reduces would run on {across}")
     yield ctx.finding(
         rule,
         f"{head}: {seats_t} seats vs {seats_h} at TP {hkv} ({ratio} for {t / hkv:g}× the GPUs)",

@@ -185,6 +185,9 @@ RULES: tuple[Rule, ...] = (
     Rule("TP401", "gpu-count-mismatch", Severity.ERROR, "scheduling",
          "t·p·dp differs from the GPUs requested: fewer cannot start, more sit idle.",
          _C + "gpu_count_mismatch:check", frozenset({"known_tp", "valid_layout"})),
+    Rule("TP402", "pod-exceeds-node", Severity.ERROR, "scheduling",
+         "One pod requests more GPUs than a node of the type it selects has: it stays Pending.",
+         _C + "pod_exceeds_node:check", frozenset({"valid_layout"})),
 )
 
 BY_CODE: dict[str, Rule] = {r.code: r for r in RULES}
