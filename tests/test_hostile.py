@@ -282,7 +282,9 @@ def test_no_unsafe_yaml_eval_exec_or_dynamic_import_in_the_package() -> None:
                 text = ast.unparse(loader) if loader is not None else ""
                 if "Safe" not in text and text not in ("loader", "LOADER"):
                     problems.append(f"{rel}:{node.lineno}: yaml.{attr} without a safe Loader")
-            if name == "import_module" and rel.as_posix() != "tpcheck/commands/base.py":
+            # the commands and the rule registry load their own modules by constant names
+            if name == "import_module" and rel.as_posix() not in (
+                    "tpcheck/commands/base.py", "tpcheck/checks/registry.py"):
                 problems.append(f"{rel}:{node.lineno}: import_module")
             for k in node.keywords:
                 if k.arg == "trust_remote_code" and not (

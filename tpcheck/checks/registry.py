@@ -96,6 +96,8 @@ def _function(path: str) -> Callable[[CheckContext, Rule], Iterator[Finding]]:
         import importlib
 
         module, _, name = path.partition(":")
+        if not module.startswith("tpcheck.checks."):  # the rows' own constants, never input
+            raise ValueError(f"a rule's function lives in tpcheck.checks, not {module!r}")
         fn = _FUNCTIONS[path] = getattr(importlib.import_module(module), name)
     return fn
 
