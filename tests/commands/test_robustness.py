@@ -77,12 +77,14 @@ def test_topology_and_config_from_process_substitution_are_read() -> None:
     topo = ROOT / "fixtures" / "topology" / "dgx-h100.txt"
     cmd = (f"{sys.executable} -m tpcheck {' '.join(LINT)} --topology <(cat '{topo}') '{GOOD}'; "
            f"echo rc=$?; {sys.executable} -m tpcheck {' '.join(LINT)} "
-           f"--config <(printf 'fail-on = \"error\"\\n') '{GOOD}'; echo rc=$?")
+           f"--config <(printf 'fail-on = \"error\"\\nignore = [\"TP402\"]\\n') '{GOOD}'; "
+           "echo rc=$?")
     p = subprocess.run(["bash", "-c", cmd], capture_output=True, text=True, timeout=40,
                        env={**os.environ, "HF_HUB_OFFLINE": "1"}, check=False)
     assert p.stderr == ""
     # the topology read, TP201 (a warning) is reported: exit 1; with fail-on = "error" read
-    # from the pipe the same warning no longer fails the run: exit 0
+    # from the pipe (and the fixture's TP402 error ignored) the same warning no longer fails
+    # the run: exit 0
     assert p.stdout.count("TP201") == 2
     assert [ln for ln in p.stdout.splitlines() if ln.startswith("rc=")] == ["rc=1", "rc=0"]
 
@@ -105,7 +107,8 @@ def test_sarif_does_not_reopen_the_fifo_the_lint_skipped(tmp_path: Path) -> None
     results = json.loads(p.stdout)["runs"][0]["results"]
     got = sorted((r["ruleId"], r["locations"][0]["physicalLocation"]["artifactLocation"]["uri"],
                   r["locations"][0]["physicalLocation"]["region"]["startLine"]) for r in results)
-    assert got == [("TP201", "good.yaml", 19), ("TP900", "pipe.yaml", 1)]
+    assert got == [("TP201", "good.yaml", 19), ("TP402", "good.yaml", 24),
+                   ("TP900", "pipe.yaml", 1)]
 
 
 def test_a_settings_file_past_the_cap_is_refused_unread(tmp_path: Path) -> None:

@@ -25,8 +25,9 @@ def test_yaml_list_item_gets_a_comment_line_above_with_its_indent() -> None:
     assert change is not None
     assert (change.line, change.column, change.new_text) == (
         row - 1, 0, "            # tpcheck: ignore[TP201]\n")
-    assert _codes("d.yaml", text) == ["TP201"]
-    assert _codes("d.yaml", apply_change(text, change)) == []
+    # TP402 too: the fixture's one pod asks for 16 GPUs on an 8-GPU H100 node type
+    assert _codes("d.yaml", text) == ["TP201", "TP402"]
+    assert _codes("d.yaml", apply_change(text, change)) == ["TP402"]
 
 
 def test_folded_block_scalar_is_refused() -> None:

@@ -119,7 +119,8 @@ def check(ctx: CheckContext, rule: Rule) -> Iterator[Finding]:
         f"{who} spans {nodes} nodes of {size.per_node} GPUs: its all-reduces cross the network",
         notes=(f"{size.label}: {grp} spans nodes — {where}"
                + ("" if full else f"; the wide group is the {what}"),
-               f"its {n_ar}all-reduces per forward pass run on {use.label}", *tail),
+               f"its {n_ar}all-reduces per forward pass run on {use.label}"
+               + (" (assumed: no instance type in the manifest)" if use.assumed else ""), *tail),
         assumptions=(Assumption("link", f"{use.link.name} between the nodes: no instance "
                                 "type in the manifest"),) if use.assumed else (),
         formulas=(layout, *(() if full else (groups.formula,)), use.bandwidth, use.alpha,
