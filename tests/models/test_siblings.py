@@ -10,6 +10,7 @@ from pathlib import Path
 
 import pytest
 
+from tests.shared import said
 from tpcheck.cli import main
 from tpcheck.models import catalog, siblings
 from tpcheck.models.config import parse_config
@@ -147,5 +148,5 @@ def test_lint_findings_name_the_relative(tmp_path: Path,
     # 40 query heads % 3 = 1: the engine refuses TP 3 (TP101), said with the relative
     (tp101,) = [f for f in found if f["code"] == "TP101"]
     assert tp101["line"] == 1 and "40" in tp101["message"]
-    assert "[shape of relative Qwen/Qwen2.5-14B (-instruct dropped)" in tp101["message"]
+    assert "assumes: shape of relative Qwen/Qwen2.5-14B (-instruct dropped)" in said(tp101)
     assert [f["code"] for f in found if f["line"] == 2] == ["TP000"]

@@ -11,6 +11,7 @@ from pathlib import Path
 
 import pytest
 
+from tests.shared import said
 from tpcheck.cli import main
 from tpcheck.sources import iter_files, read_path
 from tpcheck.sources.dockerfile import dockerfile_to_shell, makefile_to_shell, pin_release
@@ -105,7 +106,7 @@ def test_a_pin_is_the_release_the_memory_rules_assume(
     (f,) = json.loads(capsys.readouterr().out)["findings"]
     # 70B in bf16 on one GPU: 141,107,412,992 B of weights against M·u = 76,528,543,334 B
     assert f["code"] == "TP205"
-    assert f"(assumes vLLM 0.6.3, from `vllm==0.6.3` pinned at {path}:2)" in f["message"]
+    assert f"assumes: vLLM 0.6.3, from `vllm==0.6.3` pinned at {path}:2" in said(f)
 
 
 def test_makefile_recipe(tmp_path: Path) -> None:

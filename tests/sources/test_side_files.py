@@ -19,6 +19,7 @@ from pathlib import Path
 
 import pytest
 
+from tests.shared import said
 from tpcheck.sources.files import NotRegular, TooBig, read_capped
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -151,7 +152,7 @@ def test_model_config_dev_zero_says_what_it_is(tmp_path: Path) -> None:
     proc = _cli(["--offline", "--format", "json", "--model-config", "/dev/zero", "run.sh"],
                 tmp_path)
     (tp000,) = [f for f in json.loads(proc.stdout)["findings"] if f["code"] == "TP000"]
-    assert "/dev/zero: not a regular file (a character device)" in tp000["message"]
+    assert "/dev/zero: not a regular file (a character device)" in said(tp000)
     assert "does not exist" not in tp000["fix"]
     assert tp000["fix"].endswith("it names a character device")
 
