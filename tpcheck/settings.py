@@ -225,7 +225,7 @@ def settings_from_table(table: Mapping[str, Any], where: str) -> Settings:
 
 
 def _bad_network(value: str) -> bool:
-    from tpcheck.physics.collective import parse_network
+    from tpcheck.hardware.network import parse_network
 
     return parse_network(value) is None
 

@@ -18,7 +18,7 @@ from tpcheck.formula import Formula
 from tpcheck.hardware.gpus import find_gpu
 from tpcheck.hardware.links import Link, find_link
 from tpcheck.hardware.machines import MACHINES, Machine, find_machine
-from tpcheck.physics import collective
+from tpcheck.hardware.network import HGX_NETWORK, Network, parse_network
 from tpcheck.physics.linkcost import (
     NETWORK_ASSUMED,
     assumed_network,
@@ -149,13 +149,13 @@ def network(ctx: CheckContext) -> LinkUse:
     size = node_size(ctx)
     per_node = size.per_node if size is not None else (m.gpus if m is not None else 8)
     t = max(ctx.tp, per_node + 1)
-    given = collective.parse_network(ctx.settings.network) if ctx.settings.network else None
+    given = parse_network(ctx.settings.network) if ctx.settings.network else None
     if given is not None:  # [tool.tpcheck] network / --network: the user's word wins
         g = network_group(ctx.gpu, t, per_node, given)
         return network_use(g, f"{given.label} per node ({given.source})", given.source,
                            assumed=False, alpha=alpha)
     if m is not None:
-        net = collective.Network(m.gpus, m.network_gbps / m.gpus, machine_network_kind(m),
+        net = Network(m.gpus, m.network_gbps / m.gpus, machine_network_kind(m),
                                  f"{m.source} ({m.key})")
         g = network_group(ctx.gpu, t, per_node, net)
         return network_use(g, f"{m.key} network ({m.network_gbps:,.0f} Gb/s for "
@@ -167,13 +167,13 @@ def network(ctx: CheckContext) -> LinkUse:
         n = int(count) if count.isdigit() else 0
         if name == "vpc.amazonaws.com/efa" and n > 0:
             # EFA devices of 100 Gb/s each (AWS: p5.48xlarge 32 → 3,200 Gb/s, p4d 4 → 400)
-            net = collective.Network(n, 100.0, "efa", f"pod requests {res} (100 Gb/s each)")
+            net = Network(n, 100.0, "efa", f"pod requests {res} (100 Gb/s each)")
             return network_use(network_group(ctx.gpu, t, per_node, net),
                                f"{n} × 100 Gb/s EFA ({res})", net.source, assumed=False,
                                alpha=alpha)
         # RDMA device plugins share the node's HCAs: the kind is known, not their count
         kind = "roce" if "roce" in name else "ib"
-        hgx = replace(collective.HGX_NETWORK, kind=kind)
+        hgx = replace(HGX_NETWORK, kind=kind)
         g = network_group(ctx.gpu, t, per_node, hgx)
         return network_use(g, f"{kind} 8 × 400 Gb/s per node ({res}; NIC count assumed)",
                            hgx.source, assumed=True, alpha=alpha)

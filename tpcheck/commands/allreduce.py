@@ -87,6 +87,7 @@ def command(**params: Any) -> int:
 def run(args: base.Args) -> int:
     from tpcheck.hardware.gpus import find_gpu
     from tpcheck.hardware.links import find_link
+    from tpcheck.hardware.network import HGX_NETWORK, Network
     from tpcheck.physics import collective as C
 
     gpu = find_gpu(args.gpu_name) if args.gpu_name else find_gpu("h100-sxm")
@@ -104,11 +105,11 @@ def run(args: base.Args) -> int:
     assumed: list[str] = []
     net = None
     if nodes > 1:
-        k = args.nics_per_node or C.HGX_NETWORK.nics
-        s = args.nic_gbps or C.HGX_NETWORK.gbps
+        k = args.nics_per_node or HGX_NETWORK.nics
+        s = args.nic_gbps or HGX_NETWORK.gbps
         if not args.nics_per_node or not args.nic_gbps:
             assumed.append("network")
-        net = C.Network(k, s, args.fabric, "command line", bool(assumed))
+        net = Network(k, s, args.fabric, "command line", bool(assumed))
     group = C.group_of(link_key, link_bw, t, nodes, None, net)
     engine = None if args.engine == "nccl" else args.engine
     rows = []

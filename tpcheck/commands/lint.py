@@ -167,7 +167,7 @@ def _network(value: str | None) -> str | None:
     """--network as given, after checking it parses (a usage error otherwise)."""
     if value is None:
         return None
-    from tpcheck.physics.collective import parse_network
+    from tpcheck.hardware.network import parse_network
 
     if parse_network(value) is None:
         raise UsageError(f"{value!r} is not NICs per node such as 8x400G-ib "

@@ -9,6 +9,7 @@ from tpcheck.engines.defaults import defaults_for, sglang_chunked_prefill
 from tpcheck.formula import MIB, Formula
 from tpcheck.hardware.gpus import GPU
 from tpcheck.hardware.links import Link
+from tpcheck.hardware.network import HGX_NETWORK, Network
 from tpcheck.models.shape import ModelShape
 from tpcheck.physics import collective, comm
 from tpcheck.physics import step as stepmodel
@@ -111,7 +112,7 @@ def network_use(group: collective.Group, name: str, source: str, *, assumed: boo
 
 
 def network_group(gpu: GPU | None, t: int, per_node: int,
-                  net: collective.Network) -> collective.Group:
+                  net: Network) -> collective.Group:
     nodes = -(-t // max(per_node, 1))
     link, bw = (gpu.link, gpu.link_bandwidth) if gpu is not None else ("nvlink4", 450e9)
     return collective.group_of(link, bw, t, nodes, per_node, net)
@@ -121,9 +122,9 @@ def assumed_network(alpha: float | None = None, *, gpu: GPU | None = None, t: in
                     per_node: int = 8) -> LinkUse:
     """An HGX node's 8×400G InfiniBand, marked assumed: what a TP group across nodes runs on
     when nothing names the network. ``alpha`` overrides α (``[tool.tpcheck] alpha``)."""
-    g = network_group(gpu, max(t, per_node + 1), per_node, collective.HGX_NETWORK)
+    g = network_group(gpu, max(t, per_node + 1), per_node, HGX_NETWORK)
     return network_use(g, "InfiniBand 8 × 400 Gb/s per node",
-                       collective.HGX_NETWORK.source, assumed=True, alpha=alpha)
+                       HGX_NETWORK.source, assumed=True, alpha=alpha)
 
 
 def node_network(gpu: GPU | None, t: int, *, gpus_per_node: int | None = None,
@@ -142,7 +143,7 @@ def node_network(gpu: GPU | None, t: int, *, gpus_per_node: int | None = None,
         return None
     if network is not None:  # a per-GPU network (an instance type's share): the node has
         # that rate per GPU, so per_node NICs of it
-        net = collective.Network(per_node, network.bandwidth * 8 / 1e9, _kind(network.key),
+        net = Network(per_node, network.bandwidth * 8 / 1e9, _kind(network.key),
                                  network.source)
         return network_use(network_group(gpu, t, per_node, net), network.name, network.source,
                            assumed=False)
