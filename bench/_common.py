@@ -88,3 +88,21 @@ def compose_all(files: Sequence[str], loader: object) -> None:
                 pass
         except yaml.YAMLError:
             pass
+
+
+def instructions(cmd: Sequence[str], env: dict[str, str], cwd: str | None = None) -> int | None:
+    """Instructions a whole process executes, counted by valgrind's callgrind (deterministic:
+    a busy machine cannot move it); None when valgrind is not installed."""
+    if shutil.which("valgrind") is None:
+        return None
+    p = subprocess.run(["valgrind", "--tool=callgrind", "--callgrind-out-file=/dev/null", *cmd],
+                       stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True, env=env,
+                       cwd=cwd, check=False)
+    for line in p.stderr.splitlines():
+        if "Collected :" in line:
+            return int(line.rsplit(":", 1)[1].strip())
+    return None
+
+
+def mega(n: int | None) -> str:
+    return "n/a" if n is None else f"{n / 1e6:,.1f} M"
