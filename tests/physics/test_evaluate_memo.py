@@ -51,3 +51,26 @@ def test_the_memo_keeps_only_its_most_recent_layouts() -> None:
     assert len(memo) == 4
     kept = {key[2].context for key in memo}
     assert kept == {1032, 1033}
+
+
+def test_the_capacity_alone_has_every_figure_but_the_step() -> None:
+    """What TP204 asks of up to 14 layouts (does it start, what pool it leaves) without the
+    decode step; the same figures as the whole evaluation, and it is reused by it."""
+    from tpcheck.physics.plan import evaluate_capacity
+
+    shape = shape_of(LLAMA70)
+    memo = Memo()
+    for t in (1, 2, 4, 8):
+        opts = Options(gpu=H100, context=8192, batch=4)
+        cap = evaluate_capacity(shape, t, opts, memo)
+        whole = evaluate(shape, t, opts, memo)
+        assert cap.step is None and cap.floor is None and cap.prefill is None
+        assert whole.step is not None and whole.pool is cap.pool
+        assert (cap.fits, cap.weights, cap.tokens, cap.seats) == (
+            whole.fits, whole.weights, whole.tokens, whole.seats)
+    # Llama-3-70B's 131.4 GiB of bf16 weights exceed one H100's M·u = 79.2·0.92 = 72.9 GiB;
+    # at t = 2, 65.7 GiB per GPU leave a pool (72.9 − 65.7 − the reserve ≈ 4.2 GiB)
+    fits = [evaluate_capacity(shape, t, Options(gpu=H100, context=8192), memo)
+            for t in (1, 2, 4)]
+    assert [e.fits for e in fits] == [False, True, True]
+    assert round(fits[1].weights.result / 2**30, 1) == 65.7

@@ -14,7 +14,7 @@ from tpcheck.formula import Formula
 from tpcheck.hardware.gpus import GPU
 from tpcheck.models.shape import ModelShape
 from tpcheck.physics.groups import Groups, comm_groups
-from tpcheck.physics.plan import Evaluation, Memo, Options, evaluate
+from tpcheck.physics.plan import Evaluation, Memo, Options, evaluate, evaluate_capacity
 from tpcheck.record import replace
 from tpcheck.settings import Settings
 from tpcheck.sources.base import Deployment, Span
@@ -254,6 +254,13 @@ class CheckContext:
     def evaluate_at(self, t: int, **changes: object) -> Evaluation:
         opts = replace(self.options, **changes) if changes else self.options
         return self.evaluate_with(t, opts)
+
+    def capacity_at(self, t: int, **changes: object) -> Evaluation:
+        """``evaluate_at`` without the decode step and prefill columns (``step`` is None): for
+        a rule that asks only whether a layout starts and what it leaves for the KV cache."""
+        assert self.shape is not None
+        opts = replace(self.options, **changes) if changes else self.options
+        return evaluate_capacity(self.shape, t, opts, self._evaluations)
 
     def evaluate_with(self, t: int, opts: Options) -> Evaluation:
         """One evaluation per (shape, t, options) for the whole run (as long as it is recent)."""

@@ -237,16 +237,26 @@ def evaluate(shape: ModelShape, t: int, opts: Options, memo: Memo | None = None)
     key = (shape, t, opts, True)
     if memo is not None and key in memo:
         return memo[key]
-    at_one = opts if opts.batch == 1 else replace(opts, batch=1)
-    base = memo.get((shape, t, at_one, False)) if memo is not None else None
-    if base is None:
-        base = capacity(shape, t, at_one)
-        if memo is not None:
-            memo[shape, t, at_one, False] = base
+    base = evaluate_capacity(shape, t, opts, memo)
     ev = base if base.memory is None else decode_step(shape, t, opts, base)
     if memo is not None:
         memo[key] = ev
     return ev
+
+
+def evaluate_capacity(shape: ModelShape, t: int, opts: Options,
+                      memo: Memo | None = None) -> Evaluation:
+    """``evaluate`` without what depends on the batch (the decode step, the prefill columns):
+    all a rule needs that asks whether a layout starts and what pool it leaves (TP204 tries up
+    to 14 layouts per finding)."""
+    at_one = opts if opts.batch == 1 else replace(opts, batch=1)
+    key = (shape, t, at_one, False)
+    base = memo.get(key) if memo is not None else None
+    if base is None:
+        base = capacity(shape, t, at_one)
+        if memo is not None:
+            memo[key] = base
+    return base
 
 
 def capacity(shape: ModelShape, t: int, opts: Options) -> Evaluation:
