@@ -32,13 +32,32 @@ class DeferredModule(ModuleType):
         return getattr(real(self.__name__, self), name)
 
 
+def _load(name: str) -> ModuleType:
+    """Each module that may be deferred, imported by a plain import statement (no dynamic
+    import in the package: tests/test_hostile.py)."""
+    if name == "inspect":
+        import inspect
+
+        return inspect
+    if name == "threading":
+        import threading
+
+        return threading
+    if name == "urllib.parse":
+        import urllib.parse
+
+        return urllib.parse
+    raise ImportError(f"{name} is not a module tpcheck defers")
+
+
+DEFERRABLE = ("inspect", "threading", "urllib.parse")
+
+
 def real(name: str, stand_in: ModuleType | None = None) -> ModuleType:
     """The module ``name`` itself, imported now if only a stand-in was there."""
     if isinstance(sys.modules.get(name), DeferredModule):
         del sys.modules[name]
-    import importlib
-
-    found = importlib.import_module(name)
+    found = _load(name)
     if stand_in is not None:  # its later lookups skip __getattr__
         stand_in.__dict__.update({k: v for k, v in found.__dict__.items()
                                   if k not in stand_in.__dict__})
@@ -54,20 +73,23 @@ def calling_real(module: str, name: str) -> Callable[..., Any]:
     return call
 
 
-def import_deferring(library: str, stand_ins: dict[str, dict[str, object]]) -> None:
-    """Import ``library`` while each module named in ``stand_ins`` (not imported yet) is a
-    stand-in carrying those names."""
+def import_deferring(library: str, load: Callable[[], object],
+                     stand_ins: dict[str, dict[str, object]]) -> None:
+    """Import ``library`` (``load`` does, with an import statement) while each module named in
+    ``stand_ins`` (one of DEFERRABLE, not imported yet) is a stand-in carrying those names."""
     if library in sys.modules:
         return
     placed = []
     for name, names in stand_ins.items():
+        if name not in DEFERRABLE:
+            raise ValueError(f"{name} is not a module tpcheck defers")
         if name not in sys.modules:
             module = DeferredModule(name)
             module.__dict__.update(names)
             sys.modules[name] = module
             placed.append(module)
     try:
-        __import__(library)
+        load()
     finally:
         for module in placed:
             if sys.modules.get(module.__name__) is module:

@@ -21,7 +21,15 @@ def cleandoc(doc: str) -> str:
     return done
 
 
-import_deferring("click", {"inspect": {"cleandoc": cleandoc},
-                           "threading": {"local": _thread._local}})  # what threading.local is
-import_deferring("pathlib", {"urllib.parse": {
+def _click() -> None:
+    import click  # noqa: F401 - imported for what it leaves in sys.modules
+
+
+def _pathlib() -> None:
+    import pathlib  # noqa: F401
+
+
+import_deferring("click", _click, {"inspect": {"cleandoc": cleandoc},
+                                   "threading": {"local": _thread._local}})  # threading.local
+import_deferring("pathlib", _pathlib, {"urllib.parse": {
     "quote_from_bytes": calling_real("urllib.parse", "quote_from_bytes")}})

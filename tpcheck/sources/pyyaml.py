@@ -18,7 +18,10 @@ from __future__ import annotations
 
 import re
 import sys
-from typing import Any
+
+TYPE_CHECKING = False  # typing's constant without importing typing (the library lint path)
+if TYPE_CHECKING:
+    from typing import Any
 
 # yaml/reader.py's and yaml/constructor.py's patterns, character for character (another PyYAML's
 # are simply not found in the cache and compiled as usual): the reader's NON_PRINTABLE, and the
