@@ -43,6 +43,38 @@ def replicate(src: Path, n: int) -> tuple[Path, list[str], int]:
     return tmp, out, len(files)
 
 
+CATALOG = REPO / "tpcheck" / "models" / "catalog"
+TP_SIZES = (1, 2, 4, 8, 16, 3, 6)
+
+
+def vary(src: Path, n: int) -> tuple[Path, list[str], int]:
+    """Like ``replicate``, but as a real repository is: copy ``i`` names the i-th model of
+    tpcheck's catalog in place of every catalogued model its text names, and the i-th TP size of
+    ``TP_SIZES`` in every ``--tensor-parallel-size`` / ``--tp`` (so memo caches keyed by model
+    and layout hit about as often as they would across a monorepo)."""
+    import re
+
+    files = sorted(str(p) for p in src.rglob("*") if p.suffix in (".yaml", ".yml"))
+    if not files:
+        raise SystemExit(f"no YAML files under {src}")
+    models = sorted(d.name.replace("--", "/", 1) for d in CATALOG.iterdir() if d.is_dir())
+    named = re.compile("|".join(re.escape(m) for m in sorted(models, key=len, reverse=True)))
+    tp = re.compile(r"(--tensor-parallel-size|--tp-size|--tp|tensor-parallel-size:)([= ]+)\d+")
+    texts = [Path(f).read_text(encoding="utf-8", errors="replace") for f in files]
+    tmp = Path(tempfile.mkdtemp(prefix="tpcheck-bench-varied-"))
+    out = []
+    for i in range(n):
+        k = i % len(files)
+        model = models[(i * 7 + k) % len(models)]
+        size = TP_SIZES[(i + i // len(files)) % len(TP_SIZES)]
+        text = named.sub(model, texts[k])
+        text = tp.sub(lambda m, size=size: f"{m.group(1)}{m.group(2)}{size}", text)
+        dst = tmp / f"{i:06d}-{Path(files[k]).name}"
+        dst.write_text(text, encoding="utf-8")
+        out.append(str(dst))
+    return tmp, out, len(files)
+
+
 def bench_env() -> dict[str, str]:
     """Subprocess environment with bytecode caching on (as after `pip install`), kept out of
     the source tree."""
@@ -88,3 +120,21 @@ def compose_all(files: Sequence[str], loader: object) -> None:
                 pass
         except yaml.YAMLError:
             pass
+
+
+def instructions(cmd: Sequence[str], env: dict[str, str], cwd: str | None = None) -> int | None:
+    """Instructions a whole process executes, counted by valgrind's callgrind (deterministic:
+    a busy machine cannot move it); None when valgrind is not installed."""
+    if shutil.which("valgrind") is None:
+        return None
+    p = subprocess.run(["valgrind", "--tool=callgrind", "--callgrind-out-file=/dev/null", *cmd],
+                       stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True, env=env,
+                       cwd=cwd, check=False)
+    for line in p.stderr.splitlines():
+        if "Collected :" in line:
+            return int(line.rsplit(":", 1)[1].strip())
+    return None
+
+
+def mega(n: int | None) -> str:
+    return "n/a" if n is None else f"{n / 1e6:,.1f} M"

@@ -13,7 +13,14 @@ With ``--instructions`` (needs valgrind), each side's whole process also runs on
 callgrind: instruction counts do not move with the neighbours of a shared machine, where wall
 times of the same code can differ by a third between two sessions.
 
+Two corpora (issue 30): the replicated one (the corpus's files copied round-robin: most files
+hit the memo caches) and, with ``--varied``, a varied one as a real repository is (each copy
+names another catalogued model and another TP size, ``_common.vary``). ``--memory 1000,10000``
+prints tpcheck's peak resident memory (and cpu seconds, to see time stay linear) over that
+many varied files, one process each, against the floor's.
+
     python bench/lint_corpus.py [--corpus DIR] [--n 1000] [--runs 5] [--instructions]
+                                [--varied] [--memory 1000,10000,100000]
 
 yamllint (a dev extra) runs with its default rules and ``-f parsable``; it is skipped when not
 installed.
@@ -37,6 +44,7 @@ from _common import (
     med,
     replicate,
     time_cmd,
+    vary,
 )
 
 FLOOR = """
@@ -61,8 +69,67 @@ def main() -> int:
     ap.add_argument("--runs", type=int, default=5)
     ap.add_argument("--instructions", action="store_true",
                     help="also count each side's instructions under valgrind's callgrind")
+    ap.add_argument("--varied", action="store_true",
+                    help="also measure a varied corpus (distinct models and TP sizes per file)")
+    ap.add_argument("--memory", metavar="N,N,...",
+                    help="peak memory of tpcheck over that many varied files, one run each")
     a = ap.parse_args()
-    tmp, files, n_src = replicate(corpus_source(a.corpus), a.n)
+    corpora = [("replicated", replicate)] + ([("varied", vary)] if a.varied else [])
+    for label, make in corpora:
+        print(f"== {label} corpus ==")
+        measure(a, *make(corpus_source(a.corpus), a.n))
+    if a.memory:
+        for n in (int(x) for x in a.memory.split(",")):
+            memory(corpus_source(a.corpus), n)
+    return 0
+
+
+# VmHWM, this process's own peak: ru_maxrss survives execve and would report the bench's.
+PEAK = """
+import sys, time
+{setup}
+t0 = time.process_time()
+{body}
+cpu = time.process_time() - t0
+hwm = next(int(l.split()[1]) for l in open('/proc/self/status') if l.startswith('VmHWM:'))
+print(hwm, cpu)
+"""
+
+
+def memory(src: Path, n: int) -> None:
+    """Peak RSS (VmHWM) of one tpcheck run over ``n`` varied files, and the
+    floor's over the same files; cpu seconds beside it (linear time: cpu / n stays level)."""
+    import subprocess
+
+    tmp, _, _ = vary(src, n)
+    env = bench_env()
+    sides = {
+        "floor": PEAK.format(setup="import os, yaml\nL = yaml.CSafeLoader\nd = sys.argv[1]",
+                             body="for name in sorted(os.listdir(d)):\n"
+                                  "    try:\n"
+                                  "        for _ in yaml.compose_all(open(os.path.join(d, name),"
+                                  " encoding='utf-8').read(), Loader=L): pass\n"
+                                  "    except yaml.YAMLError: pass"),
+        "tpcheck": PEAK.format(setup="import io, contextlib\nfrom tpcheck.cli import main",
+                               body="with contextlib.redirect_stdout(io.StringIO()):\n"
+                                    "    main(['--gpu', 'h100-sxm', '--offline', '-q', "
+                                    "sys.argv[1]])"),
+    }
+    try:
+        got = {}
+        for k, code in sides.items():
+            out = subprocess.run([sys.executable, "-c", code, str(tmp)], capture_output=True,
+                                 text=True, env=env, check=False).stdout.split()
+            got[k] = (int(out[-2]) / 1024, float(out[-1])) if len(out) >= 2 else (0.0, 0.0)
+        (fm, fc), (tm, tc) = got["floor"], got["tpcheck"]
+        print(f"[memory] {n:>7,} varied files: tpcheck peak {tm:7.1f} MiB, cpu {tc:7.2f} s "
+              f"({tc / n * 1e3:.2f} ms/file); floor peak {fm:6.1f} MiB, cpu {fc:6.2f} s "
+              f"(target: peak <= 100 MiB at 100,000)")
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
+
+
+def measure(a: argparse.Namespace, tmp: Path, files: list[str], n_src: int) -> None:
     env = bench_env()
     py = sys.executable
     tpcheck = [str(BIN / "tpcheck"), "--gpu", "h100-sxm", "--offline", "-q", str(tmp)]
@@ -89,7 +156,6 @@ def main() -> int:
             instructions({"floor": cmds["floor"], "tpcheck": tpcheck}, env)
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
-    return 0
 
 
 def instructions(cmds: dict[str, list[str]], env: dict[str, str]) -> None:

@@ -8,6 +8,15 @@ on the text itself; the model shape and resolver stay warm, as they do in an edi
     python bench/lsp_bench.py [-n 200] [--lines 200] [--default-gc]
 
 Target (issue 7): median under 50 ms.
+
+With ``--stdio`` it measures what a user waits for instead (issue 30): ``tpcheck lsp`` as a
+process, a client over its stdin/stdout, the time from sending ``didChange`` to receiving the
+matching ``publishDiagnostics`` (the debounce included); then the same while a second, slow
+document (``--slow-lines`` lines of Python) is re-linted after each of its own changes; then
+the server's resident memory (VmRSS) over ``--edits`` edits. Targets: the two-document median
+within 2x the one-document one; memory flat over 5,000 edits.
+
+    python bench/lsp_bench.py --stdio [-n 40] [--slow-lines 14000] [--edits 5000]
 """
 
 from __future__ import annotations
@@ -67,14 +76,167 @@ def manifest(lines: int, tp: int) -> str:
     return head + pad
 
 
+class Client:
+    """A JSON-RPC client of one ``tpcheck lsp`` process over its stdin/stdout."""
+
+    def __init__(self, cmd: list[str]) -> None:
+        import subprocess
+
+        self.proc = subprocess.Popen(cmd, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                                     stderr=subprocess.DEVNULL)
+        self.next_id = 0
+
+    def send(self, method: str, params: object, *, request: bool = False) -> int | None:
+        import json
+
+        msg: dict[str, object] = {"jsonrpc": "2.0", "method": method, "params": params}
+        rid = None
+        if request:
+            self.next_id += 1
+            rid = msg["id"] = self.next_id
+        body = json.dumps(msg).encode()
+        assert self.proc.stdin is not None
+        self.proc.stdin.write(b"Content-Length: %d\r\n\r\n" % len(body) + body)
+        self.proc.stdin.flush()
+        return rid
+
+    def receive(self) -> dict[str, object]:
+        import json
+
+        assert self.proc.stdout is not None
+        length = 0
+        while True:
+            line = self.proc.stdout.readline()
+            if not line:
+                raise EOFError("the server closed its output")
+            if line in (b"\r\n", b"\n"):
+                break
+            if line.lower().startswith(b"content-length:"):
+                length = int(line.split(b":")[1])
+        got: dict[str, object] = json.loads(self.proc.stdout.read(length))
+        if "id" in got and "method" in got:  # a request from the server: answer it
+            reply = {"jsonrpc": "2.0", "id": got["id"], "result": None}
+            if got["method"] == "workspace/configuration":
+                reply["result"] = [{"gpu": "h100-sxm"}]
+            body = json.dumps(reply).encode()
+            assert self.proc.stdin is not None
+            self.proc.stdin.write(b"Content-Length: %d\r\n\r\n" % len(body) + body)
+            self.proc.stdin.flush()
+        return got
+
+    def wait_diagnostics(self, uri: str, version: int) -> None:
+        while True:
+            m = self.receive()
+            p = m.get("params")
+            if (m.get("method") == "textDocument/publishDiagnostics" and isinstance(p, dict)
+                    and p.get("uri") == uri and p.get("version") == version):
+                return
+
+    def rss_kib(self) -> int:
+        with open(f"/proc/{self.proc.pid}/status", encoding="ascii") as fh:
+            for line in fh:
+                if line.startswith("VmRSS:"):
+                    return int(line.split()[1])
+        return 0
+
+
+def slow_python(lines: int) -> str:
+    """A launch script of ``lines`` lines: valid Python the Python reader must parse whole."""
+    body = "".join(f"setting_{i} = {{'name': 'v{i}', 'size': {i} * 2 + 1}}\n"
+                   for i in range(max(lines - 3, 0)))
+    return ("import subprocess\n" + body
+            + "subprocess.run(['vllm', 'serve', 'Qwen/Qwen3-32B', '--tensor-parallel-size', "
+              "'16'])\n")
+
+
+def stdio(args: argparse.Namespace) -> None:
+    import os
+    import shlex
+    import sys
+
+    server = (shlex.split(args.server) if args.server
+              else [str(Path(sys.executable).parent / "tpcheck"), "lsp"])
+    c = Client(server)
+    root = Path(tempfile.mkdtemp(prefix="tpcheck-lsp-bench-"))
+    a_uri, b_uri = (root / "deploy.yaml").as_uri(), (root / "launch.py").as_uri()
+    try:
+        c.send("initialize", {"processId": os.getpid(), "rootUri": root.as_uri(),
+                              "capabilities": {}, "initializationOptions": {"gpu": "h100-sxm"}},
+               request=True)
+        while "result" not in c.receive():
+            pass
+        c.send("initialized", {})
+        c.send("workspace/didChangeConfiguration", {"settings": {"tpcheck": {"gpu": "h100-sxm"}}})
+        texts = [manifest(args.lines, 16), manifest(args.lines, 8)]
+        c.send("textDocument/didOpen", {"textDocument": {"uri": a_uri, "languageId": "yaml",
+                                                         "version": 1, "text": texts[0]}})
+        c.wait_diagnostics(a_uri, 1)
+        version = 1
+
+        def edit_a() -> float:
+            nonlocal version
+            version += 1
+            t0 = time.perf_counter()
+            c.send("textDocument/didChange", {
+                "textDocument": {"uri": a_uri, "version": version},
+                "contentChanges": [{"text": texts[version % 2]}]})
+            c.wait_diagnostics(a_uri, version)
+            return (time.perf_counter() - t0) * 1000
+
+        alone = sorted(edit_a() for _ in range(args.n))
+        print(f"[stdio] didChange -> publishDiagnostics, {args.lines}-line manifest alone: "
+              f"median {statistics.median(alone):.1f} ms, p90 "
+              f"{alone[round(0.9 * (len(alone) - 1))]:.1f} ms (debounce included)")
+        slow = slow_python(args.slow_lines)
+        c.send("textDocument/didOpen", {"textDocument": {"uri": b_uri, "languageId": "python",
+                                                         "version": 1, "text": slow}})
+        b_version = 1
+        both = []
+        for i in range(args.n):
+            b_version += 1  # the slow document changes first, then the manifest
+            c.send("textDocument/didChange", {
+                "textDocument": {"uri": b_uri, "version": b_version},
+                "contentChanges": [{"text": slow + f"# edit {i}\n"}]})
+            time.sleep(0.2)  # past the debounce: the slow lint is under way
+            both.append(edit_a())
+        both.sort()
+        ratio = statistics.median(both) / statistics.median(alone)
+        print(f"[stdio] the same while a {args.slow_lines}-line Python document is re-linted: "
+              f"median {statistics.median(both):.1f} ms, p90 "
+              f"{both[round(0.9 * (len(both) - 1))]:.1f} ms, {ratio:.2f}x alone (target <= 2x)")
+        c.send("textDocument/didClose", {"textDocument": {"uri": b_uri}})
+        marks = []
+        for i in range(args.edits):
+            edit_a()
+            if i % max(args.edits // 5, 1) == 0 or i == args.edits - 1:
+                marks.append((i + 1, c.rss_kib()))
+        print("[stdio] server VmRSS over edits: " + ", ".join(
+            f"{n}: {kib / 1024:.1f} MiB" for n, kib in marks))
+    finally:
+        c.proc.kill()
+        c.proc.wait()
+        import shutil
+
+        shutil.rmtree(root, ignore_errors=True)
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    ap.add_argument("-n", type=int, default=200, help="timed runs")
+    ap.add_argument("-n", type=int, default=200, help="timed runs (--stdio: 40 is plenty)")
     ap.add_argument("--lines", type=int, default=200)
     ap.add_argument("--warmup", type=int, default=5)
     ap.add_argument("--default-gc", action="store_true",
                     help="keep Python's GC thresholds (the server tunes them as the CLI does)")
+    ap.add_argument("--stdio", action="store_true",
+                    help="measure over stdio against a `tpcheck lsp` process (see above)")
+    ap.add_argument("--slow-lines", type=int, default=14000)
+    ap.add_argument("--edits", type=int, default=5000)
+    ap.add_argument("--server", help="command that starts the server (default: tpcheck lsp), "
+                    "e.g. another checkout's, to compare")
     args = ap.parse_args()
+    if args.stdio:
+        stdio(args)
+        return
     if not args.default_gc:
         from tpcheck.lsp.server import tune_gc
 

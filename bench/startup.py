@@ -2,21 +2,25 @@
 
 Issue 8 targets: ≤ 60 ms over bare Python for --version, ≤ 150 ms for a one-file YAML lint.
 Each command runs --runs times, interleaved, with bytecode caching on (as after
-`pip install`); medians and the difference to the bare interpreter are printed. Then, in a fresh
+`pip install`); medians and the difference to the bare interpreter are printed. Then the
+instructions each process executes (valgrind's callgrind, which a noisy machine cannot move),
+as ratios to ``python -c pass`` and, for the YAML lint, to yamllint on the same file (issue 30:
+a one-file YAML lint ≤ 6× bare Python and below yamllint). Then, in a fresh
 interpreter per input kind, which heavy modules a lint loaded (libcst, huggingface_hub and pygls
 must not load for YAML or shell input) and the ten largest cumulative imports
 (``python -X importtime``) of the one-file YAML lint.
 
-    python bench/startup.py [--runs 21]
+    python bench/startup.py [--runs 21] [--no-instructions]
 """
 
 from __future__ import annotations
 
 import argparse
+import shutil
 import subprocess
 import sys
 
-from _common import BIN, REPO, bench_env, interleaved, med, ms, time_cmd
+from _common import BIN, REPO, bench_env, instructions, interleaved, med, mega, ms, time_cmd
 
 YAML_FILE = REPO / "fixtures" / "lint" / "qwen3-32b-tp16.yaml"
 SHELL_FILE = REPO / "fixtures" / "lint" / "llama70b-tp6.sh"
@@ -36,6 +40,8 @@ print(",".join(m for m in {heavy!r} if m in sys.modules) or "-")
 def main() -> int:
     ap = argparse.ArgumentParser()
     ap.add_argument("--runs", type=int, default=21)
+    ap.add_argument("--no-instructions", action="store_true",
+                    help="skip the callgrind counts (each takes a few seconds)")
     a = ap.parse_args()
     env = bench_env()
     tp = str(BIN / "tpcheck")
@@ -55,6 +61,23 @@ def main() -> int:
         extra = "" if k.startswith("python") else f"  (+{ms(med(t[k]) - bare)} over bare Python)"
         print(f"{k:22s} median {ms(med(t[k]))}{extra}")
     print("targets: --version <= +60 ms, one-file YAML lint <= +150 ms")
+    if not a.no_instructions:
+        counted = dict(cmds)
+        yamllint = shutil.which("yamllint", path=str(BIN)) or shutil.which("yamllint")
+        if yamllint:
+            counted["yamllint, same YAML file"] = [yamllint, str(YAML_FILE)]
+        for c in counted.values():  # once more, so every bytecode cache is written
+            time_cmd(c, env)
+        n = {k: instructions(c, env) for k, c in counted.items()}
+        base = n["python -c pass"]
+        print("instructions (callgrind), ratio to python -c pass:")
+        for k, v in n.items():
+            ratio = f"{v / base:5.2f}x" if v and base else "  n/a"
+            print(f"  {k:26s} {mega(v):>12s}  {ratio}")
+        y, one = n.get("yamllint, same YAML file"), n["lint one YAML file"]
+        if y and one:
+            print(f"  one-file YAML lint / yamllint: {one / y:.2f}x")
+        print("targets: one-file YAML lint <= 6x python -c pass, and below yamllint")
     for label, f in (("YAML", YAML_FILE), ("shell", SHELL_FILE), ("Python", PY_FILE)):
         out = subprocess.run([sys.executable, "-c", PROBE.format(heavy=HEAVY), "--offline",
                               "--gpu", "h100-sxm", str(f)], capture_output=True, text=True,

@@ -142,3 +142,74 @@ def test_no_private_names_imported_across_modules() -> None:
              if name is not None and name.startswith("_") and not name.startswith("__")}
     assert found - KNOWN_PRIVATE_IMPORTS == set(), "a module imports another's private name"
     assert KNOWN_PRIVATE_IMPORTS - found == set(), "gone: update KNOWN_PRIVATE_IMPORTS"
+
+
+# ---- what a one-file lint loads (issue 30): measured in instructions by bench/startup.py -------
+
+ROOT = PACKAGE.parent
+QWEN_TP16 = str(ROOT / "fixtures" / "lint" / "qwen3-32b-tp16.yaml")
+
+LINT_PROBE = """
+import sys, io, contextlib
+from tpcheck.cli import main
+with contextlib.redirect_stdout(io.StringIO()):
+    rc = main(['--offline', '--gpu', 'h100-sxm', '-q', {path!r}])
+real = [m for m in {names!r} if type(sys.modules.get(m)).__name__ == 'module']
+print(rc, real)
+"""
+
+# What click, pathlib and PyYAML import for features a lint never reaches (tpcheck.deferred,
+# tpcheck.sources.pyyaml): help pages (inspect, ast, dis, tokenize), a spell-check of every
+# short option (difflib), Path.as_uri (urllib.parse, ipaddress), threads.
+NOT_ON_THE_LINT_PATH = ("inspect", "ast", "dis", "tokenize", "difflib", "threading",
+                        "urllib.parse", "ipaddress")
+
+
+def _probe(code: str) -> str:
+    import subprocess
+    import sys
+
+    p = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=ROOT,
+                       timeout=120, check=False)
+    assert p.returncode == 0, p.stderr
+    return p.stdout.splitlines()[-1]
+
+
+def test_a_yaml_lint_loads_none_of_clicks_help_or_threading_modules() -> None:
+    # TP201 (a warning) at t = 16 > h_kv = 8: exit 1; none of the modules imported for real
+    assert _probe(LINT_PROBE.format(path=QWEN_TP16, names=NOT_ON_THE_LINT_PATH)) == "1 []"
+
+
+def test_the_yaml_patterns_deferred_at_import_are_stand_ins_until_used() -> None:
+    code = ("import re\nfrom tpcheck.sources.pyyaml import yaml\n"
+            "r, c = yaml.reader.Reader, yaml.constructor.SafeConstructor\n"
+            "kinds = [type(r.NON_PRINTABLE).__name__, type(c.timestamp_regexp).__name__]\n"
+            "import tpcheck.sources.pyyaml as p\n"
+            "fresh = type(re.compile(p.NON_PRINTABLE)).__name__\n"
+            "print(kinds, fresh)")
+    # both stand-ins inside PyYAML; the same text compiled afterwards is a real pattern
+    assert _probe(code) == "['DeferredPattern', 'DeferredPattern'] Pattern"
+
+
+def test_deferred_yaml_patterns_still_work() -> None:
+    code = ("import datetime\nfrom tpcheck.sources.pyyaml import yaml\n"
+            "t = yaml.load('a: 2001-12-14 21:59:43.10', Loader=yaml.SafeLoader)['a']\n"
+            "try:\n    yaml.load('a: \\x01', Loader=yaml.SafeLoader)\n    bad = 'read'\n"
+            "except yaml.reader.ReaderError as e:\n    bad = hex(e.character)\n"
+            "print(t == datetime.datetime(2001, 12, 14, 21, 59, 43, 100000), bad)")
+    # the pure-Python loader's timestamp and its refusal of a control character (U+0001)
+    assert _probe(code) == "True 0x1"
+
+
+def test_clicks_deferred_features_still_work() -> None:
+    """After a lint, the rest of click works: a multi-line help goes through the real
+    ``inspect.cleandoc``, a misspelt long option is still spell-checked, ``threading.local``
+    is the real class, ``Path.as_uri`` quotes, and ``import inspect`` is the real module."""
+    code = (LINT_PROBE.format(path=QWEN_TP16, names=()) +
+            "import click, inspect, threading, pathlib\n"
+            "o = click.Option(['--x'], help='  a\\n    b')\n"
+            "e = click.NoSuchOption('--cont', possibilities=['--context', '--color'])\n"
+            "print(repr(o.help), e.possibilities, click.globals._local.__class__ is"
+            " threading.local, pathlib.Path('/a b').as_uri(), type(inspect).__name__,"
+            " callable(inspect.signature))")
+    assert _probe(code) == ("'a\\nb' ['--context', '--color'] True file:///a%20b module True")

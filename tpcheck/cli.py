@@ -75,17 +75,15 @@ Run 'tpcheck COMMAND --help' for a command's options."""
 
 def group() -> click.Group:
     """The top-level click group; builds (and imports click) only when a command runs."""
-    import click
-
-    from tpcheck.commands.base import LazyGroup
+    from tpcheck.commands.base import LazyGroup, flag  # tpcheck.commands imports click
 
     g = LazyGroup("tpcheck", COMMANDS, default=DEFAULT_COMMAND, help=DESCRIPTION, epilog=EPILOG,
                   usage=["[OPTIONS] PATH...", "COMMAND [OPTIONS] [ARGS]..."])
     g.params += [
-        click.Option(["--version"], is_flag=True, expose_value=False, is_eager=True,
-                     callback=_print_version, help="Show the version and exit."),
-        click.Option(["--debug"], is_flag=True, expose_value=False,
-                     help="Let an internal error end with its traceback (also TPCHECK_DEBUG=1)."),
+        flag(["--version"], expose_value=False, is_eager=True,
+             callback=_print_version, help="Show the version and exit."),
+        flag(["--debug"], expose_value=False,
+             help="Let an internal error end with its traceback (also TPCHECK_DEBUG=1)."),
     ]
     return g
 
@@ -98,9 +96,8 @@ def _print_version(ctx: click.Context, param: click.Parameter, value: bool) -> N
 
 def _run(args: list[str], standalone: bool, github: bool = False) -> int:
     """Parse with the group, run the one command; --help returns 0 through click's Exit."""
-    import click
-
     g = group()
+    import click
     try:
         with g.make_context("tpcheck", args, obj={"standalone": standalone}) as ctx:
             rc = g.invoke(ctx)
@@ -145,9 +142,10 @@ def _say_error(message: str, hint: str | None, github: bool = False) -> int:
 def main(argv: Sequence[str] | None = None) -> int:
     """Run the CLI; no traceback reaches the user unless TPCHECK_DEBUG or --debug asks."""
     if COMPLETE_VAR in os.environ:  # the shell asks for its script or for completions
+        g = group()
         from click.shell_completion import shell_complete
 
-        return shell_complete(group(), {}, "tpcheck", COMPLETE_VAR, os.environ[COMPLETE_VAR])
+        return shell_complete(g, {}, "tpcheck", COMPLETE_VAR, os.environ[COMPLETE_VAR])
     args = list(sys.argv[1:] if argv is None else argv)
     cut = args.index("--") if "--" in args else len(args)  # after --, "--debug" is a file name
     debug = "--debug" in args[:cut] or bool(os.environ.get("TPCHECK_DEBUG"))

@@ -22,7 +22,7 @@ from tpcheck.checks.context import CheckContext
 from tpcheck.errors import UsageError
 from tpcheck.hardware.gpus import GPU, find_gpu
 from tpcheck.models.shape import ModelShape
-from tpcheck.physics.plan import Evaluation, Options
+from tpcheck.physics.plan import Memo
 from tpcheck.record import field, record, replace
 from tpcheck.settings import Settings
 from tpcheck.sources import iter_files, read_path
@@ -121,7 +121,7 @@ class Linter:
                                  base_dir=settings.root)
         self.shapes: dict[tuple[str, str], ModelShape | str] = {}
         self._resolved: dict[ResolveKey, Any] = {}
-        self._evaluations: dict[tuple[int, int, Options], Evaluation] = {}
+        self._evaluations = Memo()
         self._suppressions: dict[str, list[Suppression]] = {}
         self.gpu_flag: GPU | None = None
         self.gpu_from = gpu_from

@@ -14,7 +14,7 @@ from tpcheck.formula import Formula
 from tpcheck.hardware.gpus import GPU
 from tpcheck.models.shape import ModelShape
 from tpcheck.physics.groups import Groups, comm_groups
-from tpcheck.physics.plan import Evaluation, Options, evaluate
+from tpcheck.physics.plan import Evaluation, Memo, Options, evaluate, evaluate_capacity
 from tpcheck.record import replace
 from tpcheck.settings import Settings
 from tpcheck.sources.base import Deployment, Span
@@ -42,7 +42,7 @@ class CheckContext:
         model_fix: str | None = None,
         model_hint: str | None = None,
         topology: object | None = None,
-        evaluations: dict[tuple[int, int, Options], Evaluation] | None = None,
+        evaluations: Memo | None = None,
     ) -> None:
         self.deployment = deployment
         self.shape = shape
@@ -55,9 +55,8 @@ class CheckContext:
         self.model_hint = model_hint  # the model was guessed: every finding says from what
         self.topology = topology
         # Shared by a run's contexts: manifests repeat layouts, and rules ask the same what-ifs
-        # (t = h_kv, an fp8 cache) for every deployment of a model. Keyed by the shape's identity
-        # (the linter keeps one ModelShape per config), t and the frozen Options.
-        self._evaluations = evaluations if evaluations is not None else {}
+        # (t = h_kv, an fp8 cache) for every deployment of a model (plan.Memo, bounded).
+        self._evaluations = evaluations if evaluations is not None else Memo()
 
     # ---- layout -------------------------------------------------------------------------
     @property
@@ -256,14 +255,17 @@ class CheckContext:
         opts = replace(self.options, **changes) if changes else self.options
         return self.evaluate_with(t, opts)
 
-    def evaluate_with(self, t: int, opts: Options) -> Evaluation:
-        """One evaluation per (shape, t, options) for the whole run."""
+    def capacity_at(self, t: int, **changes: object) -> Evaluation:
+        """``evaluate_at`` without the decode step and prefill columns (``step`` is None): for
+        a rule that asks only whether a layout starts and what it leaves for the KV cache."""
         assert self.shape is not None
-        key = (id(self.shape), t, opts)
-        ev = self._evaluations.get(key)
-        if ev is None:
-            ev = self._evaluations[key] = evaluate(self.shape, t, opts)
-        return ev
+        opts = replace(self.options, **changes) if changes else self.options
+        return evaluate_capacity(self.shape, t, opts, self._evaluations)
+
+    def evaluate_with(self, t: int, opts: Options) -> Evaluation:
+        """One evaluation per (shape, t, options) for the whole run (as long as it is recent)."""
+        assert self.shape is not None
+        return evaluate(self.shape, t, opts, self._evaluations)
 
     # ---- building findings ----------------------------------------------------------------
     def finding(

@@ -14,7 +14,7 @@ MAX_PP = 8
 
 
 def _starts(ctx: CheckContext, t: int, p: int) -> bool:
-    ev = ctx.evaluate_at(t, pp=p)
+    ev = ctx.capacity_at(t, pp=p)  # starting needs no decode step
     return not ev.refusals and bool(ev.fits)
 
 
@@ -44,7 +44,7 @@ def _what_fits(ctx: CheckContext) -> str:
         parts.append(f"{tp_flag} {t} ({t * ctx.pp} GPUs)")
     q = ctx.shape.quant if ctx.shape is not None else None
     if q is None and not d.quantization:
-        fp8 = ctx.evaluate_at(ctx.tp, quantization="fp8")
+        fp8 = ctx.capacity_at(ctx.tp, quantization="fp8")
         if fp8.fits:
             parts.append(f"keep t={ctx.tp} with fp8 weights (--quantization fp8: "
                          f"{fmt_bytes(fp8.weights.result)} per GPU)")

@@ -1,0 +1,35 @@
+"""The sub-commands (``tpcheck.cli.COMMANDS`` names their modules).
+
+Importing this package imports click and pathlib without what a lint never uses
+(``tpcheck.deferred`` says how): click's ``inspect`` and ``threading``, pathlib's
+``urllib.parse``.
+"""
+
+from __future__ import annotations
+
+import _thread
+
+from tpcheck.deferred import calling_real, import_deferring, real
+
+
+def cleandoc(doc: str) -> str:
+    """``inspect.cleandoc``, which click applies to every option's help as the option is built:
+    on one line without a tab it is ``lstrip``; anything else goes to the real one."""
+    if "\n" not in doc and "\t" not in doc:
+        return doc.lstrip()
+    done: str = real("inspect").cleandoc(doc)
+    return done
+
+
+def _click() -> None:
+    import click  # noqa: F401 - imported for what it leaves in sys.modules
+
+
+def _pathlib() -> None:
+    import pathlib  # noqa: F401
+
+
+import_deferring("click", _click, {"inspect": {"cleandoc": cleandoc},
+                                   "threading": {"local": _thread._local}})  # threading.local
+import_deferring("pathlib", _pathlib, {"urllib.parse": {
+    "quote_from_bytes": calling_real("urllib.parse", "quote_from_bytes")}})

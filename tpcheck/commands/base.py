@@ -161,6 +161,11 @@ def option(*decls: str, **attrs: Any) -> Callable[[F], F]:
     return click.option(*decls, **attrs)
 
 
+def flag(decls: list[str], **attrs: Any) -> click.Option:
+    """An on/off ``click.Option`` for a parameter list built by hand (the top-level group)."""
+    return click.Option(decls, is_flag=True, **attrs)
+
+
 def paths_argument() -> Callable[[F], F]:
     """PATHS...: files or folders, ``-`` for stdin; the shell completes file names. (click shows
     no help line for an argument: each command's description says what PATHS are.)"""
@@ -201,6 +206,19 @@ ignore_option = option("--ignore", metavar="CODES",
 
 # ---- the command and the group ----------------------------------------------------------------
 
+class ShortFirstParser(click.parser._OptionParser):
+    """click's parser, minus a spell-check on every short option: click first looks ``-q`` up
+    as a long option and builds a ``NoSuchOption`` with close matches (importing ``difflib``,
+    ~28 million instructions) that it then drops to parse ``-q`` as a short option. A word
+    that will go the short way now skips the suggestions; ``--cont`` still gets them."""
+
+    def _match_long_opt(self, opt: str, explicit_value: str | None,
+                        state: click.parser._ParsingState) -> None:
+        if opt not in self._long_opt and opt[:2] not in self._opt_prefixes:
+            raise click.NoSuchOption(opt, ctx=self.ctx)
+        super()._match_long_opt(opt, explicit_value, state)
+
+
 class Command(click.Command):
     """A click command whose parse errors read as tpcheck's always have, whose ``UsageError``
     from ``run`` keeps the pointer to this command's --help, and which names the first word
@@ -211,6 +229,12 @@ class Command(click.Command):
         kwargs["context_settings"] = {**CONTEXT_SETTINGS, "allow_extra_args": True,
                                       **kwargs["context_settings"]}
         super().__init__(*args, **kwargs)
+
+    def make_parser(self, ctx: click.Context) -> click.parser._OptionParser:
+        parser = ShortFirstParser(ctx)
+        for param in self.get_params(ctx):
+            param.add_to_parser(parser, ctx)
+        return parser
 
     def parse_args(self, ctx: click.Context, args: list[str]) -> list[str]:
         try:

@@ -273,6 +273,13 @@ def version_key(v: str) -> tuple[int, ...]:
     (-4 a lone .devN, -3 a, -2 b, -1 rc, 0 none) and number, the post number (-1 none) and the
     dev number (after every .devN when there is none)."""
     k = _KEYS.get(v)
+    if k is None and all(part.isascii() and part.isdigit() for part in v.split(".")):
+        # 0.33.0, the common case, without the pattern (compiling it with IGNORECASE costs a
+        # one-file lint ~5 ms): the release alone, no phase, no post, no dev
+        rel = [int(x) for x in v.split(".")]
+        while len(rel) > 4 and rel[-1] == 0:
+            rel.pop()
+        k = (*rel, *[0] * (4 - len(rel)), 0, 0, -1, _NO_DEV)
     if k is None:
         import re
 

@@ -88,7 +88,7 @@ def _safe(old: str, new: str, kind: str, line0: int, new_line: bool, name: str) 
 
 
 def _yaml_same(old: str, new: str) -> bool:
-    import yaml
+    from tpcheck.sources.pyyaml import yaml
 
     loader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
     try:
@@ -102,7 +102,7 @@ def _yaml_same(old: str, new: str) -> bool:
 def _nodes_same(a: object, b: object, limit: int = 200_000) -> bool:
     """Compare composed YAML nodes by tag and value, visiting each node pair once: an alias
     bomb shares nodes, so a plain load() and == would expand it exponentially."""
-    import yaml
+    from tpcheck.sources.pyyaml import yaml
 
     seen: set[tuple[int, int]] = set()
     stack = [(a, b)]

@@ -6,9 +6,11 @@
 
 from __future__ import annotations
 
+from collections import OrderedDict
 from collections.abc import Sequence
 
 from tpcheck.engines.defaults import (
+    EngineDefaults,
     defaults_for,
     sglang_mem_fraction,
 )
@@ -105,6 +107,9 @@ class Evaluation:
     allreduce_link: str | None = None  # link key the all-reduces run on (None: t = 1, or --link)
     prefill: Formula | None = None  # one chunk of max-num-batched-tokens from an empty cache
     prefill_prompt: Formula | None = None  # a whole context-length prompt, chunk by chunk
+    kv_read: Formula | None = None  # KV bytes per token the decode step reads (vLLM's: the cell)
+    ntok: int | None = None  # tokens per prefill chunk, as set or the release's default
+    ntok_source: str | None = None  # where that figure comes from
 
     @property
     def legal(self) -> bool:
@@ -208,17 +213,118 @@ def gpu_nvlink(gpu: GPU | None) -> bool:
     return gpu is None or (gpu.link.startswith("nvlink") and gpu.nvlink_domain > 1)
 
 
-def evaluate(shape: ModelShape, t: int, opts: Options) -> Evaluation:
+class Memo(OrderedDict[tuple[ModelShape, int, Options, bool], Evaluation]):
+    """A run's evaluations, shared by its rules and files (manifests repeat layouts; rules ask
+    the same what-ifs), keyed by value (shape, t, options, whole or without the step). Only
+    the most recent ``size`` are kept, so memory stays flat however large the repository."""
+
+    def __init__(self, size: int = 1024) -> None:
+        super().__init__()
+        self.size = size
+
+    def __setitem__(self, key: tuple[ModelShape, int, Options, bool], value: Evaluation) -> None:
+        super().__setitem__(key, value)
+        if len(self) > self.size:
+            self.popitem(last=False)
+
+
+def evaluate(shape: ModelShape, t: int, opts: Options, memo: Memo | None = None) -> Evaluation:
+    """Every figure of one layout, by concern: what needs no GPU (refusals, weights, KV bytes,
+    all-reduce bytes), the memory budget and the defaults it assumes, the reserve, the pool and
+    its seats, the prefill, then the decode step. Everything but the step is the same at any
+    batch, so a rule that asks the same layout at another batch (TP201's tokens/s at the batch
+    each layout admits) reuses the rest from ``memo``."""
+    key = (shape, t, opts, True)
+    if memo is not None and key in memo:
+        return memo[key]
+    base = evaluate_capacity(shape, t, opts, memo)
+    ev = base if base.memory is None else decode_step(shape, t, opts, base)
+    if memo is not None:
+        memo[key] = ev
+    return ev
+
+
+def evaluate_capacity(shape: ModelShape, t: int, opts: Options,
+                      memo: Memo | None = None) -> Evaluation:
+    """``evaluate`` without what depends on the batch (the decode step, the prefill columns):
+    all a rule needs that asks whether a layout starts and what pool it leaves (TP204 tries up
+    to 14 layouts per finding)."""
+    at_one = opts if opts.batch == 1 else replace(opts, batch=1)
+    key = (shape, t, at_one, False)
+    base = memo.get(key) if memo is not None else None
+    if base is None:
+        base = capacity(shape, t, at_one)
+        if memo is not None:
+            memo[key] = base
+    return base
+
+
+def capacity(shape: ModelShape, t: int, opts: Options) -> Evaluation:
+    """``evaluate`` without the decode step (``opts.batch`` is 1)."""
+    ev = layout(shape, t, opts)
+    mem = opts.memory if opts.memory is not None else (opts.gpu.usable_bytes if opts.gpu else None)
+    if mem is None:
+        return ev
+    bud = budget(shape, t, opts, mem, int(ev.context.result))
+    res = reserve(shape, t, opts, bud)
+    return kv_pool(shape, t, opts, bud, ev, res)
+
+
+def _moe_group(t: int, opts: Options) -> int:
+    return t * opts.dp if opts.engine == "vllm" else t
+
+
+def _attn_dp(opts: Options) -> int:
+    return opts.attn_dp if opts.engine == "sglang" else 1
+
+
+def _act_bytes(shape: ModelShape, opts: Options) -> float:
+    return kv.dtype_bytes(kv.activation_dtype(shape.dtype, opts.dtype))
+
+
+def layout(shape: ModelShape, t: int, opts: Options) -> Evaluation:
+    """What needs no GPU: refusals, context, weights and KV bytes per GPU, all-reduce bytes."""
     eng = opts.engine
     pp = max(opts.pp, 1)
     ctx = default_context(shape, opts)
     c = int(ctx.result)
-    attn_dp = opts.attn_dp if eng == "sglang" else 1
+    attn_dp = _attn_dp(opts)
     refs = tuple(
         refusals(
             shape, t, engine=eng, dp=opts.dp, expert_parallel=opts.expert_parallel, attn_dp=attn_dp
         )
     )
+    w = weights(shape, t, opts)
+    kvb = kv.kv_bytes_per_token_per_gpu(
+        shape, t, kv_cache_dtype=opts.kv_cache_dtype, pp=pp, context=c, attn_dp=attn_dp
+    )
+    # What the engine's pool divides by: SGLang's own cell (hybrid SWA split, sliding layers in
+    # full without it; issue 21); the decode step keeps reading kvb (``KV_READ`` in values).
+    cell = (sglang_pools.cell_bytes(shape, t, kv_cache_dtype=opts.kv_cache_dtype, pp=pp,
+                                    attn_dp=attn_dp, version=opts.engine_version,
+                                    swa_ratio=opts.swa_full_tokens_ratio)
+            if eng == "sglang" else kvb)
+    ar = comm.allreduce_bytes_per_token(kv.stage_layers(shape.layers, pp), shape.hidden,
+                                        _act_bytes(shape, opts), t)
+    return Evaluation(
+        tp=t,
+        refusals=refs,
+        context=ctx,
+        kv_heads_per_gpu=kv.kv_heads_per_gpu(shape, t),
+        kv_replicas=kv.kv_replicas(shape, t),
+        weights=w,
+        kv_bytes_per_token=cell,
+        allreduce=ar,
+        defaults={},
+        kv_read=kvb,
+    )
+
+
+def weights(shape: ModelShape, t: int, opts: Options) -> Formula:
+    """Weight bytes per GPU: the split by dtype, MXFP4 padding, MoE and attention groups, the
+    pipeline stage, less what --cpu-offload-gb keeps in CPU memory."""
+    eng = opts.engine
+    attn_dp = _attn_dp(opts)
     split = weight_split(shape, dtype=opts.dtype, quantization=opts.quantization)
     pad = None
     q = shape.quant
@@ -226,14 +332,13 @@ def evaluate(shape: ModelShape, t: int, opts: Options) -> Evaluation:
             and opts.quantization in (None, "mxfp4") and shape.moe is not None):
         pad = mxfp4_padding(shape.hidden, shape.moe.expert_ffn, opts.gpu.key if opts.gpu else None)
         split = replace(split, experts=split.experts * pad.result)
-    moe_group = t * opts.dp if eng == "vllm" else t
     attn_tp = t // attn_dp if attn_dp > 1 and t % attn_dp == 0 else t
     w = weights_per_gpu(
         split,
         t,
         kv_heads=shape.kv_heads,
-        pp=pp,
-        moe_group=moe_group,
+        pp=max(opts.pp, 1),
+        moe_group=_moe_group(t, opts),
         is_mla=shape.is_mla,
         attn_tp=attn_tp,
     )
@@ -245,33 +350,33 @@ def evaluate(shape: ModelShape, t: int, opts: Options) -> Evaluation:
             {"W_gpu": w.result, "offload": opts.cpu_offload}, max(w.result - opts.cpu_offload, 0),
             "B", "vllm 0.33.0 --cpu-offload-gb (weights streamed from CPU memory)", (w,),
         )
-    kvb = kv.kv_bytes_per_token_per_gpu(
-        shape, t, kv_cache_dtype=opts.kv_cache_dtype, pp=pp, context=c, attn_dp=attn_dp
-    )
-    # What the engine's pool divides by: SGLang's own cell (hybrid SWA split, sliding layers in
-    # full without it; issue 21); the decode step keeps reading kvb.
-    cell = (sglang_pools.cell_bytes(shape, t, kv_cache_dtype=opts.kv_cache_dtype, pp=pp,
-                                    attn_dp=attn_dp, version=opts.engine_version,
-                                    swa_ratio=opts.swa_full_tokens_ratio)
-            if eng == "sglang" else kvb)
-    act = kv.activation_dtype(shape.dtype, opts.dtype)
-    b = kv.dtype_bytes(act)
-    ar = comm.allreduce_bytes_per_token(kv.stage_layers(shape.layers, pp), shape.hidden, b, t)
-    defaults: dict[str, str] = {}
-    ev = Evaluation(
-        tp=t,
-        refusals=refs,
-        context=ctx,
-        kv_heads_per_gpu=kv.kv_heads_per_gpu(shape, t),
-        kv_replicas=kv.kv_replicas(shape, t),
-        weights=w,
-        kv_bytes_per_token=cell,
-        allreduce=ar,
-        defaults=defaults,
-    )
-    mem = opts.memory if opts.memory is not None else (opts.gpu.usable_bytes if opts.gpu else None)
-    if mem is None:
-        return ev
+    return w
+
+
+@record(frozen=False)
+class Budget:
+    """The memory a layout has and the engine defaults it had to assume for it."""
+
+    defaults: EngineDefaults
+    block: int
+    mem: int
+    memf: Formula
+    seqs: int  # max-num-seqs (SGLang's max-running-requests comes with the pool)
+    ntok: int  # tokens per prefill chunk
+    ntok_src: str
+    u: float
+    uf: Formula
+    assumed: dict[str, str]  # what was assumed, and from where (Evaluation.defaults)
+    context: int
+
+
+def budget(shape: ModelShape, t: int, opts: Options, mem: int, c: int) -> Budget:
+    """M, the block size, max-num-seqs, the prefill chunk and the memory fraction, each as set
+    or as the engine release's default (named in ``assumed``)."""
+    eng = opts.engine
+    pp = max(opts.pp, 1)
+    attn_dp = _attn_dp(opts)
+    assumed: dict[str, str] = {}
     gpu_name = opts.gpu.name if opts.gpu else ""
     d = defaults_for("vllm" if eng == "vllm" else "sglang", opts.engine_version)
     block = int(d.block_size().value)
@@ -289,14 +394,14 @@ def evaluate(shape: ModelShape, t: int, opts: Options) -> Evaluation:
         seqs = opts.max_num_seqs
     else:
         seqs = int(seqs_d.value)
-        defaults["max_num_seqs"] = f"{seqs} ({seqs_d.source})"
+        assumed["max_num_seqs"] = f"{seqs} ({seqs_d.source})"
     ntok, ntok_src = prefill_tokens(eng, opts.engine_version, opts.entrypoint, opts.gpu, mem,
                                     opts.max_num_batched_tokens, c)
     if opts.max_num_batched_tokens is None:
         name = "chunked_prefill_size" if eng == "sglang" else "max_num_batched_tokens"
         # prefill_tokens says "default NAME (SOURCE)"; the table of defaults names it once.
         bare = ntok_src.removeprefix(f"default {name} (")
-        defaults[name] = f"{ntok} ({bare[:-1] if bare != ntok_src else ntok_src})"
+        assumed[name] = f"{ntok} ({bare[:-1] if bare != ntok_src else ntok_src})"
     if opts.utilization is not None:
         u = opts.utilization
         uf = Formula("u", "u (given)", {"u": u}, u, "", "flag")
@@ -307,22 +412,43 @@ def evaluate(shape: ModelShape, t: int, opts: Options) -> Evaluation:
         uf = Formula(
             "mem_fraction_static", "round((M − reserved)/M, 3)", {"M": mem}, u, "", dm.source
         )
-        defaults["mem_fraction_static"] = f"{u} ({dm.source})"
+        assumed["mem_fraction_static"] = f"{u} ({dm.source})"
     else:
         du = d.gpu_memory_utilization()
         u = float(du.value)
         uf = Formula("u", "default", {"engine_version": d.version}, u, "", du.source)
-        defaults["gpu_memory_utilization"] = f"{u} ({du.source})"
+        assumed["gpu_memory_utilization"] = f"{u} ({du.source})"
+    return Budget(defaults=d, block=block, mem=mem, memf=memf, seqs=seqs, ntok=ntok,
+                  ntok_src=ntok_src, u=u, uf=uf, assumed=assumed, context=c)
+
+
+def reserve(shape: ModelShape, t: int, opts: Options, bud: Budget) -> Formula:
+    """What the engine keeps outside the weights and the KV pool (vLLM's activation peak,
+    CUDA graphs, ...; SGLang's is inside its own pool formula)."""
     if opts.reserve is not None:
-        res = memory.fixed_reserve(opts.reserve)
-    elif eng == "sglang":
-        res = memory.fixed_reserve(0)
-    else:
-        res = memory.reserve_for(
-            shape, t, b=b, max_num_batched_tokens=ntok, max_num_seqs=seqs,
-            enforce_eager=opts.enforce_eager, version=d.version, moe_group=moe_group,
-            expert_parallel=opts.expert_parallel, gpu=opts.gpu, pp=pp, dp=opts.dp,
-        )
+        return memory.fixed_reserve(opts.reserve)
+    if opts.engine == "sglang":
+        return memory.fixed_reserve(0)
+    return memory.reserve_for(
+        shape, t, b=_act_bytes(shape, opts), max_num_batched_tokens=bud.ntok,
+        max_num_seqs=bud.seqs, enforce_eager=opts.enforce_eager, version=bud.defaults.version,
+        moe_group=_moe_group(t, opts), expert_parallel=opts.expert_parallel, gpu=opts.gpu,
+        pp=max(opts.pp, 1), dp=opts.dp,
+    )
+
+
+def kv_pool(shape: ModelShape, t: int, opts: Options, bud: Budget, ev: Evaluation,
+            res: Formula) -> Evaluation:
+    """The KV pool per GPU, its tokens, the sequences it seats and max-num-seqs (SGLang's
+    max-running-requests, which its pool decides): ``ev`` (a ``layout``) with them."""
+    eng = opts.engine
+    pp = max(opts.pp, 1)
+    attn_dp = _attn_dp(opts)
+    d, block, mem, u, c = bud.defaults, bud.block, bud.mem, bud.u, bud.context
+    w, cell, kvb = ev.weights, ev.kv_bytes_per_token, ev.kv_read
+    assert kvb is not None
+    defaults = dict(bud.assumed)
+    seqs = bud.seqs
     mamba_slots: int | None = None  # SGLang's state slots (hybrid linear attention)
     if eng == "sglang" and opts.reserve is None:
         # SGLang's own budget: T (free after context and communicators) · mfs − W.
@@ -365,9 +491,18 @@ def evaluate(shape: ModelShape, t: int, opts: Options) -> Evaluation:
         "sequences",
         defaults.get("max_num_seqs", defaults.get("max_running_requests", "flag")),
     )
-    step = share = floor = None
+    return replace(ev, defaults=defaults, utilization=bud.uf, memory=bud.memf, reserve=res,
+                   pool=pool, tokens=tokens, engine_tokens=printed, concurrency=conc,
+                   seats=seatsf, max_num_seqs=seqf,
+                   block=block, ntok=bud.ntok, ntok_source=bud.ntok_src)
+
+
+def _links(shape: ModelShape, t: int, opts: Options, ntok: int
+           ) -> tuple[float | None, float, float | None, float, str | None, LinkUse | None]:
+    """The all-reduces' link bandwidth and α for the decode step and for a prefill chunk, the
+    link key and the network (the group spans nodes: priced per message size, collective)."""
     gpu = opts.gpu
-    hbm_bw = opts.hbm_bandwidth or (gpu.hbm_bandwidth if gpu else None)
+    b = _act_bytes(shape, opts)
     link = opts.link_bandwidth or (gpu.link_bandwidth if gpu else None)
     alpha = DEFAULT_ALPHA if opts.alpha is None else opts.alpha
     net = None if opts.link_bandwidth else node_network(
@@ -380,60 +515,60 @@ def evaluate(shape: ModelShape, t: int, opts: Options) -> Evaluation:
         pre_link, pre_alpha = at_size(net, ntok * shape.hidden * b)
         if opts.alpha is not None:
             alpha = pre_alpha = opts.alpha
+    return link, alpha, pre_link, pre_alpha, link_key, net
+
+
+def prefill_columns(shape: ModelShape, t: int, opts: Options, base: Evaluation,
+                    link: float | None, pre_link: float | None,
+                    pre_alpha: float) -> tuple[Formula | None, Formula | None]:
+    """One chunk of max-num-batched-tokens from an empty cache, and a whole context-length
+    prompt chunk by chunk (None without FLOPs or a link)."""
+    gpu = opts.gpu
+    flops = opts.flops or (gpu.bf16_flops if gpu else None)
+    if not (flops and link):
+        return None, None
+    assert base.ntok is not None and base.ntok_source is not None
+    ntok, c = base.ntok, int(base.context.result)
+    # One request's chunk passes every pipeline stage in turn: the whole model at t.
+    pre = stepmodel.Prefill(model_params(shape, active=True), shape.layers, shape.heads,
+                            shape.head_dim, shape.hidden, _act_bytes(shape, opts), t, flops,
+                            pre_link or link, pre_alpha)
+    eta, eta_src = prefill_efficiency(shape, opts)
+    prefill = stepmodel.prefill_chunk(pre, ntok, efficiency=eta, source=eta_src)
+    prefill = replace(prefill, values={**prefill.values, "n_source": base.ntok_source})
+    prompt = stepmodel.prefill_prompt(pre, c, ntok, efficiency=eta, source=eta_src)
+    return prefill, prompt
+
+
+def decode_step(shape: ModelShape, t: int, opts: Options, base: Evaluation) -> Evaluation:
+    """``base`` (a ``capacity``) with what depends on ``opts.batch``: the decode step (the
+    weight-read floor, its calibration for the release and GPU, the all-reduces' share) and
+    the prefill columns (the network's price follows the message sizes)."""
+    pp = max(opts.pp, 1)
+    gpu = opts.gpu
+    hbm_bw = opts.hbm_bandwidth or (gpu.hbm_bandwidth if gpu else None)
+    assert base.ntok is not None
+    link, alpha, pre_link, pre_alpha, link_key, net = _links(shape, t, opts, base.ntok)
+    step = share = floor = None
+    assert base.kv_read is not None
     if hbm_bw and link:
         floor = comm.decode_step(
-            weights_per_gpu=w.result,
+            weights_per_gpu=base.weights.result,
             hbm_bw=hbm_bw,
             batch=opts.batch,
-            context=c,
-            kv_bytes_per_token_per_gpu=kvb.result,
+            context=int(base.context.result),
+            kv_bytes_per_token_per_gpu=base.kv_read.result,
             layers=kv.stage_layers(shape.layers, pp),
             hidden=shape.hidden,
-            b=b,
+            b=_act_bytes(shape, opts),
             t=t,
             link_bw=link,
             alpha=alpha,
         )
         step, share = calibrated(shape, t, opts, floor, pp, network=net)
-    flops = opts.flops or (gpu.bf16_flops if gpu else None)
-    prefill = prompt = None
-    if flops and link:
-        # One request's chunk passes every pipeline stage in turn: the whole model at t.
-        pre = stepmodel.Prefill(model_params(shape, active=True), shape.layers, shape.heads,
-                                shape.head_dim, shape.hidden, b, t, flops, pre_link or link,
-                                pre_alpha)
-        eta, eta_src = prefill_efficiency(shape, opts)
-        prefill = stepmodel.prefill_chunk(pre, ntok, efficiency=eta, source=eta_src)
-        prefill = replace(prefill, values={**prefill.values, "n_source": ntok_src})
-        prompt = stepmodel.prefill_prompt(pre, c, ntok, efficiency=eta, source=eta_src)
-    return Evaluation(
-        tp=t,
-        refusals=refs,
-        context=ctx,
-        kv_heads_per_gpu=ev.kv_heads_per_gpu,
-        kv_replicas=ev.kv_replicas,
-        weights=w,
-        kv_bytes_per_token=cell,
-        allreduce=ar,
-        defaults=defaults,
-        utilization=uf,
-        memory=memf,
-        reserve=res,
-        pool=pool,
-        tokens=tokens,
-        engine_tokens=printed,
-        concurrency=conc,
-        seats=seatsf,
-        max_num_seqs=seqf,
-        step=step,
-        comm_share=share,
-        block=block,
-        floor=floor,
-        batch=opts.batch,
-        allreduce_link=link_key,
-        prefill=prefill,
-        prefill_prompt=prompt,
-    )
+    prefill, prompt = prefill_columns(shape, t, opts, base, link, pre_link, pre_alpha)
+    return replace(base, step=step, comm_share=share, floor=floor, batch=opts.batch,
+                   allreduce_link=link_key, prefill=prefill, prefill_prompt=prompt)
 
 
 def engine_tokens(shape: ModelShape, t: int, opts: Options, version: str | None, pool: float,

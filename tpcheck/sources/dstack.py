@@ -13,10 +13,9 @@ from __future__ import annotations
 
 import re
 
-import yaml
-
 from tpcheck.sources.base import Deployment, Span
 from tpcheck.sources.positions import Located
+from tpcheck.sources.pyyaml import yaml
 from tpcheck.sources.yamlctx import Ctx
 
 TYPE_CHECKING = False  # typing's constant without importing typing (start-up, issue 8)

@@ -110,7 +110,7 @@ def chart_values(root: str | None) -> tuple[Any, str | None]:
     got = _VALUES_CACHE.get(key)
     if got is not None:
         return got
-    import yaml
+    from tpcheck.sources.pyyaml import yaml
 
     loader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)  # safe loading only
 
@@ -488,7 +488,7 @@ class _Renderer:
     def block_yaml(self, target: Any, indent: int, a: int, b: int) -> bool | None:
         """A values map (``toYaml .Values.resources | nindent 12``) as YAML lines, every
         character placed on the action: the GPU limit a chart passes through is read."""
-        import yaml
+        from tpcheck.sources.pyyaml import yaml
 
         try:
             dumped = yaml.safe_dump(target, default_flow_style=False, sort_keys=False,

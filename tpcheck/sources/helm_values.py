@@ -11,10 +11,9 @@ from __future__ import annotations
 
 import re
 
-import yaml
-
 from tpcheck.sources.argv import Fields, deployment_from_fields, parse_args, set_typed
 from tpcheck.sources.base import Deployment, Span
+from tpcheck.sources.pyyaml import yaml
 from tpcheck.sources.words import Word, k8s_word
 from tpcheck.sources.yamlnodes import engine_version, mget, mpath, product_in_terms
 

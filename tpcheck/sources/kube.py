@@ -13,8 +13,6 @@ import re
 from bisect import bisect_left
 from collections.abc import Callable, Iterator, Mapping, MutableMapping
 
-import yaml
-
 from tpcheck.engines.flags import SGLANG_KWARGS, VLLM_KWARGS
 from tpcheck.sources.argv import (
     Fields,
@@ -27,6 +25,7 @@ from tpcheck.sources.argv import (
 )
 from tpcheck.sources.base import Deployment, ModelHint, Span
 from tpcheck.sources.positions import Located
+from tpcheck.sources.pyyaml import yaml
 from tpcheck.sources.shell import Vars, read_commands, read_shell_text, shell_c_string
 from tpcheck.sources.words import Word, k8s_word
 from tpcheck.sources.yamlctx import Ctx, scalar

@@ -24,12 +24,10 @@ from collections.abc import Iterator
 from functools import lru_cache
 from stat import S_ISREG
 
-import yaml
-from yaml.reader import ReaderError
-
 from tpcheck.record import replace
 from tpcheck.sources.base import MAX_BYTES, PATCH_NOTE, Deployment, ReadResult, SourceError, Span
 from tpcheck.sources.positions import LineIndex, Located
+from tpcheck.sources.pyyaml import ReaderError, yaml
 from tpcheck.sources.yamlctx import LOADER, Ctx
 
 TYPE_CHECKING = False  # typing's constant without importing typing (start-up, issue 8)

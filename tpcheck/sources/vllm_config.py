@@ -6,11 +6,10 @@
 
 from __future__ import annotations
 
-import yaml
-
 from tpcheck.engines.flags import FLAGS
 from tpcheck.sources.argv import Fields, deployment_from_fields, post_process, set_typed
 from tpcheck.sources.base import Deployment
+from tpcheck.sources.pyyaml import yaml
 from tpcheck.sources.words import Word
 from tpcheck.sources.yamlctx import Ctx
 

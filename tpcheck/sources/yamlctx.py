@@ -2,10 +2,9 @@
 
 from __future__ import annotations
 
-import yaml
-
 from tpcheck.sources.base import Span
 from tpcheck.sources.positions import LineIndex, Located
+from tpcheck.sources.pyyaml import yaml
 from tpcheck.sources.yaml_scalar import locate, node_span
 
 TYPE_CHECKING = False  # typing's constant without importing typing (start-up, issue 8)

@@ -6,9 +6,6 @@ import os
 import re
 from collections.abc import Callable
 
-import yaml
-from yaml.reader import ReaderError
-
 from tpcheck.sources.base import (
     MAX_LAUNCHES,
     RECOVERED_NOTE,
@@ -20,6 +17,7 @@ from tpcheck.sources.base import (
 from tpcheck.sources.dstack import is_dstack, read_dstack
 from tpcheck.sources.kube import Walker
 from tpcheck.sources.positions import LineIndex, Located, Runs
+from tpcheck.sources.pyyaml import ReaderError, yaml
 from tpcheck.sources.vllm_config import looks_like_config, read_config
 from tpcheck.sources.yamlctx import LOADER, Ctx
 

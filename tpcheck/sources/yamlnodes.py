@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import re
 
-import yaml
+from tpcheck.sources.pyyaml import yaml
 
 TYPE_CHECKING = False  # typing's constant without importing typing (start-up, issue 8)
 if TYPE_CHECKING:

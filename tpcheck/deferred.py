@@ -1,0 +1,96 @@
+"""Importing a library without the standard modules it imports for features tpcheck's command
+line never reaches.
+
+A one-file lint is a process of its own (pre-commit, an editor's save hook), so what its imports
+cost is most of what it costs. Some imports serve a feature that run does not use: click imports
+``inspect`` (``ast``, ``dis``, ``tokenize``: ~36 million instructions, as much as a bare
+interpreter's start) for help pages and progress bars, and ``threading`` for one class;
+``pathlib`` imports ``urllib.parse`` (and with it ``ipaddress``) for ``Path.as_uri``. While such
+a library imports, each of those modules is a ``DeferredModule`` in ``sys.modules``, carrying the
+few names the library takes at import time (``from threading import local``): an exact stand-in
+(``_thread._local`` is what ``threading.local`` is) or a function that calls the real one. The
+library keeps the stand-in, whose first other attribute lookup imports the real module; the
+stand-in leaves ``sys.modules`` as soon as the library is imported, so every later import gets
+the real module. ``tests/test_imports.py`` checks what a lint loads and that the deferred
+features still work.
+"""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import Callable
+from types import ModuleType
+from typing import Any
+
+
+class DeferredModule(ModuleType):
+    """A module that imports its real namesake on the first attribute it is asked for."""
+
+    def __getattr__(self, name: str) -> Any:
+        if name.startswith("__"):  # the import system's probes (__path__, __spec__ ...)
+            raise AttributeError(name)
+        return getattr(real(self.__name__, self), name)
+
+
+def _load(name: str) -> ModuleType:
+    """Each module that may be deferred, imported by a plain import statement (no dynamic
+    import in the package: tests/test_hostile.py)."""
+    if name == "inspect":
+        import inspect
+
+        return inspect
+    if name == "threading":
+        import threading
+
+        return threading
+    if name == "urllib.parse":
+        import urllib.parse
+
+        return urllib.parse
+    raise ImportError(f"{name} is not a module tpcheck defers")
+
+
+DEFERRABLE = ("inspect", "threading", "urllib.parse")
+
+
+def real(name: str, stand_in: ModuleType | None = None) -> ModuleType:
+    """The module ``name`` itself, imported now if only a stand-in was there."""
+    if isinstance(sys.modules.get(name), DeferredModule):
+        del sys.modules[name]
+    found = _load(name)
+    if stand_in is not None:  # its later lookups skip __getattr__
+        stand_in.__dict__.update({k: v for k, v in found.__dict__.items()
+                                  if k not in stand_in.__dict__})
+    return found
+
+
+def calling_real(module: str, name: str) -> Callable[..., Any]:
+    """A function that imports ``module`` when first called and calls its ``name``."""
+    def call(*args: Any, **kwargs: Any) -> Any:
+        return getattr(real(module), name)(*args, **kwargs)
+
+    call.__name__ = call.__qualname__ = name
+    return call
+
+
+def import_deferring(library: str, load: Callable[[], object],
+                     stand_ins: dict[str, dict[str, object]]) -> None:
+    """Import ``library`` (``load`` does, with an import statement) while each module named in
+    ``stand_ins`` (one of DEFERRABLE, not imported yet) is a stand-in carrying those names."""
+    if library in sys.modules:
+        return
+    placed = []
+    for name, names in stand_ins.items():
+        if name not in DEFERRABLE:
+            raise ValueError(f"{name} is not a module tpcheck defers")
+        if name not in sys.modules:
+            module = DeferredModule(name)
+            module.__dict__.update(names)
+            sys.modules[name] = module
+            placed.append(module)
+    try:
+        load()
+    finally:
+        for module in placed:
+            if sys.modules.get(module.__name__) is module:
+                del sys.modules[module.__name__]
