@@ -23,7 +23,8 @@ from tpcheck.errors import UsageError
 from tpcheck.hardware.gpus import GPU, find_gpu
 from tpcheck.models.shape import ModelShape
 from tpcheck.physics.plan import Memo
-from tpcheck.record import field, record, replace
+from tpcheck.record import record, replace
+from tpcheck.result import LintResult
 from tpcheck.settings import Settings
 from tpcheck.sources import iter_files, read_path
 from tpcheck.sources.base import (
@@ -47,27 +48,6 @@ if TYPE_CHECKING:
 IGNORE_RE = re.compile(r"#\s*tpcheck:\s*ignore(?:\[([A-Za-z0-9_,\s]*)\])?", re.IGNORECASE)
 # `nvidia-smi topo -m` prints a few KiB even on a 72-GPU NVL rack; 1 MiB bounds what is read.
 MAX_TOPOLOGY_BYTES = 1024 * 1024
-
-
-@record(frozen=False)
-class LintResult:
-    findings: list[Finding] = field(default_factory=list)
-    errors: list[SourceError] = field(default_factory=list)
-    files: int = 0
-    deployments: int = 0
-    suppressed: int = 0
-    unused_ignores: list[tuple[str, int, str]] = field(default_factory=list)  # path, line, text
-    notes: list[SourceError] = field(default_factory=list)  # said on stderr; never the exit code
-
-    def merge(self, other: LintResult) -> None:
-        """Add another run's results (a group of files checked under other settings)."""
-        self.findings.extend(other.findings)
-        self.errors.extend(e for e in other.errors if e not in self.errors)
-        self.files += other.files
-        self.deployments += other.deployments
-        self.suppressed += other.suppressed
-        self.unused_ignores.extend(other.unused_ignores)
-        self.notes.extend(other.notes)
 
 
 @record

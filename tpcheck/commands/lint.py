@@ -16,7 +16,7 @@ from tpcheck.oneline import one_line
 
 TYPE_CHECKING = False  # typing's constant without importing typing (start-up)
 if TYPE_CHECKING:
-    from tpcheck.lint import LintResult
+    from tpcheck.result import LintResult
 
 DESCRIPTION = """\
 Lint vLLM / SGLang deployments in PATHS (files, folders, or - for stdin).

@@ -12,8 +12,9 @@ from collections.abc import Mapping
 from pathlib import Path
 
 from tpcheck.checks.base import Finding
-from tpcheck.lint import Linter, LintResult
+from tpcheck.lint import Linter
 from tpcheck.record import record
+from tpcheck.result import LintResult
 from tpcheck.settings import Settings
 from tpcheck.sources.base import SourceError
 

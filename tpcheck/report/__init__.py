@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from tpcheck.lint import LintResult
+from tpcheck.result import LintResult
 
 
 def render(fmt: str, result: LintResult, *, color: bool = False, statistics: bool = False,

@@ -8,9 +8,9 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from tpcheck.lint import LintResult
 from tpcheck.oneline import github_data, github_property
 from tpcheck.report.paths import repository_path, source_root
+from tpcheck.result import LintResult
 
 LEVEL = {"error": "error", "warning": "warning", "info": "notice"}
 

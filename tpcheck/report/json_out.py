@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import json
 
-from tpcheck.lint import LintResult
+from tpcheck.result import LintResult
 
 
 def render_json(result: LintResult) -> str:

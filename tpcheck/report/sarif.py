@@ -24,8 +24,8 @@ from urllib.parse import quote
 from tpcheck import __version__
 from tpcheck.checks import RULES
 from tpcheck.checks.base import Edit, Finding
-from tpcheck.lint import LintResult
 from tpcheck.report.paths import relative_to_root, source_root
+from tpcheck.result import LintResult
 from tpcheck.ruledocs import DOC_URL, NOTICES, doc, section
 from tpcheck.sources.base import SourceError, Span
 

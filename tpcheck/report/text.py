@@ -13,9 +13,9 @@ import sys
 from collections import Counter
 
 from tpcheck.checks.base import Finding
-from tpcheck.lint import LintResult
 from tpcheck.oneline import one_line
 from tpcheck.record import replace
+from tpcheck.result import LintResult
 
 COLORS = {"error": "\x1b[31m", "warning": "\x1b[33m", "info": "\x1b[36m"}
 BOLD, DIM, RESET = "\x1b[1m", "\x1b[2m", "\x1b[0m"

@@ -19,10 +19,15 @@ from tpcheck.sources.yamlnodes import engine_version, mget, mpath, product_in_te
 
 TYPE_CHECKING = False  # typing's constant without importing typing (start-up, issue 8)
 if TYPE_CHECKING:
-    from typing import Any
+    from typing import Any, Protocol
 
-    from tpcheck.sources.kube import Walker
     from tpcheck.sources.yamlctx import Ctx
+
+    class Walker(Protocol):
+        """What these readers need of kube's walker: the nodes it must not read again."""
+
+        seen: set[int]
+        consumed: set[int]
 
 # vllmConfig key → (Deployment field, kind)
 VLLM_CONFIG_KEYS: dict[str, tuple[str, Any]] = {
