@@ -19,6 +19,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
+from tpcheck.hardware.network import Network  # noqa: E402
 from tpcheck.physics import collective as C  # noqa: E402
 
 KIB, MIB = 1 << 10, 1 << 20
@@ -51,7 +52,7 @@ def group(row: dict[str, object]) -> C.Group | None:
     nodes = int(row["nodes"])  # type: ignore[call-overload]
     net = None
     if nodes > 1:
-        net = C.Network(int(row["nics_per_node"]), float(row["nic_gbps"]),  # type: ignore[call-overload, arg-type]
+        net = Network(int(row["nics_per_node"]), float(row["nic_gbps"]),  # type: ignore[call-overload, arg-type]
                         fabric)
     g = C.group_of(link, bw, int(row["ranks"]), nodes, int(row["gpus_per_node"]), net)  # type: ignore[call-overload]
     if link == "none":  # one GPU per node: the node's only path is its NIC

@@ -9,8 +9,8 @@ from pathlib import Path
 
 import pytest
 
+from tpcheck.hardware.network import Network, parse_network
 from tpcheck.lint import Linter
-from tpcheck.physics.collective import Network, parse_network
 from tpcheck.settings import Settings, SettingsError, load_settings
 
 ROOT = Path(__file__).resolve().parents[2]

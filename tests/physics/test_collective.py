@@ -11,6 +11,7 @@ from pathlib import Path
 import pytest
 
 from tpcheck.formula import MIB
+from tpcheck.hardware.network import Network
 from tpcheck.physics import collective as C
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -35,7 +36,7 @@ def row(ref: str, size: int, **match: object) -> dict[str, object]:
     return hits[0]
 
 
-def h100(t: int, nodes: int = 1, net: C.Network | None = None) -> C.Group:
+def h100(t: int, nodes: int = 1, net: Network | None = None) -> C.Group:
     return C.group_of("nvlink4", 450e9, t, nodes, None, net)
 
 
@@ -73,21 +74,21 @@ def test_nvls_busbw_per_rank_count() -> None:
 def test_rail_optimized_2x8_h100_gives_the_published_peak() -> None:
     # nccl-tests#309: 2 HGX H100, 8×400G each: 469 GB/s (NVLS-tree, default). The model:
     # tree = min(0.90·400·15/8 = 675, NVLS 472.5) = 472.5 GB/s — within 15% (0.7%)
-    g = h100(16, 2, C.Network(8, 400))
+    g = h100(16, 2, Network(8, 400))
     p = C.allreduce(g, 16 * GIB)
     assert p.algorithm == "nvlstree"
     assert p.busbw(16) / 1e9 == pytest.approx(469, rel=0.15)
     assert p.busbw(16) / 1e9 == pytest.approx(472.5 * 16 * GIB / (16 * GIB + 115e-6 * 472.5e9
                                                                  * 8 / 15), rel=1e-3)
     # 4 nodes: ring at the NICs' aggregate, 0.96·400 = 384 GB/s (maintainer: "~396 with RING")
-    p4 = C.allreduce(h100(32, 4, C.Network(8, 400)), 16 * GIB)
+    p4 = C.allreduce(h100(32, 4, Network(8, 400)), 16 * GIB)
     assert p4.algorithm == "ring" and p4.busbw(32) / 1e9 == pytest.approx(396, rel=0.15)
 
 
 def test_four_200g_nics_per_node_give_about_100_gbps() -> None:
     # nccl-tests#119: 3×8 A100, 4×HDR per node: 96.45 GB/s at 128 MiB (maintainer: 96 target)
     r = row("nccl-tests/issues/119", 131072008)
-    g = C.group_of("nvlink3", 300e9, 24, 3, 8, C.Network(4, 200))
+    g = C.group_of("nvlink3", 300e9, 24, 3, 8, Network(4, 200))
     p = C.allreduce(g, r["size"])
     # ring at 0.96·4·25 GB/s = 96 GB/s; α(3 nodes) = 115 µs·log2(6)/2 = 148.6 µs
     assert p.algorithm == "ring" and p.bus == pytest.approx(96e9)
@@ -99,11 +100,11 @@ def test_alphas_are_their_rows() -> None:
     pcie = C.group_of("pcie4", 32e9, 8)
     assert C.allreduce(pcie, 8).seconds * 1e6 == pytest.approx(42.14, rel=0.01)
     # two nodes of 8 H20: 31 µs wire + 17 µs NVLink LL step = 48 against 46.3–47.6 µs
-    g = C.group_of("nvlink4", 450e9, 16, 2, 8, C.Network(8, 400))
+    g = C.group_of("nvlink4", 450e9, 16, 2, 8, Network(8, 400))
     assert C.allreduce(g, 64).seconds * 1e6 == pytest.approx(46.3, rel=0.05)
     # a3-megagpu ×2 (TCPXO): 108 + 17 = 125 µs against 123.4 at 64 B; 8 GiB: 930 µs +
     # 8 GiB·15/8 / min(0.9·200·15/8, 472.5) GB/s = 48,652 µs against 47,535
-    a3 = C.group_of("nvlink4", 450e9, 16, 2, 8, C.Network(8, 200, "tcpxo"))
+    a3 = C.group_of("nvlink4", 450e9, 16, 2, 8, Network(8, 200, "tcpxo"))
     assert C.allreduce(a3, 64).seconds * 1e6 == pytest.approx(123.4, rel=0.02)
     assert C.allreduce(a3, 8 * GIB).seconds * 1e6 == pytest.approx(47535, rel=0.03)
     # pynccl H100 TP4 under CUDA graphs: 0.5 MiB 21 µs (17 + 0.5 MiB·1.5/(0.5·405 GB/s))
@@ -118,7 +119,7 @@ def test_custom_allreduce_limits_from_the_wheels() -> None:
     assert C.custom_limit("vllm", h100(6))[0] == 512 * 1024  # type: ignore[index]
     assert C.custom_limit("vllm", h100(4))[0] == 8 * MIB  # type: ignore[index]
     assert C.custom_limit("sglang", h100(8))[0] == 8 * MIB  # type: ignore[index]
-    assert C.custom_limit("vllm", h100(16, 2, C.Network(8, 400))) is None
+    assert C.custom_limit("vllm", h100(16, 2, Network(8, 400))) is None
     assert C.custom_limit("vllm", C.group_of("pcie4", 32e9, 4)) is None  # > 2 PCIe-only
     assert C.custom_limit("vllm", C.group_of("pcie4", 32e9, 2)) is not None
     # vLLM: strictly below the limit; SGLang: up to it
@@ -149,5 +150,5 @@ def test_seeds_formula_misses_what_the_model_meets() -> None:
     r = row("nccl-tests/issues/309", 16 * GIB, algorithm="nvlstree")
     seeds = 30e-6 + 2 * 15 / 16 * 16 * GIB / 50e9
     assert seeds / (r["time_us"] * 1e-6) == pytest.approx(9.38, rel=0.01)
-    p = C.allreduce(h100(16, 2, C.Network(8, 400)), 16 * GIB)
+    p = C.allreduce(h100(16, 2, Network(8, 400)), 16 * GIB)
     assert p.seconds / (r["time_us"] * 1e-6) == pytest.approx(1.0, abs=0.01)
