@@ -114,6 +114,10 @@ HOSTILE: dict[str, tuple[bytes, str]] = {
     ),
     "deep-chain.py": (("from vllm import LLM\nx = " + "+".join(["1"] * 3000) + "\n").encode(),
                       "error"),
+    # issue 28 item 2: 3,500 `--a` terms then an open bracket (10.5 KB): libcst's parser took
+    # 35-80 s to refuse it; the interpreter's own compile() refuses it first, in milliseconds
+    "unary-chain.py": (("from vllm import LLM\nx = " + "--a" * 3500 + "\ny = (\n").encode(),
+                       "error"),
     "huge-int.py": (
         ("from vllm import LLM\nLLM(model='m', tensor_parallel_size=1" + "0" * 5000 + ")\n")
         .encode(),

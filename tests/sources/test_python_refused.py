@@ -12,6 +12,8 @@ from __future__ import annotations
 
 import ast
 import re
+import subprocess
+import sys
 import warnings
 
 import pytest
@@ -79,3 +81,16 @@ def test_invalid_escape_warnings_neither_print_nor_change_the_read() -> None:
         strict = read_path("w.py", text)
     assert [d.model for d in result.deployments] == [d.model for d in strict.deployments] \
         == ["a\\d"]
+
+
+def test_a_syntax_error_is_the_interpreters_and_libcst_never_loads() -> None:
+    # issue 28 item 2: libcst's parser took 35-80 s on 12 KB of `--a` with a syntax error after
+    # it; compile() refuses it at the interpreter's place (line 3, the '(' at column 5) and
+    # libcst is not even imported (checked in a fresh interpreter)
+    code = ("import sys\nfrom tpcheck.sources import read_path\n"
+            "text = 'from vllm import LLM\\nx = ' + '--a' * 4000 + '\\ny = (\\n'\n"
+            "r = read_path('u.py', text)\n"
+            "print([str(e) for e in r.errors], 'libcst' in sys.modules)\n")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                         timeout=60, check=True).stdout
+    assert out.strip() == "[\"u.py:3:5: Python does not parse: '(' was never closed\"] False"

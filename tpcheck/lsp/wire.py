@@ -8,6 +8,8 @@ server or go unanswered.
 - A request whose params do not fit its method gets an InvalidParams error response; a body that
   is not JSON gets ParseError (JSON-RPC 2.0, id null).
 - After ``shutdown`` every request but ``exit`` gets InvalidRequest (LSP "shutdown request").
+- A ``didChange`` for a document that was never opened is ignored (pygls raised KeyError, which
+  the editor showed as "Error in server"): an incremental change has nothing to apply to.
 """
 
 from __future__ import annotations
@@ -15,12 +17,15 @@ from __future__ import annotations
 import json
 import logging
 import re
+from collections.abc import Generator
 from typing import Any
+from urllib.parse import unquote
 
 from lsprotocol import types as lsp
 from pygls.exceptions import JsonRpcException, JsonRpcInvalidParams
 from pygls.io_ import StdinAsyncReader
 from pygls.protocol import LanguageServerProtocol
+from pygls.protocol.language_server import lsp_method
 
 log = logging.getLogger("tpcheck.lsp")
 
@@ -39,6 +44,18 @@ class Protocol(LanguageServerProtocol):
                              f"{method}: the server has shut down")
             return
         super().handle_message(message)
+
+    @lsp_method(lsp.TEXT_DOCUMENT_DID_CHANGE)
+    def lsp_text_document__did_change(
+        self, params: lsp.DidChangeTextDocumentParams
+    ) -> Generator[Any, Any, None]:
+        """pygls' own, for open documents only: a change to a document the client never
+        opened is logged and dropped (the specification allows didChange only after didOpen)."""
+        if unquote(params.text_document.uri) not in self.workspace.text_documents:
+            log.warning("didChange for %s, which was never opened: ignored",
+                        params.text_document.uri)
+            return
+        yield from super().lsp_text_document__did_change(params)
 
     def reply_error(self, msg_id: int | str | None, code: int, message: str) -> None:
         self._send_response(msg_id, error=lsp.ResponseError(code=code, message=message))  # type: ignore[arg-type]
