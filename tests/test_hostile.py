@@ -62,15 +62,16 @@ def _bomb_in_pod() -> str:
 
 HOSTILE: dict[str, tuple[bytes, str]] = {
     # name: (content, expected) — "skip": no error, no deployment; "error": exactly one error;
-    # "launch": one deployment and no error
+    # "launch": one deployment and no error; "limit": one deployment and the one line saying
+    # a limit was reached (issue 28: expansion past the limits is said, not silent)
     "billion-laughs.yaml": (_bomb().encode(), "skip"),
     # issue 14 item 5: 28 doublings of a 10-byte value (10 × 2**28 bytes = 2.7 GB if expanded;
     # it took 6.3 GB and 40 s before expansion was bounded)
     "doubling.sh": (("A=xxxxxxxxxx\n" + 'A="$A$A"\n' * 28
-                     + "vllm serve m --tensor-parallel-size 2\n").encode(), "launch"),
+                     + "vllm serve m --tensor-parallel-size 2\n").encode(), "limit"),
     "doubling-used.sh": (("A=xxxxxxxxxx\n" + 'A="$A$A"\n' * 28
                           + "vllm serve m --tensor-parallel-size 2 --served-model-name $A\n")
-                         .encode(), "launch"),
+                         .encode(), "limit"),
     "bomb-in-pod.yaml": (_bomb_in_pod().encode(), "launch"),
     "deep-flow-seq.yaml": (("[" * 50_000 + "]" * 50_000 + "\n").encode(), "error"),
     "deep-flow-map.yaml": (("{a: " * 50_000 + "1" + "}" * 50_000 + "\n").encode(), "error"),
@@ -99,11 +100,13 @@ HOSTILE: dict[str, tuple[bytes, str]] = {
             spec:
               containers:
               - name: x
-            <<<<<<< HEAD
-                command: ["vllm", "serve", "m", "--tensor-parallel-size", "4"]
-            =======
-                command: ["vllm", "serve", "m", "--tensor-parallel-size", "8"]
-            >>>>>>> other
+                assert sorted(by_file) == ["c.sh", "d.sh", "e.sh", "f.sh"]
+    # Python itself refuses "\N{NOPE}" when it compiles the file (issue 28: the interpreter's
+    # parser reads first): one line at the literal, line 2 column 27
+    (err,) = [e for e in out["errors"] if e["path"] == "a.py"]
+    assert (err["line"], err["column"]) == (2, 27)
+    assert err["message"].startswith("Python does not parse: (unicode error)"), err
+    assert "nested too deeply" in said(by_file["f.sh"])
             """).encode(),
         "error",
     ),
@@ -171,6 +174,8 @@ def test_hostile_file_is_one_error_or_a_clean_skip_fast_and_small(
         assert errors == [] and m["deployments"] == 0, m
     elif expected == "error":
         assert len(errors) == 1, m
+    elif expected == "limit":
+        assert m["deployments"] == 1 and len(errors) == 1 and "limits" in errors[0], m
     else:
         assert errors == [] and m["deployments"] == 1, m
 
@@ -196,7 +201,7 @@ def test_one_run_over_every_hostile_file_still_checks_the_good_one(
     assert proc.returncode == 2, proc.stderr[-3000:]
     assert "Traceback" not in proc.stderr and "internal error" not in proc.stderr
     lines = [ln for ln in proc.stderr.splitlines() if ln.strip()]
-    n_errors = sum(1 for v in HOSTILE.values() if v[1] == "error")
+    n_errors = sum(1 for v in HOSTILE.values() if v[1] in ("error", "limit"))
     assert len(lines) == n_errors, proc.stderr
     for name in HOSTILE:
         assert sum(f"{name}:" in ln for ln in lines) <= 1
@@ -519,7 +524,12 @@ def test_inputs_that_aborted_the_run_are_findings_of_their_own_deployment(tmp_pa
     assert "internal error" not in p.stderr, p.stderr
     out = json.loads(p.stdout)
     by_file = {f["path"]: f for f in out["findings"] if f["code"] == "TP000"}
-    assert sorted(by_file) == ["a.py", "c.sh", "d.sh", "e.sh", "f.sh"]
+    assert sorted(by_file) == ["c.sh", "d.sh", "e.sh", "f.sh"]
+    # Python itself refuses "\N{NOPE}" when it compiles the file (issue 28: the interpreter's
+    # parser reads first): one line at the literal, line 2 column 27
+    (err,) = [e for e in out["errors"] if e["path"] == "a.py"]
+    assert (err["line"], err["column"]) == (2, 27)
+    assert err["message"].startswith("Python does not parse: (unicode error)"), err
     assert "nested too deeply" in said(by_file["f.sh"])
     assert any(f["code"] == "TP101" and f["path"] == "z.sh" for f in out["findings"])
 

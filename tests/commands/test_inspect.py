@@ -38,7 +38,7 @@ def test_broken_file_alone_exits_2_with_one_line(capsys: pytest.CaptureFixture[s
     code, out, err = inspect(capsys, str(FIX / "broken.py"))
     assert code == 2 and out == ""
     lines = [ln for ln in err.splitlines() if ln]
-    assert len(lines) == 1 and lines[0].startswith(f"{FIX / 'broken.py'}:3:1: ")
+    assert len(lines) == 1 and lines[0].startswith(f"{FIX / 'broken.py'}:2:37: ")
 
 
 def test_broken_file_does_not_stop_the_others(capsys: pytest.CaptureFixture[str]) -> None:
@@ -47,8 +47,8 @@ def test_broken_file_does_not_stop_the_others(capsys: pytest.CaptureFixture[str]
     assert code == 0
     data = json.loads(out)
     assert [d["tensor_parallel_size"] for d in data["deployments"]] == [8]
-    assert data["errors"][0]["line"] == 3
-    assert err.startswith(f"{FIX / 'broken.py'}:3:1: ")
+    assert data["errors"][0]["line"] == 2
+    assert err.startswith(f"{FIX / 'broken.py'}:2:37: ")
 
 
 def test_verbose_lists_files_without_launch(capsys: pytest.CaptureFixture[str],

@@ -124,7 +124,8 @@ def test_python_llm_constants_and_subprocess() -> None:
     assert sub.data_parallel_size is None and sub.max_num_seqs is None
 
 
-@pytest.mark.parametrize(("name", "line", "col"), [("broken.yaml", 7, 2), ("broken.py", 3, 1)])
+@pytest.mark.parametrize(("name", "line", "col"),
+                         [("broken.yaml", 7, 2), ("broken.py", 2, 37)])  # Python: the interpreter's
 def test_unparsable_files_give_one_line_error_with_position(name: str, line: int, col: int) -> None:
     res = read_path(str(FIX / name))
     assert len(res.errors) == 1

@@ -166,7 +166,22 @@ def _python_declared(shown: str, data: bytes) -> str | None:
 
 
 def _read_text(shown: str, text: str, *, stdin: bool = False) -> ReadResult:
-    """The reader the name or content picks, on text that passed the size and encoding checks."""
+    """The reader the name or content picks, on text that passed the size and encoding checks;
+    every variable expansion in it counts against one budget (``words.Budget``), and past it
+    the file says so in one line."""
+    from tpcheck.sources.words import reading_file
+
+    with reading_file() as budget:
+        res = _read_kind(shown, text, stdin=stdin)
+    if budget.first is None:
+        return res
+    path, line, column = budget.first
+    return ReadResult(res.path, res.deployments,
+                      (*res.errors, SourceError(path, line, column, budget.message())),
+                      res.text, res.skipped)
+
+
+def _read_kind(shown: str, text: str, *, stdin: bool) -> ReadResult:
     kind = reader_kind(shown, text)
     try:
         if kind == "unread":

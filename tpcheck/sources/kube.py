@@ -440,7 +440,14 @@ class Walker:
                     if isinstance(value.value, str) and "$(" in value.value:
                         # the kubelet expands $(VAR) in a value from the variables defined
                         # before it (an unknown one stays as written)
-                        expanded = k8s_word(ctx.locate(value), k8s_env).text
+                        refused = ctx.expansion.refused
+                        expanded = k8s_word(ctx.locate(value), k8s_env, ctx.expansion).text
+                        if ctx.expansion.refused != refused:
+                            # past the expansion limits: the value is not known, so a later
+                            # $(NAME) is unresolved too (as the shell's A=$(hostname))
+                            k8s_env.pop(name.value, None)
+                            plain_env[name.value] = value.value
+                            continue
                         k8s_env[name.value] = expanded
                         plain_env[name.value] = expanded.value
                         continue
@@ -469,7 +476,7 @@ class Walker:
                 for item in node.value:
                     if isinstance(item, yaml.ScalarNode):
                         self.consumed.add(id(item))
-                        words.append(k8s_word(ctx.locate(item), k8s_env))
+                        words.append(k8s_word(ctx.locate(item), k8s_env, ctx.expansion))
             elif isinstance(node, yaml.ScalarNode) and node.value:
                 self.consumed.add(id(node))
                 loc = ctx.locate(node)
@@ -496,7 +503,7 @@ class Walker:
             for cmd, env in read_commands(inner.text, vars_, dict(plain_env)):
                 la = find_launch([w.value for w in cmd])
                 if la is not None:
-                    launches.append((cmd, env, la))
+                    launches.append((cmd, dict(env), la))  # a view until the next command
             return launches
         la = find_launch([w.value for w in words])
         if la is not None:

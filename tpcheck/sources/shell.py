@@ -10,13 +10,16 @@ Nothing is ever executed: a command substitution is kept as written and marked u
 from __future__ import annotations
 
 import re
-from collections.abc import Generator, Iterator, MutableMapping, Sequence
+from collections import ChainMap
+from collections.abc import Generator, Iterator, Mapping, MutableMapping, Sequence
 
 from tpcheck.record import field, record
 from tpcheck.sources.arith import evaluate
 from tpcheck.sources.base import Deployment, Span
 from tpcheck.sources.positions import LineIndex, Located, Pos, from_file
-from tpcheck.sources.words import Derived, Word
+from tpcheck.sources.words import MAX_EXPANDED_CHARS as MAX_EXPANDED_CHARS  # the shared limits
+from tpcheck.sources.words import MAX_WORD_CHARS as MAX_WORD_CHARS
+from tpcheck.sources.words import Derived, Word, file_budget
 
 TYPE_CHECKING = False  # typing's constant without importing typing (start-up, issue 8)
 if TYPE_CHECKING:
@@ -34,13 +37,8 @@ _BLANKS = re.compile(r"[ \t\r]+")
 # and the reader says so (ShellTooLong: one line, exit 2), never a silent "0 deployments".
 MAX_COMMAND_WORDS = 4096
 MAX_WORDS = 50_000
-# Expansion limits (issue 14 item 5): 28 lines of A="$A$A" doubled a 10-byte value to 2.7 GB.
-# A word (so a variable's value) grows to at most MAX_WORD_CHARS by expansion, and one text
-# expands at most MAX_EXPANDED_CHARS in all (a 64-KiB value used on 50,000 lines would be 3 GB);
-# an expansion past either is left as written and the word is unresolved. Real values — a
-# model path, a JSON --compilation-config — are far under both.
-MAX_WORD_CHARS = 64 * 1024
-MAX_EXPANDED_CHARS = 4 * 1024 * 1024
+# Expansion is bounded by words.MAX_WORD_CHARS and MAX_EXPANDED_CHARS, one Budget a text (the
+# kubelet's $(VAR) in a manifest counts against the same limits).
 MAX_HEREDOC_DEPTH = 2  # a script that writes a script that writes one: deeper is not read
 _INTERPRETERS = ("python", "perl", "ruby", "node", "psql", "mysql", "sqlite")
 _SCRIPT_TAKERS = frozenset({"sh", "bash", "dash", "zsh", "ash", "ksh", "tee"})
@@ -204,7 +202,7 @@ class _Tokenizer:
     heredocs, quotes, escapes, expansions, plain runs), each taking the offset it starts at and
     returning the offset after it. State shared between constructs lives on the instance."""
 
-    __slots__ = ("b", "depth", "expanded", "heredocs", "loc", "n", "redirected", "s",
+    __slots__ = ("b", "budget", "depth", "heredocs", "loc", "n", "redirected", "s",
                  "skip_next", "src", "total", "variables", "words")
 
     def __init__(self, loc: Located, variables: Vars, depth: int) -> None:
@@ -221,7 +219,7 @@ class _Tokenizer:
         self.b = _Builder()
         self.skip_next = False  # the next word is a redirection's target
         self.total = 0  # words made so far (MAX_WORDS)
-        self.expanded = 0  # characters added by expansion so far (MAX_EXPANDED_CHARS)
+        self.budget = file_budget()  # expansion so far (words.MAX_EXPANDED_CHARS)
 
     def commands(self) -> Iterator[list[Word]]:
         s, n = self.s, self.n
@@ -324,8 +322,10 @@ class _Tokenizer:
         self.redirected = False
         for a, e in bodies:
             v = self.variables
-            inner = Vars(shell=dict(v.shell), k8s=v.k8s, origins=v.origins, per_pod=v.per_pod,
-                         derived=dict(v.derived), arithmetic=v.arithmetic)
+            # the body's assignments stay in it: over the script's, not a copy of them
+            inner = Vars(shell=ChainMap({}, v.shell), k8s=v.k8s, origins=v.origins,
+                         per_pod=v.per_pod, derived=ChainMap({}, v.derived),
+                         arithmetic=v.arithmetic)
             yield from tokenize(self.loc.sub(a, e), inner, self.depth + 1)
         return i
 
@@ -434,14 +434,14 @@ class _Tokenizer:
         b.src(self.s, i, j)
         return j
 
-    def affordable(self, val: Located) -> bool:
+    def affordable(self, val: Located, at: int) -> bool:
         """Whether ``val`` fits the expansion limits; if so, it is counted against them."""
         b = self.b
         size = len(val.value)
-        if b.expanded + size > MAX_WORD_CHARS or self.expanded + size > MAX_EXPANDED_CHARS:
+        if not self.budget.affordable(b.expanded, size):
+            self.budget.refused_at(self.loc.path, self.src.pos(at))
             return False
         b.expanded += size
-        self.expanded += size
         return True
 
     def expand(self, name: str, default: str | None, start: int, end: int, op: str = ":-") -> None:
@@ -449,7 +449,7 @@ class _Tokenizer:
         val = self.variables.shell.get(name)
         b.mark(start, end - 1)
         b.pieces += 1
-        if val is not None and not self.affordable(val):
+        if val is not None and not self.affordable(val, start):
             b.unresolved = True  # left as written, like an expansion tpcheck cannot know
             b.src(s, start, end)
             return
@@ -542,11 +542,11 @@ class _Tokenizer:
         if (j < n and len(inner) > 1 and inner[0] == "(" and inner[-1] == ")"
                 and self.variables.arithmetic):
             val = self.arithmetic(i, j, inner[1:-1])
-            if val is not None and self.affordable(val[0]):
+            if val is not None and self.affordable(val[0], i):
                 b.expansion(val[0], i, val[1])
                 b.var_span = val[1].span
                 return j + 1
-        if kv is not None and self.affordable(kv):
+        if kv is not None and self.affordable(kv, i):
             b.expansion(kv, i)
             b.var_span = kv.span()
         else:
@@ -595,15 +595,19 @@ def _command_name(words: list[Word], b: _Builder) -> str:
 
 def read_commands(
     loc: Located, variables: Vars, env: MutableMapping[str, str], depth: int = 0
-) -> Iterator[tuple[list[Word], dict[str, str]]]:
+) -> Iterator[tuple[list[Word], Mapping[str, str]]]:
     """Commands in ``loc`` with their own environment; ``sh -c STRING`` is read inside.
 
     Assignments update ``variables`` (so later commands see them); words before the command
-    name are its environment; wrappers such as ``exec`` and ``nohup`` are dropped.
+    name are its environment; wrappers such as ``exec`` and ``nohup`` are dropped. A command's
+    environment is its own assignments over ``env``, a view valid until the next command is
+    read (copy it to keep it): a copy of the environment per command made 24,000 assignments
+    and 25,000 commands quadratic (65-150 s, issue 28).
     """
     for words in tokenize(loc, variables):
         k = 0
-        cmd_env = dict(env)
+        own: dict[str, str] = {}
+        cmd_env = ChainMap(own, env)
         while k < len(words):
             w = words[k]
             if w.value in ("export", "local", "declare", "readonly", "typeset") and k + 1 < len(
@@ -638,7 +642,7 @@ def read_commands(
                 cmd_env[m2.group(1)] = m2.group(2)
                 rest = rest[1:]
         if not rest:
-            env.update(cmd_env)
+            env.update(own)
             continue
         if depth < 4:
             inner = shell_c_string(rest)

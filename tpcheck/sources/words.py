@@ -8,7 +8,9 @@ readers all hand words around, and none of them needs another reader to do so.
 from __future__ import annotations
 
 import re
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
+from contextlib import contextmanager
+from contextvars import ContextVar
 
 from tpcheck.record import record
 from tpcheck.sources.base import Span
@@ -24,6 +26,67 @@ if TYPE_CHECKING:
         def raw_span(self) -> Span: ...
 
         def located(self, value: str, raw: Span) -> Located: ...
+
+
+# Expansion limits (issue 14 item 5, issue 28 item 3), one mechanism for the shell's ``$VAR``
+# and the kubelet's ``$(VAR)``: 28 lines of A="$A$A" doubled a 10-byte value to 2.7 GB, and 27
+# doubling container env entries took 13 s and 1.9 GB (31 ended in MemoryError). A word grows
+# to at most MAX_WORD_CHARS by expansion, and one text expands at most MAX_EXPANDED_CHARS in
+# all (a 64-KiB value used on 50,000 lines would be 3 GB; a 20,000-entry chain $(V{i-1})x is
+# 200 M characters); an expansion past either is left as written and the word is unresolved.
+# Real values — a model path, a JSON --compilation-config — are far under both.
+MAX_WORD_CHARS = 64 * 1024
+MAX_EXPANDED_CHARS = 4 * 1024 * 1024
+
+
+class Budget:
+    """What expansion may still add to the file being read: ``affordable`` counts an expansion
+    against MAX_WORD_CHARS (with what the word already got) and MAX_EXPANDED_CHARS; ``first``
+    is where the first one that did not fit was written (the file's one line about it)."""
+
+    __slots__ = ("expanded", "first", "refused")
+
+    def __init__(self) -> None:
+        self.expanded = 0  # characters added by expansion so far
+        self.refused = 0
+        self.first: tuple[str, int, int] | None = None  # (path, line, column)
+
+    def affordable(self, word_expanded: int, size: int) -> bool:
+        if word_expanded + size > MAX_WORD_CHARS or self.expanded + size > MAX_EXPANDED_CHARS:
+            self.refused += 1
+            return False
+        self.expanded += size
+        return True
+
+    def refused_at(self, path: str, at: tuple[int, int]) -> None:
+        if self.first is None:
+            self.first = (path, at[0], at[1])
+
+    def message(self) -> str:
+        return (f"variable expansion past tpcheck's limits ({MAX_WORD_CHARS // 1024} KiB a word, "
+                f"{MAX_EXPANDED_CHARS // 2**20} MiB a file); what it builds is unresolved")
+
+
+# The budget of the file being read: ``sources.read_path`` sets one for each file, so every
+# reader it calls (shell, Kubernetes, Helm, compose) expands against the same limits.
+_FILE_BUDGET: ContextVar[Budget | None] = ContextVar("tpcheck_expansion_budget", default=None)
+
+
+def file_budget() -> Budget:
+    """The budget of the file being read, else (a reader called on its own) a fresh one."""
+    b = _FILE_BUDGET.get()
+    return b if b is not None else Budget()
+
+
+@contextmanager
+def reading_file() -> Iterator[Budget]:
+    """One budget for everything read until the block ends (one file)."""
+    b = Budget()
+    token = _FILE_BUDGET.set(b)
+    try:
+        yield b
+    finally:
+        _FILE_BUDGET.reset(token)
 
 
 @record
@@ -88,11 +151,15 @@ class Word:
         return f"Word({self.value!r})"
 
 
-def k8s_word(loc: Located, env: Mapping[str, Located]) -> Word:
-    """One argv element; ``$(VAR)`` is replaced from the container env as the kubelet does."""
+def k8s_word(loc: Located, env: Mapping[str, Located], budget: Budget | None = None) -> Word:
+    """One argv element; ``$(VAR)`` is replaced from the container env as the kubelet does,
+    within ``budget`` (the text's; a fresh one bounds the word alone): a reference past it is
+    kept as written and the word is unresolved."""
     value = loc.value
     if "$(" not in value:
         return Word(loc, loc.fallback)
+    budget = budget if budget is not None else file_budget()
+    added = 0
     chars: list[str] = []
     pos: list[tuple[int, int]] = []
     unresolved = False
@@ -103,9 +170,14 @@ def k8s_word(loc: Located, env: Mapping[str, Located]) -> Word:
         if m.group(1) not in env:
             unresolved = True
             continue  # kept as written, with the text around it
+        rep = env[m.group(1)]
+        if not budget.affordable(added, len(rep.value)):
+            budget.refused_at(loc.path, _p(loc, m.start()))
+            unresolved = True
+            continue
+        added += len(rep.value)
         chars.append(value[i : m.start()])
         pos.extend(_ps(loc, i, m.start()))
-        rep = env[m.group(1)]
         chars.append(rep.value)
         if rep.positions and rep.path != loc.path and loc.positions and rep.value:
             # the value was written in another file (a kustomize base or patch): one Located

@@ -5,6 +5,7 @@ from __future__ import annotations
 from tpcheck.sources.base import Span
 from tpcheck.sources.positions import LineIndex, Located
 from tpcheck.sources.pyyaml import yaml
+from tpcheck.sources.words import file_budget
 from tpcheck.sources.yaml_scalar import locate, node_span
 
 TYPE_CHECKING = False  # typing's constant without importing typing (start-up, issue 8)
@@ -50,6 +51,7 @@ class Ctx:
         self.outer = outer
         self.loader = LOADER
         self._hints: list[int] | None = None
+        self.expansion = file_budget()  # the kubelet's $(VAR) expansion here (words.py)
 
     def hints(self) -> list[int]:
         """Offsets of engine hints in this text (computed once per file, on first use)."""

@@ -1,0 +1,115 @@
+"""Hostile input, third round (issue 28): every expansion and parser bounded by work.
+
+Each case runs the real CLI in a fresh interpreter whose address space is capped at 1 GiB
+(``RLIMIT_AS``), so a bomb that still expands ends in a MemoryError ("please report") instead
+of taking the machine, and fails the test either way. Times and peaks are bench/hostile.py's.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import resource
+import subprocess
+import sys
+from pathlib import Path
+
+MODEL = "Qwen/Qwen3-32B"  # bundled catalog: 64 heads, so t = 3 is TP101 (64 mod 3 = 1)
+AS_LIMIT = 1024 * 1024 * 1024
+
+
+def _cap() -> None:
+    resource.setrlimit(resource.RLIMIT_AS, (AS_LIMIT, AS_LIMIT))
+
+
+def lint(cwd: Path, *args: str, timeout: float = 60) -> subprocess.CompletedProcess[str]:
+    env = {**os.environ, "HF_HUB_OFFLINE": "1"}
+    env.pop("TPCHECK_DEBUG", None)
+    return subprocess.run([sys.executable, "-m", "tpcheck", "--offline", "--gpu", "h100-sxm",
+                           "--format", "json", *args], capture_output=True, text=True,
+                          timeout=timeout, cwd=cwd, env=env, preexec_fn=_cap)
+
+
+def pod(env_lines: list[str], extra_args: str) -> str:
+    return ("apiVersion: v1\nkind: Pod\nmetadata: {name: p}\nspec:\n  containers:\n"
+            "    - name: vllm\n      image: vllm/vllm-openai\n      env:\n"
+            + "".join(f"        {e}\n" for e in env_lines)
+            + f"      command: [vllm, serve, {MODEL}, --tensor-parallel-size, '3'{extra_args}]\n")
+
+
+def errors(out: str) -> list[str]:
+    """The JSON report's input errors, as path:line:column: message."""
+    return [f"{e['path']}:{e['line']}:{e['column']}: {e['message']}"
+            for e in json.loads(out)["errors"]]
+
+
+def codes(out: str) -> list[str]:
+    return [f["code"] for f in json.loads(out)["findings"]]
+
+
+def test_k8s_env_doubling_is_bounded_and_said_in_one_line(tmp_path: Path) -> None:
+    # V0 is 10 characters and each of 27 entries doubles the one before: 10 × 2**27 = 1.3 GB
+    # if expanded (13 s and 1.9 GB before, 31 entries a MemoryError "please report").
+    env = ["- {name: V0, value: abcdefghij}"] + [
+        f"- {{name: V{i}, value: '$(V{i - 1})$(V{i - 1})'}}" for i in range(1, 28)]
+    (tmp_path / "pod.yaml").write_text(pod(env, ", --served-model-name, '$(V27)'"))
+    p = lint(tmp_path, "pod.yaml")
+    assert "please report" not in p.stderr and "Traceback" not in p.stderr, p.stderr[-2000:]
+    # 10 × 2**12 = 40,960 fits the 64 KiB word limit, V13's second $(V12) (81,920) does not:
+    # V13 is line 9 + 13 = 22 of the file, its second reference at column 37
+    assert errors(p.stdout) == [
+        "pod.yaml:22:37: variable expansion past tpcheck's limits (64 KiB a word, "
+        "4 MiB a file); what it builds is unresolved"]
+    assert p.returncode == 2 and "TP101" in codes(p.stdout)  # the launch is still checked
+
+
+def test_k8s_env_chain_is_bounded_by_the_file_total(tmp_path: Path) -> None:
+    # V_i = $(V_{i-1})x has i + 1 characters, its entry expands V_{i-1}'s i: 20,000 entries
+    # would expand 2 × 10**8 (1.9 GB before). After entry i the total is i(i + 1)/2, past
+    # 4 MiB (4,194,304) first at i = 2,896 (4,194,856; 2,895 gives 4,191,960): V2896, on line
+    # 9 + 2,896 = 2,905, its reference at column 33
+    env = ["- {name: V0, value: x}"] + [
+        f"- {{name: V{i}, value: '$(V{i - 1})x'}}" for i in range(1, 20_000)]
+    (tmp_path / "pod.yaml").write_text(pod(env, ", --served-model-name, '$(V19999)'"))
+    p = lint(tmp_path, "pod.yaml")
+    assert "please report" not in p.stderr, p.stderr[-2000:]
+    assert (2896 * 2897 // 2, 2895 * 2896 // 2) == (4_194_856, 4_191_960)
+    assert errors(p.stdout) == [
+        "pod.yaml:2905:33: variable expansion past tpcheck's limits (64 KiB a word, "
+        "4 MiB a file); what it builds is unresolved"]
+    assert p.returncode == 2 and "TP101" in codes(p.stdout)
+
+
+def test_many_assignments_and_commands_are_linear(tmp_path: Path) -> None:
+    # 24,000 assignments then 25,000 commands (330 KB): each command copied the environment
+    # (24,000 × 25,000 = 6 × 10**8 entries, 65-150 s); a view costs nothing per command.
+    # 49,000 words + the launch's 4 stay under the 50,000-word limit, so the launch is read.
+    text = "".join(f"A{i}=v\n" for i in range(24_000)) + "true\n" * 25_000
+    text += f"vllm serve {MODEL} --tensor-parallel-size 3\n"
+    (tmp_path / "many.sh").write_text(text)
+    assert 300_000 < len(text) < 400_000
+    p = lint(tmp_path, "many.sh", timeout=30)
+    assert p.returncode == 1 and errors(p.stdout) == [], p.stderr[-2000:]
+    assert "TP101" in codes(p.stdout)
+
+
+def test_chained_assignments_are_linear(tmp_path: Path) -> None:
+    # A_i=$A_{i-1}: 10,000 assignments, each its own command (24 s before)
+    text = "A0=4\n" + "".join(f"A{i}=$A{i - 1}\n" for i in range(1, 10_000))
+    text += f"vllm serve {MODEL} --tensor-parallel-size 3 --max-num-seqs $A9999\n"
+    (tmp_path / "chain.sh").write_text(text)
+    p = lint(tmp_path, "chain.sh", timeout=30)
+    assert p.returncode == 1 and errors(p.stdout) == [], p.stderr[-2000:]
+    assert "TP101" in codes(p.stdout)
+
+
+def test_a_command_keeps_its_own_environment_and_later_ones_do_not_see_it(
+        tmp_path: Path) -> None:
+    # the view over the script's environment: VLLM_X=1 belongs to the first launch only,
+    # B=2 (an assignment alone) to every command after it
+    from tpcheck.sources.shell import read_shell
+
+    first, second = read_shell("e.sh", "A=0\nVLLM_X=1 vllm serve m -tp 2\nB=2\n"
+                                       "vllm serve m -tp 2\n")
+    assert dict(first.env) == {"A": "0", "VLLM_X": "1"}
+    assert dict(second.env) == {"A": "0", "B": "2"}
