@@ -113,3 +113,54 @@ def test_a_command_keeps_its_own_environment_and_later_ones_do_not_see_it(
                                        "vllm serve m -tp 2\n")
     assert dict(first.env) == {"A": "0", "VLLM_X": "1"}
     assert dict(second.env) == {"A": "0", "B": "2"}
+
+
+TEMPLATE = ("apiVersion: v1\nkind: Pod\nmetadata: {name: p}\nspec:\n  containers:\n"
+            "    - name: vllm\n      image: vllm/vllm-openai\n{extra}"
+            f"      command: [vllm, serve, {MODEL}, --tensor-parallel-size, 'TP']\n")
+
+
+def template(extra: str = "", tp: str = "3") -> str:
+    return TEMPLATE.replace("{extra}", extra).replace("'TP'", f"'{tp}'")
+
+
+def chart(root: Path, values: str, template: str) -> Path:
+    (root / "templates").mkdir(parents=True)
+    (root / "Chart.yaml").write_text("apiVersion: v2\nname: c\nversion: 0.1.0\n")
+    (root / "values.yaml").write_text(values)
+    (root / "templates" / "pod.yaml").write_text(template)
+    return root
+
+
+def test_a_5000_digit_number_in_values_or_an_action_is_a_tp003_as_in_a_manifest(
+        tmp_path: Path) -> None:
+    # int() refuses past 4,300 digits: values.yaml's loader and the action's literal ended in
+    # "ValueError … please report"; a plain manifest's 5,000-digit size is TP003
+    big = "9" * 5000
+    chart(tmp_path / "values", f"tp: {big}\n",
+          template(tp="{{ .Values.tp }}"))
+    chart(tmp_path / "action", "tp: 3\n", template(tp="{{ " + big + " }}"))
+    (tmp_path / "plain.yaml").write_text(template(tp=big))
+    p = lint(tmp_path, "values", "action", "plain.yaml")
+    assert "please report" not in p.stderr, p.stderr[-2000:]
+    out = json.loads(p.stdout)
+    assert out["errors"] == []
+    tp003 = {f["path"] for f in out["findings"] if f["code"] == "TP003"
+             and "--tensor-parallel-size" in f["message"]}
+    assert tp003 == {"values/templates/pod.yaml", "action/templates/pod.yaml", "plain.yaml"}
+
+
+def test_nindent_wider_than_the_limit_is_one_line(tmp_path: Path) -> None:
+    # nindent 400000000 laid out a 3.5 GB line for a 300-byte template; 10**29 was an
+    # OverflowError ("please report"). The action is on line 9 (8 lines of the Pod before it)
+    extra = "      args:\n{{ .Values.args | toYaml | nindent %s }}\n"
+    chart(tmp_path / "wide", "args: [a]\n", template(extra % "400000000"))
+    chart(tmp_path / "huge", "args: [a]\n", template(extra % ("1" + "0" * 29)))
+    p = lint(tmp_path, "wide", "huge")
+    assert "please report" not in p.stderr, p.stderr[-2000:]
+    assert sorted(errors(p.stdout)) == [
+        "huge/templates/pod.yaml:9:1: Helm template: nindent 100000…(30 digits) is wider than "
+        "tpcheck lays out (1,024 columns); not read",
+        "wide/templates/pod.yaml:9:1: Helm template: nindent 400000000 is wider than tpcheck "
+        "lays out (1,024 columns); not read"]
+    assert p.returncode == 2

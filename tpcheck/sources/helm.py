@@ -43,6 +43,13 @@ _SAFE = re.compile(r"[A-Za-z0-9_./:@+=%~-]*")
 _BLOCK_FUNCS = frozenset({"include", "template", "toYaml", "nindent", "indent", "tpl"})
 _CONTROL = frozenset({"if", "else", "end", "range", "with", "define", "block", "break",
                       "continue"})
+# ``nindent``/``indent`` widths past this are refused (one line, the template not read):
+# ``nindent 400000000`` built a 3.5 GB line for a 300-byte template and ``nindent 10^29`` was
+# an OverflowError (issue 28). Real charts indent a few dozen columns.
+MAX_INDENT = 1024
+# A number literal longer than this is kept as written, not made an int: int() refuses past
+# 4,300 digits ("please report"); a plain manifest's 5,000-digit value is a TP003, so is this.
+MAX_INT_DIGITS = 4000
 MAX_RANGE_ITEMS = 256  # a range is unrolled over at most this many values items
 MAX_CHART_DEPTH = 8  # folders walked up from a template to find Chart.yaml
 PLACEHOLDER = re.compile(r"\$\(_H([0-9]+)_*\)")
@@ -112,7 +119,7 @@ def chart_values(root: str | None) -> tuple[Any, str | None]:
         return got
     from tpcheck.sources.pyyaml import yaml
 
-    loader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)  # safe loading only
+    loader = _values_loader()
 
     from tpcheck.sources.files import read_capped
 
@@ -144,6 +151,30 @@ def values_problem(root: str | None, values_error: str | None) -> SourceError | 
     return SourceError(path, 1, 1, values_error.removeprefix(f"{path} "))
 
 
+def _shorten(digits: str) -> str:
+    return digits if len(digits) <= 12 else f"{digits[:6]}…({len(digits):,} digits)"
+
+
+def _values_loader() -> Any:
+    """Safe loading only; an integer past int's conversion limit (4,300 digits) is kept as
+    the text written, as a manifest's scalar is, instead of a ValueError ("please report")."""
+    from tpcheck.sources.pyyaml import yaml
+
+    base = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+
+    class ValuesLoader(base):  # type: ignore[misc,valid-type]
+        pass
+
+    def construct_int(loader: Any, node: Any) -> Any:
+        try:
+            return loader.construct_yaml_int(node)
+        except ValueError:
+            return str(node.value)
+
+    ValuesLoader.add_constructor("tag:yaml.org,2002:int", construct_int)
+    return ValuesLoader
+
+
 def render(path: str, text: str, values: Any = None, chart: str | None = None,
            values_error: str | None = None) -> Rendered | SourceError:
     """Neutralise the actions in ``text`` (see the module docstring)."""
@@ -166,6 +197,10 @@ def render(path: str, text: str, values: Any = None, chart: str | None = None,
         alone.append(not text[line_start:a].strip()
                      and _only_actions(text, actions, k, line_end))
     r.run(actions, alone, _block_ends(actions), 0, len(actions))
+    if r.too_wide is not None:
+        line, col = index.pos(r.too_wide[0])
+        return SourceError(path, line, col, f"Helm template: {r.too_wide[1]} is wider than "
+                                            f"tpcheck lays out ({MAX_INDENT:,} columns); not read")
     r.tail()
     out = Located("".join(r.chars), r.pos, Span(path, 1, 1, 1, 1), path)
     return Rendered(out, r.names, r.unresolved, chart, values_error)
@@ -267,6 +302,7 @@ class _Renderer:
         self.budget = 2 * MAX_TEMPLATE_BYTES
         self.names: list[str] = []
         self.unresolved = 0
+        self.too_wide: tuple[int, str] | None = None  # (offset, "nindent N") past MAX_INDENT
 
     def active(self) -> bool:
         return self.off == 0
@@ -461,6 +497,10 @@ class _Renderer:
             elif cmd[0] == "toYaml" and len(cmd) == 1:
                 continue
             elif cmd[0] in ("nindent", "indent") and len(cmd) == 2 and cmd[1].isdigit():
+                if len(cmd[1]) > 4 or int(cmd[1]) > MAX_INDENT:
+                    if self.too_wide is None:
+                        self.too_wide = (a, f"{cmd[0]} {_shorten(cmd[1])}")
+                    return None
                 indent = int(cmd[1])
             elif len(cmd) == 1 and target is _UNKNOWN:
                 target = self.term(cmd[0])
@@ -606,7 +646,7 @@ class _Renderer:
         if w[:1] in ('"', "`"):
             return w[1:-1] if w[:1] == "`" else _unquote(w)
         if re.fullmatch(r"-?\d+", w):
-            return int(w)
+            return int(w) if len(w) <= MAX_INT_DIGITS else w
         if w in ("true", "false"):
             return w == "true"
         if w == ".":
