@@ -14,6 +14,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 MODEL = "Qwen/Qwen3-32B"  # bundled catalog: 64 heads, so t = 3 is TP101 (64 mod 3 = 1)
 AS_LIMIT = 1024 * 1024 * 1024
 
@@ -164,3 +166,53 @@ def test_nindent_wider_than_the_limit_is_one_line(tmp_path: Path) -> None:
         "wide/templates/pod.yaml:9:1: Helm template: nindent 400000000 is wider than tpcheck "
         "lays out (1,024 columns); not read"]
     assert p.returncode == 2
+
+
+def test_json6902_add_through_a_missing_key_is_kustomizes_refusal(tmp_path: Path) -> None:
+    # an add to /spec/containers/0/args/- when the container has no args: IndexError
+    # ("please report") before; kustomize refuses it with "doc is missing path"
+    (tmp_path / "kustomization.yaml").write_text(
+        "resources: [pod.yaml]\npatches:\n  - target: {kind: Pod, name: p}\n    patch: |-\n"
+        "      - op: add\n        path: /spec/containers/0/args/-\n"
+        "        value: --tensor-parallel-size=3\n")
+    (tmp_path / "pod.yaml").write_text(
+        "apiVersion: v1\nkind: Pod\nmetadata: {name: p}\nspec:\n  containers:\n"
+        f"    - name: vllm\n      image: vllm/vllm-openai\n      command: [vllm, serve, {MODEL}]\n")
+    p = lint(tmp_path, "kustomization.yaml")
+    # the operation is line 5, column 9 of the kustomization (the inline patch's "- op")
+    assert errors(p.stdout) == [
+        "kustomization.yaml:5:9: JSON patch add does not apply: doc is missing path "
+        "'/spec/containers/0/args/-' (no 'args')"], p.stderr
+    assert p.returncode == 2
+
+
+def test_plan_set_nested_past_the_decoder_is_one_usage_line(tmp_path: Path) -> None:
+    env = {**os.environ, "HF_HUB_OFFLINE": "1"}
+    p = subprocess.run([sys.executable, "-m", "tpcheck", "plan", "--offline", "--gpu",
+                        "h100-sxm", MODEL, "--set", "text_config=" + "[" * 30_000 + "]" * 30_000],
+                       capture_output=True, text=True, timeout=60, cwd=tmp_path, env=env)
+    assert p.returncode == 2 and p.stdout == ""
+    assert p.stderr.splitlines() == [
+        "tpcheck: error: argument --set: the value of 'text_config' is nested too deeply to "
+        "read (see 'tpcheck plan --help')"]
+
+
+@pytest.mark.parametrize("text", [
+    "pipeline-parallel-size:\nmax-num-seqs:\n{{}}n:",  # a vLLM --config file, no final newline
+    "{{ $x := 1 }}\ntensor-parallel-size: 2\nmodel: |\n  x",  # a block scalar ends a template
+])
+def test_a_node_ending_past_the_last_line_is_placed_at_the_end(tmp_path: Path,
+                                                               text: str) -> None:
+    # the YAML end mark of the last node sits on a line the text does not have (no final
+    # newline): LineIndex.offset raised IndexError, "please report"
+    (tmp_path / "x.yaml").write_text(text)
+    p = lint(tmp_path, "x.yaml")
+    assert "please report" not in p.stdout + p.stderr and "IndexError" not in p.stdout
+    assert json.loads(p.stdout)["summary"]["deployments"] == 1
+
+
+def test_line_index_offset_past_the_last_line_is_the_end() -> None:
+    from tpcheck.sources.positions import LineIndex
+
+    idx = LineIndex("ab\ncd")  # lines start at 0 and 3; the text is 5 characters
+    assert (idx.offset(2, 2), idx.offset(3, 1), idx.offset(9, 4)) == (4, 5, 5)

@@ -35,6 +35,9 @@ def _parse_set(items: Sequence[str]) -> dict[str, Any]:
             out[k.strip()] = json.loads(v)
         except ValueError:  # a plain word (bfloat16), or an integer past Python's 4,300 digits
             out[k.strip()] = v
+        except RecursionError:  # 30,000 nested brackets: the decoder's recursion ran out
+            raise UsageError(f"the value of {k.strip()!r} is nested too deeply to read",
+                             "--set") from None
     return out
 
 

@@ -227,12 +227,19 @@ def json6902(doc: Any, ops: Any, files: Files) -> Any:
         value = _get(op, "value")
         if value is None and kind != "remove":
             raise _placed(files, op, f"JSON patch {kind} without a value")
-        doc = _apply(doc, _pointer(path), kind, value, files, op)
+        doc = _apply(doc, _pointer(path), kind, value, files, op, path)
     return doc
 
 
+def _missing(files: Files, where: Any, kind: str, path: str, head: str) -> KustomizeError:
+    """kustomize's own refusal ("doc is missing path") of a path through a key or an item
+    that is not there (an ``add`` to ``/spec/containers/0/args/-`` without ``args``)."""
+    return _placed(files, where, f"JSON patch {kind} does not apply: doc is missing path "
+                                 f"{path!r} (no {head!r})")
+
+
 def _apply(node: Any, parts: list[str], kind: str, value: Any, files: Files,
-           where: Any) -> Any:
+           where: Any, path: str) -> Any:
     head, rest = parts[0], parts[1:]
     if isinstance(node, _MAP):
         at = next((i for i, (k, _) in enumerate(node.value) if _text(k) == head), None)
@@ -248,8 +255,9 @@ def _apply(node: Any, parts: list[str], kind: str, value: Any, files: Files,
                 items[at] = (items[at][0], value)
         else:
             if at is None:
-                raise _placed(files, where, f"JSON patch path has no {head!r}")
-            items[at] = (items[at][0], _apply(items[at][1], rest, kind, value, files, where))
+                raise _missing(files, where, kind, path, head)
+            items[at] = (items[at][0], _apply(items[at][1], rest, kind, value, files, where,
+                                              path))
         return files.adopt(_MAP(node.tag, items, node.start_mark, node.end_mark,
                                 node.flow_style), node)
     if isinstance(node, _SEQ):
@@ -269,7 +277,9 @@ def _apply(node: Any, parts: list[str], kind: str, value: Any, files: Files,
                 else:
                     seq[i] = value
         elif i < len(seq):
-            seq[i] = _apply(seq[i], rest, kind, value, files, where)
+            seq[i] = _apply(seq[i], rest, kind, value, files, where, path)
+        else:
+            raise _missing(files, where, kind, path, head)
         return files.adopt(_SEQ(node.tag, seq, node.start_mark, node.end_mark,
                                 node.flow_style), node)
     raise _placed(files, where, "JSON patch path goes through a scalar")

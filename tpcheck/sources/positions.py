@@ -64,8 +64,12 @@ class LineIndex:
         return line, offset - self.starts[line - 1] + 1
 
     def offset(self, line: int, column: int) -> int:
-        """Inverse of ``pos`` (line and column 1-based)."""
-        start: int = self.starts[line - 1]
+        """Inverse of ``pos`` (line and column 1-based); a line past the last (the end mark of
+        a block node in a text without a final newline) is the end of the text."""
+        starts = self.starts
+        if line > len(starts):
+            return len(self.text)
+        start: int = starts[line - 1]
         return start + column - 1
 
 
