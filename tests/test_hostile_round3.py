@@ -216,3 +216,25 @@ def test_line_index_offset_past_the_last_line_is_the_end() -> None:
 
     idx = LineIndex("ab\ncd")  # lines start at 0 and 3; the text is 5 characters
     assert (idx.offset(2, 2), idx.offset(3, 1), idx.offset(9, 4)) == (4, 5, 5)
+
+
+@pytest.mark.parametrize(("rest", "columns"), [
+    # column of each bad value on `vllm serve Qwen/Qwen3-32B --kv-cache-dtype fp9 …`:
+    # "vllm serve Qwen/Qwen3-32B --kv-cache-dtype " is 43 characters, so fp9 is at 44
+    ("", [44]),
+    # + " --gpu-memory-utilization " (26): 44 + 3 + 26 = 73
+    (" --gpu-memory-utilization 90", [44, 73]),
+    # + " --dtype " (9): 56; + "blah --max-model-len " (21): 77. The table refused --dtype,
+    # the physics refused it as well (same value: once), and fp9 ran into every rule
+    # ("internal error in TP101 … TP303") once the first refusal was set aside
+    (" --dtype blah --max-model-len abc", [44, 56, 77]),
+    # 44; --quantization at 44 + 3 + 16 = 63; t = 0 at 63 + 3 + 24 = 90; -1 at 90 + 1 + 16 = 107
+    (" --quantization foo --tensor-parallel-size 0 --max-num-seqs -1", [44, 63, 90, 107]),
+])
+def test_every_bad_value_on_a_line_is_its_own_finding(tmp_path: Path, rest: str,
+                                                      columns: list[int]) -> None:
+    (tmp_path / "n.sh").write_text(f"vllm serve {MODEL} --kv-cache-dtype fp9{rest}\n")
+    p = lint(tmp_path, "n.sh")
+    out = json.loads(p.stdout)
+    assert out["errors"] == [], out["errors"]
+    assert sorted(f["column"] for f in out["findings"] if f["code"] == "TP003") == columns

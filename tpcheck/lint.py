@@ -319,17 +319,27 @@ class Linter:
                            evaluations=self._evaluations)
         found: list[Finding] = []
         late: list[Finding] = []  # after the rules: TP003 from the table words it better
+        bad_value = self.by_outcome.get("bad_value")
         below = _below_minimum(d)
-        if below is not None:
+        tp_unknown = "tensor_parallel_size" in d.unresolved
+        tpu = is_tpu(d)  # GPU memory and link physics do not apply to a TPU slice
+        if below:
             # A size or limit the engine refuses: TP003 says so (issue 17: the manifest's
             # mistake, not tpcheck's input error). Only the command-line rules run on such a
             # launch; the layout rules would compute with a value no engine accepts (issue 18).
-            name, head, detail = below
-            bad_value = self.by_outcome.get("bad_value")
-            if bad_value is not None:
-                late.append(ctx.finding(
-                    bad_value, head, notes=(detail, "the layout rules were not run"),
-                    span=d.span_of(name), fix="give it a value the engine accepts"))
+            # Each bad value is its own finding (issue 28: an unknown --kv-cache-dtype beside
+            # --gpu-memory-utilization 90 vanished): the names the physics refuses are looked
+            # at with the refused sizes at the engine's defaults.
+            for name, head, detail in below:
+                if bad_value is not None:
+                    late.append(ctx.finding(
+                        bad_value, head, notes=(detail, "the layout rules were not run"),
+                        span=d.span_of(name), fix="give it a value the engine accepts"))
+            if shape is not None and not tp_unknown and not tpu:
+                probe = replace(d, **{name: None for name, _, _ in below})
+                refusals = self._refusals(probe, ctx, bad_value)
+                if not isinstance(refusals, SourceError):
+                    late.extend(refusals[0])
             for rule in self.rules:
                 if "valid_layout" not in rule.needs:
                     found.extend(rule.check(ctx))
@@ -343,26 +353,15 @@ class Linter:
                 if "valid_layout" not in rule.needs:
                     found.extend(rule.check(ctx))
             return found
-        tp_unknown = "tensor_parallel_size" in d.unresolved
-        tpu = is_tpu(d)  # GPU memory and link physics do not apply to a TPU slice
         if shape is not None and not tp_unknown and not tpu:
-            refused = _refused_value(d, ctx)
-            if isinstance(refused, SourceError):
-                out.errors.append(refused)
+            refusals = self._refusals(d, ctx, bad_value)
+            if isinstance(refusals, SourceError):
+                out.errors.append(refusals)
                 return []
-            if refused is not None:
-                # The manifest's value, not tpcheck's input, is wrong: say so (TP003) and check
-                # the rest as the engine's default would run it (issue 17).
-                name, message = refused
-                bad_value = self.by_outcome.get("bad_value")
-                if bad_value is not None:
-                    late.append(refused_value(ctx, bad_value, name, message))
-                d = replace(d, **{name: None})
-                ctx = CheckContext(d, shape=shape, settings=self.settings, gpu=gpu,
-                                   gpu_origin=origin, model_problem=problem,
-                                   model_source=source, model_fix=ctx.model_fix,
-                                   model_hint=ctx.model_hint,
-                                   topology=self.topology, evaluations=self._evaluations)
+            # The manifest's values, not tpcheck's input, are wrong: say so (TP003) and check
+            # the rest as the engine's defaults would run it (issue 17).
+            refused_findings, d, ctx = refusals
+            late.extend(refused_findings)
         unresolved = d.unresolved.keys()  # usually empty: then no rule is skipped for it
         for rule in self.rules:
             # each rule declares what it needs (checks.registry): skipped when that is missing
@@ -384,6 +383,29 @@ class Linter:
                 if os.environ.get("TPCHECK_DEBUG"):
                     raise
         return _one_per_span(found, late)
+
+    def _refusals(self, d: Deployment, ctx: CheckContext, bad_value: Any
+                  ) -> tuple[list[Finding], Deployment, CheckContext] | SourceError:
+        """A TP003 for each value the shared physics refuses (--quantization, --dtype,
+        --kv-cache-dtype: each its own finding, not only the first), with the deployment and
+        context that run the rules at the engine's defaults for them; or the one error for a
+        deployment the physics cannot evaluate."""
+        out: list[Finding] = []
+        for _ in range(len(_PHYSICS_NAMES)):
+            refused = _refused_value(d, ctx)
+            if refused is None or isinstance(refused, SourceError):
+                return refused or (out, d, ctx)
+            name, message = refused
+            if bad_value is not None:
+                out.append(refused_value(ctx, bad_value, name, message))
+            d = replace(d, **{name: None})
+            ctx = CheckContext(d, shape=ctx.shape, settings=self.settings, gpu=ctx.gpu,
+                               gpu_origin=ctx.gpu_origin, model_problem=ctx.model_problem,
+                               model_source=ctx.model_source, model_fix=ctx.model_fix,
+                               model_hint=ctx.model_hint, topology=self.topology,
+                               evaluations=self._evaluations)
+        refused = _refused_value(d, ctx)
+        return refused if isinstance(refused, SourceError) else (out, d, ctx)
 
     def _file_ignores(self, path: str) -> tuple[str, ...]:
         """Codes and prefixes (``TP2``) ignored for ``path``; ``ALL`` ignores every code."""
@@ -509,26 +531,28 @@ _MINIMUMS: tuple[tuple[str, str, str, float, str, str], ...] = (
 )
 
 
-def _below_minimum(d: Deployment) -> tuple[str, str, str] | None:
+def _below_minimum(d: Deployment) -> list[tuple[str, str, str]]:
     """tp/pp/dp 0, ``--max-num-seqs -1``, ``--gpu-memory-utilization 0``: (field, the engine's
     own check) for a TP003 finding, instead of silence (t = 0 read as unset) or a modulo by
     zero. The option tables catch most of these too; this also covers SGLang, whose table has no
-    ranges, and Python keywords. Returns (field, headline, the engine's check)."""
+    ranges, and Python keywords. Returns (field, headline, the engine's check), one for each."""
+    out: list[tuple[str, str, str]] = []
     for name, vflag, sflag, lowest, vsrc, sbehaviour in _MINIMUMS:
         v = getattr(d, name, None)
         if not isinstance(v, int) or isinstance(v, bool) or v >= lowest:
             continue
         if d.engine == "sglang":
-            return (name, f"{sflag} {v} is below {lowest:g}: nothing runs with it",
-                    f"sglang 0.5.23 {sbehaviour}")
-        return (name, f"{vflag} {v} is below {lowest:g}: vllm 0.33 refuses it",
-                f"{vsrc}: \"Input should be greater than or equal to {lowest:g}\"")
+            out.append((name, f"{sflag} {v} is below {lowest:g}: nothing runs with it",
+                        f"sglang 0.5.23 {sbehaviour}"))
+        else:
+            out.append((name, f"{vflag} {v} is below {lowest:g}: vllm 0.33 refuses it",
+                        f"{vsrc}: \"Input should be greater than or equal to {lowest:g}\""))
     u = d.gpu_memory_utilization
     if d.engine == "vllm" and u is not None and not 0 < u <= 1:
-        return ("gpu_memory_utilization",
-                f"--gpu-memory-utilization {u:g} is not in (0, 1]: vllm 0.33 refuses it",
-                "config/cache.py:215 Field(gt=0, le=1): a fraction of the GPU's memory")
-    return None
+        out.append(("gpu_memory_utilization",
+                    f"--gpu-memory-utilization {u:g} is not in (0, 1]: vllm 0.33 refuses it",
+                    "config/cache.py:215 Field(gt=0, le=1): a fraction of the GPU's memory"))
+    return out
 
 
 def _refused_value(d: Deployment, ctx: CheckContext) -> tuple[str, str] | SourceError | None:
@@ -539,13 +563,16 @@ def _refused_value(d: Deployment, ctx: CheckContext) -> tuple[str, str] | Source
     try:
         ctx.evaluation  # noqa: B018 - cached; the rules reuse it
     except (ValueError, ArithmeticError) as e:
-        for name in ("quantization", "dtype", "kv_cache_dtype"):
+        for name in _PHYSICS_NAMES:
             v = getattr(d, name, None)
             if v is not None and repr(v) in str(e):
                 return name, str(e)
         return SourceError(d.path, d.span.line, d.span.column,
                            f"{e}; the deployment is not checked")
     return None
+
+
+_PHYSICS_NAMES = ("quantization", "dtype", "kv_cache_dtype")
 
 
 _MISSING_FIELD = re.compile(r"missing field (\S+)")
