@@ -238,3 +238,14 @@ def test_every_bad_value_on_a_line_is_its_own_finding(tmp_path: Path, rest: str,
     out = json.loads(p.stdout)
     assert out["errors"] == [], out["errors"]
     assert sorted(f["column"] for f in out["findings"] if f["code"] == "TP003") == columns
+
+
+def test_a_400_digit_max_num_seqs_is_no_internal_error(tmp_path: Path) -> None:
+    # found by bench/hostile.py --fuzz: TP203's "N× the seats" divided as floats
+    # (OverflowError: integer division result too large for a float)
+    (tmp_path / "s.sh").write_text(f"vllm serve {MODEL} -tp 4 --max-num-seqs {'9' * 400}\n")
+    p = lint(tmp_path, "s.sh")
+    out = json.loads(p.stdout)
+    assert out["errors"] == [] and "internal error" not in p.stderr
+    (f,) = [f for f in out["findings"] if f["code"] == "TP203"]
+    assert f["message"].startswith(f"--max-num-seqs = {'9' * 400} is ")

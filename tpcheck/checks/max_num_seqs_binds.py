@@ -88,7 +88,7 @@ def check(ctx: CheckContext, rule: Rule) -> Iterator[Finding]:
                       "DESIGN.md (which limit binds)")
         yield ctx.finding(
             rule,
-            f"{flag} {written} is {cap / max(seats, 1):.0f}× the {seats} KV seats: the "
+            f"{flag} {written} is {_ratio(cap, max(seats, 1))}× the {seats} KV seats: the "
             "scheduler preempts",
             notes=(f"{flag} = {written} ({origin})" if per_worker else "",
                    f"the KV pool holds {seats} sequences of {c:,} tokens; with {cap} sequences "
@@ -100,3 +100,9 @@ def check(ctx: CheckContext, rule: Rule) -> Iterator[Finding]:
             fix=f"size {flag} for the expected sequence length (about kv_pool_tokens / typical "
             "tokens per sequence), or shorten the context",
         )
+
+
+def _ratio(a: int, b: int) -> int:
+    """a / b rounded half up, in integers: a 400-digit --max-num-seqs overflowed the float
+    division (found by bench/hostile.py --fuzz)."""
+    return (2 * a + b) // (2 * b)
