@@ -38,6 +38,17 @@ up to 512 KiB and 50,000 syntax nodes. Past a limit the file says where reading 
 At equal work (1,000 launches, user CPU seconds): refused launches 1.19 -> 0.90, Pods
 1.26 -> 1.04, LLM() calls 2.26 -> 1.99. What is left in a Python file is libcst's own cost per
 node (parse, one visit, positions of the launch statements: ~2 ms a launch statement).
+
+Third round (issue 28), recorded 2026-12-01 on the same box (load 8-10): ``--bombs``, each in a
+fresh process, all under 2 s and 300 MiB with one line where a limit applies — the 10.5 KB
+``--a`` chain 0.60 s (libcst took 35-80 s), 27 doubling env entries 0.40 s / 23 MiB (13 s,
+1.9 GB; 23 GB before it was killed here), the 20,000-entry env chain 1.51 s / 109 MiB (1.9 GB),
+24,000 assignments + 25,000 commands 1.18 s (72 s), 10,000 chained assignments 0.46 s (4.9 s),
+nindent 400000000 0.31 s (800 MiB then MemoryError). ``--fuzz 70000`` with seeds 28, 29 and 30
+(three processes at once, 210,000 inputs, ~1,940 s wall each, peak RSS 209 MiB): 0 "please
+report"; 5 internal errors, all TP203's float ratio on a 400-digit --max-num-seqs (fixed
+after the run); 75 inputs over 10 s of *wall* time, every one a 20,000-entry env chain (1.05 s
+replayed alone) or a 49,000-line script (0.42 s alone) slowed by the load.
 """
 
 from __future__ import annotations
