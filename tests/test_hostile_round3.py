@@ -248,4 +248,4 @@ def test_a_400_digit_max_num_seqs_is_no_internal_error(tmp_path: Path) -> None:
     out = json.loads(p.stdout)
     assert out["errors"] == [] and "internal error" not in p.stderr
     (f,) = [f for f in out["findings"] if f["code"] == "TP203"]
-    assert f["message"].startswith(f"--max-num-seqs = {'9' * 400} is ")
+    assert f["message"].startswith(f"--max-num-seqs {'9' * 400} is ")

@@ -330,16 +330,8 @@ class Linter:
             # Each bad value is its own finding (issue 28: an unknown --kv-cache-dtype beside
             # --gpu-memory-utilization 90 vanished): the names the physics refuses are looked
             # at with the refused sizes at the engine's defaults.
-            for name, head, detail in below:
-                if bad_value is not None:
-                    late.append(ctx.finding(
-                        bad_value, head, notes=(detail, "the layout rules were not run"),
-                        span=d.span_of(name), fix="give it a value the engine accepts"))
-            if shape is not None and not tp_unknown and not tpu:
-                probe = replace(d, **{name: None for name, _, _ in below})
-                refusals = self._refusals(probe, ctx, bad_value)
-                if not isinstance(refusals, SourceError):
-                    late.extend(refusals[0])
+            late.extend(self._below_findings(d, ctx, below, bad_value,
+                                             shape is not None and not tp_unknown and not tpu))
             for rule in self.rules:
                 if "valid_layout" not in rule.needs:
                     found.extend(rule.check(ctx))
@@ -383,6 +375,24 @@ class Linter:
                 if os.environ.get("TPCHECK_DEBUG"):
                     raise
         return _one_per_span(found, late)
+
+    def _below_findings(self, d: Deployment, ctx: CheckContext,
+                        below: list[tuple[str, str, str]], bad_value: Any,
+                        physics: bool) -> list[Finding]:
+        """A TP003 for each value below what the engine accepts and, where the physics applies
+        (``physics``), for each name it refuses, looked at with those values at the defaults."""
+        out: list[Finding] = []
+        for name, head, detail in below:
+            if bad_value is not None:
+                out.append(ctx.finding(
+                    bad_value, head, notes=(detail, "the layout rules were not run"),
+                    span=d.span_of(name), fix="give it a value the engine accepts"))
+        if physics:
+            probe = replace(d, **{name: None for name, _, _ in below})
+            refusals = self._refusals(probe, ctx, bad_value)
+            if not isinstance(refusals, SourceError):
+                out.extend(refusals[0])
+        return out
 
     def _refusals(self, d: Deployment, ctx: CheckContext, bad_value: Any
                   ) -> tuple[list[Finding], Deployment, CheckContext] | SourceError:

@@ -455,7 +455,8 @@ class _Tokenizer:
             return
         if op in (":+", "+"):
             # ${NAME:+word}: the word when NAME is set (and, with ':', not empty), else nothing
-            if name in self.variables.per_pod or (val is not None and not self.affordable(val)):
+            if name in self.variables.per_pod or (
+                    val is not None and not self.affordable(val, start)):
                 b.unresolved = True
                 b.src(s, start, end)
             elif val is not None and not (op == ":+" and val.value == "") and default:
