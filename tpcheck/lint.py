@@ -344,7 +344,10 @@ class Linter:
             for rule in self.rules:
                 if "valid_layout" not in rule.needs:
                     found.extend(rule.check(ctx))
-            return found
+            # the names the physics refuses are bad values of their own (issue 28)
+            late = self._below_findings(d, ctx, [], bad_value,
+                                        shape is not None and not tp_unknown and not tpu)
+            return _one_per_span(found, late)
         if shape is not None and not tp_unknown and not tpu:
             refusals = self._refusals(d, ctx, bad_value)
             if isinstance(refusals, SourceError):
