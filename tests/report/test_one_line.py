@@ -205,7 +205,7 @@ def test_models_list_escapes_committed_folder_names_and_revisions(tmp_path: Path
     (folder / "config.json").write_text("{}", encoding="utf-8")
     (folder / "REVISION").write_text("abc\x1b[2J\n", encoding="utf-8")
     out = io.StringIO()
-    with contextlib.chdir(tmp_path), contextlib.redirect_stdout(out):
+    with chdir(tmp_path), contextlib.redirect_stdout(out):
         assert main(["models", "list"]) == 0
     first = out.getvalue().splitlines()[0]
     assert "\x1b" not in out.getvalue() and "\u202e" not in out.getvalue()
