@@ -11,12 +11,14 @@ loaded CI box), and 64 MiB of peak RSS over the interpreter with tpcheck importe
 from __future__ import annotations
 
 import ast
+import contextlib
 import json
 import os
 import random
 import subprocess
 import sys
 import textwrap
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
@@ -694,15 +696,16 @@ def test_expansion_total_per_text_is_bounded() -> None:
     assert len(ds) == 2000 and len(resolved) == (MAX_EXPANDED_CHARS - 81_900) // 40_960 == 100
 
 
-def test_hub_credentials_never_reach_a_message(tmp_path: Path) -> None:
-    # Issue 14 item 2: userinfo in HF_ENDPOINT (and a token) echoed by the HTTP client's error text.
-    # A real loopback server answers 500 to everything, so the message carries the client's detail.
+@contextlib.contextmanager
+def _failing_hub(body_of: Callable[[str], bytes]) -> Iterator[int]:
+    """A real loopback server answering 500 to everything with ``body_of(request path)``; its
+    port. The HTTP client's error (and so TP000) quotes what it said."""
     import http.server
     import threading
 
     class Fail(http.server.BaseHTTPRequestHandler):
         def _fail(self) -> None:
-            body = b"token hf_abcdefghijklmnopqrstuv rejected"  # a proxy page echoing a header
+            body = body_of(self.path)
             self.send_response(500)
             self.send_header("Content-Length", str(len(body)))
             self.end_headers()
@@ -717,16 +720,24 @@ def test_hub_credentials_never_reach_a_message(tmp_path: Path) -> None:
     srv = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Fail)
     threading.Thread(target=srv.serve_forever, daemon=True).start()
     try:
+        yield srv.server_port
+    finally:
+        srv.shutdown()
+
+
+def test_hub_credentials_never_reach_a_message(tmp_path: Path) -> None:
+    # Issue 14 item 2: userinfo in HF_ENDPOINT (and a token) echoed by the HTTP client's error text.
+    # A real loopback server answers 500 to everything, so the message carries the client's detail.
+    # a proxy page echoing a header
+    with _failing_hub(lambda _: b"token hf_abcdefghijklmnopqrstuv rejected") as port:
         (tmp_path / "r.sh").write_text("vllm serve someorg/somemodel -tp 2\n")
-        env = {**os.environ, "HF_ENDPOINT": f"http://alice:s3cret@127.0.0.1:{srv.server_port}",
+        env = {**os.environ, "HF_ENDPOINT": f"http://alice:s3cret@127.0.0.1:{port}",
                "HF_TOKEN": "hf_abcdefghijklmnopqrstuv", "HF_HUB_CACHE": str(tmp_path / "hub"),
                "HF_HUB_OFFLINE": "0"}
         env.pop("TRANSFORMERS_OFFLINE", None)
         outs = [subprocess.run([sys.executable, "-m", "tpcheck", "--gpu", "h100-sxm", "--format",
                                 fmt, "r.sh"], capture_output=True, text=True, timeout=60,
                                cwd=tmp_path, env=env) for fmt in ("text", "json", "sarif")]
-    finally:
-        srv.shutdown()
     for p in outs:
         assert "TP000" in p.stdout, p.stdout + p.stderr
         for secret in ("s3cret", "alice", "abcdefghijklmnopqrstuv"):
@@ -741,28 +752,10 @@ def test_a_token_in_hf_endpoints_query_or_path_is_never_printed(tmp_path: Path,
                                                                  endpoint: str) -> None:
     # Issue 28 item 9: userinfo and hf_ tokens were redacted, a query's or a path's were not.
     # A real loopback server answers 500, so TP000 quotes the client's error (and the URL).
-    import http.server
-    import threading
-
-    class Fail(http.server.BaseHTTPRequestHandler):
-        def _fail(self) -> None:
-            body = f"no such thing: {self.path}".encode()  # echoes the URL it was asked for
-            self.send_response(500)
-            self.send_header("Content-Length", str(len(body)))
-            self.end_headers()
-            if self.command != "HEAD":
-                self.wfile.write(body)
-
-        do_GET = do_HEAD = _fail
-
-        def log_message(self, *args: object) -> None:
-            pass
-
-    srv = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Fail)
-    threading.Thread(target=srv.serve_forever, daemon=True).start()
-    try:
+    # echoes the URL it was asked for
+    with _failing_hub(lambda path: f"no such thing: {path}".encode()) as port:
         (tmp_path / "r.sh").write_text("vllm serve someorg/somemodel -tp 2\n")
-        env = {**os.environ, "HF_ENDPOINT": endpoint.format(port=srv.server_port),
+        env = {**os.environ, "HF_ENDPOINT": endpoint.format(port=port),
                "HF_HUB_CACHE": str(tmp_path / "hub"), "HF_HUB_OFFLINE": "0"}
         env.pop("TRANSFORMERS_OFFLINE", None)
         env.pop("HF_TOKEN", None)
@@ -770,8 +763,6 @@ def test_a_token_in_hf_endpoints_query_or_path_is_never_printed(tmp_path: Path,
                                capture_output=True, text=True, timeout=60, cwd=tmp_path, env=env)
                 for args in (["--gpu", "h100-sxm"], ["--gpu", "h100-sxm", "--format", "json"],
                              ["inspect"])]
-    finally:
-        srv.shutdown()
     assert "TP000" in outs[0].stdout and "127.0.0.1" in outs[0].stdout, outs[0].stdout
     for p in outs:
         for secret in ("qsecret0042", "psecret0042"):

@@ -24,7 +24,7 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 
 from tpcheck.record import replace
 from tpcheck.sources.base import Deployment, ReadResult
@@ -273,13 +273,17 @@ def powershell_to_shell(text: str) -> str:
 
 
 def read_powershell(path: str, text: str) -> ReadResult:
+    return _read_as_shell(path, text, powershell_to_shell)
+
+
+def _read_as_shell(path: str, text: str, to_shell: Callable[[str], str]) -> ReadResult:
+    """Read a file rewritten as shell of the same length, so positions stay the file's own."""
     from tpcheck.sources.positions import LineIndex, from_file
     from tpcheck.sources.shell import read_shell_text
 
     if "vllm" not in text and "sglang" not in text:
         return ReadResult(path, (), (), text)
-    shell = powershell_to_shell(text)
-    found = read_shell_text(from_file(LineIndex(shell), path), path)
+    found = read_shell_text(from_file(LineIndex(to_shell(text)), path), path)
     return ReadResult(path, with_pins(found, text, path), (), text)
 
 
@@ -346,11 +350,4 @@ def read_dockerfile(path: str, text: str) -> ReadResult:
 
 
 def read_makefile(path: str, text: str) -> ReadResult:
-    from tpcheck.sources.positions import LineIndex, from_file
-    from tpcheck.sources.shell import read_shell_text
-
-    if "vllm" not in text and "sglang" not in text:
-        return ReadResult(path, (), (), text)
-    shell = makefile_to_shell(text)
-    found = read_shell_text(from_file(LineIndex(shell), path), path)
-    return ReadResult(path, with_pins(found, text, path), (), text)
+    return _read_as_shell(path, text, makefile_to_shell)
