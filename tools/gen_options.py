@@ -46,6 +46,9 @@ VLLM_ARG_FILES = (
     "vllm/entrypoints/common/cli_args.py",
     "vllm/entrypoints/cli/serve.py",
 )
+# The release's own list (``_compute_kwargs``'s ``human_readable_int_args`` and the field given
+# ``human_readable_int_or_auto``) is read when it has one (``_human_fields``); field -> "auto".
+_RELEASE_HUMAN: dict[str, bool] | None = None
 HUMAN_INT_FIELDS = frozenset({
     "max_num_batched_tokens", "max_num_scheduled_tokens", "kv_cache_memory_bytes",
     "safetensors_prefetch_block_size", "max_num_queued_tokens", "max_model_len",
@@ -194,7 +197,11 @@ def kind_from_annotation(aliases: Aliases, ann: ast.expr | None, field: str) -> 
     if names & {"tuple", "list", "set", "Sequence"}:
         return {"kind": "list"}
     if "int" in names:
-        return {"kind": "human_int" if field in HUMAN_INT_FIELDS else "int"}
+        human = _RELEASE_HUMAN if _RELEASE_HUMAN is not None else dict.fromkeys(
+            HUMAN_INT_FIELDS, False)
+        if field in human:
+            return {"kind": "human_int", **({"auto": True} if human[field] else {})}
+        return {"kind": "int"}
     if "float" in names:
         return {"kind": "float"}
     return {"kind": "str"}
@@ -309,20 +316,30 @@ def _literal_text(node: ast.expr) -> str:
     return ""
 
 
+def _explicit_type(t: str, info: dict[str, Any]) -> None:
+    """``type=T`` on an ``add_argument`` call."""
+    if t in ("int", "float", "str"):
+        info["kind"] = t
+        info.pop("choices", None)
+    elif t in ("human_readable_int", "human_readable_int_or_auto"):
+        info["kind"] = "human_int"
+        if t.endswith("_or_auto"):
+            info["auto"] = True
+    elif t == "loads":  # type=json.loads: argparse refuses a value that is not JSON
+        info["kind"] = "str"
+        info["parser"] = "json"
+        info.pop("choices", None)
+    elif t:
+        info["kind"] = "str"
+        info.pop("choices", None)
+
+
 def explicit_kwargs(call: ast.Call, aliases: Aliases, deprecated_actions: dict[str, str],
                     info: dict[str, Any]) -> None:
     """``type=``, ``choices=``, ``action=``, ``nargs=``, ``deprecated=`` written on the call."""
     for kw in call.keywords:
         if kw.arg == "type":
-            t = _name(kw.value)
-            if t in ("int", "float", "str"):
-                info["kind"] = t
-                info.pop("choices", None)
-            elif t in ("human_readable_int", "human_readable_int_or_auto"):
-                info["kind"] = "human_int"
-            elif t:
-                info["kind"] = "str"
-                info.pop("choices", None)
+            _explicit_type(_name(kw.value), info)
         elif kw.arg == "choices":
             vals = _const_strings(kw.value)
             if vals is None and isinstance(kw.value, ast.Name) and kw.value.id in aliases.exprs:
@@ -340,6 +357,8 @@ def explicit_kwargs(call: ast.Call, aliases: Aliases, deprecated_actions: dict[s
                 info["kind"] = "bool_optional"
             elif isinstance(a, str) and a in deprecated_actions:
                 _deprecated_action(call, deprecated_actions[a], info)
+            elif a == "LoRAParserAction":
+                info["parser"] = "lora_modules"
         elif kw.arg == "nargs":
             v = kw.value.value if isinstance(kw.value, ast.Constant) else None
             if v in ("+", "*"):
@@ -397,9 +416,22 @@ def _field_info(classes: Classes, aliases: Aliases, field_src: tuple[str, str],
         info["doc_said"] = doc  # the help text vLLM shows for the field (get_attr_docs)
 
 
+def _custom_parser(info: dict[str, Any], parser: str | None, lora: dict[str, Any]) -> None:
+    """A frontend field whose argparse type/action the class customizes (json, LoRA)."""
+    if parser is None:
+        return
+    info["parser"] = parser
+    info.pop("choices", None)
+    if parser == "lora_modules" and lora:
+        info.update(lora)
+
+
 def gen_vllm(archive: Archive) -> list[dict[str, Any]]:
+    global _RELEASE_HUMAN
+    _RELEASE_HUMAN = _human_fields(archive)
     aliases = Aliases(archive, "vllm/")
     classes = Classes(archive, ("vllm/config", "vllm/entrypoints/", "vllm/engine/"))
+    lora = _json_fields(classes, "LoRAModulePath")
     entries: list[dict[str, Any]] = []
     for rel in VLLM_ARG_FILES:
         tree = archive.tree(rel)
@@ -440,6 +472,8 @@ def gen_vllm(archive: Archive) -> list[dict[str, Any]]:
             if field_src is not None:
                 _field_info(classes, aliases, field_src, info)
             explicit_kwargs(call, aliases, deprecated, info)
+            if info.get("parser") == "lora_modules" and lora:
+                info.update(lora)
             if any(isinstance(a, ast.Starred) for a in call.args) and rel.endswith("cli_args.py"):
                 continue  # the frontend loop, read from the classes below
             names = [n for n in names if n.startswith("-")]
@@ -448,6 +482,7 @@ def gen_vllm(archive: Archive) -> list[dict[str, Any]]:
             _add_entry(entries, names, info)
         # Frontend classes: every field is --field-name (common/cli_args.py add_cli_args).
         if rel.endswith("cli_args.py"):
+            custom = _frontend_overrides(tree)
             for st in tree.body:
                 if isinstance(st, ast.ClassDef) and st.name.endswith("FrontendArgs") and (
                     st.name != "BaseFrontendArgs"
@@ -457,6 +492,7 @@ def gen_vllm(archive: Archive) -> list[dict[str, Any]]:
                         rng = _field_range(val)
                         if rng:
                             info["range"] = rng
+                        _custom_parser(info, custom.get(fname), lora)
                         _add_entry(entries, ["--" + fname.replace("_", "-")], info)
     return entries
 
@@ -1019,6 +1055,249 @@ def render_argparse_deprecated(entries: list[dict[str, Any]], notes: Deprecation
         entries[i] = {"names": names, **{k: e[k] for k in sorted(e) if k != "names"}}
 
 
+# ---------------------------------------------------------------- parsing behaviour
+
+
+def _human_fields(archive: Archive) -> dict[str, bool] | None:
+    """``_compute_kwargs``'s human-readable fields: the ``human_readable_int_args`` set and the
+    fields compared by name before ``type = human_readable_int_or_auto`` (field -> auto)."""
+    tree = archive.tree("vllm/engine/arg_utils.py")
+    if tree is None:
+        return None
+    out: dict[str, bool] = {}
+    for n in ast.walk(tree):
+        if (isinstance(n, ast.Assign) and isinstance(n.targets[0], ast.Name)
+                and n.targets[0].id == "human_readable_int_args" and isinstance(n.value, ast.Set)):
+            out.update({str(e.value): False for e in n.value.elts if isinstance(e, ast.Constant)})
+        if isinstance(n, ast.If) and isinstance(n.test, ast.Compare) and any(
+                isinstance(x, ast.Name) and x.id == "human_readable_int_or_auto"
+                for b in n.body for x in ast.walk(b)):
+            for c in n.test.comparators:
+                if isinstance(c, ast.Constant) and isinstance(c.value, str):
+                    out[c.value] = True
+    return out or None
+
+
+def _json_fields(classes: Classes, cls: str) -> dict[str, Any]:
+    """The keys a JSON value built into ``cls(**value)`` may and must have."""
+    fields = classes.all_fields(cls)
+    if not fields:
+        return {}
+    return {"json_fields": sorted(fields),
+            "json_required": sorted(f for f, (_, val, _w) in fields.items() if val is None)}
+
+
+def _frontend_overrides(tree: ast.Module) -> dict[str, str]:
+    """``frontend_kwargs["x"]["type"] = json.loads`` / ``["action"] = LoRAParserAction``."""
+    out: dict[str, str] = {}
+    for n in ast.walk(tree):
+        if not (isinstance(n, ast.Assign) and isinstance(n.targets[0], ast.Subscript)):
+            continue
+        t = n.targets[0]
+        inner = t.value
+        key = t.slice
+        if not (isinstance(inner, ast.Subscript) and isinstance(inner.slice, ast.Constant)
+                and isinstance(key, ast.Constant)):
+            continue
+        field = str(inner.slice.value)
+        if key.value == "type" and _name(n.value) == "loads":
+            out[field] = "json"
+        elif key.value == "action" and _name(n.value) == "LoRAParserAction":
+            out[field] = "lora_modules"
+    return out
+
+
+def _function(archive: Archive, name: str,
+              files: tuple[str, ...]) -> tuple[str, ast.FunctionDef] | None:
+    for rel in files:
+        tree = archive.tree(rel)
+        if tree is None:
+            continue
+        for n in ast.walk(tree):
+            if isinstance(n, ast.FunctionDef) and n.name == name:
+                return rel, n
+    return None
+
+
+_UTILS = ("vllm/engine/arg_utils.py", "vllm/utils/argparse_utils.py", "vllm/utils/__init__.py",
+          "vllm/utils.py")
+
+
+def human_int_rule(archive: Archive) -> dict[str, Any] | None:
+    """What ``human_readable_int`` accepts, read from the release's function: the pattern a
+    suffixed number must match, the decimal and binary suffixes it multiplies (a binary suffix
+    refuses decimals), everything else through ``int()``."""
+    found = _function(archive, "human_readable_int", _UTILS)
+    if found is None:
+        return None
+    rel, fn = found
+    rule: dict[str, Any] = {"where": f"{rel}:{fn.lineno}"}
+    for n in ast.walk(fn):
+        if (isinstance(n, ast.Call) and _name(n.func) == "fullmatch" and n.args
+                and isinstance(n.args[0], ast.Constant)):
+            rule["pattern"] = n.args[0].value
+        if (isinstance(n, ast.Assign) and isinstance(n.targets[0], ast.Name)
+                and isinstance(n.value, ast.Dict)):
+            keys = [str(k.value) for k in n.value.keys if isinstance(k, ast.Constant)]
+            if n.targets[0].id.startswith("decimal"):
+                rule["decimal"] = keys
+            elif n.targets[0].id.startswith("binary"):
+                rule["binary"] = keys
+        if isinstance(n, ast.Constant) and isinstance(n.value, str) and "Decimals" in n.value:
+            rule["binary_decimals_refused"] = f"{rel}:{n.lineno}"
+    return rule if "pattern" in rule else None
+
+
+def dotted_prefix(archive: Archive) -> dict[str, str] | None:
+    """Which option strings ``FlexibleArgumentParser.parse_args`` expands ``.key`` on: the
+    ``processed_arg.startswith(P) and "." in processed_arg`` test (``-`` also takes the short
+    aliases, ``-cc.mode=3``)."""
+    for rel in _UTILS:
+        tree = archive.tree(rel)
+        if tree is None:
+            continue
+        for n in ast.walk(tree):
+            if not (isinstance(n, ast.ClassDef) and n.name == "FlexibleArgumentParser"):
+                continue
+            for b in ast.walk(n):
+                if not (isinstance(b, ast.BoolOp) and isinstance(b.op, ast.And)):
+                    continue
+                starts = [v for v in b.values if isinstance(v, ast.Call)
+                          and _name(v.func) == "startswith" and v.args
+                          and isinstance(v.args[0], ast.Constant)]
+                dots = [v for v in b.values if isinstance(v, ast.Compare)
+                        and isinstance(v.left, ast.Constant) and v.left.value == "."
+                        and isinstance(v.ops[0], ast.In)]
+                if starts and dots:
+                    return {"prefix": str(starts[0].args[0].value), "where": f"{rel}:{b.lineno}"}
+    return None
+
+
+def _arg_name(node: ast.expr) -> str | None:
+    """``args.x`` or ``getattr(args, "x", ...)`` -> x."""
+    if isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name) and (
+            node.value.id in ("args", "cfg", "server_args", "self")):
+        return node.attr
+    if (isinstance(node, ast.Call) and _name(node.func) == "getattr" and len(node.args) >= 2
+            and isinstance(node.args[1], ast.Constant)):
+        return str(node.args[1].value)
+    return None
+
+
+def validations(archive: Archive) -> list[dict[str, Any]]:
+    """The two-option checks ``validate_parsed_serve_args`` runs before loading the model:
+    ``if args.a and not args.b: raise`` (a requires b) and ``if args.a and args.b: raise``
+    (a excludes b), with the engine's message and where it is raised."""
+    found = _function(archive, "validate_parsed_serve_args", VLLM_ARG_FILES)
+    if found is None:
+        return []
+    return list(_pair_checks(*found))
+
+
+def sglang_validations(archive: Archive, entries: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """SGLang's option-pair checks, run while ServerArgs is resolved (the ``arg_groups``
+    hooks, ``server_args.py``): ``if cfg.a and not cfg.b: raise``, kept when both are options
+    and b's default is unset (so b is given exactly when it is written)."""
+    defaults = {n: e.get("default") for e in entries for n in e["names"]}
+    out: list[dict[str, Any]] = []
+    for rel in sorted(archive.files):
+        if not (rel.startswith("sglang/srt/arg_groups/") or rel == "sglang/srt/server_args.py"):
+            continue
+        tree = archive.tree(rel)
+        if tree is None:
+            continue
+        for c in _pair_checks(rel, tree):
+            if c["kind"] == "bound":
+                continue  # SGLang's hooks compare resolved values, not what was written
+            if c["option"] in defaults and c["other"] in defaults and not defaults[c["other"]]:
+                out.append(c)
+    return out
+
+
+_REFUSED_IF = {ast.Lt: "lt", ast.LtE: "le", ast.Gt: "gt", ast.GtE: "ge"}
+
+
+def _bound_check(rel: str, n: ast.stmt) -> dict[str, Any] | None:
+    """``if args.x < 0: raise E(msg)``: a bound on one option's value written in code (vLLM
+    0.33.0's --sse-keep-alive-interval), not in a pydantic Field."""
+    if not (isinstance(n, ast.If) and isinstance(n.test, ast.Compare) and len(n.test.ops) == 1
+            and type(n.test.ops[0]) in _REFUSED_IF and n.body
+            and isinstance(n.body[0], ast.Raise)):
+        return None
+    name = _arg_name(n.test.left)
+    limit = n.test.comparators[0]
+    exc = n.body[0].exc
+    if (name is None or not isinstance(limit, ast.Constant)
+            or not isinstance(limit.value, int | float) or isinstance(limit.value, bool)
+            or not isinstance(exc, ast.Call)):
+        return None
+    msg = _literal_text(exc.args[0]) if exc.args else ""
+    return {"kind": "bound", "option": "--" + name.replace("_", "-"),
+            "refused_if": _REFUSED_IF[type(n.test.ops[0])], "bound": limit.value,
+            "exception": _name(exc.func), "message": " ".join(msg.split()),
+            "where": f"{rel}:{n.body[0].lineno}"}
+
+
+def _pair_checks(rel: str, fn: ast.AST) -> Iterator[dict[str, Any]]:
+    """``if x.a and not x.b: raise E(msg)`` (a requires b; ``not (x.b and x.c)``: a requires
+    each) and ``if x.a and x.b: raise`` (a excludes b); only at a function's top level, where
+    nothing else conditions the check."""
+    fns = [f for f in ast.walk(fn) if isinstance(f, ast.FunctionDef)]
+    for n in (st for f in fns for st in f.body):
+        bound = _bound_check(rel, n)
+        if bound is not None:
+            yield bound
+            continue
+        if not (isinstance(n, ast.If) and isinstance(n.test, ast.BoolOp)
+                and isinstance(n.test.op, ast.And) and len(n.test.values) == 2
+                and n.body and isinstance(n.body[0], ast.Raise)):
+            continue
+        a, b = n.test.values
+        first = _arg_name(a)
+        negated = isinstance(b, ast.UnaryOp) and isinstance(b.op, ast.Not)
+        inner = b.operand if isinstance(b, ast.UnaryOp) else b
+        others = ([_arg_name(v) for v in inner.values] if negated and isinstance(
+            inner, ast.BoolOp) and isinstance(inner.op, ast.And) else [_arg_name(inner)])
+        exc = n.body[0].exc
+        if first is None or None in others or not isinstance(exc, ast.Call):
+            continue
+        msg = _literal_text(exc.args[0]) if exc.args else ""
+        for second in others:
+            assert second is not None
+            yield {"kind": "requires" if negated else "excludes",
+                   "option": "--" + first.replace("_", "-"),
+                   "other": "--" + second.replace("_", "-"),
+                   "exception": _name(exc.func), "message": " ".join(msg.split()),
+                   "where": f"{rel}:{n.body[0].lineno}"}
+
+
+_LOGGED = re.compile(r"(?:^|\(|`)(--[a-z0-9][a-z0-9-]*)`?\)? is deprecated")
+
+
+def logged_deprecations(archive: Archive) -> dict[str, tuple[str, str]]:
+    """Options whose deprecation is logged while the config is built (``logger.warning*`` or
+    ``warnings.warn`` with a message that says ``--x is deprecated``), not by argparse:
+    option -> (message, where it is logged)."""
+    out: dict[str, tuple[str, str]] = {}
+    for rel in ("vllm/engine/arg_utils.py",):
+        tree = archive.tree(rel)
+        if tree is None:
+            continue
+        consts = {t.id: st.value for st in tree.body if isinstance(st, ast.Assign)
+                  for t in st.targets if isinstance(t, ast.Name)}
+        for n in ast.walk(tree):
+            if not (isinstance(n, ast.Call) and _name(n.func) in (
+                    "warning", "warning_once", "warn") and n.args):
+                continue
+            arg = n.args[0]
+            text = _literal_text(consts[arg.id]) if isinstance(arg, ast.Name) and (
+                arg.id in consts) else _literal_text(arg)
+            m = _LOGGED.search(text)
+            if m:
+                out.setdefault(m.group(1), (" ".join(text.split()), f"{rel}:{n.lineno}"))
+    return out
+
+
 def keywords(engine: str, archive: Archive) -> list[str]:
     """Python keyword names the engine accepts: vLLM ``EngineArgs`` fields plus ``LLM.__init__``
     parameters (``LLM(**kwargs)`` passes the rest to ``EngineArgs``); SGLang ``ServerArgs``
@@ -1056,14 +1335,33 @@ def write(engine: str, version: str, archive: Archive, out: Path = OUT) -> Path:
         seen.update(e["names"])
         if e["names"]:
             kept.append(e)
-    data = {
+    data: dict[str, Any] = {
         "_": HEADER,
         "engine": engine,
         "version": version,
         "source": archive.name,
         "keywords": keywords(engine, archive),
-        "options": kept,
     }
+    if engine == "vllm":
+        logged = logged_deprecations(archive)
+        for e in kept:
+            hit = next((logged[n] for n in e["names"] if n in logged), None)
+            if hit is not None and not e.get("deprecated"):
+                e["deprecated"] = (f"{hit[0]} (logged while the config is built, "
+                                   f"{hit[1]})")
+                e["logged"] = True
+        parsing = {k: v for k, v in (("human_int", human_int_rule(archive)),
+                                     ("dotted_keys", dotted_prefix(archive))) if v}
+        if parsing:
+            data["parsing"] = parsing
+        checks = validations(archive)
+        if checks:
+            data["validations"] = checks
+    elif engine == "sglang":
+        checks = sglang_validations(archive, kept)
+        if checks:
+            data["validations"] = checks
+    data["options"] = kept
     out.mkdir(parents=True, exist_ok=True)
     path = out / f"{engine}-{version}.json"
     path.write_text(json.dumps(data, indent=1, sort_keys=False) + "\n", encoding="utf-8")

@@ -62,15 +62,18 @@ def seats(f: Finding) -> int:
     return got
 
 
-# The command-line rules (TP001-TP005) on their own, from a file on disk (the readers of
-# tests/checks/test_tp001.py..test_tp005.py and test_command_line.py).
-COMMAND_LINE_CODES = ("TP001", "TP002", "TP003", "TP004", "TP005")
+# The command-line rules (TP001-TP006) on their own, from a file on disk (the readers of
+# tests/checks/test_tp001.py..test_tp006.py and test_command_line.py).
+COMMAND_LINE_CODES = ("TP001", "TP002", "TP003", "TP004", "TP005", "TP006")
 
 
-def lint_command_line(tmp_path: Path, name: str, text: str) -> list[Finding]:
+def lint_command_line(tmp_path: Path, name: str, text: str,
+                      engine_version: str | None = None) -> list[Finding]:
     p = tmp_path / name
     p.write_text(text, encoding="utf-8")
-    res = Linter(Settings(offline=True, select=COMMAND_LINE_CODES)).run([str(p)])
+    settings = Settings(offline=True, select=COMMAND_LINE_CODES, engine_version=engine_version,
+                        engine_version_from="--engine-version" if engine_version else None)
+    res = Linter(settings).run([str(p)])
     assert not res.errors, res.errors
     return sorted(res.findings, key=lambda f: (f.span.line, f.span.column))
 

@@ -10,7 +10,8 @@ from pathlib import Path
 import pytest
 
 from tests.shared import said
-from tpcheck.engines.defaults import NOT_PINNED, release_for
+from tpcheck.engines.release import NOT_PINNED
+from tpcheck.engines.release import resolve as release_for
 
 ROOT = Path(__file__).resolve().parents[2]
 

@@ -58,3 +58,16 @@ def test_sglang_does_not_rewrite_underscores_but_vllm_does(tmp_path: Path) -> No
 ])
 def test_lines_the_engine_accepts_give_nothing(tmp_path: Path, line: str) -> None:
     assert lint(tmp_path, "ok.sh", line + "\n") == []
+
+
+def test_dotted_keys_on_a_short_alias(tmp_path: Path) -> None:
+    """vLLM expands ``.key`` on any option string starting with ``-`` from 0.9 on
+    (argparse_utils.py:462 in 0.33.0), so ``-cc.mode=3`` is ``--compilation-config
+    '{"mode": 3}'``; 0.8.5's parser expands none, so a dotted key is an unknown option there."""
+    assert lint(tmp_path, "s.sh", "vllm serve m -cc.mode=3\n") == []
+    assert lint(tmp_path, "s.sh", "vllm serve m --attention-config.backend FLASH_ATTN\n") == []
+    [f] = lint(tmp_path, "s.sh", "vllm serve m --compilation-config.level 3\n",
+               engine_version="0.8.5")
+    assert f.code == "TP001"
+    assert engine_says(f) == ("vllm serve: error: unrecognized arguments: "
+                              "--compilation-config.level")

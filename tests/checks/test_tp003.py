@@ -9,6 +9,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import pytest
+
 from tests.checks.rulecase import col, engine_says
 from tests.checks.rulecase import lint_command_line as lint
 
@@ -63,3 +65,74 @@ def test_pinned_0_10_2_reads_skipvalidation_fields(tmp_path: Path) -> None:
     assert "(choose from '1', '8', '16', '32', '64', '128')" in fs[0].text
     assert engine_says(fs[1]).startswith(
         "vllm serve: error: argument --max-num-seqs: invalid int value: 'lots'")
+
+
+# Values as each release's parser reads them (the table's "parsing" and per-option "parser",
+# read from the release by tools/gen_options.py).
+HUMAN = [
+    # vllm 0.33.0 utils/argparse_utils.py:30 human_readable_int: (\d+(?:\.\d+)?)([kKmMgGtT]);
+    # a decimal suffix takes decimals (10.2k = 10,200), a binary one does not
+    ("0.33.0", "10.2k", None),
+    ("0.33.0", "4T", None),
+    ("0.33.0", "AUTO", None),  # human_readable_int_or_auto: value.lower() == "auto"
+    ("0.33.0", "1.23M", "Decimals are not allowed with binary suffixes like M. Did you mean to "
+                        "use 1.23m instead?"),
+    ("0.33.0", "10.24", "invalid human_readable_int_or_auto value: '10.24'"),
+    # 0.10.2 engine/arg_utils.py: the pattern has t/T but the multipliers stop at g/G, so "2t"
+    # falls through to int() (its own test refuses 1.23M and 10.24, not 2t; 0.14.0 adds t/T)
+    ("0.10.2", "2t", "invalid human_readable_int value: '2t'"),
+    ("0.14.0", "2t", None),
+    ("0.10.2", "auto", "invalid human_readable_int value: 'auto'"),  # no _or_auto before 0.14
+]
+
+
+@pytest.mark.parametrize(("release", "value", "said"), HUMAN)
+def test_human_readable_integers_per_release(tmp_path: Path, release: str, value: str,
+                                             said: str | None) -> None:
+    fs = lint(tmp_path, "s.sh", f"vllm serve m --max-model-len {value}\n",
+              engine_version=release)
+    if said is None:
+        assert fs == []
+    else:
+        [f] = fs
+        assert f.code == "TP003"
+        assert f.message == f"invalid value {value!r} for --max-model-len"
+        assert engine_says(f).startswith(f"vllm serve: error: argument --max-model-len: {said}")
+
+
+@pytest.mark.parametrize(("args", "said"), [
+    ("--default-chat-template-kwargs 'not valid json'",
+     "argument --default-chat-template-kwargs: invalid loads value: 'not valid json'"),
+    ("--lora-modules '{\"name\": \"a\", \"path\": \"/p\"'",
+     "Invalid JSON format for --lora-modules: {\"name\": \"a\", \"path\": \"/p\""),
+    ("--lora-modules invalid_format", "Invalid JSON format for --lora-modules: invalid_format"),
+    ("--lora-modules '{\"name\": \"m4\"}'",
+     "Invalid fields for --lora-modules: {\"name\": \"m4\"} - missing required field(s): path"),
+])
+def test_values_parsed_as_json_or_by_the_lora_action(tmp_path: Path, args: str,
+                                                     said: str) -> None:
+    [f] = lint(tmp_path, "s.sh", f"vllm serve m {args}\n")
+    assert f.code == "TP003"
+    assert engine_says(f).startswith(f"vllm serve: error: {said}")
+
+
+@pytest.mark.parametrize("args", [
+    "--default-chat-template-kwargs '{\"enable_thinking\": false}'",
+    "--lora-modules a=/path/to/a",
+    "--lora-modules '{\"name\": \"b\", \"path\": \"/p\", \"base_model_name\": \"m\"}'",
+    "--lora-modules ''",
+])
+def test_good_json_and_lora_values(tmp_path: Path, args: str) -> None:
+    assert lint(tmp_path, "s.sh", f"vllm serve m {args}\n") == []
+
+
+def test_a_bound_the_release_checks_in_code(tmp_path: Path) -> None:
+    """vLLM 0.33.0 validate_parsed_serve_args (common/cli_args.py:559-562) refuses a negative
+    --sse-keep-alive-interval after parsing; the bound is read into the table's validations."""
+    [f] = lint(tmp_path, "s.sh", "vllm serve m --sse-keep-alive-interval -5\n")
+    assert f.code == "TP003"
+    assert f.message == "invalid value '-5' for --sse-keep-alive-interval"
+    assert engine_says(f).startswith("ValueError: Error: --sse-keep-alive-interval must be a "
+                                "non-negative integer (0 disables keep-alive comments). "
+                                "(vllm/entrypoints/common/cli_args.py:560)")
+    assert lint(tmp_path, "s.sh", "vllm serve m --sse-keep-alive-interval 0\n") == []

@@ -59,3 +59,17 @@ def test_deprecated_true_names_the_replacement_the_engine_logs(tmp_path: Path) -
         "deprecated and will be removed in v0.13. Please use `--mm-encoder-tp-mode data` "
         "instead.\"")
     assert f.fix == "use --mm-encoder-tp-mode"
+
+
+def test_deprecation_logged_while_the_config_is_built(tmp_path: Path) -> None:
+    """vLLM 0.33.0 logs _IR_OP_PRIORITY_DEPRECATION_MESSAGE (engine/arg_utils.py:468-471) with
+    logger.warning_once at l.2823 when the engine config is built, not through argparse; the
+    table holds the message and the place (its own test:
+    test_ir_op_priority_deprecation_warning)."""
+    [f] = lint(tmp_path, "s.sh", "vllm serve m --ir-op-priority '{\"rms_norm\": [\"vllm_c\"]}'\n")
+    assert f.code == "TP005" and f.severity is Severity.WARNING
+    assert f.message == "deprecated option --ir-op-priority"
+    assert engine_says(f).startswith(
+        "ir_op_priority (--ir-op-priority) is deprecated because vLLM IR is being removed. It "
+        "will be removed in v0.34.0. (logged while the config is built, "
+        "vllm/engine/arg_utils.py:2823)")

@@ -80,3 +80,26 @@ def test_usage_errors_are_one_line_exit_2(capsys: pytest.CaptureFixture[str]) ->
     code, _, err = inspect(capsys, "--format", "yaml", str(FIX / "launch.sh"))
     assert code == 2 and err.count("\n") == 1
     assert "'yaml'" in err and "'text', 'json'" in err and "tpcheck inspect --help" in err
+
+
+def test_release_resolved_as_lint_resolves_it(capsys: pytest.CaptureFixture[str],
+                                              tmp_path: Path) -> None:
+    """inspect names the release the rules check against: the image tag first, then
+    --engine-version (over the settings file), then the newest known."""
+    pod = tmp_path / "pod.yaml"
+    pod.write_text("apiVersion: v1\nkind: Pod\nmetadata: {name: p}\nspec:\n  containers:\n"
+                   "  - name: vllm\n    image: vllm/vllm-openai:v0.8.5\n"
+                   "    command: [vllm, serve, m]\n", encoding="utf-8")
+    sh = tmp_path / "s.sh"
+    sh.write_text("vllm serve m\n", encoding="utf-8")
+    code, out, err = inspect(capsys, str(pod), str(sh), "--format", "json", "--offline",
+                             "--engine-version", "0.15.1")
+    assert code == 0, err
+    rels = [d["release"] for d in json.loads(out)["deployments"]]
+    assert rels == [
+        {"version": "0.8.5", "source": "from the image tag vllm-openai:v0.8.5", "pinned": True,
+         "option_table": "0.8.5"},
+        # no table for 0.15.1: the nearest older one, 0.14.0
+        {"version": "0.15.1", "source": "from --engine-version", "pinned": True,
+         "option_table": "0.14.0"},
+    ]

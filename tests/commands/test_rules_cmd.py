@@ -26,7 +26,7 @@ def test_rules_lists_every_code_with_name_and_severity() -> None:
     r = tpcheck("rules")
     assert r.returncode == 0, r.stderr
     lines = r.stdout.splitlines()
-    assert len(lines) == len(RULES) == 20  # DESIGN.md's table, TP000 to TP402
+    assert len(lines) == len(RULES) == 21  # DESIGN.md's table, TP000 to TP402, and TP006
     for m, line in zip(RULES, lines, strict=True):
         fields = line.split()
         assert fields[:3] == [m.code, m.name, m.severity.value], line
@@ -39,8 +39,9 @@ def test_rules_lists_every_code_with_name_and_severity() -> None:
     assert table["TP303"] == ("experts-cross-nodes", "info")
     assert table["TP001"] == ("unknown-option", "error")
     assert table["TP005"] == ("deprecated-option", "warning")
+    assert table["TP006"] == ("option-combination", "error")
     assert [ln.split()[0] for ln in lines] == [
-        "TP000", "TP001", "TP002", "TP003", "TP004", "TP005", "TP101", "TP102", "TP103",
+        "TP000", "TP001", "TP002", "TP003", "TP004", "TP005", "TP006", "TP101", "TP102", "TP103",
         "TP104", "TP201", "TP202", "TP203", "TP204", "TP205", "TP301", "TP302", "TP303", "TP401",
         "TP402",
     ]

@@ -242,3 +242,133 @@ def test_a_release_candidate_is_checked_against_the_release_before_it() -> None:
     assert rel == "0.4.10.post2" and note is not None
     assert nearest_release("sglang", "0.5.10.post2")[0] == "0.5.10.post1"
     assert nearest_release("vllm", "0.11.0rc1")[0] == "0.10.2"
+
+
+_PARSING_UTILS = '''\
+import re
+
+
+def human_readable_int(value):
+    value = value.strip()
+    match = re.fullmatch(r"(\\d+(?:\\.\\d+)?)([kKmM])", value)
+    if match:
+        decimal_multiplier = {"k": 10**3}
+        binary_multiplier = {"K": 2**10, "M": 2**20}
+        number, suffix = match.groups()
+        if suffix in decimal_multiplier:
+            return int(float(number) * decimal_multiplier[suffix])
+        elif suffix in binary_multiplier:
+            try:
+                return int(number) * binary_multiplier[suffix]
+            except ValueError as e:
+                raise ArgumentTypeError("Decimals are not allowed with binary suffixes") from e
+    return int(value)
+
+
+class FlexibleArgumentParser:
+    def parse_args(self, args):
+        for arg in args:
+            if arg.startswith("-") and "." in arg:
+                pass
+
+
+_OLD_MESSAGE = "--old-knob is deprecated and does nothing."
+
+
+def create_engine_config(self):
+    if self.old_knob:
+        logger.warning_once(_OLD_MESSAGE)
+'''
+
+_PARSING_CLI = '''\
+def make_arg_parser(parser):
+    parser.add_argument("--enable-x", action="store_true")
+    parser.add_argument("--x-parser", type=str)
+    parser.add_argument("--extra", type=json.loads)
+    parser.add_argument("--old-knob", type=int)
+    return parser
+
+
+def validate_parsed_serve_args(args):
+    if args.enable_x and not args.x_parser:
+        raise TypeError("Error: --enable-x requires --x-parser")
+    if getattr(args, "enable_x", False) and getattr(args, "quiet", False):
+        raise ValueError("--enable-x and --quiet exclude each other")
+    if args.nested:
+        if args.enable_x and not args.other:
+            raise ValueError("conditioned: not read")
+'''
+
+
+def test_generator_reads_the_release_parsing_rules(tmp_path: Path) -> None:
+    """human_readable_int's pattern and suffixes, the dotted-key prefix, type=json.loads, the
+    deprecation logged while the config is built and the option pairs of
+    validate_parsed_serve_args (top level only), all read with ast from a tiny release."""
+    sdist = tmp_path / "vllm-9.9.8.tar.gz"
+    with tarfile.open(sdist, "w:gz") as t:
+        for name, text in (("vllm-9.9.8/vllm/engine/arg_utils.py", _PARSING_UTILS),
+                           ("vllm-9.9.8/vllm/entrypoints/openai/cli_args.py", _PARSING_CLI)):
+            data = text.encode()
+            info = tarfile.TarInfo(name)
+            info.size = len(data)
+            t.addfile(info, io.BytesIO(data))
+    g = gen()
+    data = json.loads(g.write("vllm", "9.9.8", g.Archive(sdist), tmp_path / "out").read_text())
+    human = data["parsing"]["human_int"]
+    assert (human["pattern"], human["decimal"], human["binary"]) == (
+        r"(\d+(?:\.\d+)?)([kKmM])", ["k"], ["K", "M"])
+    assert data["parsing"]["dotted_keys"]["prefix"] == "-"
+    by = {n: e for e in data["options"] for n in e["names"]}
+    assert by["--extra"]["parser"] == "json"
+    assert by["--old-knob"]["deprecated"] == (
+        "--old-knob is deprecated and does nothing. (logged while the config is built, "
+        "vllm/engine/arg_utils.py:33)")  # the warning_once line of _PARSING_UTILS
+    assert [(c["kind"], c["option"], c["other"], c["exception"]) for c in data["validations"]] == [
+        ("requires", "--enable-x", "--x-parser", "TypeError"),
+        ("excludes", "--enable-x", "--quiet", "ValueError"),
+    ]
+
+
+def test_arg_test_extractor_keeps_facts_and_counts_what_it_leaves(tmp_path: Path) -> None:
+    """tools/extract_arg_tests.py reads a release's own test file with ast: parametrize values
+    and for-loops are substituted, pytest.raises(SystemExit) is a parse refusal, a validation
+    that raises after parsing is refused_validation, a list built at run time is left out."""
+    test_file = '''\
+import pytest
+
+@pytest.mark.parametrize("value", ["1k", "2K"])
+def test_ok(value):
+    parser = EngineArgs.add_cli_args(FlexibleArgumentParser())
+    parser.parse_args(["--max-model-len", value])
+
+
+def test_bad(serve_parser):
+    for bad in ["1.5K", "x"]:
+        with pytest.raises(SystemExit):
+            serve_parser.parse_args(["--max-model-len", bad])
+    args = serve_parser.parse_args(["--enable-x"])
+    with pytest.raises(TypeError):
+        validate_parsed_serve_args(args)
+    serve_parser.parse_args(["--lora-modules", json.dumps(MODULE)])
+'''
+    sdist = tmp_path / "vllm-9.9.7.tar.gz"
+    with tarfile.open(sdist, "w:gz") as t:
+        data = test_file.encode()
+        info = tarfile.TarInfo("vllm-9.9.7/tests/engine/test_arg_utils.py")
+        info.size = len(data)
+        t.addfile(info, io.BytesIO(data))
+    spec = importlib.util.spec_from_file_location("extract_arg_tests",
+                                                  ROOT / "tools" / "extract_arg_tests.py")
+    assert spec is not None and spec.loader is not None
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    out = json.loads(mod.write("vllm", "9.9.7", sdist, tmp_path / "cases").read_text())
+    got = [(c["line"], c.get("argv"), c.get("outcome"), c.get("skip")) for c in out["cases"]]
+    assert got == [
+        (6, ["--max-model-len", "1k"], "accepted", None),
+        (6, ["--max-model-len", "2K"], "accepted", None),
+        (12, ["--max-model-len", "1.5K"], "refused_parse", None),
+        (12, ["--max-model-len", "x"], "refused_parse", None),
+        (13, ["--enable-x"], "refused_validation", None),
+        (16, None, None, "argv not literal (built by the test at run time)"),
+    ]

@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from tpcheck.engines.defaults import release_for
+from tpcheck.engines.release import resolve as release_for
 from tpcheck.sources import read_path
 from tpcheck.sources.kube import engine_version
 

@@ -96,7 +96,7 @@ def link_costs(ctx: CheckContext, use: LinkUse) -> tuple[Formula, ...]:
             full = decode_share(ctx, use, seqs, src)
             if full is not None:
                 out.append(full)
-    version = d.engine_version or ctx.settings.engine_version
+    version = ctx.release.physics_version
     n, nsrc = prefill_tokens(
         d.engine,
         version,

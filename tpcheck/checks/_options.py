@@ -20,18 +20,19 @@ from tpcheck.engines.flags import (
     OptionTable,
     known_releases,
     load_table,
-    nearest_release,
     normalize,
 )
+from tpcheck.engines.release import Release, resolve
 from tpcheck.record import record, replace
 from tpcheck.sources.argv import PASSTHROUGH_NOTE
-from tpcheck.sources.base import RECOVERED_NOTE, Deployment, OptionUse
+from tpcheck.sources.base import RECOVERED_NOTE, RUNTIME_WORDS_NOTE, Deployment, OptionUse
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
-    from typing import Literal
+    from typing import Any, Literal
 
-    Outcome = Literal["ok", "unknown", "ambiguous", "removed", "bad_value", "deprecated"]
+    Outcome = Literal["ok", "unknown", "ambiguous", "removed", "bad_value", "deprecated",
+                      "combination"]
 
 # How each engine names its parser in its error lines (argparse's ``prog``).
 PROG = {"vllm": "vllm serve", "sglang": "sglang serve"}
@@ -49,6 +50,7 @@ class Verdict:
     option: Option | None = None
     suggestion: str | None = None  # the closest real option, for "did you mean"
     replacement: str | None = None
+    headline: str | None = None  # a combination's own clause: which option needs which
 
 
 @record
@@ -57,30 +59,39 @@ class Analysis:
     release: str
     note: str | None  # "no table for 0.x: checked against 0.y"
     verdicts: tuple[Verdict, ...]
+    pinned: Release  # the deployment's release (the table may be the nearest one read)
 
 
-def release_for(d: Deployment) -> tuple[str, str | None]:
-    return nearest_release(d.engine, d.engine_version)
+def release_of(d: Deployment) -> Release:
+    """The release of ``d`` from its image tag alone (callers with settings pass their own)."""
+    return resolve(d.engine, image=d.image, image_version=d.engine_version,
+                   version_from=d.engine_version_from)
 
 
-# The last deployment analysed: the option rules (TP001-TP005) run one after another on one
+# The last deployment analysed: the option rules (TP001-TP006) run one after another on one
 # deployment, so one entry serves them all and no finished deployment is kept alive.
-_last: tuple[Deployment, Analysis] | None = None
+_last: tuple[Deployment, Release, Analysis] | None = None
 
 
-def analyze(d: Deployment) -> Analysis:
-    """Every option of ``d`` resolved against its release (computed once per deployment)."""
+def analyze(d: Deployment, rel: Release | None = None) -> Analysis:
+    """Every option of ``d`` resolved against its release (computed once per deployment).
+
+    ``rel`` is the deployment's one release (``CheckContext.release``: the image tag, else
+    engine-version, else the newest known); without it only the image tag pins."""
     global _last
+    if rel is None:
+        rel = release_of(d)
     last = _last  # read once: an LSP thread may replace it meanwhile
-    if last is not None and last[0] is d:
-        return last[1]
-    release, note = release_for(d)
+    if last is not None and last[0] is d and last[1] == rel:
+        return last[2]
+    release, note = rel.table_version, rel.table_note
     table = load_table(d.engine, release)
     verdicts = tuple(
         v for v in (_verdict(d.engine, table, u) for u in d.options) if v is not None
     )
+    verdicts += tuple(_combinations(d, table))
     newer = _next_release(d.engine, release) if note else None
-    if note and d.engine_version and _older_than_all(d.engine, d.engine_version):
+    if note and rel.pinned and _older_than_all(d.engine, rel.version):
         # pinned before the oldest table: what that release registered is not known here
         verdicts = tuple(v for v in verdicts if v.outcome in ("bad_value", "deprecated"))
     elif newer is not None:
@@ -90,15 +101,76 @@ def analyze(d: Deployment) -> Analysis:
         verdicts = tuple(v for v in verdicts
                          if (w := _verdict(d.engine, nt, v.use)) is not None
                          and w.outcome == v.outcome)
+    if note:
+        verdicts = tuple(v for v in verdicts if v.outcome != "combination")  # another release's
     if RECOVERED_NOTE in d.notes:
         verdicts = ()  # words read from text that does not parse: not what the engine gets
     elif PASSTHROUGH_NOTE in d.notes or "dynamo" in (d.image or "").lower():
         # dynamo / the SGLang router parse options of their own first: only the engine's own
         # options, found by name, are judged
         verdicts = tuple(v for v in verdicts if v.outcome in ("bad_value", "deprecated"))
-    a = Analysis(d.engine, release, note, verdicts)
-    _last = (d, a)
+    a = Analysis(d.engine, release, note, verdicts, rel)
+    _last = (d, rel, a)
     return a
+
+
+def _combinations(d: Deployment, table: OptionTable) -> Iterator[Verdict]:
+    """The two-option checks the release runs after parsing (vLLM's
+    ``validate_parsed_serve_args``, SGLang's ServerArgs hooks: an option that requires another,
+    two that exclude each other), over the options written.
+
+    Only for a command line whose every option is on it: a ``--config`` file or options
+    the shell or the pod fills in at run time (``$EXTRA_ARGS``) may hold the other one."""
+    if not table.validations or (d.entrypoint or "serve") != "serve":
+        return
+    given: dict[str, OptionUse] = {}
+    for u in d.options:
+        if u.keyword:
+            return
+        opt = normalize(d.engine, u.written)
+        option = table.by_name.get(opt)
+        if option is None and opt.startswith("--"):
+            m = [n for n in table.by_name if n.startswith(opt)]
+            option = table.by_name[m[0]] if len(m) == 1 else None
+        if option is None:
+            continue
+        name = opt if opt in option.names else next(
+            (n for n in option.names if n.startswith(opt)), option.names[0])
+        off = name.startswith("--no-")  # BooleanOptionalAction's off switch
+        for n in option.names:
+            if n.startswith("--no-") == off:
+                given.setdefault(n, u)
+    if "--config" in given or d.unresolved or RUNTIME_WORDS_NOTE in d.notes:
+        return
+    for check in table.validations:
+        if check["kind"] == "bound":
+            v = _bound_verdict(check, given.get(check["option"]))
+            if v is not None:
+                yield v
+            continue
+        first, other = given.get(check["option"]), given.get(check["other"])
+        if first is None or first.value in ("false", "False", "0"):
+            continue
+        if (check["kind"] == "requires") == (other is None):
+            requires = check["kind"] == "requires"
+            use = first if requires or other is None else other
+            head = (f"{check['option']} requires {check['other']}" if requires
+                    else f"{check['other']} conflicts with {check['option']}")
+            yield Verdict(use, "combination",
+                          f"{check['exception']}: {check['message']} ({check['where']})",
+                          headline=head)
+
+
+def _bound_verdict(check: dict[str, Any], use: OptionUse | None) -> Verdict | None:
+    """A bound the release checks in code after parsing (``if args.x < 0: raise``)."""
+    if use is None or use.value is None or not _is_float(use.value):
+        return None
+    x, bound, op = float(use.value), float(check["bound"]), check["refused_if"]
+    refused = {"lt": x < bound, "le": x <= bound, "gt": x > bound, "ge": x >= bound}[op]
+    if not refused:
+        return None
+    return Verdict(use, "bad_value", f"{check['exception']}: {check['message']} "
+                   f"({check['where']})")
 
 
 _JUDGED: dict[tuple[str, str, str, str | None, bool], Verdict | None] = {}
@@ -124,8 +196,9 @@ def _judge(engine: str, table: OptionTable, use: OptionUse) -> Verdict | None:
     names = table.by_name
     if engine == "vllm" and opt.startswith("-O") and not opt.startswith("--"):
         return None  # -O3, -O.mode=3: FlexibleArgumentParser rewrites them (argparse_utils.py)
-    if engine == "vllm" and opt.startswith("--") and "." in opt:
-        opt = opt.split(".", 1)[0]  # --compilation-config.mode: a key of a JSON option
+    dotted = _dotted_base(engine, table, opt)
+    if dotted is not None:
+        opt = dotted  # --compilation-config.mode, -cc.mode: a key of the option's JSON value
     option = names.get(opt)
     if option is None and not opt.startswith("--"):
         # a short option with its value attached (-tp8): argparse splits it off
@@ -150,7 +223,27 @@ def _judge(engine: str, table: OptionTable, use: OptionUse) -> Verdict | None:
         # argparse's deprecated=True the parser's line, where, and what the engine says)
         return Verdict(use, "deprecated", option.deprecated, option,
                        replacement=option.replacement)
-    return _value_verdict(engine, use, option, keyword=False)
+    if dotted is not None:
+        return None  # the value is one key's, merged into the option's JSON by the parser
+    return _value_verdict(engine, use, option, keyword=False, table=table)
+
+
+def _dotted_base(engine: str, table: OptionTable, opt: str) -> str | None:
+    """The option a dotted key belongs to (``-cc.mode`` → ``-cc``), when this release's
+    FlexibleArgumentParser expands dotted keys on that kind of option string (read from its
+    source: from 0.9 on ``-`` and so the short aliases too; 0.8.5 expands none)."""
+    if "." not in opt:
+        return None
+    rule = table.parsing.get("dotted_keys")
+    if rule is None:
+        if engine != "vllm" or "human_int" in table.parsing:
+            return None  # a table read with the parsing rules, and this release has none
+        prefix = "--"  # a table generated before the rules were read
+    else:
+        prefix = str(rule.get("prefix", "--"))
+    if not opt.startswith(prefix) or opt.startswith("-O"):
+        return None
+    return opt.split(".", 1)[0]
 
 
 def _unknown(engine: str, table: OptionTable, use: OptionUse, opt: str,
@@ -190,10 +283,11 @@ def _keyword_verdict(engine: str, table: OptionTable, use: OptionUse) -> Verdict
     option = table.by_name.get("--" + use.written.replace("_", "-"))
     if option is None:
         return None
-    return _value_verdict(engine, use, option, keyword=True)
+    return _value_verdict(engine, use, option, keyword=True, table=table)
 
 
-def _value_verdict(engine: str, use: OptionUse, option: Option, *, keyword: bool) -> Verdict | None:
+def _value_verdict(engine: str, use: OptionUse, option: Option, *, keyword: bool,
+                   table: OptionTable) -> Verdict | None:
     """argparse's type and choices check, then pydantic's range check on the config field."""
     v = use.value
     if v is None or not option.takes_value or not v.strip() or "$" in v or "`" in v:
@@ -208,10 +302,17 @@ def _value_verdict(engine: str, use: OptionUse, option: Option, *, keyword: bool
             return Verdict(use, "bad_value",
                            f"{PROG[engine]}: error: argument {arg}: invalid float value: '{v}'",
                            option)
-        if option.kind == "human_int" and not (_HUMAN.match(v.strip()) or v.strip() == "auto"):
-            return Verdict(use, "bad_value",
-                           f"{PROG[engine]}: error: argument {arg}: invalid value: '{v}' "
-                           "(an integer, optionally with k/m/g/t or K/M/G/T)", option)
+        if option.kind == "human_int":
+            said = _human_int_error(v, option, table.parsing.get("human_int"))
+            if said is not None:
+                return Verdict(use, "bad_value",
+                               f"{PROG[engine]}: error: argument {arg}: {said}", option)
+        if option.parser is not None and "{{" not in v:
+            said = _parsed_value_error(option, v)
+            if said is not None:
+                return Verdict(use, "bad_value", f"{PROG[engine]}: error: {said}"
+                               if option.parser == "lora_modules" else
+                               f"{PROG[engine]}: error: argument {arg}: {said}", option)
         if option.choices is not None and v not in option.choices:
             shown = ", ".join(f"'{c}'" for c in option.choices)
             import difflib
@@ -233,6 +334,63 @@ def _value_verdict(engine: str, use: OptionUse, option: Option, *, keyword: bool
                 return Verdict(use, "bad_value",
                                f"pydantic ValidationError: {field}: Input should be "
                                f"{words[op]} {b} [input_value={v}]", option)
+    return None
+
+
+def _human_int_error(v: str, option: Option, rule: dict[str, object] | None) -> str | None:
+    """What the release's ``human_readable_int`` (``_or_auto``) says of ``v``, None if it takes
+    it: a number with a decimal suffix may have decimals, one with a binary suffix may not, and
+    anything else goes through ``int()`` (argparse then names the function)."""
+    s = v.strip()
+    func = "human_readable_int_or_auto" if option.auto else "human_readable_int"
+    if option.auto and (s == "-1" or s.lower() == "auto"):
+        return None
+    if rule is None:  # a table generated before the parser was read: the old reading
+        if _HUMAN.match(s) or s == "auto":
+            return None
+        return f"invalid value: '{v}' (an integer, optionally with k/m/g/t or K/M/G/T)"
+    m = re.fullmatch(str(rule.get("pattern", "")), s)
+    if m is not None and len(m.groups()) == 2:
+        number, suffix = m.groups()
+        decimal = rule.get("decimal", ())
+        binary = rule.get("binary", ())
+        if isinstance(decimal, list) and suffix in decimal:
+            return None
+        if isinstance(binary, list) and suffix in binary:
+            if _is_int(number):
+                return None
+            return (f"Decimals are not allowed with binary suffixes like {suffix}. Did you mean "
+                    f"to use {number}{suffix.lower()} instead? ({rule.get('where')})")
+    if _is_int(s):
+        return None
+    return f"invalid {func} value: '{v}'"
+
+
+def _parsed_value_error(option: Option, v: str) -> str | None:
+    """A value read by ``json.loads`` or vLLM's LoRAParserAction, as the release parses it."""
+    import json
+
+    if option.parser == "json":
+        try:
+            json.loads(v)
+        except ValueError:
+            return f"invalid loads value: '{v}'"
+        return None
+    if option.parser != "lora_modules" or not v or ("=" in v and "," not in v):
+        return None  # empty: skipped; name=path: the old form
+    try:
+        d = json.loads(v)
+    except ValueError:
+        return f"Invalid JSON format for --lora-modules: {v}"
+    if not isinstance(d, dict):
+        return f"Invalid fields for --lora-modules: {v} - not a JSON object"
+    missing = [k for k in option.json_required if k not in d]
+    extra = sorted(k for k in d if option.json_fields and k not in option.json_fields)
+    if missing:
+        return (f"Invalid fields for --lora-modules: {v} - missing required field(s): "
+                f"{', '.join(missing)}")
+    if extra:
+        return f"Invalid fields for --lora-modules: {v} - unexpected field(s): {', '.join(extra)}"
     return None
 
 
@@ -380,7 +538,7 @@ def check(ctx: CheckContext, rule: Rule) -> Iterator[Finding]:
     """TP001-TP005: the option uses whose outcome the rule's row names (``outcome``), with the
     row's fix when no spelling to use is known."""
     outcome = rule.param("outcome")
-    assert outcome in _VERB, rule
+    assert outcome in _VERB or outcome == "combination", rule
     yield from findings(ctx, rule, outcome, rule.param("fix") or "")  # type: ignore[arg-type]
 
 
@@ -403,7 +561,7 @@ def findings(ctx: CheckContext, rule: Rule, outcome: Outcome,
     d = ctx.deployment
     if not d.options:
         return
-    a = analyze(d)
+    a = analyze(d, ctx.release)
     for v in a.verdicts:
         if v.outcome != outcome:
             continue
@@ -419,9 +577,8 @@ def findings(ctx: CheckContext, rule: Rule, outcome: Outcome,
         assumed: tuple[Assumption, ...]
         if a.note:
             assumed = (Assumption("release", a.note),)
-        elif d.engine_version is None:
-            assumed = (Assumption("release", f"checked against {a.engine} {a.release}: "
-                                  "no release pinned"),)
+        elif not a.pinned.pinned:
+            assumed = (Assumption("release", a.pinned.checked_against),)
         else:
             assumed = ()
         edits: tuple[Edit, ...] = ()
@@ -433,7 +590,7 @@ def findings(ctx: CheckContext, rule: Rule, outcome: Outcome,
                 edits = (Edit(value_span if outcome == "bad_value" and value_span else opt_span,
                               target, f"replace with {target}"),)
         severity = None
-        if outcome == "removed" and d.engine_version is None:
+        if outcome == "removed" and not a.pinned.pinned:
             severity = Severity.WARNING  # refused by the newest release; an older image runs it
             notes.append("an older release may accept it: pin the image to the release you run")
         yield ctx.finding(rule, msg, span=span, fix=fix, edits=edits, severity=severity,
@@ -448,6 +605,8 @@ _VERB = {"unknown": "unknown option", "ambiguous": "ambiguous option",
 def _headline(v: Verdict, outcome: Outcome, target: str | None) -> str:
     """One clause: what the engine's parser does with the option, and the spelling to use."""
     written = v.use.written
+    if v.headline:
+        return v.headline
     if outcome == "bad_value":
         head = f"invalid value {v.use.value!r} for {written}"
     elif outcome == "ambiguous":

@@ -9,7 +9,8 @@ from __future__ import annotations
 from functools import cached_property
 
 from tpcheck.checks.base import Alternative, Assumption, Edit, Finding, Severity
-from tpcheck.engines.defaults import KNOWN_RELEASES, Release, release_for
+from tpcheck.engines.defaults import KNOWN_RELEASES
+from tpcheck.engines.release import Release, resolve
 from tpcheck.formula import Formula
 from tpcheck.hardware.gpus import GPU
 from tpcheck.models.shape import ModelShape
@@ -169,9 +170,10 @@ class CheckContext:
 
     @cached_property
     def release(self) -> Release:
-        """The engine release the memory figures assume, and where it came from (issue 19)."""
+        """The deployment's one release, which every rule asks: the image tag, else
+        engine-version (the flag over the settings file), else the newest known."""
         d = self.deployment
-        return release_for(d.engine, image=d.image, image_version=d.engine_version,
+        return resolve(d.engine, image=d.image, image_version=d.engine_version,
                            setting=self.settings.engine_version,
                            setting_from=self.settings.engine_version_from,
                            version_from=d.engine_version_from)
@@ -225,7 +227,7 @@ class CheckContext:
         d = self.deployment
         return Options(
             engine=d.engine,
-            engine_version=d.engine_version or self.settings.engine_version,
+            engine_version=self.release.physics_version,
             entrypoint=d.entrypoint or "serve",
             gpu=self.gpu,
             utilization=d.gpu_memory_utilization,

@@ -63,7 +63,7 @@ def check(ctx: CheckContext, rule: Rule) -> Iterator[Finding]:
     flag = (
         "--enable-dp-attention --dp "
         if ctx.deployment.engine == "sglang"
-        and (ctx.deployment.engine_version or "9").startswith("0.4")
+        and ctx.release.pinned and ctx.release.version.startswith("0.4")
         else "--attn-dp-size "
     )
     fix = (

@@ -142,6 +142,9 @@ RULES: tuple[Rule, ...] = (
                  "An option the pinned release still accepts but warns about and will remove.",
                  "remove it, or use the replacement the engine's warning names: later releases "
                  "drop deprecated options"),
+    _option_rule("TP006", "option-combination", Severity.ERROR, "combination",
+                 "An option the release refuses without another one, or together with another one.",
+                 "add the option it requires, or drop the one that conflicts"),
     _legality_rule("TP101", "heads-not-divisible", "heads",
                    "The query heads are not divisible by the tensor-parallel size (h mod t ≠ 0): "
                    "the engine refuses to start."),

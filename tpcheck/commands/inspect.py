@@ -18,6 +18,7 @@ TYPE_CHECKING = False  # typing's constant without importing typing (start-up, i
 if TYPE_CHECKING:
     from pathlib import Path
 
+    from tpcheck.engines.release import Release
     from tpcheck.lint import Linter
 
 INSPECT_KEYS = (
@@ -70,12 +71,13 @@ class _ModelSources:
     (``settings_file_for``), so a sub-folder's ``offline = true`` or models table applies."""
 
     def __init__(self, offline: bool | None, model_config: str | None,
-                 stdin_filename: str | None) -> None:
+                 stdin_filename: str | None, engine_version: str | None = None) -> None:
         from pathlib import Path
 
         from tpcheck.settings import find_settings_file
 
         self.offline, self.model_config = offline, model_config
+        self.engine_version = engine_version
         self.stdin_filename = stdin_filename
         self._linters: dict[Path | None, Linter | SourceError] = {}
         self._nearest: dict[str, Path | None] = {}
@@ -93,7 +95,8 @@ class _ModelSources:
         if hit is None:
             try:
                 settings = load_settings(sfile).with_flags(offline=self.offline,
-                                                           model_config=self.model_config)
+                                                           model_config=self.model_config,
+                                                           engine_version=self.engine_version)
                 hit = Linter(settings)  # checks rule options and per-file-ignores too
             except (SettingsError, UnknownRule) as e:  # UnknownRule is a KeyError: quoted
                 text = str(e).strip("'\"")
@@ -121,7 +124,21 @@ class _ModelSources:
 
     def json(self, d: Deployment) -> dict[str, object]:
         source, problem = self.resolve(d)
-        return {"model_config": source, "model_problem": problem}
+        rel = self.release(d)
+        return {"model_config": source, "model_problem": problem,
+                "release": {"version": rel.version, "source": rel.source, "pinned": rel.pinned,
+                            "option_table": rel.table_version}}
+
+    def release(self, d: Deployment) -> Release:
+        """The release the rules will check this deployment against (lint's order)."""
+        from tpcheck.engines.release import resolve
+
+        linter = self._linters.get(self._by_path.get(d.path))
+        s = linter.settings if linter is not None and not isinstance(linter, SourceError) else None
+        return resolve(d.engine, image=d.image, image_version=d.engine_version,
+                       setting=s.engine_version if s else self.engine_version,
+                       setting_from=s.engine_version_from if s else None,
+                       version_from=d.engine_version_from)
 
     def text(self, d: Deployment) -> str:
         source, problem = self.resolve(d)
@@ -139,6 +156,8 @@ def _cell(v: object) -> str:
 @base.stdin_filename_option
 @base.offline_option
 @base.model_config_option
+@base.option("--engine-version", type=base.Release(), metavar="VERSION",
+             help="Engine release the rules check against when no image pins one.")
 def command(**params: Any) -> int:
     return run(base.parsed(params))
 
@@ -148,7 +167,7 @@ def run(args: base.Args) -> int:
     fmt: str = args.fmt
     verbose: bool = args.verbose
     stdin_filename: str | None = args.stdin_filename
-    models = _ModelSources(args.offline, args.model_config, stdin_filename)
+    models = _ModelSources(args.offline, args.model_config, stdin_filename, args.engine_version)
     results: list[ReadResult] = []
     walk_errors: list[SourceError] = []
     for p in iter_files(paths, walk_errors):
@@ -183,6 +202,7 @@ def run(args: base.Args) -> int:
                     + (f" (tp at {tp.line}:{tp.column})" if tp else "")
                 ))
                 print(one_line(f"    config: {models.text(d)}"))
+                print(one_line(f"    release: {models.release(d)}"))
                 for name, expr in sorted(d.unresolved.items()):
                     print(one_line(f"    {name}: unresolved {expr}"))
                 for note in d.notes:

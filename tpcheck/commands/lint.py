@@ -43,7 +43,8 @@ Exit 0: nothing at or above --fail-on; 1: findings; 2: usage or input error."""
 @base.model_config_option
 @base.offline_option
 @base.option("--engine-version", type=base.Release(), metavar="VERSION",
-             help="Engine release whose defaults apply when no image pins one.")
+             help="Engine release the rules check against (option tables, defaults) when no "
+                  "image pins one.")
 @base.option("--network", metavar="NICS",
              help="NICs per node between nodes, e.g. 8x400G-ib (default: the instance type's).")
 @base.option("--config", "config_file", type=base.FilePath(), metavar="FILE",

@@ -7,8 +7,7 @@ else ``[tool.tpcheck] engine_version``, else the newest known release below.
 
 from __future__ import annotations
 
-import re
-
+from tpcheck.engines.versions import NEWEST, parse_version
 from tpcheck.formula import MIB
 from tpcheck.record import record
 
@@ -19,21 +18,9 @@ if TYPE_CHECKING:
     Entrypoint = Literal["serve", "llm"]
 
 
-NEWEST = {"vllm": "0.33.0", "sglang": "0.5.23"}
-
-VLLM_SRC = "vllm 0.33.0"
-SGLANG_SRC = "sglang 0.5.23"
+VLLM_SRC = f"vllm {NEWEST['vllm']}"
+SGLANG_SRC = f"sglang {NEWEST['sglang']}"
 GIB_BYTES = 1 << 30
-
-
-def parse_version(v: str | None) -> tuple[int, ...] | None:
-    """``v0.6.4``, ``0.9.1.dev705+g01``, ``vllm/vllm-openai:v0.8.5`` → (0, 6, 4); junk → None."""
-    if not v:
-        return None
-    m = re.search(r"(\d+)\.(\d+)(?:\.(\d+))?", v)
-    if not m:
-        return None
-    return tuple(int(x) for x in m.groups() if x is not None)
 
 
 @record
@@ -142,48 +129,7 @@ KNOWN_RELEASES: dict[str, tuple[str, ...]] = {
     "vllm": ("0.10.1", "0.12.0", "0.17.0", "0.20.0", "0.21.0", "0.28.0", "0.33.0"),
     "sglang": ("0.4.6", "0.5.2", "0.5.23"),
 }
-NOT_PINNED = "newest known (image not pinned: pin it to be exact)"
-_UNPINNED_TAGS = ("latest", "nightly", "main")
-
-
-@record
-class Release:
-    """The engine release a memory figure assumes, and where tpcheck got it."""
-
-    engine: str
-    version: str
-    source: str  # the image tag, [tool.tpcheck] engine-version, --engine-version, or NOT_PINNED
-    pinned: bool
-
-    def __str__(self) -> str:
-        name = "vLLM" if self.engine == "vllm" else "SGLang"
-        return f"{name} {self.version}, {self.source}"
-
-
-def release_for(engine: EngineName, *, image: str | None = None,
-                image_version: str | None = None, setting: str | None = None,
-                setting_from: str | None = None, version_from: str | None = None) -> Release:
-    """Which release applies: the image tag (or the pin ``version_from`` names: a pip pin
-    in a Dockerfile or setup script), else the setting, else the newest known.
-
-    ``:latest``/``:nightly`` (or an untagged image) pin nothing, so they fall through.
-    """
-    tag = (image or "").split("@", 1)[0].rsplit("/", 1)[-1]
-    newest = NEWEST[engine]
-    if image_version and (parse_version(image_version) or (0,)) > (parse_version(newest) or (0,)):
-        # A later release than any read, or a tag that numbers something else (NGC's 26.02,
-        # a wrapper's own version): the newest known rules are what tpcheck can apply.
-        named = f"the pin {image_version}" if version_from else f"the image tag {tag}"
-        return Release(engine, newest, f"newest known ({named} names no release "
-                       "tpcheck has read: pin a known one to be exact)", False)
-    if image_version:
-        return Release(engine, image_version, version_from or f"from the image tag {tag}", True)
-    if setting:
-        return Release(engine, setting, f"from {setting_from or 'the settings'}", True)
-    src = NOT_PINNED
-    if image and ":" in tag and tag.rsplit(":", 1)[-1].lower().startswith(_UNPINNED_TAGS):
-        src = f"newest known (image {tag} not pinned: pin it to be exact)"
-    return Release(engine, NEWEST[engine], src, False)
+__all__ = ["NEWEST", "parse_version"]
 
 
 def defaults_for(engine: EngineName, version: str | None = None) -> EngineDefaults:

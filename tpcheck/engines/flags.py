@@ -19,16 +19,15 @@ options tpcheck reads to Deployment fields; their registrations in the releases 
 
 from __future__ import annotations
 
-from tpcheck.record import record
+from tpcheck.engines.versions import NEWEST
+from tpcheck.record import field, record
 
 TYPE_CHECKING = False  # typing's constant without importing typing (start-up, issue 8)
 if TYPE_CHECKING:
-    from typing import Literal
+    from typing import Any, Literal
     Kind = Literal["int", "float", "str", "bool", "model", "human_int"]
 
 
-VLLM_VERSION_READ = "0.33.0"
-SGLANG_VERSION_READ = "0.5.23"
 
 
 @record
@@ -206,15 +205,23 @@ class Option:
     range: tuple[tuple[str, float], ...] = ()  # pydantic bounds: (("gt", 0), ("le", 1))
     deprecated: str | None = None  # the engine's deprecation text
     replacement: str | None = None
+    parser: str | None = None  # "json" (type=json.loads), "lora_modules" (LoRAParserAction)
+    auto: bool = False  # human_int that also takes -1/auto (human_readable_int_or_auto)
+    json_fields: tuple[str, ...] = ()  # the keys a JSON value may have (lora_modules)
+    json_required: tuple[str, ...] = ()  # the keys it must have
 
     def __init__(self, names: tuple[str, ...], kind: str, where: str,
                  choices: tuple[str, ...] | None = None,
                  range: tuple[tuple[str, float], ...] = (),  # the JSON key
-                 deprecated: str | None = None, replacement: str | None = None) -> None:
+                 deprecated: str | None = None, replacement: str | None = None,
+                 parser: str | None = None, auto: bool = False,
+                 json_fields: tuple[str, ...] = (), json_required: tuple[str, ...] = ()) -> None:
         # Written out (like Span's): a table builds ~400 of these when a launch is read
         d = self.__dict__
         d["names"], d["kind"], d["where"], d["choices"] = names, kind, where, choices
         d["range"], d["deprecated"], d["replacement"] = range, deprecated, replacement
+        d["parser"], d["auto"] = parser, auto
+        d["json_fields"], d["json_required"] = json_fields, json_required
 
     @property
     def takes_value(self) -> bool:
@@ -229,11 +236,17 @@ class OptionTable:
     version: str
     source: str
     by_name: dict[str, Option]
+    # How the release's parser treats values (read from its source by tools/gen_options.py):
+    # "human_int" (human_readable_int's pattern and suffixes), "dotted_keys" (the prefix that
+    # FlexibleArgumentParser expands ``.key`` on).
+    parsing: dict[str, dict[str, object]] = field(default_factory=dict)
+    # The two-option checks run after parsing, before the model loads (TP006).
+    validations: tuple[dict[str, Any], ...] = ()
 
 
 OPTIONS_DIR = __file__.rsplit("/", 1)[0] + "/options"
 _TABLES: dict[tuple[str, str], OptionTable] = {}
-DEFAULT_RELEASE = {"vllm": VLLM_VERSION_READ, "sglang": SGLANG_VERSION_READ}
+DEFAULT_RELEASE = NEWEST  # with nothing pinned, the newest table is checked
 
 
 _RELEASES: dict[str, list[str]] = {}
@@ -345,10 +358,15 @@ def load_table(engine: str, version: str) -> OptionTable:
                 tuple(sorted(rng.items())) if rng else (),
                 e.get("deprecated"),
                 e.get("replacement"),
+                e.get("parser"),
+                bool(e.get("auto", False)),
+                tuple(e.get("json_fields", ())),
+                tuple(e.get("json_required", ())),
             )
             for n in opt.names:
                 by_name.setdefault(n, opt)
-        t = OptionTable(engine, data["version"], data.get("source", ""), by_name)
+        t = OptionTable(engine, data["version"], data.get("source", ""), by_name,
+                        data.get("parsing", {}), tuple(data.get("validations", ())))
         _TABLES[key] = t
     return t
 

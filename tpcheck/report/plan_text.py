@@ -57,7 +57,7 @@ def _comm(decode: Formula | None, prefill: Formula | None) -> str:
 
 def plan_release(opts: Options) -> str:
     """The release plan's defaults and reserve assume, and where it came from (issue 19)."""
-    from tpcheck.engines.defaults import release_for
+    from tpcheck.engines.release import resolve as release_for
 
     rel = release_for("sglang" if opts.engine == "sglang" else "vllm",
                       setting=opts.engine_version, setting_from="--engine-version")

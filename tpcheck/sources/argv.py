@@ -12,7 +12,7 @@ from collections.abc import Mapping, Sequence
 
 from tpcheck.engines.flags import ENGINE_ONLY_FLAGS, Flag, Resolved, resolve
 from tpcheck.record import field, fields, record
-from tpcheck.sources.base import Deployment, OptionUse, Span
+from tpcheck.sources.base import RUNTIME_WORDS_NOTE, Deployment, OptionUse, Span
 from tpcheck.sources.words import Word
 
 TYPE_CHECKING = False  # typing's constant without importing typing (start-up, issue 8)
@@ -402,6 +402,8 @@ def deployment_from_words(
     module = words[launch.index + 1].value if launch.index + 1 < len(words) else ""
     if words[launch.index].value == "-m" and module in PASSTHROUGH_MODULES:
         notes = (*notes, PASSTHROUGH_NOTE)
+    if any(w.unresolved is not None for w in args):
+        notes = (*notes, RUNTIME_WORDS_NOTE)
     return deployment_from_fields(
         path, launch.engine, span, f, env=env, extra=kw, extra_spans=extra_spans, notes=notes
     )

@@ -19,6 +19,9 @@ if TYPE_CHECKING:
 
 # Note on a deployment the YAML reader recovered from the raw text of a file that does not parse.
 RECOVERED_NOTE = "recovered from text: the YAML does not parse"
+# Words of the launch filled in at run time (``$EXTRA_ARGS``): the engine may get options that
+# are not read here, so no rule says an option is missing (TP006).
+RUNTIME_WORDS_NOTE = "some words are filled in at run time"
 # A lone kustomize patch's note (kustomize.note_lone_patch); here so TP000 reads it without
 # importing the kustomize reader and PyYAML on a shell or Python lint.
 PATCH_NOTE = "looks like a kustomize patch"

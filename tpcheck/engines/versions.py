@@ -1,0 +1,22 @@
+"""The newest release of each engine tpcheck has read, and the lenient version parser.
+
+A leaf module: the option tables (``flags``), the defaults and the ``Release`` object all read
+the newest release from here, the one place it is written.
+"""
+
+from __future__ import annotations
+
+import re
+
+# The newest release of each engine whose option table, defaults and memory rules were read.
+NEWEST: dict[str, str] = {"vllm": "0.33.0", "sglang": "0.5.23"}
+
+
+def parse_version(v: str | None) -> tuple[int, ...] | None:
+    """``v0.6.4``, ``0.9.1.dev705+g01``, ``vllm/vllm-openai:v0.8.5`` → (0, 6, 4); junk → None."""
+    if not v:
+        return None
+    m = re.search(r"(\d+)\.(\d+)(?:\.(\d+))?", v)
+    if not m:
+        return None
+    return tuple(int(x) for x in m.groups() if x is not None)
