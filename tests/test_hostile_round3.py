@@ -186,6 +186,27 @@ def test_json6902_add_through_a_missing_key_is_kustomizes_refusal(tmp_path: Path
     assert p.returncode == 2
 
 
+@pytest.mark.parametrize(("op", "path", "missing"), [
+    ("replace", "/spec/containers/0/resources", "resources"),  # RFC 6902 §4.3: target must exist
+    ("remove", "/spec/containers/0/args", "args"),  # §4.2
+    ("replace", "/spec/containers/1", "1"),  # one container: index 1 is past the end
+])
+def test_json6902_replace_or_remove_of_a_missing_target_is_refused(
+        tmp_path: Path, op: str, path: str, missing: str) -> None:
+    value = "        value: {limits: {nvidia.com/gpu: 8}}\n" if op == "replace" else ""
+    (tmp_path / "kustomization.yaml").write_text(
+        "resources: [pod.yaml]\npatches:\n  - target: {kind: Pod, name: p}\n    patch: |-\n"
+        f"      - op: {op}\n        path: {path}\n{value}")
+    (tmp_path / "pod.yaml").write_text(
+        "apiVersion: v1\nkind: Pod\nmetadata: {name: p}\nspec:\n  containers:\n"
+        f"    - name: vllm\n      image: vllm/vllm-openai\n      command: [vllm, serve, {MODEL}]\n")
+    p = lint(tmp_path, "kustomization.yaml")
+    assert errors(p.stdout) == [
+        f"kustomization.yaml:5:9: JSON patch {op} does not apply: doc is missing path "
+        f"{path!r} (no {missing!r})"], p.stderr
+    assert p.returncode == 2
+
+
 def test_plan_set_nested_past_the_decoder_is_one_usage_line(tmp_path: Path) -> None:
     env = {**os.environ, "HF_HUB_OFFLINE": "1"}
     p = subprocess.run([sys.executable, "-m", "tpcheck", "plan", "--offline", "--gpu",

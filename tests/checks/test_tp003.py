@@ -136,3 +136,13 @@ def test_a_bound_the_release_checks_in_code(tmp_path: Path) -> None:
                                 "non-negative integer (0 disables keep-alive comments). "
                                 "(vllm/entrypoints/common/cli_args.py:560)")
     assert lint(tmp_path, "s.sh", "vllm serve m --sse-keep-alive-interval 0\n") == []
+
+
+def test_a_huge_value_is_cut_in_the_headline_and_quoted_whole_in_the_evidence(
+        tmp_path: Path) -> None:
+    value = "x" * 300
+    [f] = lint(tmp_path, "s.sh", f"vllm serve m --max-model-len {value}\n")
+    # 23 characters and an ellipsis: the headline stays one line
+    assert f.message == f"invalid value '{'x' * 23}…' for --max-model-len"
+    assert len(f.message) <= 100
+    assert engine_says(f).endswith(f"invalid human_readable_int_or_auto value: '{value}'")

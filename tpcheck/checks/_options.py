@@ -548,7 +548,8 @@ def refused(ctx: CheckContext, rule: Rule, field: str, message: str) -> Finding:
     reported by the bad-value rule. The other rules then run without it."""
     d = ctx.deployment
     flag = "--" + field.replace("_", "-")
-    return ctx.finding(rule, f"{flag} {getattr(d, field)!r} is a value the engine refuses",
+    value = _brief(str(getattr(d, field)), 24)
+    return ctx.finding(rule, f"{flag} {value!r} is a value the engine refuses",
                        notes=(message,), span=d.span_of(field),
                        assumptions=(Assumption("value", f"the other rules use the engine's "
                                                f"default for {flag}"),),
@@ -602,20 +603,26 @@ _VERB = {"unknown": "unknown option", "ambiguous": "ambiguous option",
          "deprecated option"}
 
 
+def _brief(text: str, keep: int) -> str:
+    """A word cut for a headline; the evidence quotes it whole (the engine's own message)."""
+    return text if len(text) <= keep else text[:keep - 1] + "…"
+
+
 def _headline(v: Verdict, outcome: Outcome, target: str | None) -> str:
-    """One clause: what the engine's parser does with the option, and the spelling to use."""
-    written = v.use.written
+    """One clause: what the engine's parser does with the option, and the spelling to use.
+    The written words are cut so that the clause stays one line (≤ 100 characters)."""
+    written = _brief(v.use.written, 40)
     if v.headline:
         return v.headline
     if outcome == "bad_value":
-        head = f"invalid value {v.use.value!r} for {written}"
+        head = f"invalid value {_brief(v.use.value or '', 24)!r} for {written}"
     elif outcome == "ambiguous":
         head = f"ambiguous option {written}: the parser cannot tell which option it abbreviates"
     elif v.use.keyword:
         head = f"{_VERB[outcome].replace('option', 'keyword argument')} {written}"
     else:
         head = f"{_VERB[outcome]} {written}"
-    if target and target != written:
+    if target and target != v.use.written:
         head += f" (did you mean {target}?)" if outcome in ("unknown", "bad_value") else (
             f"; use {target}")
     return head

@@ -58,7 +58,7 @@ from __future__ import annotations
 
 import json
 import math
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from pathlib import Path
 
 from tpcheck.models.shape import (
@@ -737,13 +737,7 @@ def parse_quant(
     cfg: Mapping[str, Any], quant_cfg: Mapping[str, Any] | None = None, where: str = ""
 ) -> Quant | None:
     """``quantization_config`` (or a ModelOpt ``hf_quant_config.json``) as a ``Quant``."""
-    qc = cfg.get("quantization_config")
-    if qc is None:
-        for key in _TEXT_KEYS:
-            sub = cfg.get(key)
-            if isinstance(sub, Mapping) and sub.get("quantization_config") is not None:
-                qc = sub["quantization_config"]
-                break
+    qc = _quantization_config(cfg)
     if qc is None and quant_cfg is not None:
         return _modelopt(quant_cfg, where)
     if qc is None:
@@ -763,51 +757,81 @@ def parse_quant(
         + (r.str_list("ignore") or [])
         + (r.str_list("exclude_modules") or [])
     )
-    if method == "fp8":
-        block = r.int_list("weight_block_size")
-        if block and len(block) != 2:
-            raise ConfigError(f"{where}: field quantization_config.weight_block_size needs 2 ints")
-        if block and min(block) < 1:
-            # vLLM divides the shards by it (quantization/utils/fp8_utils.py
-            # validate_fp8_block_shape l.1296-1373: "... % block_n"): a 0 is a crash, not a size.
-            raise ConfigError(f"{where}: field quantization_config.weight_block_size is "
-                              f"{block}; each block size must be a positive number of elements "
-                              "(vLLM's fp8 block checks divide the weight shards by it)")
-        return Quant(
-            "fp8",
-            8,
-            block=(block[0], block[1]) if block else None,
-            strategy="block" if block else "tensor",
-            excluded=excluded,
-        )
-    if method in ("awq", "gptq", "awq_marlin", "gptq_marlin"):
-        bits = r.int_default("bits", r.int_default("w_bit", 4))
-        group = r.int_or_none("group_size", minimum=-1)
-        if group is None:
-            group = r.int_or_none("q_group_size", minimum=-1)
-        zero = method.startswith("awq") and r.flag("zero_point", True)
-        if method.startswith("gptq"):
-            zero = True  # GPTQ checkpoints store qzeros even when symmetric
-        return Quant(
-            method.split("_")[0],
-            bits,
-            group_size=group if group and group > 0 else None,
-            strategy="group" if group and group > 0 else "channel",
-            zero_point=zero,
-            excluded=excluded,
-        )
-    if method == "mxfp4":
-        return Quant("mxfp4", 4, group_size=32, experts_only=True, excluded=excluded)
-    if method == "bitsandbytes":
-        if r.flag("load_in_4bit"):
-            return Quant("bitsandbytes", 4, group_size=64, excluded=excluded)
-        return Quant("bitsandbytes", 8, strategy="channel", excluded=excluded)
     if method == "compressed-tensors":
         return _compressed_tensors(qc, where, excluded)
     if method in ("modelopt", "modelopt_fp4"):
         return _modelopt(qc, where)
+    parse = _METHODS.get(method)
+    if parse is not None:
+        return parse(method, r, excluded)
     bits = r.int_default("bits", 16)
     return Quant(method, bits, group_size=r.int_or_none("group_size"), excluded=excluded)
+
+
+def _quantization_config(cfg: Mapping[str, Any]) -> Any:
+    """The top-level ``quantization_config``, else the first a text sub-config carries."""
+    qc = cfg.get("quantization_config")
+    if qc is not None:
+        return qc
+    for key in _TEXT_KEYS:
+        sub = cfg.get(key)
+        if isinstance(sub, Mapping) and sub.get("quantization_config") is not None:
+            return sub["quantization_config"]
+    return None
+
+
+def _fp8(method: str, r: _Reader, excluded: tuple[str, ...]) -> Quant:
+    where = r.where
+    block = r.int_list("weight_block_size")
+    if block and len(block) != 2:
+        raise ConfigError(f"{where}: field quantization_config.weight_block_size needs 2 ints")
+    if block and min(block) < 1:
+        # vLLM divides the shards by it (quantization/utils/fp8_utils.py
+        # validate_fp8_block_shape l.1296-1373: "... % block_n"): a 0 is a crash, not a size.
+        raise ConfigError(f"{where}: field quantization_config.weight_block_size is "
+                          f"{block}; each block size must be a positive number of elements "
+                          "(vLLM's fp8 block checks divide the weight shards by it)")
+    return Quant(
+        "fp8",
+        8,
+        block=(block[0], block[1]) if block else None,
+        strategy="block" if block else "tensor",
+        excluded=excluded,
+    )
+
+
+def _awq_gptq(method: str, r: _Reader, excluded: tuple[str, ...]) -> Quant:
+    bits = r.int_default("bits", r.int_default("w_bit", 4))
+    group = r.int_or_none("group_size", minimum=-1)
+    if group is None:
+        group = r.int_or_none("q_group_size", minimum=-1)
+    zero = method.startswith("awq") and r.flag("zero_point", True)
+    if method.startswith("gptq"):
+        zero = True  # GPTQ checkpoints store qzeros even when symmetric
+    return Quant(
+        method.split("_")[0],
+        bits,
+        group_size=group if group and group > 0 else None,
+        strategy="group" if group and group > 0 else "channel",
+        zero_point=zero,
+        excluded=excluded,
+    )
+
+
+def _mxfp4(method: str, r: _Reader, excluded: tuple[str, ...]) -> Quant:
+    return Quant("mxfp4", 4, group_size=32, experts_only=True, excluded=excluded)
+
+
+def _bitsandbytes(method: str, r: _Reader, excluded: tuple[str, ...]) -> Quant:
+    if r.flag("load_in_4bit"):
+        return Quant("bitsandbytes", 4, group_size=64, excluded=excluded)
+    return Quant("bitsandbytes", 8, strategy="channel", excluded=excluded)
+
+
+_METHODS: dict[str, Callable[[str, _Reader, tuple[str, ...]], Quant]] = {
+    "fp8": _fp8, "awq": _awq_gptq, "gptq": _awq_gptq, "awq_marlin": _awq_gptq,
+    "gptq_marlin": _awq_gptq, "mxfp4": _mxfp4, "bitsandbytes": _bitsandbytes,
+}
 
 
 def _compressed_tensors(qc: Mapping[str, Any], where: str, excluded: tuple[str, ...]) -> Quant:

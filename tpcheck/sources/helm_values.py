@@ -46,6 +46,8 @@ VLLM_CONFIG_KEYS: dict[str, tuple[str, Any]] = {
 
 
 def read_model_specs(seq: Any, ctx: Ctx, walker: Walker) -> list[Deployment]:
+    """production-stack's ``servingEngineSpec.modelSpec`` (and a VLLMRuntime's spec): one
+    deployment per spec, its values read where the chart reads them."""
     out: list[Deployment] = []
     for spec in (seq.value if isinstance(seq, yaml.SequenceNode) else [seq]):
         if not isinstance(spec, yaml.MappingNode):
@@ -59,44 +61,9 @@ def read_model_specs(seq: Any, ctx: Ctx, walker: Walker) -> list[Deployment]:
                or mget(keys.get("model"), "id"))  # a chart's own values: model.id
         if isinstance(url, yaml.ScalarNode):
             f.set("model", url.value, ctx.span(url))
-        gpu = keys.get("requestGPU")
-        if gpu is None:  # a chart's own values: resources.limits["nvidia.com/gpu"]
-            gpu = mpath(keys.get("resources"), "limits", "nvidia.com/gpu")
-        if isinstance(gpu, yaml.ScalarNode):
-            try:
-                extra["gpus_requested"] = int(gpu.value)
-                spans["gpus_requested"] = ctx.span(gpu)
-            except ValueError:
-                pass
-        ray = mget(keys.get("raySpec"), "enabled")
-        if isinstance(ray, yaml.ScalarNode) and ray.value.lower() == "true":
-            extra["ray_cluster"] = True  # head and worker pods each bring requestGPU
-        cfg = keys.get("vllmConfig")
-        if isinstance(cfg, yaml.MappingNode):
-            walker.seen.add(id(cfg))
-            extra_args = mget(cfg, "extraArgs")
-            if isinstance(extra_args, yaml.SequenceNode):
-                words = [
-                    k8s_word(ctx.locate(a), {})
-                    for a in extra_args.value
-                    if isinstance(a, yaml.ScalarNode)
-                ]
-                f.merge(parse_args("vllm", words, False))
-            for k, v in cfg.value:
-                row = VLLM_CONFIG_KEYS.get(getattr(k, "value", ""))
-                if row is not None and isinstance(v, yaml.ScalarNode):
-                    set_typed(f, row[0], row[1], Word(ctx.locate(v), ctx.span(v)))
-        for k, v in spec.value:  # VLLMRuntime puts the same keys on the spec itself
-            row = VLLM_CONFIG_KEYS.get(getattr(k, "value", ""))
-            if row is not None and isinstance(v, yaml.ScalarNode) and row[0] not in f.values:
-                set_typed(f, row[0], row[1], Word(ctx.locate(v), ctx.span(v)))
-        repo, tag = keys.get("repository"), keys.get("tag")
-        if repo is None and isinstance(keys.get("image"), yaml.MappingNode):
-            repo, tag = mget(keys["image"], "repository"), mget(keys["image"], "tag")
-        if isinstance(repo, yaml.ScalarNode):
-            image = repo.value + (f":{tag.value}" if isinstance(tag, yaml.ScalarNode) else "")
-            extra["image"] = image
-            extra["engine_version"] = engine_version(image, "vllm")
+        _spec_gpus(keys, ctx, extra, spans)
+        _spec_vllm_config(spec, keys, ctx, walker, f)
+        _spec_image(keys, extra)
         kv_role = mpath(keys.get("lmcacheConfig"), "kvRole")  # the chart's PD pair (enablePD)
         if isinstance(kv_role, yaml.ScalarNode) and kv_role.value in ("kv_producer",
                                                                       "kv_consumer"):
@@ -111,6 +78,57 @@ def read_model_specs(seq: Any, ctx: Ctx, walker: Walker) -> list[Deployment]:
                                    extra_spans=spans)
         )
     return out
+
+
+def _spec_gpus(keys: dict[str, Any], ctx: Ctx, extra: dict[str, Any],
+               spans: dict[str, Span]) -> None:
+    gpu = keys.get("requestGPU")
+    if gpu is None:  # a chart's own values: resources.limits["nvidia.com/gpu"]
+        gpu = mpath(keys.get("resources"), "limits", "nvidia.com/gpu")
+    if isinstance(gpu, yaml.ScalarNode):
+        try:
+            extra["gpus_requested"] = int(gpu.value)
+            spans["gpus_requested"] = ctx.span(gpu)
+        except ValueError:
+            pass
+    ray = mget(keys.get("raySpec"), "enabled")
+    if isinstance(ray, yaml.ScalarNode) and ray.value.lower() == "true":
+        extra["ray_cluster"] = True  # head and worker pods each bring requestGPU
+
+
+def _spec_vllm_config(spec: Any, keys: dict[str, Any], ctx: Ctx, walker: Walker,
+                      f: Fields) -> None:
+    """``vllmConfig``'s ``extraArgs`` (a command line) and camelCase keys, then the same keys
+    on the spec itself (a VLLMRuntime), where vllmConfig did not set them."""
+    cfg = keys.get("vllmConfig")
+    if isinstance(cfg, yaml.MappingNode):
+        walker.seen.add(id(cfg))
+        extra_args = mget(cfg, "extraArgs")
+        if isinstance(extra_args, yaml.SequenceNode):
+            words = [
+                k8s_word(ctx.locate(a), {})
+                for a in extra_args.value
+                if isinstance(a, yaml.ScalarNode)
+            ]
+            f.merge(parse_args("vllm", words, False))
+        for k, v in cfg.value:
+            row = VLLM_CONFIG_KEYS.get(getattr(k, "value", ""))
+            if row is not None and isinstance(v, yaml.ScalarNode):
+                set_typed(f, row[0], row[1], Word(ctx.locate(v), ctx.span(v)))
+    for k, v in spec.value:
+        row = VLLM_CONFIG_KEYS.get(getattr(k, "value", ""))
+        if row is not None and isinstance(v, yaml.ScalarNode) and row[0] not in f.values:
+            set_typed(f, row[0], row[1], Word(ctx.locate(v), ctx.span(v)))
+
+
+def _spec_image(keys: dict[str, Any], extra: dict[str, Any]) -> None:
+    repo, tag = keys.get("repository"), keys.get("tag")
+    if repo is None and isinstance(keys.get("image"), yaml.MappingNode):
+        repo, tag = mget(keys["image"], "repository"), mget(keys["image"], "tag")
+    if isinstance(repo, yaml.ScalarNode):
+        image = repo.value + (f":{tag.value}" if isinstance(tag, yaml.ScalarNode) else "")
+        extra["image"] = image
+        extra["engine_version"] = engine_version(image, "vllm")
 
 
 # SGLang's LeaderWorkerSet chart (sglang docs/references/multi_node_deployment/lws_pd_helm,

@@ -245,12 +245,14 @@ def _apply(node: Any, parts: list[str], kind: str, value: Any, files: Files,
         at = next((i for i, (k, _) in enumerate(node.value) if _text(k) == head), None)
         items = list(node.value)
         if not rest:
-            if kind == "remove":
-                if at is not None:
-                    del items[at]
-            elif at is None:
+            if at is None and kind != "add":
+                # RFC 6902 §4.2-4.3: replace and remove need the target; kustomize refuses
+                raise _missing(files, where, kind, path, head)
+            if at is None:
                 key = files.adopt(_SCALAR(_STR, head, value.start_mark, value.end_mark), value)
                 items.append((key, value))
+            elif kind == "remove":
+                del items[at]
             else:
                 items[at] = (items[at][0], value)
         else:
@@ -271,11 +273,12 @@ def _apply(node: Any, parts: list[str], kind: str, value: Any, files: Files,
         if not rest:
             if kind == "add":
                 seq.insert(i, value)
-            elif i < len(seq):
-                if kind == "remove":
-                    del seq[i]
-                else:
-                    seq[i] = value
+            elif i >= len(seq):
+                raise _missing(files, where, kind, path, head)
+            elif kind == "remove":
+                del seq[i]
+            else:
+                seq[i] = value
         elif i < len(seq):
             seq[i] = _apply(seq[i], rest, kind, value, files, where, path)
         else:

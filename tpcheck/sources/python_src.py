@@ -678,18 +678,7 @@ def _env_default(node: Any, flags: Mapping[str, tuple[str, Any]] | None = None
     fn = node.func
     if isinstance(fn, cst.Name) and fn.value in _CASTS and len(node.args) == 1:
         return _env_default(node.args[0].value, flags)
-    if isinstance(fn, cst.Name) and fn.value == "getenv":
-        pass
-    elif isinstance(fn, cst.Attribute) and fn.attr.value in _ENV_READERS:
-        owner = fn.value
-        is_os = isinstance(owner, cst.Name) and owner.value == "os" and fn.attr.value == "getenv"
-        is_environ = (fn.attr.value == "get" and (
-            (isinstance(owner, cst.Name) and owner.value == "environ")
-            or (isinstance(owner, cst.Attribute) and owner.attr.value == "environ"
-                and isinstance(owner.value, cst.Name) and owner.value.value == "os")))
-        if not (is_os or is_environ):
-            return None
-    else:
+    if not _reads_environment(fn):
         return None
     args = node.args
     if not args or args[0].keyword is not None or not isinstance(args[0].value, cst.SimpleString):
@@ -704,6 +693,22 @@ def _env_default(node: Any, flags: Mapping[str, tuple[str, Any]] | None = None
     if not isinstance(var, str) or default is None or _literal(default) is None:
         return None
     return f'os.getenv("{var}")', default
+
+
+def _reads_environment(fn: Any) -> bool:
+    """``getenv``, ``os.getenv``, ``environ.get`` or ``os.environ.get`` (not any ``.get``)."""
+    import libcst as cst
+
+    if isinstance(fn, cst.Name):
+        return fn.value == "getenv"
+    if not isinstance(fn, cst.Attribute) or fn.attr.value not in _ENV_READERS:
+        return False
+    owner = fn.value
+    if fn.attr.value == "getenv":
+        return isinstance(owner, cst.Name) and owner.value == "os"
+    return ((isinstance(owner, cst.Name) and owner.value == "environ")
+            or (isinstance(owner, cst.Attribute) and owner.attr.value == "environ"
+                and isinstance(owner.value, cst.Name) and owner.value.value == "os"))
 
 
 def _argparse_defaults(calls: Iterable[Any]) -> dict[str, tuple[str, Any]]:
