@@ -611,7 +611,7 @@ def _brief(text: str, keep: int) -> str:
 def _headline(v: Verdict, outcome: Outcome, target: str | None) -> str:
     """One clause: what the engine's parser does with the option, and the spelling to use.
     The written words are cut so that the clause stays one line (≤ 100 characters)."""
-    written = _brief(v.use.written, 40)
+    written = _brief(v.use.written, 64)  # the longest option either engine has is 62
     if v.headline:
         return v.headline
     if outcome == "bad_value":
