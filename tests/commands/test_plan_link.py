@@ -109,12 +109,13 @@ def test_default_link_is_the_gpus_own() -> None:
 
 
 def test_text_table_has_the_comm_column() -> None:
-    p = plan(MODEL, "--gpu", "h100-sxm", "--link", "pcie5", "--tp", "1,8", "--batch", "256")
+    p = plan(MODEL, "--gpu", "h100-sxm", "--link", "pcie5", "--tp", "1,8", "--batch", "256",
+             "--width", "300")  # the legend on one line
     assert p.returncode == 0, p.stderr
     out = p.stdout
     assert "comm dec/pre" in out
     assert "link PCIe Gen5 x16, B ≈ 64.0 GB/s per GPU" in out
-    row8 = next(ln for ln in out.splitlines() if ln.strip().startswith("8 yes"))
+    row8 = next(ln for ln in out.splitlines() if ln.split()[:2] == ["8", "yes"])
     doc = plan_json("--link", "pcie5", "--tp", "8", "--batch", "256")
     rows = doc["rows"]
     assert isinstance(rows, list) and len(rows) == 1

@@ -11,6 +11,7 @@ import click
 from tpcheck.commands import base
 from tpcheck.errors import UsageError
 from tpcheck.formula import Formula
+from tpcheck.record import replace
 from tpcheck.settings import MAX_ALPHA
 
 TYPE_CHECKING = False  # typing's constant without importing typing (start-up, issue 8)
@@ -69,31 +70,39 @@ def _posint(s: str) -> int:
 
 
 DESCRIPTION = """\
-Sweep tensor-parallel sizes for MODEL (a config.json, a folder, or a hub id).
+Sweep tensor-parallel sizes for MODEL (a config.json, a folder, a hub id, or a manifest).
 
 Shows, per t: whether vLLM/SGLang start, KV heads per GPU, weights and KV bytes per GPU,
 the KV pool and how many sequences of --context tokens it seats — with the KV-head cliff
-marked where more GPUs stop buying cache."""
+marked where more GPUs stop buying cache. With --gpus N: every layout of N GPUs (TP × PP × DP,
+expert parallel and attention DP for MoE/MLA models) ranked for --goal, and the vLLM and
+SGLang command lines of the recommended ones. A manifest gives the model, GPU, context,
+limits and GPU count of its deployment."""
 
 
 @click.command("plan", cls=base.Command, help=DESCRIPTION)
 @click.argument("model", metavar="MODEL")
 @base.gpu_option("GPU: h100-sxm, h200, a100-sxm-80gb, l40s, H100, ...", dest="gpu_name")
+@base.option("--gpus", type=base.IntRange(1, 4096), metavar="N",
+             help="GPU budget: rank every layout of N GPUs and recommend one per goal.")
+@base.option("--goal", type=base.Choice(["throughput", "latency"]), default="throughput",
+             help="Rank for decode tokens/s per GPU (default) or batch-1 time per token.")
 @base.option("--hbm", metavar="SIZE",
              help="Memory per GPU as the driver reports it (80GB, 79.2GiB); overrides --gpu's.")
 @base.option("--gpu-memory-utilization", "--mem-fraction-static", "util",
              type=base.FloatRange(0, 1, lo_open=True), metavar="FRACTION",
              help="Fraction of GPU memory the engine may use (default: the engine version's).")
-@base.option("--engine", type=base.Choice(["vllm", "sglang"]), default="vllm",
-             help="Engine whose rules and defaults apply (default: vllm).")
+@base.option("--engine", type=base.Choice(["vllm", "sglang"]),
+             help="Engine whose rules and defaults apply (default: vllm, or the manifest's).")
 @base.option("--engine-version", type=base.Release(), metavar="VERSION",
              help="Engine release whose defaults apply (default: newest known).")
 @base.option("--tp", "tps", metavar="SIZES",
              help="TP sizes: 1,2,4,8 or 1-16 (default: powers of two to 64 and the legal others).")
-@base.option("--pp", type=base.IntRange(1, 1024), default=1, metavar="N",
+@base.option("--pp", type=base.IntRange(1, 1024), metavar="N",
              help="Pipeline-parallel size (default: 1).")
-@base.option("--dp", type=base.IntRange(1, 1024), default=1, metavar="N",
-             help="Data-parallel replicas (default: 1).")
+@base.option("--dp", type=base.IntRange(1, 1024), metavar="N",
+             help="Data-parallel replicas: seats and GPUs count every replica; with --gpus, "
+                  "only layouts of N replicas.")
 @base.option("--enable-expert-parallel", is_flag=True,
              help="As the engines' flag: MoE experts spread whole across the GPUs.")
 @base.option("--attn-dp", type=base.IntRange(1, 1024), default=1, metavar="N",
@@ -126,95 +135,174 @@ marked where more GPUs stop buying cache."""
              help="Fixed all-reduce cost in seconds (default 10e-6).")
 @base.option("--link", metavar="CLASS",
              help="Link class for the TP group: nvlink4, pcie5, ib-ndr, ...")
+@base.option("--width", type=base.IntRange(60, 1000), metavar="COLUMNS",
+             help="Text width (default: the terminal's, 100 when not a terminal).")
 @base.offline_option
-@base.format_option("text", "json")
+@base.format_option("text", "json", "markdown")
 def command(**params: Any) -> int:
     return run(base.parsed(params))
 
 
-def run(args: base.Args) -> int:
-    model: str = args.model
-    gpu_name: str | None = args.gpu_name
-    hbm: str | None = args.hbm
-    reserve: str | None = args.reserve
-    link: str | None = args.link
-    alpha: float | None = args.alpha
-    batch: int = args.batch
-    fmt: str = args.fmt
-    from tpcheck.commands._model import load_shape
-    from tpcheck.hardware.gpus import find_gpu, gpu_names, parse_size
-    from tpcheck.physics.plan import Options, intensity, sweep
+def _sizes(args: base.Args) -> tuple[int | None, int | None, float | None, float | None]:
+    """(--hbm bytes, --reserve bytes, --link bandwidth, --link α), each checked."""
+    from tpcheck.hardware.gpus import parse_size
 
-    gpu = None
-    if gpu_name:
-        gpu = find_gpu(gpu_name)
-        if gpu is None:
-            raise UsageError(f"unknown GPU {gpu_name!r}; known: {', '.join(gpu_names())}",
-                                 "--gpu")
-    mem = None
-    if hbm is not None:
+    mem = res_b = None
+    if args.hbm is not None:
         try:
-            mem = parse_size(hbm)
+            mem = parse_size(args.hbm)
         except ValueError as e:
             raise UsageError(str(e), "--hbm") from None
         if not mem > 0:  # 0 B of HBM printed a sweep where nothing fits
-            raise UsageError(f"{hbm!r} is no memory size: a GPU has more than 0 bytes", "--hbm")
-    res_b = None
-    if reserve is not None:
+            raise UsageError(f"{args.hbm!r} is no memory size: a GPU has more than 0 bytes",
+                             "--hbm")
+    if args.reserve is not None:
         try:
-            res_b = parse_size(reserve)
+            res_b = parse_size(args.reserve)
         except ValueError as e:
             raise UsageError(str(e), "--reserve") from None
     link_bw = link_alpha = None
-    if link:
+    if args.link:
         from tpcheck.hardware.links import find_link, link_names
 
-        lk = find_link(link)
+        lk = find_link(args.link)
         if lk is None:
-            raise UsageError(f"unknown link {link!r}; known: {', '.join(link_names())}",
-                                 "--link")
+            raise UsageError(f"unknown link {args.link!r}; known: {', '.join(link_names())}",
+                             "--link")
         link_bw, link_alpha = lk.bandwidth, lk.alpha
-    shape, where = load_shape(model, overrides=_parse_set(args.sets or ()),
-                              offline=args.offline)
-    opts = Options(
-        engine=args.engine, engine_version=args.engine_version, gpu=gpu, memory=mem,
-        utilization=args.util, pp=args.pp, dp=args.dp, expert_parallel=args.enable_expert_parallel,
-        attn_dp=args.attn_dp, max_num_seqs=args.max_num_seqs,
-        max_num_batched_tokens=args.max_num_batched_tokens, reserve=res_b, context=args.context,
-        kv_cache_dtype=args.kv_cache_dtype, quantization=args.quantization, dtype=args.dtype,
-        batch=batch, alpha=alpha if alpha is not None else link_alpha, link_bandwidth=link_bw,
-        swa_full_tokens_ratio=args.swa_full_tokens_ratio,
-        mamba_full_memory_ratio=args.mamba_full_memory_ratio,
-        max_mamba_cache_size=args.max_mamba_cache_size,
-    )
+    return mem, res_b, link_bw, link_alpha
+
+
+def _gpu(name: str | None) -> GPU | None:
+    from tpcheck.hardware.gpus import find_gpu, gpu_names
+
+    if not name:
+        return None
+    gpu = find_gpu(name)
+    if gpu is None:
+        raise UsageError(f"unknown GPU {name!r}; known: {', '.join(gpu_names())}", "--gpu")
+    return gpu
+
+
+def _options(args: base.Args, gpu: GPU | None, base_opts: Options | None = None) -> Options:
+    """The physics options: the manifest's (``base_opts``) with every flag given on top."""
+    from tpcheck.physics.plan import Options
+
+    mem, res_b, link_bw, link_alpha = _sizes(args)
+    alpha = args.alpha if args.alpha is not None else link_alpha
+    given: dict[str, Any] = {
+        "engine": args.engine, "engine_version": args.engine_version, "memory": mem,
+        "utilization": args.util, "pp": args.pp, "dp": args.dp,
+        "max_num_seqs": args.max_num_seqs, "max_num_batched_tokens": args.max_num_batched_tokens,
+        "reserve": res_b, "context": args.context, "kv_cache_dtype": args.kv_cache_dtype,
+        "quantization": args.quantization, "dtype": args.dtype, "alpha": alpha,
+        "link_bandwidth": link_bw, "swa_full_tokens_ratio": args.swa_full_tokens_ratio,
+        "mamba_full_memory_ratio": args.mamba_full_memory_ratio,
+        "max_mamba_cache_size": args.max_mamba_cache_size,
+    }
+    set_now = {k: v for k, v in given.items() if v is not None}
+    if gpu is not None or base_opts is None:
+        set_now["gpu"] = gpu
+    if args.enable_expert_parallel:
+        set_now["expert_parallel"] = True
+    if args.attn_dp != 1 or base_opts is None:
+        set_now["attn_dp"] = args.attn_dp
+    set_now["batch"] = args.batch
+    return replace(base_opts or Options(), **set_now)
+
+
+def run(args: base.Args) -> int:
+    from tpcheck.commands.plan_manifest import is_manifest, manifest_plans
+
+    if is_manifest(args.model):
+        code = 0
+        for item in manifest_plans(args.model, args, _gpu(args.gpu_name)):
+            opts = _options(args, _gpu(args.gpu_name), item.options)
+            code = max(code, _plan(args, item.model, item.shape, item.where, opts,
+                                   args.gpus or item.gpus, item.label))
+        return code
+    shape, where = load_model(args.model, args)
+    opts = _options(args, _gpu(args.gpu_name))
+    return _plan(args, args.model, shape, where, opts, args.gpus, None)
+
+
+def load_model(model: str, args: base.Args) -> tuple[ModelShape, str]:
+    from tpcheck.commands._model import load_shape
+
+    return load_shape(model, overrides=_parse_set(args.sets or ()), offline=args.offline)
+
+
+def _plan(args: base.Args, model: str, shape: ModelShape, where: str, opts: Options,
+          gpus: int | None, label: str | None) -> int:
+    from tpcheck.report.paths import source_label
+
+    shown = source_label(where)
+    if gpus:
+        return _recommend(args, model, shape, shown, opts, gpus, label)
+    from tpcheck.physics.plan import intensity, sweep
+
     try:
         rows = sweep(shape, opts, _parse_tps(args.tps))
     except ValueError as e:  # an unknown --quantization / --dtype / --kv-cache-dtype name
         raise UsageError(str(e)) from None
-    use = _link_use(link, gpu, alpha)
+    use = _link_use(args.link, opts.gpu, args.alpha)
     prefill = _prefill(shape, rows, opts, use)
-    if fmt == "json":
+    if args.fmt == "json":
         from tpcheck.report.plan_text import plan_release
 
         doc = {
             "model": model,
-            "source": where,
-            "gpu": gpu.key if gpu else None,
+            "source": shown,
+            "gpu": opts.gpu.key if opts.gpu else None,
             "context": rows[0].context.result if rows else None,
             "link": None if use is None else {
                 "key": use.link.key, "name": use.link.name, "bandwidth": use.bandwidth.result,
                 "alpha": use.alpha.result, "source": use.bandwidth.source},
-            "batch": batch,
-            "rows": [_row(r, p, plan_release(opts)) for r, p in zip(rows, prefill, strict=True)],
+            "batch": args.batch,
+            "dp": opts.dp,
+            "rows": [_row(r, p, plan_release(opts), opts.dp, opts.pp)
+                     for r, p in zip(rows, prefill, strict=True)],
         }
         print(json.dumps(doc, indent=2, default=str))
         return 0
-    from tpcheck.report.plan_text import render_plan
+    from tpcheck.report.plan_text import PlanView, render_plan
 
-    it_be = intensity(shape, 8, opts) if (gpu or link_bw) else None
-    sys.stdout.write(render_plan(model, where, shape, rows, opts, it_be,
-                                 color=sys.stdout.isatty(), prefill=prefill,
-                                 link_label=None if use is None else use.label))
+    it_be = intensity(shape, 8, opts) if (opts.gpu or opts.link_bandwidth) else None
+    view = PlanView(model=model, where=shown, shape=shape, rows=tuple(rows), opts=opts,
+                    it_be=it_be, prefill=tuple(prefill),
+                    link_label=None if use is None else use.label,
+                    width=_width(args), markdown=args.fmt == "markdown", title=label)
+    sys.stdout.write(render_plan(view))
+    return 0
+
+
+def _width(args: base.Args) -> int:
+    """--width, else the terminal's columns, else 100 (a pipe, a file, a CI log)."""
+    if args.width:
+        return int(args.width)
+    if sys.stdout.isatty():
+        import shutil
+
+        return max(60, shutil.get_terminal_size((100, 24)).columns)
+    return 100
+
+
+def _recommend(args: base.Args, model: str, shape: ModelShape, shown: str, opts: Options,
+               gpus: int, label: str | None) -> int:
+    from tpcheck.physics.recommend import recommend
+    from tpcheck.report import plan_rank
+
+    try:
+        plan = recommend(shape, opts, gpus, goal=args.goal, dp=args.dp)
+    except ValueError as e:
+        raise UsageError(str(e)) from None
+    launches = plan_rank.launches(plan, model, shape, opts)
+    if args.fmt == "json":
+        print(json.dumps(plan_rank.to_json(plan, model, shown, opts, launches), indent=2,
+                         default=str))
+        return 0
+    render = plan_rank.markdown if args.fmt == "markdown" else plan_rank.text
+    sys.stdout.write(render(plan, model, shown, shape, opts, launches, _width(args), label))
     return 0
 
 
@@ -256,14 +344,21 @@ def _prefill(shape: ModelShape, rows: Sequence[Evaluation], opts: Options,
             for r in rows]
 
 
-def _row(r: Evaluation, pre: Formula | None, release: str = "") -> dict[str, object]:
-    """DESIGN.md's row keys unchanged, plus the prefill chunk's all-reduce share."""
+def _row(r: Evaluation, pre: Formula | None, release: str = "", dp: int = 1,
+         pp: int = 1) -> dict[str, object]:
+    """DESIGN.md's row keys unchanged, plus the prefill chunk's all-reduce share and, with
+    replicas, the GPUs and seats of all of them."""
     from tpcheck.checks.registry import REFUSAL_CODES
+    from tpcheck.report.plan_rank import rule_name
 
     row = r.to_row()
     # the physics names what does not divide; the rule that reports it gives the code
-    row["refusals"] = [{"code": REFUSAL_CODES[x.kind], "check": x.check,
-                        "message": x.engine_message} for x in r.refusals]
+    row["refusals"] = [{"code": REFUSAL_CODES[x.kind], "rule": rule_name(REFUSAL_CODES[x.kind]),
+                        "check": x.check, "message": x.engine_message} for x in r.refusals]
+    row["gpus"] = r.tp * pp * dp
+    seats = row.get("seats")
+    row["seats_all_replicas"] = None if not isinstance(seats, int) else seats * dp
+    row["seats_nothing"] = bool(r.legal and r.fits is not False and seats == 0)
     row.setdefault("engine_version", release)
     row["prefill_comm_share"] = None if pre is None else pre.result
     chunk = pre if pre is not None else r.prefill

@@ -33,3 +33,19 @@ def repository_path(path: str, root: Path) -> str:
         return path
     rel = relative_to_root(path, root)
     return rel if rel is not None else os.path.abspath(path)
+
+
+def source_label(where: str) -> str:
+    """A config's source as a report names it: ``catalog Qwen/Qwen3-32B`` for the bundled
+    catalog (not the site-packages path it was read from), a path relative to the working
+    folder when it lies inside it, else the location as resolved; ``where`` is
+    ``"SOURCE: LOCATION"`` as the resolver says it."""
+    source, sep, location = where.partition(": ")
+    if not sep:
+        return where
+    if source == "catalog":
+        folder = Path(location).parent.name
+        if "--" in folder:
+            return "catalog " + folder.replace("--", "/", 1)
+    rel = relative_to_root(location, Path.cwd())
+    return f"{source}: {rel}" if rel is not None else where

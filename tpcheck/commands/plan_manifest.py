@@ -1,0 +1,75 @@
+"""``tpcheck plan deploy/qwen.yaml``: plan what a manifest deploys, read as the lint reads it.
+
+The model, GPU, context, limits and GPU count come from each deployment the file holds, through
+the lint's own reader, resolver and ``CheckContext.options`` (one source of truth for what a
+manifest says); flags given on the command line go on top.
+"""
+
+from __future__ import annotations
+
+import os
+
+from tpcheck.errors import CommandError, UsageError
+from tpcheck.record import record
+
+TYPE_CHECKING = False  # typing's constant without importing typing (start-up, issue 8)
+if TYPE_CHECKING:
+    from collections.abc import Iterator
+
+    from tpcheck.commands import base
+    from tpcheck.hardware.gpus import GPU
+    from tpcheck.models.shape import ModelShape
+    from tpcheck.physics.plan import Options
+
+
+@record
+class ManifestPlan:
+    """One deployment's model and options, and the GPUs it asks for."""
+
+    model: str
+    shape: ModelShape
+    where: str
+    options: Options
+    gpus: int
+    label: str  # "deploy/qwen.yaml:12 (vllm)": which deployment this plan is of
+
+
+def is_manifest(model: str) -> bool:
+    """A file that is not a config.json (a folder or a .json file stays a model reference)."""
+    return os.path.isfile(model) and not model.lower().endswith(".json")
+
+
+def manifest_plans(path: str, args: base.Args, gpu: GPU | None) -> Iterator[ManifestPlan]:
+    from pathlib import Path
+
+    from tpcheck.checks.context import CheckContext
+    from tpcheck.lint import Linter
+    from tpcheck.settings import SettingsError, find_settings_file, load_settings
+    from tpcheck.sources import read_path
+
+    try:
+        settings = load_settings(find_settings_file(Path.cwd()))
+    except SettingsError as e:
+        raise UsageError(str(e)) from None
+    if args.offline:
+        from tpcheck.record import replace
+
+        settings = replace(settings, offline=True)
+    rr = read_path(path)
+    if rr.errors:
+        first = rr.errors[0]
+        raise CommandError(f"{first.path}:{first.line}:{first.column}: {first.message}")
+    if not rr.deployments:
+        raise CommandError(f"{path}: no vLLM or SGLang launch found to plan")
+    linter = Linter(settings, gpu_flag=args.gpu_name)
+    for d in rr.deployments:
+        shape, problem, source = linter.shape_for(d)
+        where = f"{d.path}:{d.span.line}"
+        if shape is None or source is None:
+            raise CommandError(f"{where}: {problem or 'no model config found'}")
+        found, _ = linter.gpu_for(d)
+        ctx = CheckContext(d, shape=shape, settings=settings, gpu=gpu or found)
+        opts = ctx.options
+        gpus = ctx.gpus_available or ctx.tp * ctx.pp * ctx.dp
+        model = d.model or d.unresolved.get("model") or shape.name
+        yield ManifestPlan(model, shape, source, opts, gpus, f"{where} ({d.engine})")
