@@ -82,6 +82,11 @@ def test_plan_text_deepseek_v4_has_no_kv_head_cliff() -> None:
             if ln.strip()[:2].strip().isdigit() and ln.split()[1] in ("yes", "NO")}
     assert "cliff" not in p.stdout
     for t in (4, 8):  # 145.3 GiB at t = 1 and 73.3 GiB at t = 2 do not fit 72.9 GiB
-        assert rows[t].endswith("DeepSeek-V4 compressed latent replicated on every rank")
-    # o_groups 8 // 16 = 0 groups per rank: vLLM divides by zero (rules/TP103.md)
-    assert rows[16].endswith("refused: TP103 o_groups")
+        assert rows[t].endswith("latent ×t")
+    assert "  t=4, 8: DeepSeek-V4 compressed latent replicated on every rank" in p.stdout
+    assert rows[1].endswith("no pool") and rows[1].split()[1] == "NO"
+    # o_groups 8 // 16 = 0 groups per rank: vLLM divides by zero (rules/TP103.md): named once,
+    # by its rule's name
+    assert rows[16].endswith("refused")
+    assert "  t=16: refused: TP103 ffn-not-divisible: o_groups (floor(o_groups / t) = 0)" \
+        in p.stdout.splitlines()

@@ -75,7 +75,7 @@ class Ranked:
     refusals: tuple[Refusal, ...] = ()
     refused: str | None = None  # "" kinds: does-not-start, no-seat; None: it serves
     refused_kind: str | None = None  # refusal, does_not_start, no_seat
-    seats: int = 0  # per replica
+    seats: int = 0  # per replica (every attention-DP rank's)
     batch: int = 0  # sequences each replica steps at once (per batch in flight: batch / p)
     tokens_per_s_per_gpu: Formula | None = None
     token_latency: Formula | None = None  # seconds per output token at batch 1
@@ -124,7 +124,8 @@ def layouts(shape: ModelShape, gpus: int, engine: str, *,
             if p > max(shape.layers, 1):
                 continue
             t = gpus // r // p
-            for ep in ((False, True) if moe else (False,)):
+            group = t * r if engine == "vllm" else t  # the MoE layers' width (EP over it)
+            for ep in ((False, True) if moe and group > 1 else (False,)):
                 for a in (divisors(t) if attn else [1]):
                     yield Layout(t, p, r, ep, a)
 
@@ -158,7 +159,9 @@ def stage_send(shape: ModelShape, opts: Options, lay: Layout, batch: int) -> For
 def _score(shape: ModelShape, opts: Options, lay: Layout, ev: Evaluation,
            memo: Memo) -> Ranked:
     """A layout that starts: its seats, the batch they admit and the two goals' figures."""
-    seats = int(ev.seats.result) if ev.seats is not None else 0
+    # With attention DP each rank serves its own requests from its own cache (as TP202 counts)
+    ranks = lay.attn_dp
+    seats = int(ev.seats.result) * ranks if ev.seats is not None else 0
     per_node = opts.gpus_per_node or (opts.gpu.nvlink_domain if opts.gpu is not None else None)
     nodes = _nodes(lay.per_replica, per_node)
     base = Ranked(lay, ev, seats=seats, nodes_per_replica=nodes)
@@ -166,8 +169,8 @@ def _score(shape: ModelShape, opts: Options, lay: Layout, ev: Evaluation,
         return replace(base, refused=f"starts, but seats 0 sequences of "
                        f"{int(ev.context.result):,} tokens", refused_kind="no_seat")
     limit = int(ev.max_num_seqs.result) if ev.max_num_seqs is not None else seats
-    batch = min(seats, limit * lay.pp)
-    micro = max(1, batch // lay.pp)
+    batch = min(seats // ranks, limit * lay.pp) * ranks  # each rank: at most max-num-seqs
+    micro = max(1, batch // lay.pp // ranks)
     at = evaluate(shape, lay.tp, replace(opts, batch=micro), memo)
     send_b, send_1 = stage_send(shape, opts, lay, micro), stage_send(shape, opts, lay, 1)
     if at.step is None or ev.step is None:
@@ -178,7 +181,7 @@ def _score(shape: ModelShape, opts: Options, lay: Layout, ev: Evaluation,
                        at.step.source, (at.step,) + ((send_b,) if send_b else ()))
     rate = Formula("tokens_per_s_per_gpu", "(b/p) / T_interval / (t·p)",
                    {"b": batch, "p": lay.pp, "T_interval": interval.result, "t": lay.tp},
-                   micro / interval.result / lay.per_replica, "tokens/s",
+                   micro * ranks / interval.result / lay.per_replica, "tokens/s",
                    PP_BATCHES if lay.pp > 1 else at.step.source, (interval,))
     one = ev.step.result + (send_1.result if send_1 else 0.0)
     lat = Formula("token_latency", "p·(T_stage(1) + T_send)",

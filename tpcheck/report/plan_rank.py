@@ -72,15 +72,18 @@ def launches(plan: Plan, model: str, shape: ModelShape, opts: Options) -> Launch
         out[goal] = {}
         for engine in ("vllm", "sglang"):
             version = opts.engine_version if engine == opts.engine else None
-            bad = refusals(shape, lay.tp, engine=engine, dp=lay.dp, expert_parallel=lay.ep,
-                           attn_dp=lay.attn_dp)
+            tp, dp, ep = lay.tp, lay.dp, lay.ep
+            if engine == "vllm" and lay.attn_dp > 1:
+                # vLLM's attention DP: DP ranks of t / attn_dp, the experts over all (EP)
+                tp, dp, ep = lay.tp // lay.attn_dp, lay.dp * lay.attn_dp, True
+            bad = refusals(shape, tp, engine=engine, dp=dp, expert_parallel=ep,
+                           attn_dp=lay.attn_dp if engine == "sglang" else 1)
             spec = _spec(model, shape, opts, engine, ctx)
             if bad:
                 out[goal][engine] = launchers.Launch(
                     engine, (), "", "; ".join(refusal_labels(bad)))
             elif engine == "vllm":
-                out[goal][engine] = launchers.vllm(spec, lay.tp, lay.pp, lay.dp, lay.ep, node,
-                                                   version)
+                out[goal][engine] = launchers.vllm(spec, tp, lay.pp, dp, ep, node, version)
             else:
                 out[goal][engine] = launchers.sglang(spec, lay.tp, lay.pp, lay.dp, lay.ep,
                                                      lay.attn_dp, node, version)

@@ -227,8 +227,10 @@ def _cells(v: PlanView, r: Evaluation, pre: Formula | None) -> dict[str, str]:
 
 def _table(v: PlanView) -> tuple[list[str], list[str]]:
     """The table's lines (a bar where the width leaves room) and the notes under it."""
-    cols = _columns(v)
     pre = list(v.prefill) if v.prefill else [None] * len(v.rows)
+    all_cells = [_cells(v, r, p) for r, p in zip(v.rows, pre, strict=True)]
+    # a column as wide as its widest value (a -145.4 GiB pool, a 3,555% share)
+    cols = [(n, max([w, *(len(c[n]) for c in all_cells)])) for n, w in _columns(v)]
     tags = [_note(v, r) for r in v.rows]
     fixed = sum(w + 1 for _, w in cols)
     tag_w = max((len(t) for t, _ in tags), default=0)
@@ -237,8 +239,7 @@ def _table(v: PlanView) -> tuple[list[str], list[str]]:
                default=0.0)
     head = " ".join(f"{n:>{w}}" for n, w in cols) + ("  capacity" if bar_w else "  note")
     lines = [head.rstrip()]
-    for r, p, (tag, _) in zip(v.rows, pre, tags, strict=True):
-        cells = _cells(v, r, p)
+    for r, cells, (tag, _) in zip(v.rows, all_cells, tags, strict=True):
         bar = ""
         if bar_w and r.tokens is not None and peak > 0 and _starts(r):
             bar = "#" * round(bar_w * float(r.tokens.result) / peak)
