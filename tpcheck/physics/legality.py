@@ -192,53 +192,55 @@ def refusals(
 def _width_refusals(
     shape: ModelShape, t: int, *, engine: str, dp: int, expert_parallel: bool
 ) -> list[Refusal]:
+    """The column-parallel widths t must divide, then each rank's slice against its quant."""
+    out = _plain_widths(shape, t, engine=engine, dp=dp, expert_parallel=expert_parallel)
+    if shape.quant is None:
+        return out
+    for sym, width, div, group in _quant_slices(shape, t, engine=engine, dp=dp,
+                                                expert_parallel=expert_parallel):
+        out.extend(_slice_refusals(shape.quant, sym, width, div, group))
+    return out
+
+
+def _plain_widths(
+    shape: ModelShape, t: int, *, engine: str, dp: int, expert_parallel: bool
+) -> list[Refusal]:
+    """Dense FFN (each nemotron-nas layer's own), shared experts, routed experts (no EP)."""
     out: list[Refusal] = []
     # nemotron-nas: every layer's MLP is column-parallel on its own width
     dense_widths = sorted(set(shape.layer_ffn) - {0}) if shape.layer_ffn else [shape.ffn]
-    for f in dense_widths:
-        if f and shape.dense_layers > 0 and f % t:
-            out.append(
-                Refusal(
-                    "widths",
-                    "ffn",
-                    f"AssertionError: {f} is not divisible by {t}",
-                    _mod("f mod t", "f", f, "t", t, FFN_SRC),
-                )
-            )
-            break
+    bad = next((f for f in dense_widths if f and shape.dense_layers > 0 and f % t), None)
+    if bad is not None:
+        out.append(Refusal("widths", "ffn", f"AssertionError: {bad} is not divisible by {t}",
+                           _mod("f mod t", "f", bad, "t", t, FFN_SRC)))
     moe = shape.moe
     if moe and moe.shared_expert_ffn and moe.num_shared_experts:
         width = moe.shared_expert_ffn * moe.num_shared_experts
         if width % t:
-            out.append(
-                Refusal(
-                    "widths",
-                    "shared_expert_ffn",
-                    f"AssertionError: {width} is not divisible by {t}",
-                    _mod("f_shared mod t", "f_shared", width, "t", t, FFN_SRC),
-                )
-            )
+            out.append(Refusal("widths", "shared_expert_ffn",
+                               f"AssertionError: {width} is not divisible by {t}",
+                               _mod("f_shared mod t", "f_shared", width, "t", t, FFN_SRC)))
     if moe and not expert_parallel:
         # vLLM flattens the MoE TP over TP x DP; SGLang's moe_tp_size is tp (no EP).
         tm = t * dp if engine == "vllm" else t
         if moe.expert_ffn % tm:
             sym = "t·dp" if engine == "vllm" and dp > 1 else "t"
-            out.append(
-                Refusal(
-                    "widths",
-                    "expert_ffn",
-                    "AssertionError: intermediate_size % tp_size == 0 "
-                    f"({moe.expert_ffn} % {tm} != 0); "
-                    "use --enable-expert-parallel or a TP that divides the expert width",
-                    _mod("f_expert mod " + sym, "f_expert", moe.expert_ffn, sym, tm, MOE_SRC),
-                )
-            )
-    base = shape.quant
-    if base is None:
-        return out
-    # (symbol, full width, divisor, component group): each row-parallel input, checked against
-    # the format its group is stored in (Quant.overrides: DeepSeek-V4's MXFP4/NVFP4 experts,
-    # ModelOpt MIXED_PRECISION's per-layer algos)
+            out.append(Refusal(
+                "widths", "expert_ffn",
+                "AssertionError: intermediate_size % tp_size == 0 "
+                f"({moe.expert_ffn} % {tm} != 0); "
+                "use --enable-expert-parallel or a TP that divides the expert width",
+                _mod("f_expert mod " + sym, "f_expert", moe.expert_ffn, sym, tm, MOE_SRC)))
+    return out
+
+
+def _quant_slices(
+    shape: ModelShape, t: int, *, engine: str, dp: int, expert_parallel: bool
+) -> list[tuple[str, int, int, str]]:
+    """(symbol, full width, divisor, component group): each row-parallel input that divides,
+    to be checked against the format its group is stored in (Quant.overrides: DeepSeek-V4's
+    MXFP4/NVFP4 experts, ModelOpt MIXED_PRECISION's per-layer algos)."""
+    moe = shape.moe
     widths: list[tuple[str, int, int, str]] = []
     if shape.ffn and shape.dense_layers > 0 and shape.ffn % t == 0:
         widths.append(("f", shape.ffn, t, "dense_mlp"))
@@ -250,60 +252,45 @@ def _width_refusals(
         tm = t * dp if engine == "vllm" else t
         if moe.expert_ffn % tm == 0:
             widths.append(("f_expert", moe.expert_ffn, tm, "routed_experts"))
-    for sym, width, div, group in widths:
-        per = width // div
-        q = group_quant(base, group)
-        if div == 1 or q is None:
-            continue
-        align = MODELOPT_ALIGN.get(q.method) if group != "routed_experts" else None
-        if align is not None and per % align[0]:
-            size, text, src = align
-            out.append(Refusal(
-                "widths", "quant_block", "ValueError: " + text.format(per=per),
-                Formula(f"({sym}/t) mod {size}", f"({sym} / t) mod {size}",
-                        {sym: width, "t": div}, per % size, "", src),
-                engines=("vllm",)))
-            continue
-        grouped = q.method in GROUPED_METHODS
-        if grouped and q.group_size and q.group_size > 0 and per % q.group_size:
-            out.append(
-                Refusal(
-                    "widths",
-                    "quant_group",
-                    f"Weight input_size_per_partition={per} is not divisible by group_size="
-                    f"{q.group_size}. This happens when tensor_parallel_size splits the layer "
-                    "input "
-                    "into shards that are not a whole number of quant groups.",
-                    Formula(
-                        f"({sym}/t) mod g",
-                        f"({sym} / t) mod g",
-                        {sym: width, "t": div, "g": q.group_size},
-                        per % q.group_size,
-                        "",
-                        GROUP_SRC,
-                    ),
-                    engines=("vllm",),
-                )
-            )
-        elif q.method in ("awq", "gptq") and q.weight_bits == 4 and per % 128:
-            out.append(
-                Refusal(
-                    "widths",
-                    "marlin_tile",
-                    f"input_size_per_partition = {per} is not divisible by min_thread_k = 128",
-                    Formula(
-                        f"({sym}/t) mod 128",
-                        f"({sym} / t) mod min_thread_k",
-                        {sym: width, "t": div, "min_thread_k": 128},
-                        per % 128,
-                        "",
-                        MARLIN_SRC,
-                    ),
-                    engines=("vllm",),
-                )
-            )
-        if q.block:
-            out.extend(_block_refusals(sym, width, div, per, q.block))
+    return widths
+
+
+def _slice_refusals(base: Quant, sym: str, width: int, div: int, group: str) -> list[Refusal]:
+    """One rank's slice (width / div) against its group's format: ModelOpt alignment, quant
+    groups, the Marlin tile, FP8 blocks."""
+    per = width // div
+    q = group_quant(base, group)
+    if div == 1 or q is None:
+        return []
+    align = MODELOPT_ALIGN.get(q.method) if group != "routed_experts" else None
+    if align is not None and per % align[0]:
+        size, text, src = align
+        return [Refusal(
+            "widths", "quant_block", "ValueError: " + text.format(per=per),
+            Formula(f"({sym}/t) mod {size}", f"({sym} / t) mod {size}",
+                    {sym: width, "t": div}, per % size, "", src),
+            engines=("vllm",))]
+    out: list[Refusal] = []
+    grouped = q.method in GROUPED_METHODS
+    if grouped and q.group_size and q.group_size > 0 and per % q.group_size:
+        out.append(Refusal(
+            "widths", "quant_group",
+            f"Weight input_size_per_partition={per} is not divisible by group_size="
+            f"{q.group_size}. This happens when tensor_parallel_size splits the layer input "
+            "into shards that are not a whole number of quant groups.",
+            Formula(f"({sym}/t) mod g", f"({sym} / t) mod g",
+                    {sym: width, "t": div, "g": q.group_size}, per % q.group_size, "",
+                    GROUP_SRC),
+            engines=("vllm",)))
+    elif q.method in ("awq", "gptq") and q.weight_bits == 4 and per % 128:
+        out.append(Refusal(
+            "widths", "marlin_tile",
+            f"input_size_per_partition = {per} is not divisible by min_thread_k = 128",
+            Formula(f"({sym}/t) mod 128", f"({sym} / t) mod min_thread_k",
+                    {sym: width, "t": div, "min_thread_k": 128}, per % 128, "", MARLIN_SRC),
+            engines=("vllm",)))
+    if q.block:
+        out.extend(_block_refusals(sym, width, div, per, q.block))
     return out
 
 

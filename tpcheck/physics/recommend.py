@@ -34,7 +34,7 @@ from tpcheck.record import record, replace
 # rates closer than that are not told apart.
 TIE_FLOOR = 0.10
 TIE_CALIBRATED = 0.06
-SEEDS = "seeds/tp-inference-deployer.txt §5 (latency vs throughput: TP degree and replicas)"
+SEEDS = "seeds/tp-inference-deployer.txt §5, TP degree: latency vs throughput"
 PP_BATCHES = "vllm 0.33.0 config/vllm.py l.588-598 (max_concurrent_batches = PP size)"
 NETWORK_LINK = "ib-ndr"  # a stage boundary that crosses nodes: one NIC per GPU (assumed)
 GOALS = ("throughput", "latency")
