@@ -219,11 +219,11 @@ def run(args: base.Args) -> int:
         for item in manifest_plans(args.model, args, _gpu(args.gpu_name)):
             opts = _options(args, _gpu(args.gpu_name), item.options)
             code = max(code, _plan(args, item.model, item.shape, item.where, opts,
-                                   args.gpus or item.gpus, item.label))
+                                   args.gpus or item.gpus, item.label, item.release))
         return code
     shape, where = load_model(args.model, args)
     opts = _options(args, _gpu(args.gpu_name))
-    return _plan(args, args.model, shape, where, opts, args.gpus, None)
+    return _plan(args, args.model, shape, where, opts, args.gpus, None, None)
 
 
 def load_model(model: str, args: base.Args) -> tuple[ModelShape, str]:
@@ -233,12 +233,12 @@ def load_model(model: str, args: base.Args) -> tuple[ModelShape, str]:
 
 
 def _plan(args: base.Args, model: str, shape: ModelShape, where: str, opts: Options,
-          gpus: int | None, label: str | None) -> int:
+          gpus: int | None, label: str | None, release: str | None) -> int:
     from tpcheck.report.paths import source_label
 
     shown = source_label(where)
     if gpus:
-        return _recommend(args, model, shape, shown, opts, gpus, label)
+        return _recommend(args, model, shape, shown, opts, gpus, label, release)
     from tpcheck.physics.plan import intensity, sweep
 
     try:
@@ -260,7 +260,7 @@ def _plan(args: base.Args, model: str, shape: ModelShape, where: str, opts: Opti
                 "alpha": use.alpha.result, "source": use.bandwidth.source},
             "batch": args.batch,
             "dp": opts.dp,
-            "rows": [_row(r, p, plan_release(opts), opts.dp, opts.pp)
+            "rows": [_row(r, p, plan_release(opts, release), opts.dp, opts.pp)
                      for r, p in zip(rows, prefill, strict=True)],
         }
         print(json.dumps(doc, indent=2, default=str))
@@ -271,7 +271,8 @@ def _plan(args: base.Args, model: str, shape: ModelShape, where: str, opts: Opti
     view = PlanView(model=model, where=shown, shape=shape, rows=tuple(rows), opts=opts,
                     it_be=it_be, prefill=tuple(prefill),
                     link_label=None if use is None else use.label,
-                    width=_width(args), markdown=args.fmt == "markdown", title=label)
+                    width=_width(args), markdown=args.fmt == "markdown", title=label,
+                    release=release)
     sys.stdout.write(render_plan(view))
     return 0
 
@@ -288,9 +289,13 @@ def _width(args: base.Args) -> int:
 
 
 def _recommend(args: base.Args, model: str, shape: ModelShape, shown: str, opts: Options,
-               gpus: int, label: str | None) -> int:
+               gpus: int, label: str | None, release: str | None) -> int:
     from tpcheck.physics.recommend import recommend
     from tpcheck.report import plan_rank
+
+    if opts.gpu is None and opts.memory is None:
+        raise UsageError("ranking layouts needs seats: name the GPU (--gpu) or its memory "
+                         "(--hbm)", "--gpus")
 
     try:
         plan = recommend(shape, opts, gpus, goal=args.goal, dp=args.dp)
@@ -298,11 +303,12 @@ def _recommend(args: base.Args, model: str, shape: ModelShape, shown: str, opts:
         raise UsageError(str(e)) from None
     launches = plan_rank.launches(plan, model, shape, opts)
     if args.fmt == "json":
-        print(json.dumps(plan_rank.to_json(plan, model, shown, opts, launches), indent=2,
-                         default=str))
+        print(json.dumps(plan_rank.to_json(plan, model, shown, opts, launches, release),
+                         indent=2, default=str))
         return 0
     render = plan_rank.markdown if args.fmt == "markdown" else plan_rank.text
-    sys.stdout.write(render(plan, model, shown, shape, opts, launches, _width(args), label))
+    sys.stdout.write(render(plan, model, shown, shape, opts, launches, _width(args), label,
+                            release))
     return 0
 
 

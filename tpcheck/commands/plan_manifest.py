@@ -32,6 +32,8 @@ class ManifestPlan:
     options: Options
     gpus: int
     label: str  # "deploy/qwen.yaml:12 (vllm)": which deployment this plan is of
+    release: str  # "0.33.0 (from the image tag v0.33.0)"
+    layout: str  # the deployment's own layout, "TP 16"
 
 
 def is_manifest(model: str) -> bool:
@@ -72,4 +74,8 @@ def manifest_plans(path: str, args: base.Args, gpu: GPU | None) -> Iterator[Mani
         opts = ctx.options
         gpus = ctx.gpus_available or ctx.tp * ctx.pp * ctx.dp
         model = d.model or d.unresolved.get("model") or shape.name
-        yield ManifestPlan(model, shape, source, opts, gpus, f"{where} ({d.engine})")
+        rel = ctx.release
+        core = f"TP {ctx.tp}" + (f" × PP {ctx.pp}" if ctx.pp > 1 else "")
+        layout = f"{ctx.dp} × {core}" if ctx.dp > 1 else core
+        yield ManifestPlan(model, shape, source, opts, gpus, f"{where} ({d.engine}, {layout})",
+                           f"{rel.version} ({rel.source})", layout)

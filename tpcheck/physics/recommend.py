@@ -208,9 +208,13 @@ def rank_one(shape: ModelShape, opts: Options, lay: Layout, memo: Memo) -> Ranke
 
 
 def _metric(r: Ranked, goal: str) -> float | None:
+    """Higher is better; throughput without a step time (--hbm, no bandwidth): the seats."""
     if goal == "latency":
         return None if r.token_latency is None else -r.token_latency.result
-    return None if r.tokens_per_s_per_gpu is None else r.tokens_per_s_per_gpu.result
+    if r.tokens_per_s_per_gpu is None:
+        return float(r.seats_total) if r.serves and r.seats_total and r.at_batch is not None \
+            and r.at_batch.step is None else None
+    return r.tokens_per_s_per_gpu.result
 
 
 def tie(r: Ranked) -> float:

@@ -124,7 +124,7 @@ def layout_json(r: Ranked) -> dict[str, object]:
 
 
 def to_json(plan: Plan, model: str, shown: str, opts: Options,
-            found: Launches) -> dict[str, object]:
+            found: Launches, release: str | None = None) -> dict[str, object]:
     from tpcheck.report.plan_text import plan_release
 
     first = plan.layouts[0].evaluation if plan.layouts else None
@@ -139,7 +139,7 @@ def to_json(plan: Plan, model: str, shown: str, opts: Options,
     return {
         "model": model, "source": shown, "gpu": opts.gpu.key if opts.gpu else None,
         "gpus": plan.gpus, "goal": plan.goal, "engine": opts.engine,
-        "engine_version": plan_release(opts),
+        "engine_version": plan_release(opts, release),
         "context": None if first is None else first.context.result,
         "layouts": [layout_json(r) for r in plan.layouts],
         "recommended": rec,
@@ -196,7 +196,7 @@ def _is_value(cur: str, word: str) -> bool:
 
 
 def _header(plan: Plan, model: str, shown: str, opts: Options, width: int,
-            label: str | None) -> list[str]:
+            label: str | None, release: str | None) -> list[str]:
     from tpcheck.report.plan_text import plan_release
 
     first = plan.layouts[0].evaluation if plan.layouts else None
@@ -206,7 +206,8 @@ def _header(plan: Plan, model: str, shown: str, opts: Options, width: int,
     out = [f"{model}  ({shown})" + (f"  from {label}" if label else "")]
     nodes = -(-plan.gpus // node) if node else 0
     where = f" ({nodes} node{'s' if nodes > 1 else ''} of {node})" if node else ""
-    out += _wrap(f"{plan.gpus} × {gpu}{where}, {opts.engine} {plan_release(opts)}, {ctx}", width)
+    rel = plan_release(opts, release)
+    out += _wrap(f"{plan.gpus} × {gpu}{where}, {opts.engine} {rel}, {ctx}", width)
     out += _wrap(f"ranked for {plan.goal}: "
                  + ("decode tokens/s per GPU at the batch each replica's seats admit"
                     if plan.goal == "throughput" else "time per output token at batch 1")
@@ -217,8 +218,9 @@ def _header(plan: Plan, model: str, shown: str, opts: Options, width: int,
 
 
 def text(plan: Plan, model: str, shown: str, shape: ModelShape, opts: Options,
-         found: Launches, width: int = 100, label: str | None = None) -> str:
-    out = _header(plan, model, shown, opts, width, label)
+         found: Launches, width: int = 100, label: str | None = None,
+         release: str | None = None) -> str:
+    out = _header(plan, model, shown, opts, width, label, release)
     out.append("")
     out.append(_row([c for c, _ in COLUMNS]))
     serving = [r for r in plan.layouts if r.serves]
@@ -258,7 +260,15 @@ def _pick_line(goal: str, plan: Plan, r: Ranked) -> str:
            if goal == "throughput" and rate is not None else
            f"{lat.result * 1000:,.2f} ms per token at batch 1, {r.seats_total:,} seats"
            if lat is not None else f"{r.seats_total:,} seats")
-    return f"{goal}: {r.layout.label} — {fig} ({basis_label(r)}){_against(plan, r, goal)}"
+    basis = basis_label(r)
+    return (f"{goal}: {r.layout.label} — {fig}" + (f" ({basis})" if basis != "-" else "")
+            + _against(plan, r, goal))
+
+
+def _none_why(plan: Plan) -> str:
+    if any(r.serves for r in plan.layouts):
+        return "no step time without the GPU's HBM bandwidth (name it with --gpu)"
+    return f"no layout of {plan.gpus} GPUs serves a sequence"
 
 
 def _recommended_text(plan: Plan, found: Launches, width: int) -> list[str]:
@@ -267,7 +277,7 @@ def _recommended_text(plan: Plan, found: Launches, width: int) -> list[str]:
         r = plan.recommended.get(goal)
         out.append("")
         if r is None:
-            out += _wrap(f"{goal}: no layout of {plan.gpus} GPUs serves a sequence", width, "")
+            out += _wrap(f"{goal}: {_none_why(plan)}", width, "")
             continue
         out += _wrap(_pick_line(goal, plan, r), width, "", "  ")
         for engine, x in found.get(goal, {}).items():
@@ -287,13 +297,14 @@ def _md(s: str) -> str:
 
 
 def markdown(plan: Plan, model: str, shown: str, shape: ModelShape, opts: Options,
-             found: Launches, width: int = 100, label: str | None = None) -> str:
+             found: Launches, width: int = 100, label: str | None = None,
+             release: str | None = None) -> str:
     from tpcheck.report.plan_text import plan_release
 
     gpu = opts.gpu.key if opts.gpu else "the given memory"
     out = [f"### `tpcheck plan`: {_md(model)} on {plan.gpus} × {_md(gpu)}", "",
-           f"Config: {_md(shown)}; {_md(opts.engine)} {_md(plan_release(opts))}; ranked for "
-           f"{plan.goal}." + (f" Deployment: {_md(label)}." if label else ""), "",
+           f"Config: {_md(shown)}; {_md(opts.engine)} {_md(plan_release(opts, release))}; "
+           f"ranked for {plan.goal}." + (f" Deployment: {_md(label)}." if label else ""), "",
            "| " + " | ".join(c for c, _ in COLUMNS) + " |",
            "|" + "|".join("---:" if c not in ("layout", "basis") else "---"
                           for c, _ in COLUMNS) + "|"]
@@ -314,7 +325,7 @@ def _md_picks(plan: Plan, found: Launches) -> list[str]:
         r = plan.recommended.get(goal)
         out.append("")
         if r is None:
-            out.append(f"**{goal}**: no layout of {plan.gpus} GPUs serves a sequence")
+            out.append(f"**{goal}**: {_md(_none_why(plan))}")
             continue
         out.append(f"**{_md(_pick_line(goal, plan, r))}**")
         for engine, x in found.get(goal, {}).items():

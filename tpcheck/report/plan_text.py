@@ -57,9 +57,13 @@ def _comm(decode: Formula | None, prefill: Formula | None) -> str:
     return f"{_pct(decode)}/{_pct(prefill)}"
 
 
-def plan_release(opts: Options) -> str:
-    """The release plan's defaults and reserve assume, and where it came from (issue 19)."""
+def plan_release(opts: Options, said: str | None = None) -> str:
+    """The release plan's defaults and reserve assume, and where it came from (issue 19);
+    ``said``: a manifest's own words for it (its image tag)."""
     from tpcheck.engines.release import resolve as release_for
+
+    if said:
+        return said
 
     rel = release_for("sglang" if opts.engine == "sglang" else "vllm",
                       setting=opts.engine_version, setting_from="--engine-version")
@@ -82,6 +86,7 @@ class PlanView:
     width: int = 100
     markdown: bool = False
     title: str | None = None  # the deployment a manifest's plan is of
+    release: str | None = None  # the manifest's release and where it came from
 
 
 def _wrap(text: str, width: int, indent: str = "  ", sub: str = "    ") -> list[str]:
@@ -103,9 +108,9 @@ def _header(v: PlanView) -> list[str]:
         return out
     gpu = opts.gpu.key if opts.gpu else "-"
     util = "-" if first.utilization is None else f"{first.utilization.result:g}"
-    out += _wrap(f"engine={opts.engine} {plan_release(opts)} gpu={gpu} M={_gib(first.memory)} "
-                 f"GiB u={util} context c={first.context.result:,} "
-                 f"({first.context.expression})", v.width)
+    rel = plan_release(opts, v.release)
+    out += _wrap(f"engine={opts.engine} {rel} gpu={gpu} M={_gib(first.memory)} GiB u={util} "
+                 f"context c={first.context.result:,} ({first.context.expression})", v.width)
     for k, val in first.defaults.items():
         if k != "gpu_memory_utilization":
             out += _wrap(f"default {k} = {val}", v.width)
@@ -325,7 +330,7 @@ def render_markdown(v: PlanView) -> str:
     pre = list(v.prefill) if v.prefill else [None] * len(v.rows)
     gpu = v.opts.gpu.key if v.opts.gpu else "-"
     out = [f"### `tpcheck plan`: {_md(v.model)} on {_md(gpu)}", "",
-           f"Config: {_md(v.where)}; {_md(v.opts.engine)} {_md(plan_release(v.opts))}"
+           f"Config: {_md(v.where)}; {_md(v.opts.engine)} {_md(plan_release(v.opts, v.release))}"
            + (f"; context c = {v.rows[0].context.result:,}" if v.rows else "")
            + (f"; deployment {_md(v.title)}" if v.title else ""), "",
            "| " + " | ".join(n for n, _ in cols) + " | note |",
