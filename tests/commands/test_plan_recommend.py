@@ -216,3 +216,25 @@ def test_markdown_for_the_sweep_and_the_recommendation() -> None:
     assert "**throughput: 2 × TP 8" in p.stdout
     assert ("```sh\nvllm serve Qwen/Qwen3-32B --tensor-parallel-size 8 --max-model-len 32768\n"
             "```") in p.stdout
+
+
+def test_an_older_release_gets_its_own_spelling(tmp_path: Path) -> None:
+    """A pinned release's command line passes that release's option table (the lint pinned to
+    it by ``engine-version``): SGLang 0.4.10.post2 predates ``sglang serve``."""
+    cases = [("vllm", "0.9.2"), ("sglang", "0.4.10.post2")]
+    for engine, version in cases:
+        doc = plan_json("deepseek-ai/DeepSeek-V3", "--gpu", "h200", "--gpus", "16", "--engine",
+                        engine, "--engine-version", version)
+        lines = [doc["recommended"][g]["commands"][engine]["line"]
+                 for g in ("throughput", "latency")]
+        assert all(lines), doc["recommended"]
+        if engine == "sglang":
+            assert all(ln.startswith("python -m sglang.launch_server ") for ln in lines)
+        folder = tmp_path / engine
+        folder.mkdir()
+        (folder / ".tpcheck.toml").write_text(f'engine-version = "{version}"\n')
+        (folder / "launch.sh").write_text("".join(f"{ln}\n" for ln in lines))
+        p = tpcheck("--offline", "--select", OPTION_RULES, "--format", "json", "launch.sh",
+                    cwd=folder)
+        assert p.returncode == 0, (engine, lines, p.stdout, p.stderr)
+        assert json.loads(p.stdout)["findings"] == []

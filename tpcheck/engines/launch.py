@@ -15,7 +15,7 @@ Facts the forms rest on (the releases' own source, /work/shared/engines notes):
 
 from __future__ import annotations
 
-from tpcheck.engines.flags import option_strings
+from tpcheck.engines.flags import nearest_release, option_strings
 from tpcheck.record import record
 
 HEAD = "HEAD_IP"  # the first node's address: the user's to fill in
@@ -70,9 +70,30 @@ def _per_node(per_replica: int, dp: int, node: int | None) -> tuple[int, int]:
     return each, -(-dp // each)
 
 
+def _known(engine: str, version: str | None) -> frozenset[str]:
+    """The option strings of ``version`` (or of the nearest release read; None: the newest)."""
+    return option_strings(engine, nearest_release(engine, version)[0] if version else None)
+
+
+def _missing(engine: str, version: str | None, argv: list[str]) -> Launch | None:
+    """A launch the release cannot spell: an option its table lacks (an older release)."""
+    known = _known(engine, version)
+    gone = [a for a in argv if a.startswith("--") and a not in known]
+    if not gone:
+        return None
+    name = "vLLM" if engine == "vllm" else "SGLang"
+    return Launch(engine, (), "", f"{name} {version or ''} has no {', '.join(gone)}: this "
+                  "layout needs a newer release".replace("  ", " "))
+
+
 def vllm(spec: Spec, tp: int, pp: int, dp: int, ep: bool, node: int | None,
          version: str | None = None) -> Launch:
-    known = option_strings("vllm", version)
+    out = _vllm(spec, tp, pp, dp, ep, node, _known("vllm", version))
+    return (_missing("vllm", version, list(out.argv)) or out) if out.argv else out
+
+
+def _vllm(spec: Spec, tp: int, pp: int, dp: int, ep: bool, node: int | None,
+          known: frozenset[str]) -> Launch:
     argv = ["vllm", "serve", spec.model, "--tensor-parallel-size", str(tp)]
     if pp > 1:
         argv += ["--pipeline-parallel-size", str(pp)]
@@ -83,8 +104,8 @@ def vllm(spec: Spec, tp: int, pp: int, dp: int, ep: bool, node: int | None,
     if span:
         nodes = -(-tp * pp // node)  # type: ignore[operator]
         if "--nnodes" not in known:
-            return Launch("vllm", (), "", f"vLLM {version or ''} has no --nnodes: a replica of "
-                          f"{tp * pp} GPUs needs a Ray cluster".replace("  ", " "))
+            return Launch("vllm", (), "", f"this vLLM has no --nnodes: a replica of "
+                          f"{tp * pp} GPUs needs a Ray cluster")
         argv += ["--nnodes", str(nodes), "--node-rank", "0", "--master-addr", HEAD]
         rep = f"one per replica, {dp} replicas: " if dp > 1 else ""
         return Launch("vllm", tuple(argv), f"{rep}on node 0 of {nodes}; on node k add "
@@ -96,6 +117,11 @@ def vllm(spec: Spec, tp: int, pp: int, dp: int, ep: bool, node: int | None,
                  str(VLLM_DP_RPC_PORT)]
         return Launch("vllm", tuple(argv), f"on node 0 of {nodes}; on node k add --headless "
                       f"--data-parallel-start-rank k·{each}")
+    if (each > 1 or (spec.moe and dp > 1)) and "--data-parallel-size" not in known \
+            and not spec.moe:
+        return Launch("vllm", tuple(argv), f"{dp} launches ({each} per node), each on its own "
+                      "GPUs (CUDA_VISIBLE_DEVICES) and --port: this release has no "
+                      "--data-parallel-size")
     if each > 1 or (spec.moe and dp > 1):
         argv += ["--data-parallel-size", str(each)]
     return Launch("vllm", tuple(argv), f"on each of {nodes} nodes" if nodes > 1 else
@@ -104,7 +130,13 @@ def vllm(spec: Spec, tp: int, pp: int, dp: int, ep: bool, node: int | None,
 
 def sglang(spec: Spec, tp: int, pp: int, dp: int, ep: bool, attn_dp: int, node: int | None,
            version: str | None = None) -> Launch:
-    known = option_strings("sglang", version)
+    out = _sglang(spec, tp, pp, dp, ep, attn_dp, node, version)
+    return (_missing("sglang", version, list(out.argv)) or out) if out.argv else out
+
+
+def _sglang(spec: Spec, tp: int, pp: int, dp: int, ep: bool, attn_dp: int, node: int | None,
+            version: str | None) -> Launch:
+    known = _known("sglang", version)
     serve = ["sglang", "serve"] if version is None or _at_least(version, (0, 5, 10)) else \
         ["python", "-m", "sglang.launch_server"]
     argv = [*serve, "--model-path", spec.model, "--tp-size", str(tp)]

@@ -49,6 +49,8 @@ class Layout:
     dp: int = 1
     ep: bool = False
     attn_dp: int = 1
+    # vLLM's DP ranks of a MoE model are one engine: the MoE layers span all t·p·dp GPUs
+    coupled: bool = False
 
     @property
     def gpus(self) -> int:
@@ -56,13 +58,16 @@ class Layout:
 
     @property
     def per_replica(self) -> int:
-        return self.tp * self.pp
+        """GPUs that fail, start and scale together: a replica, or every coupled DP rank."""
+        return self.gpus if self.coupled else self.tp * self.pp
 
     @property
     def label(self) -> str:
         core = f"TP {self.tp}" + (f" × PP {self.pp}" if self.pp > 1 else "")
         extra = (" EP" if self.ep else "") + (f" attn-DP {self.attn_dp}" if self.attn_dp > 1
                                               else "")
+        if self.coupled:
+            return f"{core} × DP {self.dp}{extra}"
         return (f"{self.dp} × {core}" if self.dp > 1 else core) + extra
 
 
@@ -127,7 +132,7 @@ def layouts(shape: ModelShape, gpus: int, engine: str, *,
             group = t * r if engine == "vllm" else t  # the MoE layers' width (EP over it)
             for ep in ((False, True) if moe and group > 1 else (False,)):
                 for a in (divisors(t) if attn else [1]):
-                    yield Layout(t, p, r, ep, a)
+                    yield Layout(t, p, r, ep, a, coupled=moe and engine == "vllm" and r > 1)
 
 
 def _nodes(gpus: int, per_node: int | None) -> int:
@@ -144,7 +149,7 @@ def stage_send(shape: ModelShape, opts: Options, lay: Layout, batch: int) -> For
     per_node = opts.gpus_per_node or (gpu.nvlink_domain if gpu is not None else None)
     b = kv.dtype_bytes(kv.activation_dtype(shape.dtype, opts.dtype))
     size = batch * shape.hidden * b
-    across = per_node is not None and lay.per_replica > per_node
+    across = per_node is not None and lay.tp * lay.pp > per_node
     net = find_link(NETWORK_LINK) if across else None
     if net is not None:
         bw, alpha, src = net.bandwidth, net.alpha, f"{net.name} ({net.source}; assumed)"
@@ -181,7 +186,7 @@ def _score(shape: ModelShape, opts: Options, lay: Layout, ev: Evaluation,
                        at.step.source, (at.step,) + ((send_b,) if send_b else ()))
     rate = Formula("tokens_per_s_per_gpu", "(b/p) / T_interval / (t·p)",
                    {"b": batch, "p": lay.pp, "T_interval": interval.result, "t": lay.tp},
-                   micro * ranks / interval.result / lay.per_replica, "tokens/s",
+                   micro * ranks / interval.result / (lay.tp * lay.pp), "tokens/s",
                    PP_BATCHES if lay.pp > 1 else at.step.source, (interval,))
     one = ev.step.result + (send_1.result if send_1 else 0.0)
     lat = Formula("token_latency", "p·(T_stage(1) + T_send)",

@@ -72,12 +72,16 @@ def launches(plan: Plan, model: str, shape: ModelShape, opts: Options) -> Launch
         out[goal] = {}
         for engine in ("vllm", "sglang"):
             version = opts.engine_version if engine == opts.engine else None
-            tp, dp, ep = lay.tp, lay.dp, lay.ep
+            tp, dp, ep, attn = lay.tp, lay.dp, lay.ep, lay.attn_dp
             if engine == "vllm" and lay.attn_dp > 1:
                 # vLLM's attention DP: DP ranks of t / attn_dp, the experts over all (EP)
-                tp, dp, ep = lay.tp // lay.attn_dp, lay.dp * lay.attn_dp, True
+                tp, dp, ep, attn = lay.tp // lay.attn_dp, lay.dp * lay.attn_dp, True, 1
+            elif engine == "sglang" and opts.engine == "vllm" and shape.moe and lay.dp > 1:
+                # vLLM's DP ranks of a MoE model share its experts: in SGLang that is attention
+                # DP inside one TP group of t·dp (its replicas would each hold every expert)
+                tp, dp, attn = lay.tp * lay.dp, 1, lay.dp
             bad = refusals(shape, tp, engine=engine, dp=dp, expert_parallel=ep,
-                           attn_dp=lay.attn_dp if engine == "sglang" else 1)
+                           attn_dp=attn if engine == "sglang" else 1)
             spec = _spec(model, shape, opts, engine, ctx)
             if bad:
                 out[goal][engine] = launchers.Launch(
@@ -85,8 +89,8 @@ def launches(plan: Plan, model: str, shape: ModelShape, opts: Options) -> Launch
             elif engine == "vllm":
                 out[goal][engine] = launchers.vllm(spec, tp, lay.pp, dp, ep, node, version)
             else:
-                out[goal][engine] = launchers.sglang(spec, lay.tp, lay.pp, lay.dp, lay.ep,
-                                                     lay.attn_dp, node, version)
+                out[goal][engine] = launchers.sglang(spec, tp, lay.pp, dp, ep, attn, node,
+                                                     version)
     return out
 
 
@@ -108,6 +112,7 @@ def layout_json(r: Ranked) -> dict[str, object]:
     return {
         "label": lay.label, "tp": lay.tp, "pp": lay.pp, "dp": lay.dp,
         "expert_parallel": lay.ep, "attn_dp": lay.attn_dp, "gpus": lay.gpus,
+        "dp_shares_experts": lay.coupled,
         "nodes_per_replica": r.nodes_per_replica, "serves": r.serves,
         "refused": None if r.serves else {
             "kind": r.refused_kind, "reason": reason(r),
