@@ -1,4 +1,5 @@
-"""``plan`` sweep compute: every t from 1 to 64 for a few catalog models on an H100.
+"""``plan`` sweep compute: every t from 1 to 64 for a few catalog models on an H100, and the
+``plan --gpus N`` ranking (every TP × PP × DP layout of 16 and 64 GPUs, both engines).
 
 Issue 8 target: under 50 ms of compute for a 64-value TP range. Times the sweep function
 (``tpcheck.physics.plan.sweep``) in process, model already parsed — the compute, not the
@@ -19,6 +20,7 @@ from tpcheck.hardware.gpus import find_gpu
 from tpcheck.models.catalog import find
 from tpcheck.models.config import load_shape
 from tpcheck.physics.plan import Options, sweep
+from tpcheck.physics.recommend import recommend
 
 MODELS = ("meta-llama/Llama-3.1-70B", "Qwen/Qwen3-32B", "Qwen/Qwen3-235B-A22B",
           "deepseek-ai/DeepSeek-V3")
@@ -45,6 +47,16 @@ def main() -> int:
             times.append(time.perf_counter() - t0)
         assert len(rows) == 64
         print(f"{model:28s} median {ms(med(times))}  (target < 50 ms)")
+        for engine in ("vllm", "sglang"):
+            for gpus in (16, 64):
+                o = Options(gpu=find_gpu("h100-sxm"), engine=engine)
+                times = []
+                for _ in range(max(1, a.runs // 4)):
+                    t0 = time.perf_counter()
+                    plan = recommend(shape, o, gpus)
+                    times.append(time.perf_counter() - t0)
+                print(f"  --gpus {gpus:<3} {engine:6s} {len(plan.layouts):4d} layouts  "
+                      f"median {ms(med(times))}")
     return 0
 
 
