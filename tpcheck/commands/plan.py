@@ -212,9 +212,9 @@ def _options(args: base.Args, gpu: GPU | None, base_opts: Options | None = None)
 
 
 def run(args: base.Args) -> int:
-    from tpcheck.commands.plan_manifest import is_manifest, manifest_plans
+    if _is_manifest(args.model):
+        from tpcheck.commands.plan_manifest import manifest_plans
 
-    if is_manifest(args.model):
         code = 0
         for item in manifest_plans(args.model, args, _gpu(args.gpu_name)):
             opts = _options(args, _gpu(args.gpu_name), item.options)
@@ -224,6 +224,13 @@ def run(args: base.Args) -> int:
     shape, where = load_model(args.model, args)
     opts = _options(args, _gpu(args.gpu_name))
     return _plan(args, args.model, shape, where, opts, args.gpus, None, None)
+
+
+def _is_manifest(model: str) -> bool:
+    """A file that is not a config.json (a folder or a .json file stays a model reference)."""
+    import os
+
+    return os.path.isfile(model) and not model.lower().endswith(".json")
 
 
 def load_model(model: str, args: base.Args) -> tuple[ModelShape, str]:
@@ -248,7 +255,7 @@ def _plan(args: base.Args, model: str, shape: ModelShape, where: str, opts: Opti
     use = _link_use(args.link, opts.gpu, args.alpha)
     prefill = _prefill(shape, rows, opts, use)
     if args.fmt == "json":
-        from tpcheck.report.plan_text import plan_release
+        from tpcheck.report.plan_words import plan_release
 
         doc = {
             "model": model,
@@ -355,7 +362,7 @@ def _row(r: Evaluation, pre: Formula | None, release: str = "", dp: int = 1,
     """DESIGN.md's row keys unchanged, plus the prefill chunk's all-reduce share and, with
     replicas, the GPUs and seats of all of them."""
     from tpcheck.checks.registry import REFUSAL_CODES
-    from tpcheck.report.plan_rank import rule_name
+    from tpcheck.report.plan_words import rule_name
 
     row = r.to_row()
     # the physics names what does not divide; the rule that reports it gives the code

@@ -7,8 +7,6 @@ manifest says); flags given on the command line go on top.
 
 from __future__ import annotations
 
-import os
-
 from tpcheck.errors import CommandError, UsageError
 from tpcheck.record import record
 
@@ -34,11 +32,6 @@ class ManifestPlan:
     label: str  # "deploy/qwen.yaml:12 (vllm)": which deployment this plan is of
     release: str  # "0.33.0 (from the image tag v0.33.0)"
     layout: str  # the deployment's own layout, "TP 16"
-
-
-def is_manifest(model: str) -> bool:
-    """A file that is not a config.json (a folder or a .json file stays a model reference)."""
-    return os.path.isfile(model) and not model.lower().endswith(".json")
 
 
 def manifest_plans(path: str, args: base.Args, gpu: GPU | None) -> Iterator[ManifestPlan]:

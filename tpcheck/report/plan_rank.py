@@ -10,31 +10,11 @@ from tpcheck.engines import launch as launchers
 from tpcheck.formula import Formula
 from tpcheck.models.shape import ModelShape
 from tpcheck.oneline import one_line
-from tpcheck.physics.legality import Refusal
 from tpcheck.physics.plan import Options
 from tpcheck.physics.recommend import GOALS, SEEDS, TIE_FLOOR, Plan, Ranked, basis_label
+from tpcheck.report.plan_words import plan_release, refusal_labels, rule_name
 
 Launches = dict[str, dict[str, launchers.Launch]]  # goal -> engine -> launch
-
-
-def rule_name(code: str) -> str:
-    from tpcheck.checks.registry import RULES
-
-    return next((r.name for r in RULES if r.code == code), "")
-
-
-def refusal_labels(refusals: Sequence[Refusal]) -> list[str]:
-    """Each rule once, by code and name, with the first check it made ("TP103 ffn-not-divisible
-    (fp8_block: ...)"), in the order the engine checks them."""
-    from tpcheck.checks.registry import REFUSAL_CODES
-
-    out: dict[str, str] = {}
-    for x in refusals:
-        code = REFUSAL_CODES[x.kind]
-        if code not in out:
-            f = x.formula
-            out[code] = f"{code} {rule_name(code)}: {x.check} ({f.expression} = {f.result:g})"
-    return list(out.values())
 
 
 def reason(r: Ranked) -> str:
@@ -130,8 +110,6 @@ def layout_json(r: Ranked) -> dict[str, object]:
 
 def to_json(plan: Plan, model: str, shown: str, opts: Options,
             found: Launches, release: str | None = None) -> dict[str, object]:
-    from tpcheck.report.plan_text import plan_release
-
     first = plan.layouts[0].evaluation if plan.layouts else None
     rec: dict[str, object] = {}
     for goal in GOALS:
@@ -202,8 +180,6 @@ def _is_value(cur: str, word: str) -> bool:
 
 def _header(plan: Plan, model: str, shown: str, opts: Options, width: int,
             label: str | None, release: str | None) -> list[str]:
-    from tpcheck.report.plan_text import plan_release
-
     first = plan.layouts[0].evaluation if plan.layouts else None
     gpu = opts.gpu.key if opts.gpu else "the given memory"
     node = opts.gpus_per_node or (opts.gpu.nvlink_domain if opts.gpu is not None else None)
@@ -304,8 +280,6 @@ def _md(s: str) -> str:
 def markdown(plan: Plan, model: str, shown: str, shape: ModelShape, opts: Options,
              found: Launches, width: int = 100, label: str | None = None,
              release: str | None = None) -> str:
-    from tpcheck.report.plan_text import plan_release
-
     gpu = opts.gpu.key if opts.gpu else "the given memory"
     out = [f"### `tpcheck plan`: {_md(model)} on {plan.gpus} × {_md(gpu)}", "",
            f"Config: {_md(shown)}; {_md(opts.engine)} {_md(plan_release(opts, release))}; "

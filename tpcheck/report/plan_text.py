@@ -11,6 +11,9 @@ from tpcheck.oneline import one_line
 from tpcheck.physics import step as stepmodel
 from tpcheck.physics.plan import Evaluation, Options
 from tpcheck.record import record
+from tpcheck.report.plan_words import plan_release, refusal_labels
+
+__all__ = ["PlanView", "plan_release", "render_plan"]
 
 BAR = 24
 
@@ -55,20 +58,6 @@ def _prefill_ms(r: Evaluation) -> str:
 
 def _comm(decode: Formula | None, prefill: Formula | None) -> str:
     return f"{_pct(decode)}/{_pct(prefill)}"
-
-
-def plan_release(opts: Options, said: str | None = None) -> str:
-    """The release plan's defaults and reserve assume, and where it came from (issue 19);
-    ``said``: a manifest's own words for it (its image tag)."""
-    from tpcheck.engines.release import resolve as release_for
-
-    if said:
-        return said
-
-    rel = release_for("sglang" if opts.engine == "sglang" else "vllm",
-                      setting=opts.engine_version, setting_from="--engine-version")
-    src = rel.source if rel.pinned else "newest known: pass --engine-version to be exact"
-    return f"{rel.version} ({src})"
 
 
 @record
@@ -174,8 +163,6 @@ def _status(r: Evaluation) -> str:
 
 def refusal_names(r: Evaluation) -> str:
     """Each rule once, by code and name: ``TP103 ffn-not-divisible``."""
-    from tpcheck.report.plan_rank import refusal_labels
-
     return "; ".join(refusal_labels(r.refusals))
 
 
