@@ -222,7 +222,7 @@ def test_clicks_deferred_features_still_work() -> None:
 LAYERS: dict[str, int] = {
     "tpcheck.cli": 7, "tpcheck.__main__": 7, "tpcheck.commands": 7,
     "tpcheck.report": 6, "tpcheck.lsp": 6,
-    "tpcheck.lint": 5,
+    "tpcheck.lint": 5, "tpcheck.diff": 5,
     "tpcheck.checks": 4, "tpcheck.result": 4,
     "tpcheck.physics": 3,
     "tpcheck.models": 2, "tpcheck.sources": 2, "tpcheck.settings": 2,

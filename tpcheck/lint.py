@@ -250,6 +250,15 @@ class Linter:
             return self.gpu_setting, "[tool.tpcheck] gpu"
         return None, ""
 
+    def context_for(self, d: Deployment) -> CheckContext:
+        """What the rules see for ``d`` (model shape, GPU, settings, this run's evaluations):
+        for a caller that wants the same figures as the rules (``tpcheck diff``)."""
+        shape, problem, source = self.shape_for(d)
+        gpu, origin = self.gpu_for(d)
+        return CheckContext(d, shape=shape, settings=self.settings, gpu=gpu, gpu_origin=origin,
+                            model_problem=problem, model_source=source, topology=self.topology,
+                            evaluations=self._evaluations)
+
     # ---- one file ---------------------------------------------------------------------------
     def lint_read(self, rr: ReadResult, out: LintResult) -> None:
         if not rr.skipped:  # a FIFO or a file over the cap was never read: not "1 file read"

@@ -26,9 +26,12 @@ Exit 0: nothing at or above --fail-on; 1: findings; 2: usage or input error."""
 
 @click.command("check", cls=base.Command, help=DESCRIPTION)
 @base.paths_argument()
-@base.format_option("text", "json", "sarif", "github")
+@base.format_option("text", "json", "sarif", "github", "markdown")
 @base.option("--sarif-file", type=click.Path(dir_okay=False, path_type=Path), metavar="FILE",
              help="Also write SARIF 2.1.0 to FILE, from the same run (any --format).")
+@base.option("--summary-file", type=click.Path(dir_okay=False, path_type=Path), metavar="FILE",
+             help="Also append the markdown report to FILE, from the same run (a job summary: "
+                  "$GITHUB_STEP_SUMMARY).")
 @base.option("--sarif-category", metavar="ID",
              help="SARIF automationDetails.id (default: tpcheck/ plus the settings' folder).")
 @base.select_option
@@ -136,7 +139,28 @@ def run(args: base.Args) -> int:
     code = exit_code(result, settings.fail_on)
     if args.sarif_file is not None and not _write_sarif(args.sarif_file, result, fmt, **sarif):
         return 2
+    if args.summary_file is not None and not _append_summary(args.summary_file, result, fmt):
+        return 2
     return code
+
+
+def _append_summary(path: Path, result: LintResult, fmt: str) -> bool:
+    """The markdown report appended (GitHub gives each step one summary file, which earlier
+    writes may share); failing to write it fails the run, as a SARIF file does."""
+    from tpcheck.report import render
+
+    try:
+        with path.open("a", encoding="utf-8") as fh:
+            fh.write(render("markdown", result) + "\n")
+    except OSError as e:
+        line = f"tpcheck: cannot write the summary to {path}: {e.strerror or e}"
+        if fmt == "github":
+            from tpcheck.report.github import usage_annotation
+
+            sys.stdout.write(usage_annotation(line) + "\n")
+        sys.stderr.write(one_line(line) + "\n")
+        return False
+    return True
 
 
 def _write_sarif(path: Path, result: LintResult, fmt: str, **names: str | None) -> bool:

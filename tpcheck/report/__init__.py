@@ -1,4 +1,5 @@
-"""Output formats for findings: text (people), json, sarif, github (machines)."""
+"""Output formats for findings: text (people), json, sarif, github (machines), markdown (a pull
+request or a job summary)."""
 
 from __future__ import annotations
 
@@ -18,6 +19,10 @@ def render(fmt: str, result: LintResult, *, color: bool = False, statistics: boo
         from tpcheck.report.sarif import render_sarif
 
         return render_sarif(result, scope=scope, category=category)
+    if fmt == "markdown":
+        from tpcheck.report.markdown import render_markdown
+
+        return render_markdown(result)
     if fmt == "github":
         from tpcheck.report.github import render_github
 

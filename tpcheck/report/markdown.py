@@ -1,0 +1,68 @@
+"""``--format markdown``: the lint as a pull request or a job summary shows it — the counts by
+rule, then every finding with its headline (GitHub annotates at most 10 errors and 10 warnings
+per step; the summary is where the rest are read), then the files that could not be read.
+
+Text from the files (paths, headlines quoting values) is escaped, so a ``|`` or a ``<script>``
+in a manifest stays text in a table cell."""
+
+from __future__ import annotations
+
+from collections import Counter
+from pathlib import Path
+
+from tpcheck.oneline import one_line
+from tpcheck.report.paths import repository_path, source_root
+from tpcheck.result import LintResult
+
+# GitHub's job summary holds 1 MiB per step; past this many findings the list says how many more.
+MAX_ROWS = 1000
+# What can start markup inside a line (emphasis, code, links, HTML, entities, a cell's end).
+# Line-start markup (#, -, 1.) cannot occur: every line tpcheck writes starts with its own text.
+_SPECIAL = "\\`*_[]<>|~&"
+_SEVERITY_ORDER = {"error": 0, "warning": 1, "info": 2}
+
+
+def escape(text: str) -> str:
+    """The punctuation that could start markup backslash-escaped (CommonMark lets any ASCII
+    punctuation be), so text renders as itself; control characters as ``repr`` shows them."""
+    return "".join("\\" + c if c in _SPECIAL else c for c in one_line(text))
+
+
+def cell(text: str) -> str:
+    """``text`` for one table cell: escaped, on one line."""
+    return escape(text)
+
+
+def render_markdown(result: LintResult, root: Path | None = None) -> str:
+    base = source_root(Path.cwd()) if root is None else root
+    n = len(result.findings)
+    title = (f"{n} finding{'s' if n != 1 else ''} in {result.deployments} "
+             f"deployment{'s' if result.deployments != 1 else ''} ({result.files} "
+             f"file{'s' if result.files != 1 else ''} read")
+    title += f", {result.suppressed} suppressed)" if result.suppressed else ")"
+    out = [f"### tpcheck: {title}", ""]
+    if result.findings:
+        counts = Counter((f.code, f.name, f.severity.value) for f in result.findings)
+        out += ["| rule | name | severity | findings |", "|---|---|---|---:|"]
+        for (code, name, sev), k in sorted(counts.items(),
+                                           key=lambda x: (_SEVERITY_ORDER[x[0][2]], x[0][0])):
+            out.append(f"| {code} | {cell(name)} | {sev} | {k} |")
+        out += ["", "| where | rule | headline |", "|---|---|---|"]
+        for f in result.findings[:MAX_ROWS]:
+            s = f.span
+            where = f"{repository_path(s.path, base)}:{s.line}:{s.column}"
+            out.append(f"| {cell(where)} | {f.code} {f.severity.value} | {cell(f.message)} |")
+        if n > MAX_ROWS:
+            out.append(f"| … | | {n - MAX_ROWS} more: run tpcheck for the rest |")
+        out.append("")
+    if result.errors:
+        out += [f"**{len(result.errors)} input error{'s' if len(result.errors) != 1 else ''}** "
+                "(exit 2):", ""]
+        for e in result.errors:
+            where = f"{repository_path(e.path, base)}:{e.line}:{e.column}"
+            out.append(f"- {escape(where)}: {escape(e.message)}")
+        out.append("")
+    if not result.findings and not result.errors:
+        out.append("Nothing to report.")
+        out.append("")
+    return "\n".join(out)
