@@ -176,7 +176,7 @@ def render_diff_markdown(result: DiffResult) -> str:
     out = [f"### tpcheck diff against {escape(result.rev)} ({result.commit[:12]})", ""]
     if not result.files:
         out.append(f"No deployment changed ({result.compared} files compared).")
-        return "\n".join(out) + "\n"
+        return "\n".join(out + _markdown_errors(result)) + "\n"
     rows = [(label(f, d), sentence(d)) for f in result.files for d in f.deployments]
     if rows:
         out += ["| deployment | what the change does |", "|---|---|"]
@@ -192,7 +192,15 @@ def render_diff_markdown(result: DiffResult) -> str:
                        f"{x.code} {x.severity.value} | {cell(x.message)} |")
         out.append("")
     out.append(escape(_tally(result)) + ".")
-    return "\n".join(out) + "\n"
+    return "\n".join(out + _markdown_errors(result)) + "\n"
+
+
+def _markdown_errors(result: DiffResult) -> list[str]:
+    if not result.errors:
+        return []
+    n = len(result.errors)
+    return ["", f"**{n} input error{'s' if n != 1 else ''}** (exit 2):", "",
+            *(f"- {escape(str(e))}" for e in result.errors)]
 
 
 def render_diff(fmt: str, result: DiffResult) -> str:

@@ -18,7 +18,7 @@ from tpcheck.result import LintResult
 MAX_ROWS = 1000
 # What can start markup inside a line (emphasis, code, links, HTML, entities, a cell's end).
 # Line-start markup (#, -, 1.) cannot occur: every line tpcheck writes starts with its own text.
-_SPECIAL = "\\`*_[]<>|~&"
+_SPECIAL = "\\`*_[]<|~&"
 _SEVERITY_ORDER = {"error": 0, "warning": 1, "info": 2}
 
 
