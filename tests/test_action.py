@@ -87,12 +87,16 @@ def _runs(action: dict[str, Any], inputs: dict[str, str],
     return steps
 
 
-def _execute(step: dict[str, Any], workspace: Path) -> subprocess.CompletedProcess[str]:
+def _execute(step: dict[str, Any], workspace: Path,
+             runner: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
+    """``runner``: more of the variables a runner sets (GITHUB_STEP_SUMMARY, the event)."""
     script = workspace.parent / "step.sh"
     script.write_text(step["run"], encoding="utf-8")
-    env = {**os.environ, **step["env"], "GITHUB_ACTION_PATH": str(REPO),
-           "GITHUB_WORKSPACE": str(workspace), "GITHUB_OUTPUT": str(workspace.parent / "out"),
-           "HF_HUB_OFFLINE": "1", "NO_COLOR": "1"}
+    env = {k: v for k, v in os.environ.items()
+           if not k.startswith(("GITHUB_", "GIT_", "TPCHECK"))}
+    env.update({**step["env"], "GITHUB_ACTION_PATH": str(REPO),
+                "GITHUB_WORKSPACE": str(workspace), "GITHUB_OUTPUT": str(workspace.parent / "out"),
+                "HF_HUB_OFFLINE": "1", "NO_COLOR": "1", **(runner or {})})
     # How GitHub runs `shell: bash` steps.
     return subprocess.run(["bash", "--noprofile", "--norc", "-eo", "pipefail", str(script)],
                           cwd=workspace, env=env, capture_output=True, text=True, timeout=600)
@@ -314,3 +318,127 @@ def test_the_default_path_annotates_repository_relative_names(tmp_path: Path) ->
             for r in sarif["runs"][0]["results"]}
     assert uris == files  # one name for the file in both outputs of the run
     assert (ws.parent / "out").read_text(encoding="utf-8") == "exit-code=1\n"
+
+
+# ---- the job summary (GITHUB_STEP_SUMMARY) and, on pull requests, the diff --------------------
+
+GIT_ID = {"GIT_AUTHOR_NAME": "t", "GIT_AUTHOR_EMAIL": "t@example.com",
+          "GIT_COMMITTER_NAME": "t", "GIT_COMMITTER_EMAIL": "t@example.com",
+          "GIT_CONFIG_NOSYSTEM": "1"}
+QWEN_TP8 = (REPO / "fixtures" / "lint" / "qwen3-32b-tp8.yaml").read_text(encoding="utf-8")
+QWEN_TP16 = (REPO / "fixtures" / "lint" / "qwen3-32b-tp16.yaml").read_text(encoding="utf-8")
+
+
+def _git(cwd: Path, *args: str) -> str:
+    env = {k: v for k, v in os.environ.items() if not k.startswith("GIT_")}
+    return subprocess.run(["git", *args], cwd=cwd, env={**env, **GIT_ID}, check=True,
+                          capture_output=True, text=True).stdout.strip()
+
+
+def _summary_run(tmp_path: Path, given: dict[str, str], event: str,
+                 prepare: Any) -> tuple[subprocess.CompletedProcess[str], str]:
+    """The lint step run as a runner runs it for ``event``, in a workspace ``prepare`` fills;
+    returns the step and what it wrote to the job summary (a file the runner had created)."""
+    step, ws = _stub_step(tmp_path, given)
+    prepare(ws)
+    summary = ws.parent / "step_summary.md"
+    summary.write_text("", encoding="utf-8")
+    runner = {"GITHUB_STEP_SUMMARY": str(summary), "GITHUB_EVENT_NAME": event}
+    if event == "pull_request":
+        runner["GITHUB_BASE_REF"] = "main"
+    proc = _execute(step, ws, runner)
+    return proc, summary.read_text(encoding="utf-8")
+
+
+def test_the_summary_lists_every_finding_past_the_annotation_cap(tmp_path: Path) -> None:
+    def prepare(ws: Path) -> None:
+        for i in range(12):
+            (ws / f"llama{i:02}.yaml").write_text(LLAMA_TP6, encoding="utf-8")
+
+    proc, summary = _summary_run(tmp_path, {"args": "--gpu h100-sxm"}, "push", prepare)
+    assert proc.returncode == 1, proc.stderr
+    # t = 6 divides none of h = 64, h_kv = 8, f = 28,672: TP101-TP103 in each of 12 files, 36
+    # errors; GitHub shows 10 of them as annotations, the summary all 36.
+    assert len(proc.stdout.splitlines()) == 36
+    rows = [ln for ln in summary.splitlines() if ln.startswith("| llama")]
+    assert len(rows) == 36
+    direct = _direct(proc_ws := tmp_path / "runner temp" / "ws", "--gpu", "h100-sxm",
+                     "--format", "markdown", ".")
+    assert summary == direct.stdout + "\n", proc_ws  # the same report; a push has no diff
+    assert "tpcheck diff" not in summary
+
+
+def _base_and_change(ws: Path) -> None:
+    (ws / "deploy").mkdir()
+    (ws / "deploy" / "qwen.yaml").write_text(QWEN_TP8, encoding="utf-8")
+    (ws / "deploy" / "same.yaml").write_text(QWEN_TP8, encoding="utf-8")
+    _git(ws, "init", "-q", "-b", "main")
+    _git(ws, "add", ".")
+    _git(ws, "commit", "-qm", "TP 8")
+
+
+def test_a_pull_request_summary_has_the_diff_against_the_merge_base(tmp_path: Path) -> None:
+    """actions/checkout's merge commit, parents present (fetch-depth: 0): HEAD^1 is the base."""
+    def prepare(ws: Path) -> None:
+        _base_and_change(ws)
+        _git(ws, "checkout", "-qb", "pr")
+        (ws / "deploy" / "qwen.yaml").write_text(QWEN_TP16, encoding="utf-8")
+        _git(ws, "commit", "-qam", "TP 16")
+        _git(ws, "checkout", "-q", "--detach", "main")
+        _git(ws, "merge", "-q", "--no-ff", "-m", "merge", "pr")
+
+    proc, summary = _summary_run(tmp_path, {"args": "--fail-on error --statistics -q"},
+                                 "pull_request", prepare)
+    assert proc.returncode == 1, proc.stderr  # TP402 is an error: --fail-on error still fails
+    lint, _, diff = summary.partition("### tpcheck diff against ")
+    assert lint.startswith("### tpcheck: 2 findings in 2 deployments (2 files read)")
+    rows = [ln for ln in diff.splitlines() if ln.startswith("| deploy/")]
+    # the plan's 61 seats at TP 8 and 65 at TP 16 for Qwen3-32B on H100 at c = 32,768 (see
+    # tests/test_diff.py, which derives them); same.yaml did not change: no row
+    assert len(rows) == 1 and rows[0].startswith(
+        "| deploy/qwen.yaml | TP 8 → 16: seats 61 → 65 (1.07×) for 2× the GPUs (8 → 16)"), diff
+    assert (tmp_path / "runner temp" / "out").read_text(encoding="utf-8") == "exit-code=1\n"
+
+
+def test_a_shallow_pull_request_checkout_fetches_the_base(tmp_path: Path) -> None:
+    """The default checkout: the merge commit alone (depth 1), as actions/checkout fetches
+    refs/pull/N/merge; no parent to diff against, so the step fetches the base."""
+    origin = tmp_path / "origin"
+    origin.mkdir()
+    _base_and_change(origin)
+    _git(origin, "checkout", "-qb", "pr")
+    (origin / "deploy" / "qwen.yaml").write_text(QWEN_TP16, encoding="utf-8")
+    _git(origin, "commit", "-qam", "TP 16")
+    _git(origin, "checkout", "-q", "--detach", "main")
+    _git(origin, "merge", "-q", "--no-ff", "-m", "merge", "pr")
+    _git(origin, "update-ref", "refs/pull/1/merge", "HEAD")
+
+    def prepare(ws: Path) -> None:
+        _git(ws, "init", "-q")
+        _git(ws, "remote", "add", "origin", origin.as_uri())
+        _git(ws, "fetch", "-q", "--no-tags", "--depth=1", "origin",
+             "+refs/pull/1/merge:refs/remotes/pull/1/merge")
+        _git(ws, "checkout", "-q", "--detach", "refs/remotes/pull/1/merge")
+        # the shallow case: the merge commit's parents are not here
+        assert _git(ws, "rev-list", "--count", "HEAD") == "1"
+
+    proc, summary = _summary_run(tmp_path, {"paths": "deploy", "args": "--gpu h100-sxm"},
+                                 "pull_request", prepare)
+    assert proc.returncode == 1, proc.stderr
+    assert "| deploy/qwen.yaml | TP 8 → 16: seats 61 → 65 (1.07×)" in summary, summary
+
+
+def test_a_base_that_cannot_be_fetched_is_a_warning_not_a_failure(tmp_path: Path) -> None:
+    def prepare(ws: Path) -> None:
+        _git(ws, "init", "-q")
+        (ws / "qwen.yaml").write_text(QWEN_TP8, encoding="utf-8")
+        _git(ws, "add", ".")
+        _git(ws, "commit", "-qm", "TP 8")  # no origin to fetch main from
+
+    proc, summary = _summary_run(tmp_path, {}, "pull_request", prepare)
+    assert proc.returncode == 0, proc.stderr  # TP 8 on 8 H100s: nothing to say
+    assert proc.stdout.splitlines() == [
+        "::warning title=tpcheck diff::the base branch main could not be fetched; the summary "
+        "has no diff"]
+    assert summary.startswith("### tpcheck: 0 findings in 1 deployment (1 file read)")
+    assert "tpcheck diff" not in summary

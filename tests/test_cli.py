@@ -82,8 +82,8 @@ def test_top_level_help_lists_every_command(capsys: pytest.CaptureFixture[str],
     lines = out.splitlines()
     listed = [ln.split()[0] for ln in lines[lines.index("Commands:") + 1:]
               if ln.startswith("  ") and not ln.startswith("   ")]
-    assert listed[:8] == ["check", "inspect", "plan", "rules", "explain", "lsp", "models",
-                          "allreduce"] == list(
+    assert listed[:9] == ["check", "inspect", "plan", "rules", "explain", "lsp", "models",
+                          "allreduce", "diff"] == list(
         COMMANDS)
     flat = " ".join(out.split())  # click wraps help to the terminal width
     for name, (_, summary) in COMMANDS.items():
@@ -109,7 +109,7 @@ def test_check_help_shows_options_defaults_ranges(capsys: pytest.CaptureFixture[
     assert out.startswith("Usage: tpcheck check [OPTIONS] PATHS...\n")
     assert "Lint vLLM / SGLang deployments in PATHS" in out
     assert "Exit 0: nothing at or above --fail-on; 1: findings; 2: usage or input error." in out
-    for opt in ("--format [text|json|sarif|github]", "--select CODES", "--ignore CODES",
+    for opt in ("--format [text|json|sarif|github|markdown]", "--select CODES", "--ignore CODES",
                 "--fail-on [error|warning|info]", "--gpu NAME", "--context TOKENS",
                 "--topology FILE", "--model-config PATH", "--offline", "--engine-version",
                 "--config FILE", "--stdin-filename NAME", "--report-unused-ignores",
@@ -322,7 +322,8 @@ def test_bad_format_subprocess() -> None:
     p = tpcheck_run("--format", "xml", QWEN_TP16)
     assert (p.returncode, p.stdout) == (2, "")
     assert one_usage_error(p.stderr, "check").replace("'", "") == (
-        "argument --format: invalid choice: xml (choose from text, json, sarif, github)")
+        "argument --format: invalid choice: xml (choose from text, json, sarif, github, "
+        "markdown)")
 
 
 def test_command_raised_usage_errors_keep_the_hint(capsys: pytest.CaptureFixture[str]) -> None:

@@ -49,10 +49,10 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "lsp": ("tpcheck.commands.lsp", "run the Language Server on stdin/stdout, for editors"),
     "models": ("tpcheck.commands.models", "pull the models the files name into .tpcheck/models "
                "(offline CI afterwards), or list them"),
-    "diff": ("tpcheck.commands.diff", "what a change does to each deployment's layout, seats "
-             "and speed (REV against the work tree)"),
     "allreduce": ("tpcheck.commands.allreduce", "expected all-reduce time and busbw per "
                   "message size on a topology (all_reduce_perf's table)"),
+    "diff": ("tpcheck.commands.diff", "what a change does to each deployment's layout, seats "
+             "and speed (REV against the work tree)"),
 }
 
 DEFAULT_COMMAND = "check"
@@ -66,8 +66,8 @@ Check vLLM and SGLang tensor-parallel layouts before anyone books a GPU.
   tpcheck plan MODEL --gpu   capacity table across tensor-parallel sizes
   tpcheck rules / explain    the rule codes and their documentation
   tpcheck models pull PATH   fetch every named model's config.json for offline runs
-  tpcheck diff [REV] [PATH]  what a change does to each deployment's layout and seats
   tpcheck allreduce --tp T   expected all-reduce time per size (all_reduce_perf's table)
+  tpcheck diff [REV] [PATH]  what a change does to each deployment's layout and seats
 """
 
 EPILOG = """\

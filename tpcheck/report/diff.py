@@ -121,7 +121,14 @@ def _tally(result: DiffResult) -> str:
     bits += [f"{new} new finding{'s' if new != 1 else ''}" for _ in [0] if new]
     bits += [f"{gone} resolved" for _ in [0] if gone]
     files = f"{result.compared} file{'s' if result.compared != 1 else ''} compared"
-    return f"{', '.join(bits)} against {result.rev} ({result.commit[:12]}); {files}"
+    return f"{', '.join(bits)} against {against(result)}; {files}"
+
+
+def against(result: DiffResult) -> str:
+    """``HEAD (1a2b3c4d5e6f)``; a revision given as its commit's hash is said once."""
+    short = result.commit[:12]
+    return short if result.commit.startswith(result.rev) and len(result.rev) >= 7 \
+        else f"{result.rev} ({short})"
 
 
 def render_diff_text(result: DiffResult) -> str:
@@ -135,8 +142,7 @@ def render_diff_text(result: DiffResult) -> str:
         out += [f"  - {_finding_line(x)}" for x in f.resolved]
     if not result.files:
         files = f"{result.compared} file{'s' if result.compared != 1 else ''} compared"
-        out.append(f"no deployment changed against {result.rev} ({result.commit[:12]}); "
-                   f"{files}")
+        out.append(f"no deployment changed against {against(result)}; {files}")
     else:
         out.append(_tally(result))
     return "\n".join(out) + "\n"
@@ -173,7 +179,7 @@ def render_diff_json(result: DiffResult) -> str:
 
 
 def render_diff_markdown(result: DiffResult) -> str:
-    out = [f"### tpcheck diff against {escape(result.rev)} ({result.commit[:12]})", ""]
+    out = [f"### tpcheck diff against {escape(against(result))}", ""]
     if not result.files:
         out.append(f"No deployment changed ({result.compared} files compared).")
         return "\n".join(out + _markdown_errors(result)) + "\n"
