@@ -198,3 +198,21 @@ def test_markdown_is_a_table_of_what_changed(repo: Path) -> None:
     row = next(ln for ln in lines if ln.startswith("| deploy/qwen.yaml |"))
     assert "TP 8 → 16: seats 61 → 65 (1.07×) for 2× the GPUs (8 → 16)" in row
     assert sum(ln.startswith("| new |") for ln in lines) == 2  # TP201 and TP402, as above
+
+
+def test_a_file_named_in_a_message_is_the_repositorys_at_both_sides(tmp_path: Path) -> None:
+    """A local model folder whose config.json is malformed: the problem names the file, which
+    at REV lies in the folder REV was laid out in. The same problem on both sides is no change."""
+    r = tmp_path / "local-model"
+    (r / "m").mkdir(parents=True)
+    git(r, "init", "-q")
+    (r / "m" / "config.json").write_text("{bad\n", encoding="utf-8")
+    (r / "run.sh").write_text("vllm serve ./m --tensor-parallel-size 8\n", encoding="utf-8")
+    git(r, "add", ".")
+    git(r, "commit", "-qm", "a local model")
+    assert as_json(r, "--offline")["files"] == []
+    (r / "run.sh").write_text("vllm serve ./m --tensor-parallel-size 4\n", encoding="utf-8")
+    (f,) = as_json(r, "--offline")["files"]
+    (dep,) = f["deployments"]
+    assert [c["field"] for c in dep["changes"]] == ["tp", "gpus"]
+    assert str(r) in dep["after"]["problem"] and dep["after"]["problem"] == dep["before"]["problem"]

@@ -247,10 +247,11 @@ def figures(linter: Linter, d: Deployment) -> Figures:
 
 
 def read_side(paths: Iterable[str], linter_for: Callable[[Path | None], Linter],
-              key_of: Callable[[str], str], settings_for: Callable[[str], Path | None]
-              ) -> tuple[dict[str, _Side], list[SourceError]]:
+              key_of: Callable[[str], str], settings_for: Callable[[str], Path | None],
+              moved: tuple[str, str] | None = None) -> tuple[dict[str, _Side], list[SourceError]]:
     """Each file under ``paths`` linted as ``tpcheck PATH`` would, with its deployments'
-    figures, keyed by ``key_of`` (its path in the repository)."""
+    figures, keyed by ``key_of`` (its path in the repository). ``moved``: (the folder REV was
+    laid out in, the repository's), so a headline naming a path names the repository's."""
     errors: list[SourceError] = []
     out: dict[str, _Side] = {}
     for p in iter_files(paths, errors):
@@ -267,10 +268,22 @@ def read_side(paths: Iterable[str], linter_for: Callable[[Path | None], Linter],
         linter.lint_read(rr, result)
         errors.extend(e for e in result.errors if e not in errors)
         key = key_of(p)
-        found = tuple(replace(f, span=replace(f.span, path=key_of(f.span.path)))
-                      for f in result.findings)
-        out[key] = _Side(tuple(figures(linter, d) for d in rr.deployments), found)
+        found = tuple(_relocated(f, key_of, moved) for f in result.findings)
+        figs = tuple(figures(linter, d) for d in rr.deployments)
+        if moved:  # a problem naming a file (a malformed config.json) names the repository's
+            figs = tuple(replace(x, problem=x.problem.replace(*moved)) if x.problem else x
+                         for x in figs)
+        out[key] = _Side(figs, found)
     return out, errors
+
+
+def _relocated(f: Finding, key_of: Callable[[str], str],
+               moved: tuple[str, str] | None) -> Finding:
+    """``f`` with its spans named from the repository's top folder."""
+    related = tuple((replace(sp, path=key_of(sp.path)), text) for sp, text in f.related)
+    message = f.message.replace(*moved) if moved else f.message
+    return replace(f, span=replace(f.span, path=key_of(f.span.path)), related=related,
+                   message=message)
 
 
 # ---- the comparison --------------------------------------------------------------------------
@@ -407,7 +420,7 @@ def diff(rev: str, paths: list[str], linter_for: Callable[[Path | None], Linter]
         now, now_errors = read_side([p for p in given if os.path.lexists(p)], linter_for,
                                     key_now, settings_file_for)
         then, then_errors = read_side([t for t in then_paths if os.path.lexists(t)],
-                                      linter_for, key_then, settings_then)
+                                      linter_for, key_then, settings_then, (root, top))
     finally:
         shutil.rmtree(scratch, ignore_errors=True)
     errors = [replace(e, path=key_now(e.path)) for e in now_errors]
