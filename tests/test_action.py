@@ -426,6 +426,7 @@ def test_a_shallow_pull_request_checkout_fetches_the_base(tmp_path: Path) -> Non
                                  "pull_request", prepare)
     assert proc.returncode == 1, proc.stderr
     assert "| deploy/qwen.yaml | TP 8 → 16: seats 61 → 65 (1.07×)" in summary, summary
+    assert "### tpcheck diff against origin/main (" in summary  # the fetch updated origin/main
 
 
 def test_a_base_that_cannot_be_fetched_is_a_warning_not_a_failure(tmp_path: Path) -> None:

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -216,3 +217,23 @@ def test_a_file_named_in_a_message_is_the_repositorys_at_both_sides(tmp_path: Pa
     (dep,) = f["deployments"]
     assert [c["field"] for c in dep["changes"]] == ["tp", "gpus"]
     assert str(r) in dep["after"]["problem"] and dep["after"]["problem"] == dep["before"]["problem"]
+
+
+def test_a_kustomize_patch_change_is_read_through_its_overlay(tmp_path: Path) -> None:
+    """Only the overlay's patch changes (TP 16 → 8); the overlay's kustomization, which the
+    deployment is read through, is the same file at both sides."""
+    r = tmp_path / "kustomize-repo"
+    shutil.copytree(REPO / "fixtures" / "kustomize", r / "k")
+    git(r, "init", "-q")
+    git(r, "add", ".")
+    git(r, "commit", "-qm", "TP 16")
+    patch = r / "k" / "overlays" / "h100" / "patch-tp.yaml"
+    patch.write_text(patch.read_text(encoding="utf-8").replace(
+        "--tensor-parallel-size=16", "--tensor-parallel-size=8"), encoding="utf-8")
+    (f,) = as_json(r, "--offline")["files"]
+    assert f["path"] == "k/overlays/h100/kustomization.yaml"
+    (dep,) = f["deployments"]
+    assert (dep["before"]["tp"], dep["after"]["tp"]) == (16, 8)
+    # TP 16 over h_kv = 8 KV heads, and 16 ranks for the 8 GPUs the pod requests: both resolved
+    assert sorted(x["code"] for x in f["resolved_findings"]) == ["TP201", "TP401"]
+    assert all(x["path"] == "k/overlays/h100/patch-tp.yaml" for x in f["resolved_findings"])
