@@ -237,3 +237,24 @@ def test_a_kustomize_patch_change_is_read_through_its_overlay(tmp_path: Path) ->
     # TP 16 over h_kv = 8 KV heads, and 16 ranks for the 8 GPUs the pod requests: both resolved
     assert sorted(x["code"] for x in f["resolved_findings"]) == ["TP201", "TP401"]
     assert all(x["path"] == "k/overlays/h100/patch-tp.yaml" for x in f["resolved_findings"])
+
+
+def test_odd_names_links_and_a_file_over_the_cap_at_rev(tmp_path: Path) -> None:
+    """A newline in a name stays on one line; a link in REV's tree is not laid out (nor
+    followed); a file over the size cap is one error, said once for both sides."""
+    r = tmp_path / "odd"
+    r.mkdir()
+    git(r, "init", "-q")
+    odd = r / "a\nb.yaml"
+    odd.write_text(TP8, encoding="utf-8")
+    (r / "link.yaml").symlink_to("/etc/passwd")
+    (r / "big.yaml").write_bytes(b"# x\n" * (6 << 18))  # 6 MiB > the 5 MiB default cap
+    git(r, "add", ".")
+    git(r, "commit", "-qm", "odd")
+    odd.write_text(TP16, encoding="utf-8")
+    p = tpcheck(r, "diff")
+    assert p.returncode == 2
+    assert p.stdout.splitlines()[0].startswith("a\\nb.yaml: TP 8 → 16: seats 61 → 65")
+    assert p.stderr.splitlines() == [
+        f"tpcheck: big.yaml:1:1: file is {6 << 20} bytes, over the 5242880-byte limit; skipped"]
+    assert "passwd" not in p.stdout + p.stderr

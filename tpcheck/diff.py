@@ -238,12 +238,29 @@ def figures(linter: Linter, d: Deployment) -> Figures:
     batch = min(seats, int(limit.result)) if limit is not None else 0
     if batch <= 0:
         return out
-    at = ctx.evaluate_at(ctx.tp, batch=batch, **step_nodes(ctx))
+    try:
+        at = ctx.evaluate_at(ctx.tp, batch=batch, **step_nodes(ctx))
+    except (ValueError, ArithmeticError):
+        return out  # the capacity stands; the step could not be priced
     if at.step is None:
         return out
     speed = step.tokens_per_second(batch, at.step, ctx.dp_replicas)
     return replace(out, tokens_per_second=speed.result,
                    speed_basis="calibrated" if at.step.calibrated else "floor")
+
+
+def _figures_or_problem(linter: Linter, d: Deployment) -> Figures:
+    """``figures``, or the deployment's layout with the internal error that stopped them (one
+    odd deployment must not end the comparison, as one rule's failure does not end a lint)."""
+    try:
+        return figures(linter, d)
+    except Exception as e:
+        if os.environ.get("TPCHECK_DEBUG"):
+            raise
+        return Figures(line=d.span.line, engine=d.engine, model=d.model,
+                       tp=d.tensor_parallel_size or 1, pp=d.pipeline_parallel_size or 1,
+                       dp=d.data_parallel_size or 1, gpus=0,
+                       problem=f"internal error: {type(e).__name__}: {one_line(str(e))}")
 
 
 def read_side(paths: Iterable[str], linter_for: Callable[[Path | None], Linter],
@@ -269,7 +286,7 @@ def read_side(paths: Iterable[str], linter_for: Callable[[Path | None], Linter],
         errors.extend(e for e in result.errors if e not in errors)
         key = key_of(p)
         found = tuple(_relocated(f, key_of, moved) for f in result.findings)
-        figs = tuple(figures(linter, d) for d in rr.deployments)
+        figs = tuple(_figures_or_problem(linter, d) for d in rr.deployments)
         if moved:  # a problem naming a file (a malformed config.json) names the repository's
             figs = tuple(replace(x, problem=x.problem.replace(*moved)) if x.problem else x
                          for x in figs)
