@@ -105,3 +105,14 @@ def test_summary_file_is_appended_from_the_same_run(tmp_path: Path) -> None:
     code, _, err = run_in(tmp_path, ["--summary-file", str(tmp_path / "no" / "s.md"),
                                      "qwen.yaml"])
     assert code == 2 and "cannot write the summary to" in err
+
+
+def test_unused_suppressions_are_listed_when_asked_for(tmp_path: Path) -> None:
+    (tmp_path / "ok.sh").write_text("# tpcheck: ignore[TP201]\n"
+                                    "vllm serve Qwen/Qwen3-32B --tensor-parallel-size 8\n",
+                                    encoding="utf-8")
+    code, md, _ = run_in(tmp_path, ["--format", "markdown", "--report-unused-ignores", "ok.sh"])
+    # TP 8 = h_kv on 8 H100s: no TP201 to suppress, so the comment on line 1 is unused
+    assert code == 0
+    assert "**1 unused suppression**:" in md
+    assert "- ok.sh:1: # tpcheck: ignore\\[TP201\\]" in md  # brackets escaped: not a link

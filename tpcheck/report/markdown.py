@@ -62,6 +62,12 @@ def render_markdown(result: LintResult, root: Path | None = None) -> str:
             where = f"{repository_path(e.path, base)}:{e.line}:{e.column}"
             out.append(f"- {escape(where)}: {escape(e.message)}")
         out.append("")
+    if result.unused_ignores:
+        out += [f"**{len(result.unused_ignores)} unused suppression"
+                f"{'s' if len(result.unused_ignores) != 1 else ''}**:", ""]
+        for upath, uline, utext in result.unused_ignores:
+            out.append(f"- {escape(f'{repository_path(upath, base)}:{uline}')}: {escape(utext)}")
+        out.append("")
     if not result.findings and not result.errors:
         out.append("Nothing to report.")
         out.append("")
