@@ -258,3 +258,20 @@ def test_odd_names_links_and_a_file_over_the_cap_at_rev(tmp_path: Path) -> None:
     assert p.stderr.splitlines() == [
         f"tpcheck: big.yaml:1:1: file is {6 << 20} bytes, over the 5242880-byte limit; skipped"]
     assert "passwd" not in p.stdout + p.stderr
+
+
+def test_an_fp8_kv_cache_is_named_and_doubles_the_tokens(repo: Path) -> None:
+    (repo / "deploy" / "qwen.yaml").write_text(TP8.replace(
+        '            - "32768"\n', '            - "32768"\n            - --kv-cache-dtype\n'
+        '            - fp8\n'), encoding="utf-8")
+    (f,) = as_json(repo)["files"]
+    (dep,) = f["deployments"]
+    before, after = dep["before"], dep["after"]
+    assert [c["field"] for c in dep["changes"]][:1] == ["kv_cache_dtype"]
+    assert (before["kv_cache_dtype"], after["kv_cache_dtype"]) == (None, "fp8")
+    # b_kv 2 → 1: KV bytes per token per GPU 2·64·1·128·1 = 16,384 B in the same pool, so the
+    # pool holds twice the tokens (whole 16-token blocks) and seats = floor(tokens / 32,768)
+    assert after["pool_bytes"] == before["pool_bytes"]
+    assert after["kv_tokens"] == int(after["pool_bytes"] // 16384) // 16 * 16
+    assert after["seats"] == after["kv_tokens"] // 32768 == 123
+    assert dep["summary"].startswith("KV cache auto → fp8: seats 61 → 123 (2.02×)")

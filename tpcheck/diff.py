@@ -52,6 +52,8 @@ class Figures:
     gpus: int  # t·p·replicas
     gpu: str | None = None  # the catalog key the figures use
     context: int | None = None  # tokens per sequence the seats are counted at
+    kv_cache_dtype: str | None = None  # as written (None: the engine's auto)
+    max_num_seqs: int | None = None  # the scheduler's limit, as set or the release's default
     refusals: tuple[str, ...] = ()  # what the engine refuses in the layout (legality kinds)
     starts: bool | None = None  # False: refused, or the weights leave no KV pool
     seats_per_replica: int | None = None
@@ -207,7 +209,8 @@ def figures(linter: Linter, d: Deployment) -> Figures:
     sizes = (ctx.tp, ctx.pp, ctx.dp_replicas)
     base = Figures(line=d.span.line, engine=d.engine, model=model, tp=ctx.tp, pp=ctx.pp,
                    dp=ctx.dp_replicas, gpus=ctx.tp * ctx.pp * ctx.dp_replicas,
-                   gpu=ctx.gpu.key if ctx.gpu is not None else None)
+                   gpu=ctx.gpu.key if ctx.gpu is not None else None,
+                   kv_cache_dtype=d.kv_cache_dtype, max_num_seqs=d.max_num_seqs)
     if any(s < 1 or s > MAX_GROUP for s in sizes):
         return replace(base, problem="a parallel size no engine accepts")
     unresolved = [k for k in ("tensor_parallel_size", "pipeline_parallel_size",
@@ -235,6 +238,8 @@ def figures(linter: Linter, d: Deployment) -> Figures:
     out = replace(out, starts=True, seats_per_replica=seats, seats=seats * ctx.dp_replicas,
                   pool_bytes=ev.pool.result, kv_tokens=int(ev.tokens.result))
     limit = ev.max_num_seqs
+    if limit is not None:
+        out = replace(out, max_num_seqs=int(limit.result))
     batch = min(seats, int(limit.result)) if limit is not None else 0
     if batch <= 0:
         return out
@@ -305,8 +310,9 @@ def _relocated(f: Finding, key_of: Callable[[str], str],
 
 # ---- the comparison --------------------------------------------------------------------------
 
-COMPARED = ("engine", "model", "gpu", "tp", "pp", "dp", "gpus", "context", "refusals",
-            "starts", "seats", "kv_tokens", "tokens_per_second", "problem")
+COMPARED = ("engine", "model", "gpu", "tp", "pp", "dp", "gpus", "context", "kv_cache_dtype",
+            "max_num_seqs", "refusals", "starts", "seats", "kv_tokens", "tokens_per_second",
+            "problem")
 
 
 def speed_shown(v: float) -> str:

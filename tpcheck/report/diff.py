@@ -13,13 +13,16 @@ from tpcheck.report.markdown import cell, escape
 
 GIB = float(1 << 30)
 LAYOUT = (("engine", "engine"), ("model", "model"), ("gpu", "GPU"), ("tp", "TP"), ("pp", "PP"),
-          ("dp", "DP"), ("context", "context"))
+          ("dp", "DP"), ("context", "context"), ("kv_cache_dtype", "KV cache"),
+          ("max_num_seqs", "max-num-seqs"))
 
 
-def _n(v: object) -> str:
+def _n(v: object, name: str = "") -> str:
     if isinstance(v, int) and not isinstance(v, bool):
         return f"{v:,}"
-    return "none" if v is None else str(v)
+    if v is None:
+        return "auto" if name == "kv_cache_dtype" else "none"
+    return str(v)
 
 
 def _times(x: float) -> str:
@@ -62,7 +65,7 @@ def sentence(d: DeploymentDiff) -> str:
     if b is None:
         return f"removed (was {state(a)})"
     changed = {c.field for c in d.changes}
-    head = [f"{label} {_n(getattr(a, name))} → {_n(getattr(b, name))}"
+    head = [f"{label} {_n(getattr(a, name), name)} → {_n(getattr(b, name), name)}"
             for name, label in LAYOUT if name in changed]
     effects: list[str] = []
     seats = "seats" in changed and a.seats is not None and b.seats is not None
