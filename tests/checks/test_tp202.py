@@ -292,3 +292,22 @@ def test_v4_no_gpu_no_seats_and_pro_on_h100_waits_for_the_weights() -> None:
     assert "seats now" not in f.text
     assert ("— once the weights fit (at t=8 they leave no KV pool: weights 101.9 GiB"
             in (f.fix or ""))
+
+
+R1_SGLANG_16 = ("python -m sglang.launch_server --model-path deepseek-ai/DeepSeek-R1 --tp 16 "
+                "--nnodes 2 --node-rank 0 --dist-init-addr 10.0.0.1:5000 --trust-remote-code "
+                "--enable-dp-attention\n")
+
+
+@pytest.mark.parametrize(("pin", "fires"), [
+    # sglang 0.4.2.post4 server_args.py:249-250 and 0.4.4 l.264-265: --enable-dp-attention sets
+    # dp_size = tp_size, so the MLA cache is split over all 16 ranks: no TP202
+    ("0.4.2.post4", False), ("0.4.4", False),
+    # 0.4.4.post1 on: dp_size stays the user's (1 here; l.266-268 then asserts dp > 1): the
+    # cache is held whole on every rank
+    ("0.4.4.post1", True), ("0.5.23", True),
+])
+def test_sglang_dp_attention_alone_spans_tp_up_to_0_4_4(pin: str, fires: bool) -> None:
+    text = f"pip install 'sglang[all]=={pin}'\n" + R1_SGLANG_16
+    codes = [f.code for f in lint_text(text)]
+    assert ("TP202" in codes) is fires, codes

@@ -81,6 +81,8 @@ class CheckContext:
             return d.attn_dp_size
         if d.enable_dp_attention and d.data_parallel_size:
             return d.data_parallel_size  # old spelling: --dp N --enable-dp-attention
+        if d.enable_dp_attention and self.release.dp_attention_spans_tp:
+            return self.tp  # SGLang ≤ 0.4.4: the flag alone sets dp_size = tp_size
         return 1
 
     @property

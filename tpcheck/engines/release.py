@@ -68,6 +68,17 @@ class Release:
         return f"checked against {self.engine} {self.table_version}: {self.source}"
 
     @property
+    def dp_attention_spans_tp(self) -> bool:
+        """SGLang up to 0.4.4 sets ``dp_size = tp_size`` whenever ``--enable-dp-attention`` is
+        given (server_args.py l.250 in 0.4.2.post4, l.254 in 0.4.3, l.265 in 0.4.4); from
+        0.4.4.post1 on the user's --dp counts and must be > 1 (l.268 there: "Please set a
+        dp-size > 1"). Only a pin says which: unpinned is the newest."""
+        from tpcheck.engines.flags import version_key
+
+        return (self.engine == "sglang" and self.pinned and bool(version_key(self.version))
+                and version_key(self.version) < version_key("0.4.4.post1"))
+
+    @property
     def physics_version(self) -> str | None:
         """The version the memory model is given: None (the newest rules) when nothing pins."""
         return self.version if self.pinned else None
