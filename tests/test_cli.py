@@ -559,3 +559,14 @@ def test_gc_is_tuned_only_when_the_process_is_ours(capsys: pytest.CaptureFixture
     out = subprocess.run([sys.executable, "-c", probe, *LINT, "-q", fixture],
                          capture_output=True, text=True, check=True).stdout.strip()
     assert out == "1 (10000, 10, 10) True"
+
+
+def test_a_model_config_that_does_not_exist_is_a_usage_error(capsys: pytest.CaptureFixture[str],
+                                                             tmp_path: Path) -> None:
+    # a TP000 warning and exit 0 before: --fail-on error then passed a file with three errors
+    missing = tmp_path / "nothere.json"
+    code, out, err = run(capsys, *LINT, "--fail-on", "error", "--model-config", str(missing),
+                         "fixtures/lint/llama70b-tp6.sh")
+    assert (code, out) == (2, "")
+    assert one_usage_error(err, "check") == (
+        f"argument --model-config: Path '{missing}' does not exist.")

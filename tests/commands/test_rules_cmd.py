@@ -26,8 +26,11 @@ def test_rules_lists_every_code_with_name_and_severity() -> None:
     r = tpcheck("rules")
     assert r.returncode == 0, r.stderr
     lines = r.stdout.splitlines()
-    assert len(lines) == len(RULES) == 21  # DESIGN.md's table, TP000 to TP402, and TP006
-    for m, line in zip(RULES, lines, strict=True):
+    # DESIGN.md's table, TP000 to TP402, and TP006; then TP900, the unreadable-input notice
+    # the README lists and `explain` knows
+    assert len(lines) == len(RULES) + 1 == 22
+    assert lines[-1].split()[:3] == ["TP900", "input-unreadable", "error"]
+    for m, line in zip(RULES, lines[:-1], strict=True):
         fields = line.split()
         assert fields[:3] == [m.code, m.name, m.severity.value], line
     # Spot-check against DESIGN.md's table, not just the modules' own constants.
@@ -43,7 +46,7 @@ def test_rules_lists_every_code_with_name_and_severity() -> None:
     assert [ln.split()[0] for ln in lines] == [
         "TP000", "TP001", "TP002", "TP003", "TP004", "TP005", "TP006", "TP101", "TP102", "TP103",
         "TP104", "TP201", "TP202", "TP203", "TP204", "TP205", "TP301", "TP302", "TP303", "TP401",
-        "TP402",
+        "TP402", "TP900",
     ]
 
 

@@ -280,7 +280,7 @@ def test_tp104_names_one_matrix_for_a_tied_vocabulary(tmp_path: Path) -> None:
     res = Linter(Settings(offline=True, gpu="h100-sxm")).run([str(p)])
     [f] = [f for f in res.findings if f.code == "TP104"]
     assert "32 vocabulary padding rows at t=2 hold 320.00 KiB" in f.message
-    assert "the embedding, which is also the lm_head" in f.text
+    assert "padding rows are in the embedding, which is also the lm_head" in f.text
     assert f.formulas[-1].result == 32 * 5120 * 2 == 327_680
 
 

@@ -33,7 +33,7 @@ def check(ctx: CheckContext, rule: Rule) -> Iterator[Finding]:
         "B",
         vp.source,
     )
-    held = "the embedding, which is also the lm_head" if s.tied_embeddings else (
+    held = "embedding, which is also the lm_head" if s.tied_embeddings else (
         "embedding and lm_head")
     yield ctx.finding(
         rule,

@@ -194,7 +194,7 @@ def gpu_option(help_text: str, dest: str = "gpu") -> Callable[[F], F]:
 
 
 offline_option = option("--offline", is_flag=True, default=None, help="Never contact the hub.")
-model_config_option = option("--model-config", metavar="PATH", type=click.Path(),
+model_config_option = option("--model-config", metavar="PATH", type=click.Path(exists=True),
                              help="config.json (or folder) for every model.")
 stdin_filename_option = option("--stdin-filename", metavar="NAME",
                                help="Name (and so reader) for input read from `-`.")

@@ -19,7 +19,10 @@ def command(**params: Any) -> int:
 
 def run(args: base.Args) -> int:
     from tpcheck.checks import RULES
+    from tpcheck.ruledocs import NOTICES
 
     for m in RULES:
         print(f"{m.code}  {m.name:<24} {m.severity.value:<8} {m.summary}")
+    for code, (name, summary) in NOTICES.items():  # reported as an error, exit code 2
+        print(f"{code}  {name:<24} {'error':<8} {summary}")
     return 0
