@@ -570,3 +570,15 @@ def test_a_model_config_that_does_not_exist_is_a_usage_error(capsys: pytest.Capt
     assert (code, out) == (2, "")
     assert one_usage_error(err, "check") == (
         f"argument --model-config: Path '{missing}' does not exist.")
+
+
+def test_a_file_named_twice_or_inside_a_folder_named_too_is_checked_once(
+        capsys: pytest.CaptureFixture[str]) -> None:
+    # llama70b-tp6.sh has three findings (TP101-TP103 at TP 6); named three ways and inside
+    # its folder, still three
+    tp6 = "fixtures/lint/llama70b-tp6.sh"
+    code, out, _ = run(capsys, *LINT, "--output-format", "concise", tp6, tp6, "./" + tp6,
+                       "fixtures/lint")
+    assert code == 1
+    assert [ln.split()[1] for ln in out.splitlines() if ln.startswith(tp6)] == [
+        "TP101", "TP102", "TP103"]

@@ -307,11 +307,18 @@ def iter_files(paths: Iterable[str], errors: list[SourceError] | None = None) ->
     (so a link cannot lead the walk out of the tree). A folder that cannot be listed is an
     error in ``errors`` (its files went unchecked: that must not pass).
     """
+    paths = list(paths)
+    if len(paths) <= 1:  # one walk never yields a file twice
+        for p in paths:
+            yield from ([p] if p == "-" or not os.path.isdir(p) else _walk(p, errors))
+        return
+    seen: set[str] = set()  # `tpcheck a.yaml a.yaml`, `tpcheck deploy deploy/a.yaml`: once each
     for p in paths:
-        if p == "-" or not os.path.isdir(p):
-            yield p
-        else:
-            yield from _walk(p, errors)
+        for f in ([p] if p == "-" or not os.path.isdir(p) else _walk(p, errors)):
+            key = f if f == "-" else os.path.normpath(f)
+            if key not in seen:
+                seen.add(key)
+                yield f
 
 
 def _walk(top: str, errors: list[SourceError] | None = None) -> Iterator[str]:
