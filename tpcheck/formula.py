@@ -102,6 +102,11 @@ def format_scalar(v: Scalar) -> str:
     return str(v)
 
 
+def count(n: int, noun: str) -> str:
+    """``1 GPU``, ``8 GPUs``, ``1,024 sequences``: a count with its noun (plural by ``s``)."""
+    return f"{n:,} {noun}" if n == 1 else f"{n:,} {noun}s"
+
+
 GIB = 1 << 30
 MIB = 1 << 20
 KIB = 1 << 10

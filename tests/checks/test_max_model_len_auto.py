@@ -58,7 +58,7 @@ def test_auto_fit_shortens_to_the_pool_instead_of_refusing(tmp_path: Path) -> No
     c = avg.values["kv_pool_tokens"]  # the pool at --max-num-seqs 8 (R depends on it)
     assert c == avg.result * 8 and 0 < c < MPE  # 38,400 tokens: 4,800 each at 8 sequences
     assert seats == 1  # floor(c / c): the shortened length is the whole pool
-    assert f"1 sequences of {c:,} tokens" in f203.text
+    assert f"1 sequence of {c:,} tokens" in f203.text
     assert f"vLLM shortens the model's {MPE:,} to the {c:,} tokens the pool holds" in f203.text
     assert "-1 tokens" not in f203.text
 

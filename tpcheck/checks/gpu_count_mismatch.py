@@ -7,7 +7,7 @@ from collections.abc import Iterator
 from tpcheck.checks.base import Finding, Severity
 from tpcheck.checks.context import CheckContext
 from tpcheck.checks.registry import Rule
-from tpcheck.formula import Formula
+from tpcheck.formula import Formula, count
 
 
 def check(ctx: CheckContext, rule: Rule) -> Iterator[Finding]:
@@ -42,7 +42,7 @@ def check(ctx: CheckContext, rule: Rule) -> Iterator[Finding]:
     if ranks > have:
         yield ctx.finding(
             rule,
-            f"t·p·dp = {ranks} ranks but {have} GPUs requested: the engine cannot start",
+            f"t·p·dp = {ranks} ranks but {count(have, 'GPU')} requested: the engine cannot start",
             notes=(f"the manifest requests {where} GPUs",
                    f'the engine says: "World size ({ranks}) is larger than the number of '
                    f'available GPUs ({have})"'),
@@ -54,7 +54,8 @@ def check(ctx: CheckContext, rule: Rule) -> Iterator[Finding]:
     elif ranks < have:
         yield ctx.finding(
             rule,
-            f"t·p·dp = {ranks} ranks but {have} GPUs requested: {have - ranks} GPUs sit idle",
+            f"t·p·dp = {ranks} ranks but {have} GPUs requested: {count(have - ranks, 'GPU')} sit "
+            "idle",
             notes=(f"the manifest requests {where} GPUs",) if pods > 1 else (),
             span=span,
             formulas=(f, g),

@@ -7,7 +7,7 @@ from collections.abc import Iterator
 from tpcheck.checks.base import Finding, Severity
 from tpcheck.checks.context import CheckContext
 from tpcheck.checks.registry import Rule
-from tpcheck.formula import Formula
+from tpcheck.formula import Formula, count
 
 SGLANG_PER_WORKER = ("sglang 0.5.23 mem_cache/kv_cache_configurator.py:3119-3172 "
                      "resolve_max_num_reqs: per_worker = max(1, R // attn_dp_size)")
@@ -68,10 +68,11 @@ def check(ctx: CheckContext, rule: Rule) -> Iterator[Finding]:
         sev = Severity.WARNING if (past_cliff or seats > waste * cap) else Severity.INFO
         yield ctx.finding(
             rule,
-            f"{flag} {written} binds before memory: {seats - cap} of {seats} KV seats stay "
+            f"{flag} {written} binds before memory: {seats - cap:,} of {seats:,} KV seats stay "
             "empty",
             notes=(f"{flag} = {written} ({origin})",
-                   f"the pool seats {seats} sequences of {c:,} tokens, so at most {cap} run; "
+                   f"the pool seats {count(seats, 'sequence')} of {c:,} tokens, so at most {cap:,} "
+                   "run; "
                    "more memory or a larger TP changes nothing measurable",
                    f"t={ctx.tp} is also past the KV-head cliff h_kv={s.kv_heads}"
                    if past_cliff else ""),
@@ -88,12 +89,13 @@ def check(ctx: CheckContext, rule: Rule) -> Iterator[Finding]:
                       "DESIGN.md (which limit binds)")
         yield ctx.finding(
             rule,
-            f"{flag} {written} is {_ratio(cap, max(seats, 1))}× the {seats} KV seats: the "
+            f"{flag} {written} is {_ratio(cap, max(seats, 1))}× the {count(seats, 'KV seat')}: the "
             "scheduler preempts",
             notes=(f"{flag} = {written} ({origin})" if per_worker else "",
-                   f"the KV pool holds {seats} sequences of {c:,} tokens; with {cap} sequences "
-                   f"running, memory binds as soon as they average more than {tokens:,} / {cap} "
-                   f"= {tokens // cap:,} tokens, and the scheduler then preempts"),
+                   f"the KV pool holds {count(seats, 'sequence')} of {c:,} tokens; with {cap:,} "
+                   f"sequences running, memory binds as soon as they average more than "
+                   f"{tokens:,} / {cap:,} = {tokens // cap:,} tokens, and the scheduler then "
+                   "preempts"),
             assumptions=(ctx.context_said(),),
             span=span,
             formulas=(avg, cmp, ev.seats, ev.max_num_seqs, *per_worker),

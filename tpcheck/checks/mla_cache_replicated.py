@@ -11,7 +11,7 @@ from collections.abc import Iterator
 from tpcheck.checks.base import Alternative, Finding
 from tpcheck.checks.context import CheckContext
 from tpcheck.checks.registry import Rule
-from tpcheck.formula import Formula
+from tpcheck.formula import Formula, count
 from tpcheck.record import replace
 
 GQA_REF_HEADS = 8
@@ -87,7 +87,7 @@ def check(ctx: CheckContext, rule: Rule) -> Iterator[Finding]:
         alt = ctx.evaluate_at(t, attn_dp=t)
     else:  # vLLM: t DP ranks of TP 1 with the experts spread over them (EP)
         alt = ctx.evaluate_at(1, dp=t, expert_parallel=True)
-    notes.append(f"seats now: {seats_now} sequences of {ctx.context[0]:,} tokens")
+    notes.append(f"seats now: {count(seats_now, 'sequence')} of {ctx.context[0]:,} tokens")
     starts = alt.fits is not False and alt.seats is not None
     per_rank = int(alt.seats.result) if alt.seats is not None and starts else 0
     with_dp = per_rank * t
