@@ -71,6 +71,9 @@ def predict(row: dict[str, object]) -> float | None:
         return None
     eng = engine_of(row)
     size = float(row["size"])  # type: ignore[arg-type]
+    if row.get("impl") == "vllm-symm-mem":  # torch symmetric memory, as vLLM 0.19 runs it
+        p = C.allreduce(g, size, engine="vllm", version="0.19.0", custom=False)
+        return p.seconds if p.algorithm == "symm-mem" else None
     if eng is not None:
         lim = C.custom_limit(eng, g)
         a, bus, _ = C.CUSTOM[eng]

@@ -122,11 +122,65 @@ def test_custom_allreduce_limits_from_the_wheels() -> None:
     assert C.custom_limit("vllm", h100(16, 2, Network(8, 400))) is None
     assert C.custom_limit("vllm", C.group_of("pcie4", 32e9, 4)) is None  # > 2 PCIe-only
     assert C.custom_limit("vllm", C.group_of("pcie4", 32e9, 2)) is not None
-    # vLLM: strictly below the limit; SGLang: up to it
-    assert C.allreduce(h100(8), 256 * 1024 - 16, engine="vllm").algorithm == "custom"
-    assert C.allreduce(h100(8), 256 * 1024, engine="vllm").algorithm != "custom"
+    # vLLM 0.19 (custom kernel, then symm mem): strictly below the limit; SGLang: up to it
+    v19 = "0.19.0"
+    assert C.allreduce(h100(8), 256 * 1024 - 16, engine="vllm", version=v19).protocol == (
+        "vllm-custom")
+    assert C.allreduce(h100(8), 256 * 1024, engine="vllm", version=v19).protocol == (
+        "vllm-symm-multimem")
     assert C.allreduce(h100(8), 8 * MIB, engine="sglang").algorithm == "custom"
-    assert C.allreduce(h100(8), 64 * 1024, engine="vllm", custom=False).algorithm != "custom"
+    # --disable-custom-all-reduce turns off the custom kernel only: symm mem still takes it
+    assert C.allreduce(h100(8), 64 * 1024, engine="vllm", custom=False,
+                       version=v19).protocol == "vllm-symm-multimem"
+    assert C.allreduce(h100(8), 64 * 1024, engine="sglang", custom=False).algorithm != "custom"
+    # vLLM 0.5.4: no symmetric memory, so no Hopper cap: the custom kernel up to 8 MiB
+    assert C.custom_limit("vllm", h100(8), version="0.5.4")[0] == 8 * MIB  # type: ignore[index]
+    assert C.allreduce(h100(8), 4 * MIB, engine="vllm", version="0.5.4").protocol == (
+        "vllm-custom")
+    assert C.allreduce(h100(8), 9 * MIB, engine="vllm", version="0.5.4").algorithm == "nvls"
+
+
+def test_vllm_033_paths_per_size_on_hopper() -> None:
+    """vLLM 0.33 on 8 H100 (cuda_communicator.py l.362–446): FlashInfer up to 0.5 MiB
+    inclusive, then symm mem (multimem at 8 ranks) up to 64 MiB, then NCCL; at 4 ranks
+    FlashInfer to 2 MiB, the custom kernel below 8 MiB, multimem to 32 MiB; at 6 ranks no
+    FlashInfer (no table entry), the custom kernel below 512 KiB."""
+    v = "0.33.0"
+
+    def proto(t: int, size: int) -> str:
+        return C.allreduce(h100(t), size, engine="vllm", version=v).protocol
+
+    assert proto(8, MIB // 2) == "vllm-flashinfer"
+    assert proto(8, MIB // 2 + 16) == "vllm-symm-multimem"
+    assert proto(8, 64 * MIB) == "vllm-symm-multimem"
+    assert C.allreduce(h100(8), 64 * MIB + 16, engine="vllm", version=v).algorithm == "nvls"
+    assert proto(4, 2 * MIB) == "vllm-flashinfer"
+    assert proto(4, 2 * MIB + 16) == "vllm-custom"
+    assert proto(4, 8 * MIB) == "vllm-symm-multimem"
+    assert proto(6, 64 * 1024) == "vllm-custom"
+    assert proto(6, MIB // 2) == "vllm-symm-multimem"
+    assert proto(2, 32 * MIB) == "vllm-flashinfer"
+    # no NVSwitch multicast (A100's NVLink 3): the custom kernel, then NCCL
+    a100 = C.group_of("nvlink3", 300e9, 8)
+    assert C.allreduce(a100, MIB, engine="vllm", version=v).protocol == "vllm-custom"
+    assert C.allreduce(a100, 8 * MIB, engine="vllm", version=v).algorithm == "ring"
+    # between read releases the older one's defaults hold
+    assert C.vllm_paths("0.25.1").release == (0, 19, 0)
+    assert C.vllm_paths("0.4.0").release == (0, 5, 4)
+    assert C.vllm_paths(None).release == (0, 33, 0)
+
+
+def test_symm_mem_constants_are_their_rows() -> None:
+    # symm_mem_multimem, H100: α 11 µs, B 320 GB/s against PR 24111 TP6 and PR 24532 TP4
+    # e.g. TP6 4 MiB: 11 + (5/3)·4 MiB / 320 GB/s = 32.8 µs against 31; TP4 0.5 MiB:
+    # 11 + 1.5·0.5 MiB / 320 GB/s = 13.5 µs against 15
+    hits = [r for r in ROWS if r.get("impl") == "vllm-symm-mem"]
+    assert len(hits) >= 10
+    for r in hits:
+        p = C.allreduce(h100(int(r["ranks"])), r["size"], engine="vllm", version="0.19.0",
+                        custom=False)  # the benchmark runs each path alone
+        assert p.protocol == "vllm-symm-multimem"
+        assert p.seconds * 1e6 == pytest.approx(r["time_us"], rel=0.15), r["quote"]
     # SGLang's kernel at TP8, 1 MiB: 4.5 µs + 1.75·1 MiB/62 GB/s = 34.1 µs against 33.8
     r = row("sglang/pull/2904", MIB, impl="sglang-custom", ranks=8)
     assert C.allreduce(h100(8), MIB, engine="sglang").seconds * 1e6 == pytest.approx(
