@@ -190,24 +190,28 @@ def test_tp302_fires_for_tp4_across_sockets_on_l40s() -> None:
     # GPUs 2,3 on socket 0 and 4,5 on socket 1: the first SYS pair in order is GPU2–GPU4
     assert "the TP group [2, 3, 4, 5] (from CUDA_VISIBLE_DEVICES=2,3,4,5)" in f.text
     assert "GPU2–GPU4, joined across the CPU sockets (SYS" in f.text
-    # L40S: PCIe Gen4 x16, 32 GB/s one way, an upper bound across sockets; α = 30 µs (assumed)
-    assert "PCIe Gen4 x16 across CPU sockets (SYS), B ≈ 32.0 GB/s per GPU (upper bound" in (
-        f.text)
+    # L40S: PCIe Gen4 x16, 32 GB/s one way, an upper bound across sockets. Four PCIe GPUs:
+    # no custom kernel (vLLM 0.33 custom_all_reduce.py: off for > 2 PCIe-only GPUs), so NCCL
+    # (physics.collective): ring/Simple at ETA_PCIE·32 = 0.624·32 = 19.97 GB/s busbw, α 42 µs
+    assert "PCIe Gen4 x16 across CPU sockets (SYS), busbw ≈ 20.0 GB/s (upper bound" in f.text
+    assert f.message.endswith("all-reduces run at 20.0 GB/s")
     s = shape("Qwen/Qwen3-32B")
     assert L40S is not None
     p = model_params(s, active=True)
     # vLLM 0.33 serve default chunk on a 44.4 GiB card (< 70 GiB) = 2048 tokens
     # P = 32.76e9, n = 2048, t = 4, π = 362.05 TFLOP/s (L40S), η = 0.6, L = 64, h = 64,
-    # d_h = 128, d = 5120, b = 2, B = 32 GB/s, α = 30 µs:
+    # d_h = 128, d = 5120, b = 2, B = 19.97 GB/s, α = 42 µs:
     # T_linear = 2·32.76e9·2048 / (4·362.05e12) = 92.66 ms; T_attn = 4·64·64·128·2048·2049/2
     # / (4·362.05e12) = 3.038 ms; rest = (92.66 + 3.038)/0.6 = 159.5 ms
-    # T_comm = 129·(30 µs + 1.5·2048·5120·2 / 32e9) = 129·1.013 ms = 130.7 ms
+    # T_comm = 129·(42 µs + 1.5·2048·5120·2 / 19.97e9) = 129·1.617 ms = 208.6 ms
+    # (30 µs and the x16 peak 32 GB/s gave 130.7 ms, 82%)
     assert (s.layers, s.heads, s.head_dim, s.hidden) == (64, 64, 128, 5120)
-    pre = share_prefill(p, 2048, 4, L40S.bf16_flops, 0.6, 64, 64, 128, 5120, 32e9, 30e-6)
-    assert pre == pytest.approx(130.7 / 159.5, rel=1e-3)  # 0.819: 82% (old formula: 59%)
+    bus = 0.624 * 32e9
+    pre = share_prefill(p, 2048, 4, L40S.bf16_flops, 0.6, 64, 64, 128, 5120, bus, 42e-6)
+    assert pre == pytest.approx(208.6 / 159.5, rel=1e-3)  # 1.308: 131%
     assert (f"they add {pre * 100:,.0f}% to the rest of a 2,048-token prefill chunk "
             "(compute at η = 0.6, assumed)") in f.text
-    be = 1 + p * 32e9 / (2 * s.layers * s.hidden * 2 * L40S.bf16_flops)
+    be = 1 + p * bus / (2 * s.layers * s.hidden * 2 * L40S.bf16_flops)
     assert f"TP stops paying past t ≈ {be:.2f}" in f.text
     assert f.fix == ("set CUDA_VISIBLE_DEVICES=0,1,2,3: those 4 GPUs are joined by NODE at "
                      "worst (one socket)")
@@ -257,9 +261,10 @@ def test_tp302_pcie_where_nvlink_was_expected() -> None:
     ctx = CheckContext(_dep(tensor_parallel_size=4), shape=None, settings=Settings(),
                        topology=topo, gpu=find_gpu("a100-sxm-80gb"))
     [f] = BY_CODE["TP302"].check(ctx)
-    # A100 SXM's host interface is PCIe Gen4: 32 GB/s one way instead of NVLink 3's 300 GB/s
+    # A100 SXM's host interface is PCIe Gen4: 32 GB/s one way instead of NVLink 3's 300 GB/s;
+    # four ranks on PCIe run NCCL's ring at 0.624·32 = 19.97 GB/s busbw (physics.collective)
     assert "over PCIe (PIX), not NVLink" in f.text
-    assert "PCIe Gen4 x16, B ≈ 32.0 GB/s per GPU instead of NVLink 3 (Ampere) at 300 GB/s" in (
+    assert "PCIe Gen4 x16, busbw ≈ 20.0 GB/s instead of NVLink 3 (Ampere) at 300 GB/s" in (
         f.text)
 
 

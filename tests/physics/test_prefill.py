@@ -97,8 +97,16 @@ def test_evaluate_reports_the_engines_chunk_and_the_spanning_link() -> None:
     assert ev.prefill is not None and ev.prefill_prompt is not None
     # vLLM 0.33 serve default max_num_batched_tokens on an 80 GB H100: 8192 (engine defaults)
     assert ev.prefill.values["n"] == 8192
-    assert ev.prefill.result == pytest.approx(by_hand_chunk(8192, 0, 8, NVL, 10e-6), rel=1e-9)
-    assert ev.prefill_prompt.result == pytest.approx(1.6125, rel=1e-4)
+    # one node, 8 ranks, 8192·8192·2 B = 128 MiB: above every vLLM 0.33 kernel's limit
+    # (FlashInfer 0.5 MiB, symm mem 64 MiB), so NCCL's cheapest, NVLS/Simple (physics.
+    # collective): B = 0.60·450·7/4 = 472.5 GB/s, α = 24 µs → 24 + 1.75·128 MiB/472.5 GB/s
+    # = 521.1 µs per all-reduce (10 µs + the link's 450 GB/s gave 532.0)
+    assert ev.prefill.result == pytest.approx(by_hand_chunk(8192, 0, 8, 472.5e9, 24e-6),
+                                              rel=1e-9)
+    assert ev.prefill_prompt.result == pytest.approx(
+        sum(by_hand_chunk(8192, c0, 8, 472.5e9, 24e-6) for c0 in (0, 8192, 16384, 24576)),
+        rel=1e-9)
+    assert ev.prefill_prompt.result == pytest.approx(1.6055, rel=1e-4)
     flag = evaluate(shape, 8, Options(engine_version="0.33.0", gpu=gpu, context=32768,
                                       max_num_batched_tokens=2048))
     assert flag.prefill is not None and flag.prefill.values["n"] == 2048
@@ -130,8 +138,11 @@ def test_plan_json_and_text_show_the_prefill_figures() -> None:
     p = _plan("--tp", "1,8", "--format", "json")
     assert p.returncode == 0, p.stderr
     rows = {r["tp"]: r for r in json.loads(p.stdout)["rows"]}
-    assert rows[8]["prefill_chunk_seconds"] == pytest.approx(0.34757, rel=1e-4)
-    assert rows[8]["prefill_prompt_seconds"] == pytest.approx(1.6125, rel=1e-4)
+    # NCCL NVLS at 128 MiB, as in the test above: 24 µs + 1.75·S/472.5 GB/s per all-reduce
+    assert rows[8]["prefill_chunk_seconds"] == pytest.approx(
+        by_hand_chunk(8192, 0, 8, 472.5e9, 24e-6), rel=1e-9)
+    assert rows[8]["prefill_chunk_seconds"] == pytest.approx(0.34582, rel=1e-4)
+    assert rows[8]["prefill_prompt_seconds"] == pytest.approx(1.6055, rel=1e-4)
     assert rows[8]["allreduce_link"] == "nvlink4"
     # t = 1: no all-reduce; (2·P·8192 + ATT·33,558,528) / (989.4e12·0.6) = 1,217.3 + 148.2 ms
     assert rows[1]["prefill_tokens"] == 8192
@@ -140,7 +151,7 @@ def test_plan_json_and_text_show_the_prefill_figures() -> None:
     t = _plan("--tp", "8")
     assert t.returncode == 0, t.stderr
     assert "prefill ms" in t.stdout and "one 8,192-token chunk / a whole 32,768-token" in t.stdout
-    assert " 348/1,613 " in t.stdout  # 347.57 ms and 1,612.5 ms rounded
+    assert " 346/1,606 " in t.stdout  # 345.82 ms and 1,605.5 ms rounded
 
 
 # Published TTFT rows (issue 22): what they imply for η, and why no prefill era.

@@ -143,7 +143,8 @@ def command(**params: Any) -> int:
     return run(base.parsed(params))
 
 
-def _sizes(args: base.Args) -> tuple[int | None, int | None, float | None, float | None]:
+def _sizes(args: base.Args
+           ) -> tuple[int | None, int | None, float | None, float | None, str | None]:
     """(--hbm bytes, --reserve bytes, --link bandwidth, --link α), each checked."""
     from tpcheck.hardware.gpus import parse_size
 
@@ -161,7 +162,7 @@ def _sizes(args: base.Args) -> tuple[int | None, int | None, float | None, float
             res_b = parse_size(args.reserve)
         except ValueError as e:
             raise UsageError(str(e), "--reserve") from None
-    link_bw = link_alpha = None
+    link_bw = link_alpha = link_key = None
     if args.link:
         from tpcheck.hardware.links import find_link, link_names
 
@@ -169,8 +170,11 @@ def _sizes(args: base.Args) -> tuple[int | None, int | None, float | None, float
         if lk is None:
             raise UsageError(f"unknown link {args.link!r}; known: {', '.join(link_names())}",
                              "--link")
-        link_bw, link_alpha = lk.bandwidth, lk.alpha
-    return mem, res_b, link_bw, link_alpha
+        if lk.inter_node:  # one NIC's rate per GPU, as given
+            link_bw, link_alpha = lk.bandwidth, lk.alpha
+        else:  # a class inside a node: priced by the collective model per message size
+            link_key = lk.key
+    return mem, res_b, link_bw, link_alpha, link_key
 
 
 def _gpu(name: str | None) -> GPU | None:
@@ -188,7 +192,7 @@ def _options(args: base.Args, gpu: GPU | None, base_opts: Options | None = None)
     """The physics options: the manifest's (``base_opts``) with every flag given on top."""
     from tpcheck.physics.plan import Options
 
-    mem, res_b, link_bw, link_alpha = _sizes(args)
+    mem, res_b, link_bw, link_alpha, link_key = _sizes(args)
     alpha = args.alpha if args.alpha is not None else link_alpha
     given: dict[str, Any] = {
         "engine": args.engine, "engine_version": args.engine_version, "memory": mem,
@@ -196,7 +200,7 @@ def _options(args: base.Args, gpu: GPU | None, base_opts: Options | None = None)
         "max_num_seqs": args.max_num_seqs, "max_num_batched_tokens": args.max_num_batched_tokens,
         "reserve": res_b, "context": args.context, "kv_cache_dtype": args.kv_cache_dtype,
         "quantization": args.quantization, "dtype": args.dtype, "alpha": alpha,
-        "link_bandwidth": link_bw, "swa_full_tokens_ratio": args.swa_full_tokens_ratio,
+        "link_bandwidth": link_bw, "link_key": link_key, "swa_full_tokens_ratio": args.swa_full_tokens_ratio,
         "mamba_full_memory_ratio": args.mamba_full_memory_ratio,
         "max_mamba_cache_size": args.max_mamba_cache_size,
     }
@@ -252,7 +256,7 @@ def _plan(args: base.Args, model: str, shape: ModelShape, where: str, opts: Opti
         rows = sweep(shape, opts, _parse_tps(args.tps))
     except ValueError as e:  # an unknown --quantization / --dtype / --kv-cache-dtype name
         raise UsageError(str(e)) from None
-    use = _link_use(args.link, opts.gpu, args.alpha)
+    use = _link_use(args.link, opts.gpu, args.alpha, opts)
     prefill = _prefill(shape, rows, opts, use)
     if args.fmt == "json":
         from tpcheck.report.plan_words import plan_release
@@ -319,24 +323,27 @@ def _recommend(args: base.Args, model: str, shape: ModelShape, shown: str, opts:
     return 0
 
 
-def _link_use(link: str | None, gpu: GPU | None, alpha: float | None) -> LinkUse | None:
-    """The TP group's link: --link's class, else the GPU's own link (α: --alpha, else 10 µs)."""
-    from tpcheck.formula import Formula
+def _link_use(link: str | None, gpu: GPU | None, alpha: float | None,
+              opts: Options) -> LinkUse | None:
+    """The TP group's link: --link's class, else the GPU's own link, inside a node priced by
+    the collective model as the engine release runs it (α: --alpha, else the model's)."""
     from tpcheck.hardware.links import Link, find_link
-    from tpcheck.physics.linkcost import link_use
-    from tpcheck.physics.plan import DEFAULT_ALPHA
+    from tpcheck.physics.linkcost import link_use, node_use
+    from tpcheck.physics.plan import release_of
+
+    def inside(lk: Link) -> LinkUse:
+        return node_use(lk, 8, engine=opts.engine, version=release_of(opts),
+                        custom=opts.custom_all_reduce, alpha=alpha)
 
     if link:
         lk = find_link(link)
         assert lk is not None  # validated above
-        return link_use(lk, alpha=alpha)
+        return link_use(lk, alpha=alpha) if lk.inter_node else inside(lk)
     if gpu is None:
         return None
     base = find_link(gpu.link)
     name = base.name if base is not None else gpu.link
-    lk = Link(gpu.link, name, gpu.link_bandwidth, DEFAULT_ALPHA, False, gpu.source)
-    bw = Formula("B", "B (GPU's link)", {"gpu": gpu.key}, gpu.link_bandwidth, "B/s", gpu.source)
-    return link_use(lk, bandwidth=bw, alpha=DEFAULT_ALPHA if alpha is None else alpha)
+    return inside(Link(gpu.link, name, gpu.link_bandwidth, 0.0, False, gpu.source))
 
 
 def _prefill(shape: ModelShape, rows: Sequence[Evaluation], opts: Options,

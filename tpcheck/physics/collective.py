@@ -218,7 +218,7 @@ class Priced:
 
     size: float
     seconds: float
-    algorithm: str  # ring | nvls | nvlstree | custom
+    algorithm: str  # ring | nvls | nvlstree | custom | flashinfer | symm-mem
     protocol: str  # LL | Simple | custom-1stage/2stage
     path: str  # nvlink | pcie | network
     alpha: float
@@ -346,7 +346,7 @@ def engine_kernel(g: Group, size: float, engine: str, *, sm: str | None = None,
         fi = FI_MAX.get(sm or "", {}).get(t)
         if fi is not None and size <= fi:
             a, bus, src = CUSTOM["vllm"]
-            return _kernel(g, size, "custom", "vllm-flashinfer", a, bus * scale,
+            return _kernel(g, size, "flashinfer", "vllm-flashinfer", a, bus * scale,
                            {"limit": fi}, f"{FI_SRC}; {src}; {paths.source}")
     lim = custom_limit(engine, g, sm, version) if custom else None
     if lim is not None and (size < lim[0] if engine == "vllm" else size <= lim[0]):
