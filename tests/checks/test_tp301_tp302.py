@@ -286,3 +286,35 @@ def test_prefill_clause_says_whether_eta_is_assumed_or_calibrated() -> None:
                   0.45, False).endswith("(compute at η = 0.45, calibrated)")
     # the flag decides, not a word in the source text
     assert clause("assumed somewhere in the text", 0.45, False).endswith("calibrated)")
+
+
+def _hgx_with_nics(near: dict[int, int], extra: int) -> str:
+    """An 8-GPU NV18 matrix whose NIC columns put NIC j at PXB from the GPUs of ``near``
+    (GPU → NIC) and ``extra`` more NICs at NODE (storage, management)."""
+    k = max(near.values()) + 1 + extra
+    head = "\t".join(["", *(f"GPU{i}" for i in range(8)), *(f"NIC{j}" for j in range(k)),
+                      "CPU Affinity", "NUMA Affinity"])
+    rows = [head]
+    for g in range(8):
+        cells = ["X" if h == g else "NV18" for h in range(8)]
+        cells += ["PXB" if near.get(g) == j else "NODE" for j in range(k)]
+        rows.append("\t".join([f"GPU{g}", *cells, "0-55", "0"]))
+    return "\n".join(rows) + "\n"
+
+
+def test_tp301_reads_the_nics_of_a_saved_topology(tmp_path: Path) -> None:
+    # DGX H100's matrix: NIC0–NIC7 at PIX (one per GPU), NIC8/NIC9 at NODE/SYS (storage):
+    # 8 GPU NICs; topo -m names no speed, so Hopper's usual 400 Gb/s, said to be assumed
+    [f] = lint(MAN / "lws-tp16-2x8-h100.yaml", "TP301", TOPO / "dgx-h100.txt")
+    assert "8 × 400 Gb/s per node (the NICs of" in f.text and "speed assumed" in f.text
+    bw = next(x for x in f.formulas if x.name == "B")
+    assert bw.values["nics"] == 8 and "NIC0, NIC1" in bw.source and "NIC8" not in bw.source
+    # A node with 4 GPU NICs (one per GPU pair, PXB) and 2 storage NICs: NVLS-tree across the
+    # two nodes at min(0.90·4·50·15/8, 472.5) = 337.5 GB/s busbw (physics.collective)
+    topo = tmp_path / "four-nics.txt"
+    topo.write_text(_hgx_with_nics({g: g // 2 for g in range(8)}, 2))
+    [g] = lint(MAN / "lws-tp16-2x8-h100.yaml", "TP301", topo)
+    assert "4 × 400 Gb/s per node (the NICs of" in g.text
+    bw4 = next(x for x in g.formulas if x.name == "B")
+    assert bw4.values["nics"] == 4 and bw4.result == pytest.approx(0.90 * 200e9 * 15 / 8)
+    assert "busbw ≈ 338 GB/s" in g.text

@@ -18,7 +18,8 @@ from tpcheck.formula import Formula
 from tpcheck.hardware.gpus import find_gpu
 from tpcheck.hardware.links import Link, find_link
 from tpcheck.hardware.machines import MACHINES, Machine, find_machine
-from tpcheck.hardware.network import HGX_NETWORK, Network, parse_network
+from tpcheck.hardware.network import HGX_NETWORK, Network, parse_network, topology_network
+from tpcheck.hardware.topology import Topology
 from tpcheck.physics.linkcost import (
     NETWORK_ASSUMED,
     assumed_network,
@@ -177,6 +178,15 @@ def network(ctx: CheckContext) -> LinkUse:
         g = network_group(ctx.gpu, t, per_node, hgx)
         return network_use(g, f"{kind} 8 × 400 Gb/s per node ({res}; NIC count assumed)",
                            hgx.source, assumed=True, alpha=alpha)
+    topo = ctx.topology
+    if isinstance(topo, Topology):  # a saved nvidia-smi topo -m: its GPU NICs, speed assumed
+        net = topology_network(topo.nics, topo.gpu_nic, topo.path,
+                               ctx.gpu.link if ctx.gpu is not None else None)
+        if net is not None:
+            g = network_group(ctx.gpu, t, per_node, net)
+            return network_use(g, f"{net.nics} × {net.gbps:g} Gb/s per node (the NICs of "
+                               f"{topo.path or 'the topology'}; speed assumed)", net.source,
+                               assumed=False, alpha=alpha)
     return assumed_network(alpha, gpu=ctx.gpu, t=t, per_node=per_node)
 
 
