@@ -318,3 +318,21 @@ def test_tp301_reads_the_nics_of_a_saved_topology(tmp_path: Path) -> None:
     bw4 = next(x for x in g.formulas if x.name == "B")
     assert bw4.values["nics"] == 4 and bw4.result == pytest.approx(0.90 * 200e9 * 15 / 8)
     assert "busbw ≈ 338 GB/s" in g.text
+
+
+def test_tp301_reads_gke_multi_networking_annotations() -> None:
+    # The pod's networking.gke.io/interfaces lists eth0 (the default interface) and eth1–eth8:
+    # 8 GPU NICs, the count of A3 Mega, whose 1,600 Gb/s makes 200 Gb/s each over
+    # GPUDirect-TCPXO (machines.py). NVLS-tree over 2 nodes: min(0.90·8·25·15/8, 472.5)
+    # = 337.5 GB/s busbw; α at 8 KiB: TCPXO LL 108 µs + the NVLink LL step 17 µs = 125 µs
+    [f] = lint(MAN / "lws-tp16-2x8-gke-multinet.yaml", "TP301")
+    assert "8 × 200 Gb/s per node (GKE multi-networking, 8 interfaces)" in f.text
+    bw = next(x for x in f.formulas if x.name == "B")
+    assert (bw.values["nics"], bw.values["nic_Gbps"]) == (8, 200)
+    assert bw.result == pytest.approx(0.90 * 200e9 * 15 / 8)
+    assert "networking.gke.io/interfaces=8" in bw.source and "a3-megagpu-8g" in bw.source
+    alpha = next(x for x in f.formulas if x.name == "α")
+    assert alpha.result == pytest.approx(125e-6)
+    # without the annotation the same manifest is the assumed HGX 8 × 400G InfiniBand
+    [g] = lint(MAN / "lws-tp16-2x8-h100.yaml", "TP301")
+    assert "assumed" in g.text and "GKE" not in g.text
