@@ -135,3 +135,42 @@ def test_unknown_link_is_a_usage_error() -> None:
     p = plan(MODEL, "--gpu", "h100-sxm", "--link", "carrier-pigeon")
     assert p.returncode == 2
     assert "unknown link 'carrier-pigeon'" in p.stderr and "Traceback" not in p.stderr
+
+
+def test_nodes_and_network_price_the_spanning_rows() -> None:
+    """``--nodes 2 --network 4x200G-roce``: the sweep stops at 2 × 8 GPUs, and TP 16 crosses
+    the given network (physics.collective), not the assumed 8 × 400G InfiniBand."""
+    doc = plan_json("--nodes", "2", "--network", "4x200G-roce")
+    rows = doc["rows"]
+    assert isinstance(rows, list)
+    assert max(r["tp"] for r in rows) == 16 and 16 in {r["tp"] for r in rows}
+    r16 = next(r for r in rows if r["tp"] == 16)
+    # the node's 800 Gb/s as the physics holds it: one share per GPU, 8 × 100 Gb/s
+    assert r16["allreduce_link"] == "roce-8x100"
+    # the prefill chunk's 161 all-reduces of 8192·8192·2 B = 128 MiB: NVLS-tree over the two
+    # nodes at min(0.90·4·25 GB/s·15/8, 472.5) = 168.75 GB/s, α 115 µs (RoCE takes IB's α)
+    # = 115 + 1.875·128 MiB/168.75 GB/s = 1,606.3 µs each
+    p = 70_553_706_496
+    compute = (2 * p * 8192 + 4 * 80 * 64 * 128 * 8192 * 8193 / 2) / (16 * 989.4e12 * 0.6)
+    comm_t = 161 * (115e-6 + 1.875 * 8192 * 8192 * 2 / 168.75e9)
+    assert r16["prefill_chunk_seconds"] == pytest.approx(compute + comm_t, rel=1e-9)
+    assert r16["prefill_comm_share"] == pytest.approx(comm_t / compute, rel=1e-9)
+    assert comm_t == pytest.approx(0.2586, rel=1e-3)
+    # the assumed 8 × 400G: NVLS-capped at 472.5 GB/s, 115 + 532.6 µs each
+    base = next(r for r in plan_json("--tp", "16")["rows"])  # type: ignore[union-attr]
+    assert base["prefill_chunk_seconds"] == pytest.approx(
+        compute + 161 * (115e-6 + 1.875 * 8192 * 8192 * 2 / 472.5e9), rel=1e-9)
+    # the text names the given network, not the assumed one
+    out = plan(MODEL, "--gpu", "h100-sxm", "--nodes", "2", "--network", "4x200G-roce").stdout
+    assert "spans nodes: the network (4×200G roce per node, given;" in out
+
+
+def test_nodes_bound_the_tp_sizes() -> None:
+    p = plan(MODEL, "--gpu", "h100-sxm", "--nodes", "1", "--tp", "16")
+    assert p.returncode == 2 and "TP 16 needs more than the 8 GPUs of 1 node(s)" in p.stderr
+    doc = plan_json("--nodes", "4", "--gpus-per-node", "4", "--tp", "8")
+    [r] = doc["rows"]  # type: ignore[misc]
+    # 4 GPUs per node: TP 8 spans 2 nodes, on the assumed HGX network (no --network)
+    assert r["allreduce_link"] == "ib-8x400"
+    q = plan(MODEL, "--gpu", "h100-sxm", "--network", "lots")
+    assert q.returncode == 2 and "'lots' is not a network" in q.stderr
