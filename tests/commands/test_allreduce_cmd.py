@@ -24,9 +24,10 @@ def test_json_rows_two_hgx_nodes() -> None:
     small, big = doc["rows"]
     for r in doc["rows"]:
         assert {"size", "allreduce_seconds", "algbw", "busbw", "algorithm", "path"} <= set(r)
-    # 8 KiB: ring/LL, 31 + 17 µs + 8 KiB·15/8 / min(0.12·400, 0.5·360) GB/s = 48.32 µs
+    # 8 KiB: ring/LL, 31 µs + 8 KiB·15/8 / min(0.12·400, 0.5·360) GB/s = 31.32 µs
+    # (nccl-tests#309 measured 32.12 on such a pair)
     assert (small["algorithm"], small["protocol"]) == ("ring", "LL")
-    assert small["time_us"] == round(small["time_us"], 6) and abs(small["time_us"] - 48.32) < 0.01
+    assert small["time_us"] == round(small["time_us"], 6) and abs(small["time_us"] - 31.32) < 0.01
     # 16 GiB: NVLS-tree at min(0.9·400·15/8, 0.6·450·7/4) = 472.5 GB/s busbw plus 115 µs
     assert big["algorithm"] == "nvlstree" and 469 * 0.85 < big["busbw"] < 469 * 1.15
 

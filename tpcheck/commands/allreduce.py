@@ -118,7 +118,8 @@ def run(args: base.Args) -> int:
     for size in sizes_of(args.sizes):
         p = C.allreduce(group, size, engine=engine, custom=not args.disable_custom_all_reduce,
                         version=args.engine_version)
-        rows.append({"size": size, "allreduce_seconds": p.seconds, "time_us": p.seconds * 1e6,
+        rows.append({"size": size, "allreduce_seconds": p.seconds,
+                     "time_us": round(p.seconds * 1e6, 6),
                      "algbw": p.algbw / 1e9, "busbw": p.busbw(t) / 1e9,
                      "algorithm": p.algorithm, "protocol": p.protocol, "path": p.path,
                      "formula": p.formula.to_json()})

@@ -72,27 +72,31 @@ ALPHA: dict[tuple[str, str], float] = {
     ("pcie", "LL"): 42e-6,
     ("pcie", "Simple"): 42e-6,
     # the wire between two nodes, LL: two DGX Spark (one GPU each, one 200G RoCE link),
-    # 8–32 KiB: 31.7–39.6 µs. A node of several GPUs adds its NVLink LL step: 31 + 17 = 48
-    # against 46.3–47.6 µs for 2 nodes of 8 H20 (8–512 B, NVLSTree, nccl#1244)
+    # 8–32 KiB: 31.7–39.6 µs; two HGX H100 of 8 GPUs, 8×400G IB (nccl-tests#309, NCCL 2.26):
+    # 8 KiB 32.1 µs, 1 MiB 71.9 µs = 31 + 1.875·1 MiB/48 GB/s, so the NVLink step inside each
+    # node adds nothing measurable on a current NCCL (2 nodes of 8 H20 on an older one, nccl#1244,
+    # 46–48 µs at 8–512 B, sit 1.5× above: below the latency regime, left unscored)
     ("ib", "LL"): 31e-6,
     # the same fabric 1–64 MiB (nccl#1244, default algorithm): intercept 115 µs
     ("ib", "Simple"): 115e-6,
-    # GCP a3-megagpu ×2, GPUDirect-TCPXO: 8 B–4 KiB 123–127 µs (less the NVLink LL step);
-    # 64 MiB–8 GiB intercept 934 µs
-    ("tcpxo", "LL"): 108e-6,
+    # GCP a3-megagpu ×2, GPUDirect-TCPXO: 8 B–4 KiB 123–127 µs; 64 MiB–8 GiB intercept 934 µs
+    ("tcpxo", "LL"): 125e-6,
     ("tcpxo", "Simple"): 930e-6,
 }
 ALPHA_SRC = {
     "nvlink": f"{ROWS}: vLLM PR 24532 pynccl, H100 TP4 (0.5–4 MiB, CUDA graphs)",
     "pcie": f"{ROWS}: nccl#1530 (8× RTX 4090, 8 B)",
-    "ib": f"{ROWS}: DGX Spark ×2 (dgx-spark-playbooks#103), nccl#1244 (2×8 H20, 8×NDR)",
+    "ib": f"{ROWS}: DGX Spark ×2 (dgx-spark-playbooks#103), nccl-tests#309 (2×8 H100, 8×NDR), "
+          "nccl#1244 (2×8 H20, 8×NDR)",
     "tcpxo": f"{ROWS}: a3-megagpu-8g ×2 all_reduce_perf (8 B–8 GiB)",
 }
 # Network classes without rows of their own take InfiniBand's α (RoCE, EFA, plain TCP).
 NET_KIND = {"ib": "ib", "roce": "ib", "efa": "ib", "tcpxo": "tcpxo", "tcp": "tcpxo"}
-# More nodes: NCCL's tree latency grows with its depth, log2 of the nodes. ASSUMPTION (no
-# 4-node row collected): α(n) = α(2)·log2(2n)/2, 1.5× at 4 nodes (issue 31 reports ≈1.6×).
-ALPHA_NODES_NOTE = "ASSUMPTION: α(n) = α(2)·log2(2n)/2 (tree depth); no 4-node row collected"
+# More nodes: NCCL's latency grows with the tree's depth, log2 of the nodes: α(n) =
+# α(2)·log2(2n)/2, 1.5× at 4 nodes and 2× at 8. nccl-tests#309 (8×400G IB, NCCL 2.26): 8 KiB
+# takes 32.12 µs on 2 nodes and 46.84 on 4 (1.46×); the 8-node run there starts at 1 MiB.
+ALPHA_NODES_NOTE = (f"α(n) = α(2)·log2(2n)/2 (tree depth; {ROWS}: nccl-tests#309 8 KiB 2 → 4 "
+                    "nodes 32.12 → 46.84 µs)")
 
 # ---- custom all-reduce (one node, P2P): fitted per engine on the published kernel rows.
 # vLLM: CUDA-graph rows of PR 24532/24111 (2-stage, 0.5–4 MiB: 17→42 µs at TP4, 15→37 at
@@ -252,10 +256,8 @@ def nvls_bus(g: Group, t: int) -> float:
     return NVLS_ALGBW * g.intra_bw * _factor(t)
 
 
-def alpha_for(cls: str, proto: str, nodes: int, per_node: int = 1) -> float:
+def alpha_for(cls: str, proto: str, nodes: int) -> float:
     a = ALPHA[(cls, proto)]
-    if nodes > 1 and proto == "LL" and per_node > 1:
-        a += ALPHA[("nvlink", "LL")]  # the step inside each node before the wire
     if nodes > 2:
         a *= math.log2(2 * nodes) / 2
     return a
@@ -283,7 +285,7 @@ def candidates(g: Group) -> list[tuple[str, str, str, float, float, str]]:
     bus = min(ETA_NET * agg, ring)
     out.append(("ring", "Simple", cls, alpha_for(cls, "Simple", g.nodes), bus, ETA_NET_SRC))
     ll = min(E_LL_NET * agg, E_LL * ring)
-    out.append(("ring", "LL", cls, alpha_for(cls, "LL", g.nodes, g.per_node), ll, E_LL_SRC))
+    out.append(("ring", "LL", cls, alpha_for(cls, "LL", g.nodes), ll, E_LL_SRC))
     if g.nodes == 2 and g.nvls:
         tree = min(ETA_TREE2 * agg * _factor(t), intra_cap)
         out.append(("nvlstree", "Simple", cls, alpha_for(cls, "Simple", 2), tree,
