@@ -221,3 +221,22 @@ def test_seeds_formula_misses_what_the_model_meets() -> None:
     assert seeds / (r["time_us"] * 1e-6) == pytest.approx(9.38, rel=0.01)
     p = C.allreduce(h100(16, 2, Network(8, 400)), 16 * GIB)
     assert p.seconds / (r["time_us"] * 1e-6) == pytest.approx(1.0, abs=0.01)
+
+
+def test_four_and_eight_node_rows_within_30_percent() -> None:
+    # nccl-tests#309, 8×400G IB per node: 4 nodes (32 ranks) 8 KiB–16 GiB and 8 nodes (64 ranks)
+    # 1 MiB–8 GiB, each row priced by the model (α·log2(2n)/2 past two nodes; ring at
+    # min(0.96·400, 0.80·450) = 360 GB/s busbw for the big ones): every one within 30%
+    rows = [r for r in ROWS if r["nodes"] in (4, 8) and "nccl-tests/issues/309" in str(r["ref"])]
+    assert {r["nodes"] for r in rows} == {4, 8} and len(rows) >= 25
+    for r in rows:
+        g = C.group_of("nvlink4", 450e9, int(r["ranks"]), int(r["nodes"]), 8, Network(8, 400))
+        ratio = C.allreduce(g, r["size"]).seconds / (r["time_us"] * 1e-6)
+        assert 0.7 <= ratio <= 1.3, (r["nodes"], r["size"], ratio)
+    # 4 nodes, 16 GiB: 172.5 µs + 2·31/32·16 GiB / 360 GB/s = 92.57 ms against 90.99
+    big = row("nccl-tests/issues/309", 16 * GIB, nodes=4)
+    g4 = C.group_of("nvlink4", 450e9, 32, 4, 8, Network(8, 400))
+    assert C.allreduce(g4, 16 * GIB).seconds == pytest.approx(
+        115e-6 * 1.5 + 2 * 31 / 32 * 16 * GIB / 360e9, rel=1e-9)
+    assert C.allreduce(g4, 16 * GIB).seconds / (big["time_us"] * 1e-6) == pytest.approx(
+        1.017, abs=0.005)
