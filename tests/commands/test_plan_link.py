@@ -162,7 +162,7 @@ def test_nodes_and_network_price_the_spanning_rows() -> None:
         compute + 161 * (115e-6 + 1.875 * 8192 * 8192 * 2 / 472.5e9), rel=1e-9)
     # the text names the given network, not the assumed one
     out = plan(MODEL, "--gpu", "h100-sxm", "--nodes", "2", "--network", "4x200G-roce").stdout
-    assert "spans nodes: the network (4×200G roce per node, given;" in out
+    assert "spans nodes: the network (4×200G roce per node, given;" in " ".join(out.split())
 
 
 def test_nodes_bound_the_tp_sizes() -> None:
