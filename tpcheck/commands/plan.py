@@ -133,7 +133,7 @@ limits and GPU count of its deployment."""
 @base.option("--batch", type=base.IntRange(1), default=1, metavar="N",
              help="Decode batch for the step model (default: 1).")
 @base.option("--alpha", type=base.FloatRange(0, MAX_ALPHA), metavar="SECONDS",
-             help="Fixed all-reduce cost in seconds (default 10e-6).")
+             help="Fixed all-reduce cost in seconds (default: the collective model's).")
 @base.option("--link", metavar="CLASS",
              help="Link class for the TP group: nvlink4, pcie5, ib-ndr, ...")
 @base.option("--width", type=base.IntRange(60, 1000), metavar="COLUMNS",

@@ -17,6 +17,9 @@ from tpcheck.physics.kv import activation_dtype, dtype_bytes
 from tpcheck.physics.split import model_params
 from tpcheck.record import record
 
+# Only a link taken as a bare class (``link_use``: plan --link with a network class, TP303's
+# one-NIC share) keeps links.py's α; inside a node and across nodes the collective model's
+# fitted α applies (``node_use``, ``network_use``).
 ALPHA_NOTE = (
     "ASSUMPTION (hardware/links.py): α per link class is not measured; "
     "10 µs NVLink, 20 µs PCIe, 30 µs network/cross-socket"
