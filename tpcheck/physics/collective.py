@@ -117,6 +117,8 @@ CUSTOM_SCALED = "B_ca scaled by the link from H100's (assumed: no custom all-red
 # PCIe-only GPUs, l.281 off without P2P, l.233 off across nodes (no MNNVL).
 # SGLang 0.5.23 custom_all_reduce.py l.41–42 world sizes 2, 4, 6, 8, 8 MiB (≤, l.273);
 # custom_all_reduce_utils.py l.460 off across nodes, l.495 off for > 2 PCIe-only GPUs.
+# SGLang 0.5.23 keeps its symmetric-memory paths off by default (fields/exec_.py l.718
+# enable_symm_mem, l.736 enable_torch_symm_mem: False), so it runs its custom kernel, then NCCL.
 CUSTOM_WORLD = {"vllm": (2, 4, 6, 8), "sglang": (2, 4, 6, 8)}
 CUSTOM_MAX = 8 * MIB
 VLLM_SM_MAX = {  # all_reduce_utils.py CUSTOM_ALL_REDUCE_MAX_SIZES
