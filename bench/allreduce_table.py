@@ -71,6 +71,9 @@ def predict(row: dict[str, object]) -> float | None:
         return None
     eng = engine_of(row)
     size = float(row["size"])  # type: ignore[arg-type]
+    if row.get("impl") == "vllm-symm-mem":  # torch symmetric memory, as vLLM 0.19 runs it
+        p = C.allreduce(g, size, engine="vllm", version="0.19.0", custom=False)
+        return p.seconds if p.algorithm == "symm-mem" else None
     if eng is not None:
         lim = C.custom_limit(eng, g)
         a, bus, _ = C.CUSTOM[eng]
@@ -142,6 +145,16 @@ def main(argv: list[str]) -> int:
         print(json.dumps({k: {"within_30": a, "rows": b, "median_ratio": m}
                           for k, (a, b, m) in res.items()}))
         return 0
+    by_nodes: dict[int, list[int]] = {}
+    for r in rows:
+        p = predict(r)
+        if regime(r) is None or p is None or not scored(r) or int(r["nodes"]) < 2:  # type: ignore[call-overload]
+            continue
+        cell = by_nodes.setdefault(int(r["nodes"]), [0, 0])  # type: ignore[call-overload]
+        cell[0] += 0.7 <= p / (float(r["time_us"]) * 1e-6) <= 1.3  # type: ignore[arg-type]
+        cell[1] += 1
+    print("multi-node rows within 30% by node count: " + ", ".join(
+        f"{n} nodes {a}/{b}" for n, (a, b) in sorted(by_nodes.items())))
     loo = leave_one_out(rows)
     print(f"{'regime':20} {'within 30%':>11} {'rows':>5} {'share':>6} {'median pred/meas':>17}"
           f" {'leave-one-out':>14}")

@@ -134,12 +134,13 @@ def test_plan_help_shows_options(capsys: pytest.CaptureFixture[str]) -> None:
                 "--max-num-seqs N", "--max-num-batched-tokens N", "--reserve SIZE",
                 "--context TOKENS", "--kv-cache-dtype DTYPE", "--quantization METHOD",
                 "--dtype DTYPE", "--set KEY=VALUE", "--batch N", "--alpha SECONDS",
-                "--link CLASS", "--offline", "--format [text|json|markdown]",
+                "--link CLASS", "--nodes N", "--gpus-per-node G", "--network SPEC", "--offline",
+                "--format [text|json|markdown]",
                 "--enable-expert-parallel", "--gpus N", "--goal [throughput|latency]"):
         assert opt in flat, opt
     assert "Pipeline-parallel size (default: 1). [1<=x<=1024]" in flat
     assert "Decode batch for the step model (default: 1). [x>=1]" in flat
-    assert "Fixed all-reduce cost in seconds (default 10e-6). [0<=x<=1.0]" in flat
+    assert "Fixed all-reduce cost in seconds (default: the collective model's). [0<=x<=1.0]" in flat
 
 
 @pytest.mark.parametrize("name", list(COMMANDS))

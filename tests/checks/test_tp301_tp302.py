@@ -78,12 +78,13 @@ def test_tp301_fires_for_tp16_over_two_8_gpu_pods() -> None:
     assert H100 is not None
     w = evaluate(s, 16, Options(gpu=H100)).weights.result
     # decode: 161 all-reduces over W_gpu/3.35 TB/s, each priced at its size
-    # (physics.collective): batch 1, 16 KiB: ring/LL, α = 31 + 17 µs, B = 0.12·400 GB/s;
+    # (physics.collective): batch 1, 16 KiB: ring/LL, α = 31 µs, B = 0.12·400 GB/s;
     # batch 256, 4 MiB: NVLS-tree/Simple, α = 115 µs, B = 472.5 GB/s (131.6 µs, against
     # 136.8 µs for the ring and 211.8 µs for LL)
-    d1 = share_decode(w, 3.35e12, 16, 1, 8192, 80, 48e9, 48e-6)
+    d1 = share_decode(w, 3.35e12, 16, 1, 8192, 80, 48e9, 31e-6)
     d256 = share_decode(w, 3.35e12, 16, 256, 8192, 80, 472.5e9, 115e-6)  # --max-num-seqs 256
-    assert d1 == pytest.approx(2.92, abs=0.01)  # 161·48.64 µs = 7.83 ms vs 8.99 GB/3.35 TB/s
+    # 161·31.64 µs = 5.094 ms vs 8.99 GB/3.35 TB/s = 2.683 ms (31 + 17 µs gave 2.92)
+    assert d1 == pytest.approx(1.898, abs=0.01)
     assert f"{d1 * 100:,.0f}% at batch 1, {d256 * 100:,.0f}% at batch 256" in f.text
     # prefill: vLLM 0.33 serve default max_num_batched_tokens on an H100 (≥ 70 GiB) = 8192
     p = model_params(s, active=True)
@@ -190,24 +191,28 @@ def test_tp302_fires_for_tp4_across_sockets_on_l40s() -> None:
     # GPUs 2,3 on socket 0 and 4,5 on socket 1: the first SYS pair in order is GPU2–GPU4
     assert "the TP group [2, 3, 4, 5] (from CUDA_VISIBLE_DEVICES=2,3,4,5)" in f.text
     assert "GPU2–GPU4, joined across the CPU sockets (SYS" in f.text
-    # L40S: PCIe Gen4 x16, 32 GB/s one way, an upper bound across sockets; α = 30 µs (assumed)
-    assert "PCIe Gen4 x16 across CPU sockets (SYS), B ≈ 32.0 GB/s per GPU (upper bound" in (
-        f.text)
+    # L40S: PCIe Gen4 x16, 32 GB/s one way, an upper bound across sockets. Four PCIe GPUs:
+    # no custom kernel (vLLM 0.33 custom_all_reduce.py: off for > 2 PCIe-only GPUs), so NCCL
+    # (physics.collective): ring/Simple at ETA_PCIE·32 = 0.624·32 = 19.97 GB/s busbw, α 42 µs
+    assert "PCIe Gen4 x16 across CPU sockets (SYS), busbw ≈ 20.0 GB/s (upper bound" in f.text
+    assert f.message.endswith("all-reduces run at 20.0 GB/s")
     s = shape("Qwen/Qwen3-32B")
     assert L40S is not None
     p = model_params(s, active=True)
     # vLLM 0.33 serve default chunk on a 44.4 GiB card (< 70 GiB) = 2048 tokens
     # P = 32.76e9, n = 2048, t = 4, π = 362.05 TFLOP/s (L40S), η = 0.6, L = 64, h = 64,
-    # d_h = 128, d = 5120, b = 2, B = 32 GB/s, α = 30 µs:
+    # d_h = 128, d = 5120, b = 2, B = 19.97 GB/s, α = 42 µs:
     # T_linear = 2·32.76e9·2048 / (4·362.05e12) = 92.66 ms; T_attn = 4·64·64·128·2048·2049/2
     # / (4·362.05e12) = 3.038 ms; rest = (92.66 + 3.038)/0.6 = 159.5 ms
-    # T_comm = 129·(30 µs + 1.5·2048·5120·2 / 32e9) = 129·1.013 ms = 130.7 ms
+    # T_comm = 129·(42 µs + 1.5·2048·5120·2 / 19.97e9) = 129·1.617 ms = 208.6 ms
+    # (30 µs and the x16 peak 32 GB/s gave 130.7 ms, 82%)
     assert (s.layers, s.heads, s.head_dim, s.hidden) == (64, 64, 128, 5120)
-    pre = share_prefill(p, 2048, 4, L40S.bf16_flops, 0.6, 64, 64, 128, 5120, 32e9, 30e-6)
-    assert pre == pytest.approx(130.7 / 159.5, rel=1e-3)  # 0.819: 82% (old formula: 59%)
+    bus = 0.624 * 32e9
+    pre = share_prefill(p, 2048, 4, L40S.bf16_flops, 0.6, 64, 64, 128, 5120, bus, 42e-6)
+    assert pre == pytest.approx(208.6 / 159.5, rel=1e-3)  # 1.308: 131%
     assert (f"they add {pre * 100:,.0f}% to the rest of a 2,048-token prefill chunk "
             "(compute at η = 0.6, assumed)") in f.text
-    be = 1 + p * 32e9 / (2 * s.layers * s.hidden * 2 * L40S.bf16_flops)
+    be = 1 + p * bus / (2 * s.layers * s.hidden * 2 * L40S.bf16_flops)
     assert f"TP stops paying past t ≈ {be:.2f}" in f.text
     assert f.fix == ("set CUDA_VISIBLE_DEVICES=0,1,2,3: those 4 GPUs are joined by NODE at "
                      "worst (one socket)")
@@ -257,9 +262,10 @@ def test_tp302_pcie_where_nvlink_was_expected() -> None:
     ctx = CheckContext(_dep(tensor_parallel_size=4), shape=None, settings=Settings(),
                        topology=topo, gpu=find_gpu("a100-sxm-80gb"))
     [f] = BY_CODE["TP302"].check(ctx)
-    # A100 SXM's host interface is PCIe Gen4: 32 GB/s one way instead of NVLink 3's 300 GB/s
+    # A100 SXM's host interface is PCIe Gen4: 32 GB/s one way instead of NVLink 3's 300 GB/s;
+    # four ranks on PCIe run NCCL's ring at 0.624·32 = 19.97 GB/s busbw (physics.collective)
     assert "over PCIe (PIX), not NVLink" in f.text
-    assert "PCIe Gen4 x16, B ≈ 32.0 GB/s per GPU instead of NVLink 3 (Ampere) at 300 GB/s" in (
+    assert "PCIe Gen4 x16, busbw ≈ 20.0 GB/s instead of NVLink 3 (Ampere) at 300 GB/s" in (
         f.text)
 
 
@@ -281,3 +287,53 @@ def test_prefill_clause_says_whether_eta_is_assumed_or_calibrated() -> None:
                   0.45, False).endswith("(compute at η = 0.45, calibrated)")
     # the flag decides, not a word in the source text
     assert clause("assumed somewhere in the text", 0.45, False).endswith("calibrated)")
+
+
+def _hgx_with_nics(near: dict[int, int], extra: int) -> str:
+    """An 8-GPU NV18 matrix whose NIC columns put NIC j at PXB from the GPUs of ``near``
+    (GPU → NIC) and ``extra`` more NICs at NODE (storage, management)."""
+    k = max(near.values()) + 1 + extra
+    head = "\t".join(["", *(f"GPU{i}" for i in range(8)), *(f"NIC{j}" for j in range(k)),
+                      "CPU Affinity", "NUMA Affinity"])
+    rows = [head]
+    for g in range(8):
+        cells = ["X" if h == g else "NV18" for h in range(8)]
+        cells += ["PXB" if near.get(g) == j else "NODE" for j in range(k)]
+        rows.append("\t".join([f"GPU{g}", *cells, "0-55", "0"]))
+    return "\n".join(rows) + "\n"
+
+
+def test_tp301_reads_the_nics_of_a_saved_topology(tmp_path: Path) -> None:
+    # DGX H100's matrix: NIC0–NIC7 at PIX (one per GPU), NIC8/NIC9 at NODE/SYS (storage):
+    # 8 GPU NICs; topo -m names no speed, so Hopper's usual 400 Gb/s, said to be assumed
+    [f] = lint(MAN / "lws-tp16-2x8-h100.yaml", "TP301", TOPO / "dgx-h100.txt")
+    assert "8 × 400 Gb/s per node (the NICs of" in f.text and "speed assumed" in f.text
+    bw = next(x for x in f.formulas if x.name == "B")
+    assert bw.values["nics"] == 8 and "NIC0, NIC1" in bw.source and "NIC8" not in bw.source
+    # A node with 4 GPU NICs (one per GPU pair, PXB) and 2 storage NICs: NVLS-tree across the
+    # two nodes at min(0.90·4·50·15/8, 472.5) = 337.5 GB/s busbw (physics.collective)
+    topo = tmp_path / "four-nics.txt"
+    topo.write_text(_hgx_with_nics({g: g // 2 for g in range(8)}, 2))
+    [g] = lint(MAN / "lws-tp16-2x8-h100.yaml", "TP301", topo)
+    assert "4 × 400 Gb/s per node (the NICs of" in g.text
+    bw4 = next(x for x in g.formulas if x.name == "B")
+    assert bw4.values["nics"] == 4 and bw4.result == pytest.approx(0.90 * 200e9 * 15 / 8)
+    assert "busbw ≈ 338 GB/s" in g.text
+
+
+def test_tp301_reads_gke_multi_networking_annotations() -> None:
+    # The pod's networking.gke.io/interfaces lists eth0 (the default interface) and eth1–eth8:
+    # 8 GPU NICs, the count of A3 Mega, whose 1,600 Gb/s makes 200 Gb/s each over
+    # GPUDirect-TCPXO (machines.py). NVLS-tree over 2 nodes: min(0.90·8·25·15/8, 472.5)
+    # = 337.5 GB/s busbw; α at 8 KiB: TCPXO LL 125 µs (a3-megagpu ×2 rows, 8 B–4 KiB)
+    [f] = lint(MAN / "lws-tp16-2x8-gke-multinet.yaml", "TP301")
+    assert "8 × 200 Gb/s per node (GKE multi-networking, 8 interfaces)" in f.text
+    bw = next(x for x in f.formulas if x.name == "B")
+    assert (bw.values["nics"], bw.values["nic_Gbps"]) == (8, 200)
+    assert bw.result == pytest.approx(0.90 * 200e9 * 15 / 8)
+    assert "networking.gke.io/interfaces=8" in bw.source and "a3-megagpu-8g" in bw.source
+    alpha = next(x for x in f.formulas if x.name == "α")
+    assert alpha.result == pytest.approx(125e-6)
+    # without the annotation the same manifest is the assumed HGX 8 × 400G InfiniBand
+    [g] = lint(MAN / "lws-tp16-2x8-h100.yaml", "TP301")
+    assert "assumed" in g.text and "GKE" not in g.text

@@ -24,7 +24,8 @@ from tpcheck.engines.defaults import sglang_chunked_prefill
 from tpcheck.formula import MIB
 from tpcheck.hardware.gpus import find_gpu
 from tpcheck.physics import plan, step
-from tpcheck.physics.plan import DEFAULT_ALPHA, Options, evaluate
+from tpcheck.physics.linkcost import node_price
+from tpcheck.physics.plan import Options, evaluate
 from tpcheck.physics.split import model_params
 
 LLAMA70 = "meta-llama/Meta-Llama-3-70B-Instruct"  # L 80, d 8192, h 64, d_h 128
@@ -97,8 +98,16 @@ def test_evaluate_reports_the_engines_chunk_and_the_spanning_link() -> None:
     assert ev.prefill is not None and ev.prefill_prompt is not None
     # vLLM 0.33 serve default max_num_batched_tokens on an 80 GB H100: 8192 (engine defaults)
     assert ev.prefill.values["n"] == 8192
-    assert ev.prefill.result == pytest.approx(by_hand_chunk(8192, 0, 8, NVL, 10e-6), rel=1e-9)
-    assert ev.prefill_prompt.result == pytest.approx(1.6125, rel=1e-4)
+    # one node, 8 ranks, 8192·8192·2 B = 128 MiB: above every vLLM 0.33 kernel's limit
+    # (FlashInfer 0.5 MiB, symm mem 64 MiB), so NCCL's cheapest, NVLS/Simple (physics.
+    # collective): B = 0.60·450·7/4 = 472.5 GB/s, α = 24 µs → 24 + 1.75·128 MiB/472.5 GB/s
+    # = 521.1 µs per all-reduce (10 µs + the link's 450 GB/s gave 532.0)
+    assert ev.prefill.result == pytest.approx(by_hand_chunk(8192, 0, 8, 472.5e9, 24e-6),
+                                              rel=1e-9)
+    assert ev.prefill_prompt.result == pytest.approx(
+        sum(by_hand_chunk(8192, c0, 8, 472.5e9, 24e-6) for c0 in (0, 8192, 16384, 24576)),
+        rel=1e-9)
+    assert ev.prefill_prompt.result == pytest.approx(1.6055, rel=1e-4)
     flag = evaluate(shape, 8, Options(engine_version="0.33.0", gpu=gpu, context=32768,
                                       max_num_batched_tokens=2048))
     assert flag.prefill is not None and flag.prefill.values["n"] == 2048
@@ -130,8 +139,11 @@ def test_plan_json_and_text_show_the_prefill_figures() -> None:
     p = _plan("--tp", "1,8", "--format", "json")
     assert p.returncode == 0, p.stderr
     rows = {r["tp"]: r for r in json.loads(p.stdout)["rows"]}
-    assert rows[8]["prefill_chunk_seconds"] == pytest.approx(0.34757, rel=1e-4)
-    assert rows[8]["prefill_prompt_seconds"] == pytest.approx(1.6125, rel=1e-4)
+    # NCCL NVLS at 128 MiB, as in the test above: 24 µs + 1.75·S/472.5 GB/s per all-reduce
+    assert rows[8]["prefill_chunk_seconds"] == pytest.approx(
+        by_hand_chunk(8192, 0, 8, 472.5e9, 24e-6), rel=1e-9)
+    assert rows[8]["prefill_chunk_seconds"] == pytest.approx(0.34582, rel=1e-4)
+    assert rows[8]["prefill_prompt_seconds"] == pytest.approx(1.6055, rel=1e-4)
     assert rows[8]["allreduce_link"] == "nvlink4"
     # t = 1: no all-reduce; (2·P·8192 + ATT·33,558,528) / (989.4e12·0.6) = 1,217.3 + 148.2 ms
     assert rows[1]["prefill_tokens"] == 8192
@@ -140,7 +152,7 @@ def test_plan_json_and_text_show_the_prefill_figures() -> None:
     t = _plan("--tp", "8")
     assert t.returncode == 0, t.stderr
     assert "prefill ms" in t.stdout and "one 8,192-token chunk / a whole 32,768-token" in t.stdout
-    assert " 348/1,613 " in t.stdout  # 347.57 ms and 1,612.5 ms rounded
+    assert " 346/1,606 " in t.stdout  # 345.82 ms and 1,605.5 ms rounded
 
 
 # Published TTFT rows (issue 22): what they imply for η, and why no prefill era.
@@ -166,10 +178,13 @@ def terms(row: dict[str, object]) -> tuple[float, float, float]:
     shape = shape_of(str(row["model"]))
     gpu = find_gpu(str(row["gpu"]))
     assert gpu is not None and gpu.bf16_flops and gpu.link_bandwidth
-    m = step.Prefill(model_params(shape, active=True), shape.layers, shape.heads, shape.head_dim,
-                     shape.hidden, 2, int(str(row["tp"])), gpu.bf16_flops, gpu.link_bandwidth,
-                     DEFAULT_ALPHA)
     lens = [int(n) for n in row["input_lens"]]  # type: ignore[attr-defined]
+    t = int(str(row["tp"]))
+    # the batch's all-reduces as the row's release runs them on one node (physics.collective)
+    ar = node_price(gpu.link, gpu.link_bandwidth, t, sum(lens) * shape.hidden * 2,
+                    engine=str(row["engine"]), version=str(row["version"]))
+    m = step.Prefill(model_params(shape, active=True), shape.layers, shape.heads, shape.head_dim,
+                     shape.hidden, 2, t, gpu.bf16_flops, ar.bus or gpu.link_bandwidth, ar.alpha)
     lin, _, comm = m.terms(sum(lens), 0)
     attn = sum(m.terms(n, 0)[1] for n in lens)
     return lin + attn, comm, float(str(row["measured_ms"])) / 1000
@@ -194,32 +209,37 @@ def test_each_rows_predicted_time_at_the_assumed_eta() -> None:
     assert (x, c) == (pytest.approx(22.334e-3, rel=1e-3), 0.0)
     assert x / 0.6 + c == pytest.approx(37.22e-3, rel=1e-3) and y == 62.1947e-3
     # Llama-3-70B, t = 2: T_linear = 2·70.554e9·1369 / (2·989.4e12) = 97.62 ms, T_attn 0.28 ms;
-    # T_comm = 161·(10 µs + 2·(2−1)/2·1369·8192·2 B / 450e9 B/s) = 161·59.84 µs = 9.63 ms;
-    # 97.90 / 0.6 + 9.63 = 172.80 ms against 218.92 (1.27×).
+    # each all-reduce is 1369·8192·2 = 22.43e6 B, above vLLM 0.5.4's 8 MiB custom kernel, so
+    # NCCL's ring/Simple on 2 H100 (physics.collective: α 24 µs, B 0.80·450 = 360 GB/s):
+    # T_comm = 161·(24 µs + 2·(2−1)/2·22.43e6 B / 360e9 B/s) = 161·86.30 µs = 13.90 ms;
+    # 97.90 / 0.6 + 13.90 = 177.06 ms against 218.92 (1.24×). (10 µs and the link's 450 GB/s
+    # gave 9.63 ms.)
     x, c, y = terms(BY_ID["lambda-ttft-llama3-70b-h100-tp2"])
-    assert c == pytest.approx(9.635e-3, rel=1e-3)
-    assert x / 0.6 + c == pytest.approx(172.80e-3, rel=1e-3)
-    # t = 8: T_linear 24.41 ms, T_attn 0.07 ms; T_comm = 161·(10 µs + 1.75·22.43e6 B / 450e9)
-    # = 161·97.2 µs = 15.65 ms; 24.48 / 0.6 + 15.65 = 56.45 ms against 122.28 (2.17×).
+    assert c == pytest.approx(161 * (24e-6 + 22_429_696 / 360e9), rel=1e-9)
+    assert c == pytest.approx(13.895e-3, rel=1e-3)
+    assert x / 0.6 + c == pytest.approx(177.06e-3, rel=1e-3)
+    # t = 8: T_linear 24.41 ms, T_attn 0.07 ms; NCCL's NVLS/Simple on 8 H100: T_comm =
+    # 161·(24 µs + 1.75·22.43e6 B / 472.5e9) = 161·107.07 µs = 17.24 ms; 24.48 / 0.6 + 17.24
+    # = 58.03 ms against 122.28 (2.11×).
     x, c, y = terms(BY_ID["lambda-ttft-llama3-70b-h100-tp8"])
-    assert c == pytest.approx(15.653e-3, rel=1e-3)
-    assert x / 0.6 + c == pytest.approx(56.45e-3, rel=1e-3)
-    assert y / (x / 0.6 + c) == pytest.approx(2.166, abs=0.005)
+    assert c == pytest.approx(161 * (24e-6 + 1.75 * 22_429_696 / 472.5e9), rel=1e-9)
+    assert x / 0.6 + c == pytest.approx(58.03e-3, rel=1e-3)
+    assert y / (x / 0.6 + c) == pytest.approx(2.107, abs=0.005)
 
 
 def test_one_eta_does_not_fit_the_rows_so_none_is_fitted() -> None:
     """η implied per row, (T_linear + T_attn) / (measured − T_comm): 22.33/62.19 = 0.359,
-    97.90/(218.92 − 9.63) = 0.468, 24.48/(122.28 − 15.65) = 0.230 — a 2× spread within one engine
-    release and GPU. Leave-one-out: η from the other two rows predicts 56.0 ms (−10 %), 318.7 ms
-    (+46 %) and 74.2 ms (−39 %): far past the bar, hence ``uncalibrated`` and the assumed η."""
+    97.90/(218.92 − 13.90) = 0.478, 24.48/(122.28 − 17.24) = 0.233 — a 2× spread within one engine
+    release and GPU. Leave-one-out: η from the other two rows misses by −12 %, +47 % and −39 %:
+    far past the bar, hence ``uncalibrated`` and the assumed η."""
     pts = [terms(r) for r in ROWS]
     implied = [x / (y - c) for x, c, y in pts]
-    assert implied == [pytest.approx(v, abs=0.002) for v in (0.359, 0.468, 0.230)]
+    assert implied == [pytest.approx(v, abs=0.002) for v in (0.359, 0.478, 0.233)]
     errs = []
     for i, (x, c, y) in enumerate(pts):
         eta = step.fit_efficiency([p for j, p in enumerate(pts) if j != i])
         errs.append((x / eta + c) / y - 1)
-    assert errs == [pytest.approx(v, abs=0.005) for v in (-0.099, 0.456, -0.393)]
+    assert errs == [pytest.approx(v, abs=0.005) for v in (-0.116, 0.469, -0.386)]
     assert max(abs(e) for e in errs) > LOO_BAR
 
 

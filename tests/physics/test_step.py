@@ -225,54 +225,60 @@ def test_ci_rows_without_a_release_match_no_era_by_construction() -> None:
 def test_floor_overstates_the_tp_gain_on_a_modern_release_too() -> None:
     """vLLM 0.19 on two A100 PCIe (cssnoeasy rows, Qwen2.5-7B fp16, batch 8): TPOT p99 11.335 ms
     at t = 1, 8.095 ms at t = 2, a measured gain of 11.335 / 8.095 = 1.400×. The floor's gain
-    (weights 15.23e9 B / 1.935e12 B/s ≈ 7.87 ms + KV at t = 1; half of it plus 57 PCIe
-    all-reduces at t = 2) is ≈ 1.71×, 22 % more than measured: the issue's overstatement holds
-    on a V1-era release, though two rows cannot fit an era."""
+    (weights 15.23e9 B / 1.935e12 B/s ≈ 7.87 ms + KV at t = 1; half of it plus 57 all-reduces
+    at t = 2) is ≈ 1.70×, 22 % more than measured: the issue's overstatement holds on a V1-era
+    release, though two rows cannot fit an era. Each all-reduce is vLLM 0.19's custom kernel
+    on two PCIe GPUs (physics.collective): S = 8·3584·2 = 57,344 B, α = 9 µs,
+    B = 250·32/450 = 17.78 GB/s, so 9 + 57,344/17.78e9 = 12.225 µs, 57 × 12.225 = 0.697 ms
+    (10 µs + S/32 GB/s = 11.79 µs before, 4.684 ms)."""
     rows = {str(r["id"]): r for r in ROWS}
     r1, r2 = rows["cssnoeasy-qwen25-7b-a100pcie-tp1"], rows["cssnoeasy-qwen25-7b-a100pcie-tp2"]
     meas = float(str(r1["measured_ms"])) / float(str(r2["measured_ms"]))
     assert meas == pytest.approx(1.400, abs=0.001)
     f1, f2 = floor_of(r1)[0].result, floor_of(r2)[0].result
-    assert f1 == pytest.approx(8.023e-3, rel=1e-3) and f2 == pytest.approx(4.684e-3, rel=1e-3)
-    assert f1 / f2 / meas - 1 == pytest.approx(0.223, abs=0.005)
+    assert f1 == pytest.approx(8.023e-3, rel=1e-3) and f2 == pytest.approx(4.709e-3, rel=1e-3)
+    t_comm = next(x.result for x in floor_of(r2)[0].terms if x.name == "T_comm")
+    assert t_comm == pytest.approx(57 * (9e-6 + 57344 / (250e9 * 32 / 450)), rel=1e-9)
+    assert t_comm == pytest.approx(0.697e-3, rel=1e-3)
+    assert f1 / f2 / meas - 1 == pytest.approx(0.217, abs=0.005)
 
 
 def test_calibrated_step_formula() -> None:
     # By hand on a made-up floor: T_mem = 9 + 1 = 10 ms; T_comm = 1 ms of which
     # n_AR·α = 161·2 µs = 0.322 ms fixed and 0.678 ms bandwidth. A100 / vLLM 0.7 era:
-    # 0.9695·10 + 159.71 µs·80 + 0.322 + 45.43·0.678
-    # = 9.695 + 12.7768 + 0.322 + 30.80154 = 53.59534 ms
+    # 0.9695·10 + 161.73 µs·80 + 0.322 + 25.24·0.678
+    # = 9.695 + 12.9384 + 0.322 + 17.11272 = 40.06812 ms
     floor = Formula("decode_step_seconds", "", {"n_AR": 161, "α": 2e-6, "t": 4}, 0.011, "s", "", (
         Formula("T_weights", "", {}, 0.009, "s"), Formula("T_kv", "", {}, 0.001, "s"),
         Formula("T_comm", "", {}, 0.001, "s")))
     era = step.era_for("vllm", "0.7.2", "a100-sxm-80gb")
-    assert era is not None and (era.a, era.c, era.k) == (0.9695, 159.71e-6, 45.43)
+    assert era is not None and (era.a, era.c, era.k) == (0.9695, 161.73e-6, 25.24)
     st = step.calibrated_step(floor, layers=80, era=era)
-    assert st.result == pytest.approx(0.05359534, rel=1e-9)
-    # what the all-reduces add: (0.322 + 30.80154) / (53.59534 − 31.12354) ms
+    assert st.result == pytest.approx(0.04006812, rel=1e-9)
+    # what the all-reduces add: (0.322 + 17.11272) / (40.06812 − 17.43472) ms
     share = step.comm_share(st)
-    assert share.result == pytest.approx(31.12354 / 22.4718, rel=1e-6)
+    assert share.result == pytest.approx(17.43472 / 22.6334, rel=1e-6)
 
 
 def test_k_is_the_link_peak_off_nvlink() -> None:
     # The same made-up floor as above, on a ring that is not NVLink (an A100 PCIe part): the
     # era's a and c carry over (same chip), k does not (fitted on NVLink rows), so k = 1:
-    # 0.9695·10 + 159.71 µs·80 + 0.322 + 1·0.678 = 9.695 + 12.7768 + 0.322 + 0.678
-    # = 23.4718 ms
+    # 0.9695·10 + 161.73 µs·80 + 0.322 + 1·0.678 = 9.695 + 12.9384 + 0.322 + 0.678
+    # = 23.6334 ms
     floor = Formula("decode_step_seconds", "", {"n_AR": 161, "α": 2e-6, "t": 4}, 0.011, "s", "", (
         Formula("T_weights", "", {}, 0.009, "s"), Formula("T_kv", "", {}, 0.001, "s"),
         Formula("T_comm", "", {}, 0.001, "s")))
     era = step.era_for("vllm", "0.7.2", "a100-pcie-80gb")
-    assert era is not None and era.k == 45.43
+    assert era is not None and era.k == 25.24
     st = step.calibrated_step(floor, layers=80, era=era, off_nvlink="pcie4")
     assert st.values["k"] == 1.0
-    assert st.result == pytest.approx(0.0234718, rel=1e-9)
+    assert st.result == pytest.approx(0.0236334, rel=1e-9)
     assert "pcie4" in st.source and "lower bound" in st.source
 
 
 def test_plan_uses_k_1_on_a_pcie_part_and_the_era_k_on_nvlink() -> None:
     shape = shape_of("Qwen/QwQ-32B")
-    for key, k in (("a100-pcie-80gb", 1.0), ("a100-sxm-80gb", 45.43)):
+    for key, k in (("a100-pcie-80gb", 1.0), ("a100-sxm-80gb", 25.24)):
         gpu = find_gpu(key)
         ev = evaluate(shape, 2, Options(engine_version="0.7.2", gpu=gpu, batch=1, context=512))
         assert ev.step is not None and ev.step.values["k"] == k, key

@@ -34,25 +34,28 @@ def test_tp16_over_two_hgx_h100_nodes_all_reduces_on_the_network() -> None:
     assert ev.floor is not None and ev.step is not None
     assert ev.allreduce_link == "ib-8x400"  # the assumed HGX node: 8 × 400G InfiniBand
     # n_AR = 2·80 + 1 = 161 all-reduces of S = batch·d·b = 8·8192·2 = 131,072 B each, a
-    # latency-regime message: ring/LL across the nodes (physics.collective), α = 31 µs on the
-    # wire + 17 µs NVLink LL step = 48 µs, B = 0.12 · 8·50 GB/s = 48 GB/s
-    assert ev.floor.values["B"] == 48e9 and ev.floor.values["α"] == pytest.approx(48e-6)
-    # T_AR = 48 µs + 2·15/16·131,072 / 48e9 = 48 + 5.12 = 53.12 µs; 161 · 53.12 µs = 8.552 ms
+    # latency-regime message: ring/LL across the nodes (physics.collective), α = 31 µs
+    # (nccl-tests#309's 2 × 8 H100 rows), B = 0.12 · 8·50 GB/s = 48 GB/s
+    assert ev.floor.values["B"] == 48e9 and ev.floor.values["α"] == pytest.approx(31e-6)
+    # T_AR = 31 µs + 2·15/16·131,072 / 48e9 = 31 + 5.12 = 36.12 µs; 161 · 36.12 µs = 5.815 ms
     t_comm = next(x for x in ev.floor.terms if x.name == "T_comm").result
-    assert t_comm == pytest.approx(8.552e-3, rel=1e-3)
+    assert t_comm == pytest.approx(5.815e-3, rel=1e-3)
     # Calibrated (vLLM 0.5.x on Hopper, k = 1): a·T_mem + c·L + n_AR·α + k·T_bw.
     era = step.era_for("vllm", "0.5.4", "h100-sxm")
     assert era is not None and era.k == 1.0
     t_mem = sum(x.result for x in ev.floor.terms if x.name in ("T_weights", "T_kv"))
-    expect = era.a * t_mem + era.c * 80 + 161 * 48e-6 + 161 * 1.875 * 131_072 / 48e9
+    expect = era.a * t_mem + era.c * 80 + 161 * 31e-6 + 161 * 1.875 * 131_072 / 48e9
     assert ev.step.result == pytest.approx(expect, rel=1e-9)
     assert "all-reduces across nodes on InfiniBand 8 × 400 Gb/s per node" in ev.step.source
     assert "assumed" in ev.step.source
-    # Inside one node the same group of 8 stays on NVLink: 161·(10 µs + 2·7/8·131,072/450e9)
+    # Inside one node the same group of 8 stays on NVLink, where vLLM 0.5.4 runs its custom
+    # kernel below 8 MiB (physics.collective, α 9 µs, B 250 GB/s): 161·(9 µs + 2·7/8·131,072
+    # / 250e9) = 161·9.918 µs = 1.597 ms (10 µs and the link's 450 GB/s gave 1.692 ms)
     eight = evaluate(shape_of(LLAMA70), 8, _opts())
     assert eight.allreduce_link == "nvlink4" and eight.floor is not None
     t8 = next(x for x in eight.floor.terms if x.name == "T_comm").result
-    assert t8 == pytest.approx(161 * (10e-6 + 1.75 * 131_072 / 450e9), rel=1e-9)  # 1.692 ms
+    assert t8 == pytest.approx(161 * (9e-6 + 1.75 * 131_072 / 250e9), rel=1e-9)
+    assert t8 == pytest.approx(1.597e-3, rel=1e-3)
 
 
 def test_the_node_size_and_network_given_win() -> None:
@@ -96,10 +99,12 @@ def test_tp201_speed_uses_the_instance_network_for_the_spanning_group() -> None:
     speed = next(x for x in f.formulas if x.name == "decode_speed_gain")
     alt, mine = speed.terms
     t16, t8 = mine.terms[0], alt.terms[0]
-    # batch 12: 12·8192·2 = 196,608 B, ring/LL at 0.12 · 8·50 GB/s = 48 GB/s, α = 31 + 17 µs
+    # batch 12: 12·8192·2 = 196,608 B, ring/LL at 0.12 · 8·50 GB/s = 48 GB/s, α = 31 µs
     assert t16.terms[0].values["B"] == 48e9
-    assert t16.terms[0].values["α"] == pytest.approx(48e-6)
-    assert t8.terms[0].values["B"] == 450e9
+    assert t16.terms[0].values["α"] == pytest.approx(31e-6)
+    # the t=8 side: batch b8·8192·2 B ≤ 0.5 MiB, vLLM 0.33's FlashInfer all-reduce, priced as
+    # the custom kernel (physics.collective.FI_SRC): B = 250 GB/s, α = 9 µs
+    assert t8.terms[0].values["B"] == 250e9 and t8.terms[0].values["α"] == 9e-6
     b16, b8 = int(str(speed.values["batch(t)"])), int(str(speed.values["batch(h_kv)"]))
     shape = shape_of("meta-llama/Llama-3.1-70B-Instruct")
     base = Options(engine_version="0.33.0", gpu=find_gpu("h100-sxm"), context=131072,
@@ -136,8 +141,9 @@ def test_tp201_speed_honours_the_users_alpha() -> None:
                 int(str(g.values["batch(h_kv)"])))
 
     gain0, a16, a8, _, _ = speed(None)
-    # the assumed 8×400G network's LL α (31 µs wire + 17 µs NVLink step) and NVLink 4's class
-    assert (a16, a8) == (pytest.approx(48e-6), 10e-6)
+    # the assumed 8×400G network's LL α (31 µs, nccl-tests#309), and on one node
+    # vLLM 0.33's FlashInfer all-reduce priced as the custom kernel (9 µs)
+    assert (a16, a8) == (pytest.approx(31e-6), 9e-6)
     gain, a16, a8, b16, b8 = speed(100e-6)
     assert (a16, a8) == (100e-6, 100e-6)
     # Redone on the physics with α = 100 µs on both links: gain = (2·b8/T8) / (b16/T16)
@@ -170,9 +176,9 @@ def test_one_assumed_network_for_tp301_and_the_step() -> None:
     assert phys is not None and rule == phys == linkcost.assumed_network(
         gpu=find_gpu("h100-sxm"))
     # B: the bandwidth regime's NVLS-tree, min(0.90·8·50·15/8, 0.60·450·7/4) = 472.5 GB/s;
-    # α: the latency regime's ring/LL, 31 + 17 = 48 µs; said to be assumed
+    # α: the latency regime's ring/LL, 31 µs (nccl-tests#309 2 × 8 H100); said to be assumed
     assert rule.bandwidth.result == pytest.approx(472.5e9)
-    assert (rule.alpha.result, rule.assumed) == (pytest.approx(48e-6), True)
+    assert (rule.alpha.result, rule.assumed) == (pytest.approx(31e-6), True)
     assert rule.bandwidth.source.startswith("ASSUMPTION: " + linkcost.NETWORK_ASSUMED)
     # the user's α replaces the network's and says so
     mine = network(CheckContext(d, shape=None, settings=Settings(alpha=5e-5)))

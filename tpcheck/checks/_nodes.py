@@ -18,7 +18,9 @@ from tpcheck.formula import Formula
 from tpcheck.hardware.gpus import find_gpu
 from tpcheck.hardware.links import Link, find_link
 from tpcheck.hardware.machines import MACHINES, Machine, find_machine
-from tpcheck.hardware.network import HGX_NETWORK, Network, parse_network
+from tpcheck.hardware.network import HGX_NETWORK, Network, parse_network, topology_network
+from tpcheck.hardware.topology import Topology
+from tpcheck.physics.collective import Group
 from tpcheck.physics.linkcost import (
     NETWORK_ASSUMED,
     assumed_network,
@@ -171,13 +173,42 @@ def network(ctx: CheckContext) -> LinkUse:
             return network_use(network_group(ctx.gpu, t, per_node, net),
                                f"{n} × 100 Gb/s EFA ({res})", net.source, assumed=False,
                                alpha=alpha)
+        if name == "networking.gke.io/interfaces" and count.split(":")[0].isdigit():
+            return network_use(*_gke(ctx, t, per_node, count, res), assumed=False, alpha=alpha)
         # RDMA device plugins share the node's HCAs: the kind is known, not their count
         kind = "roce" if "roce" in name else "ib"
         hgx = replace(HGX_NETWORK, kind=kind)
         g = network_group(ctx.gpu, t, per_node, hgx)
         return network_use(g, f"{kind} 8 × 400 Gb/s per node ({res}; NIC count assumed)",
                            hgx.source, assumed=True, alpha=alpha)
+    topo = ctx.topology
+    if isinstance(topo, Topology):  # a saved nvidia-smi topo -m: its GPU NICs, speed assumed
+        nics = topology_network(topo.nics, topo.gpu_nic, topo.path,
+                                ctx.gpu.link if ctx.gpu is not None else None)
+        if nics is not None:
+            g = network_group(ctx.gpu, t, per_node, nics)
+            return network_use(g, f"{nics.nics} × {nics.gbps:g} Gb/s per node (the NICs of "
+                               f"{topo.path or 'the topology'}; speed assumed)", nics.source,
+                               assumed=False, alpha=alpha)
     return assumed_network(alpha, gpu=ctx.gpu, t=t, per_node=per_node)
+
+
+def _gke(ctx: CheckContext, t: int, per_node: int, count: str,
+         res: str) -> tuple[Group, str, str]:
+    """GKE multi-networking's extra interfaces as the node's GPU NICs, each at the rate of the
+    A3/A4 machine that has that many (machines.py: a3-highgpu-8g 4 × 200 Gb/s GPUDirect-TCPX,
+    a3-megagpu-8g 8 × 200 Gb/s TCPXO, a3-ultragpu-8g / a4 8 × 400 Gb/s RDMA over RoCE)."""
+    k = int(count.split(":")[0])
+    key = ("a3-ultragpu-8g" if count.endswith(":rdma") else
+           "a3-highgpu-8g" if k <= 4 else "a3-megagpu-8g")
+    m = find_machine(key)
+    assert m is not None
+    each = m.network_gbps / (4 if key == "a3-highgpu-8g" else 8)
+    net = Network(k, each, machine_network_kind(m),
+                  f"pod annotation {res}: {k} GPU NICs of {each:g} Gb/s (as on {m.key}, "
+                  f"{m.source})")
+    return (network_group(ctx.gpu, t, per_node, net),
+            f"{k} × {each:g} Gb/s per node (GKE multi-networking, {k} interfaces)", net.source)
 
 
 def nic_per_gpu(ctx: CheckContext) -> LinkUse:

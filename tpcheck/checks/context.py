@@ -244,6 +244,7 @@ class CheckContext:
             quantization=d.quantization,
             dtype=d.dtype,
             enforce_eager=bool(d.enforce_eager),
+            custom_all_reduce=not d.disable_custom_all_reduce,
             cpu_offload=int((d.cpu_offload_gb or 0) * (1 << 30)),
             swa_full_tokens_ratio=d.swa_full_tokens_ratio,
             mamba_full_memory_ratio=d.mamba_full_memory_ratio,

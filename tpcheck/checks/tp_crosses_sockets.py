@@ -19,7 +19,7 @@ from __future__ import annotations
 from collections.abc import Iterator, Sequence
 from itertools import combinations
 
-from tpcheck.checks._links import LinkUse, alpha_override, describe, link_costs, link_use
+from tpcheck.checks._links import LinkUse, alpha_override, describe, link_costs
 from tpcheck.checks.base import Finding
 from tpcheck.checks.context import CheckContext
 from tpcheck.checks.registry import Rule
@@ -33,6 +33,7 @@ from tpcheck.hardware.topology import (
     nvlink_count,
     tp_group,
 )
+from tpcheck.physics.linkcost import node_use
 
 SRC_TOPO = "nvidia-smi topo -m legend; ring all-reduce runs at its slowest hop"
 MAX_SEARCH = 16  # GPUs on a matrix for which a better group is searched exhaustively
@@ -113,7 +114,13 @@ def check(ctx: CheckContext, rule: Rule) -> Iterator[Finding]:
         return
     glink = gpu_link_of(ctx, topo)
     lk = path_link(cls, glink)
-    use: LinkUse = link_use(lk, alpha=alpha_override(ctx))
+    # Priced as the engine release runs it on one node (physics.collective): NCCL, or its own
+    # kernel where that takes the message; across the sockets no GPU peer-to-peer (NCCL and
+    # the custom kernels stage through host memory there), so no custom kernel.
+    use: LinkUse = node_use(lk, t, engine=ctx.deployment.engine,
+                            version=ctx.release.physics_version,
+                            custom=ctx.options.custom_all_reduce,
+                            p2p=not crosses_socket(cls), alpha=alpha_override(ctx))
     costs = link_costs(ctx, use) if t == ctx.tp else ()
     where = topo.path or "the topology"
     what = ("across the CPU sockets (SYS: PCIe plus QPI/UPI)" if crosses_socket(cls)

@@ -77,6 +77,8 @@ def sizes_of(given: tuple[str, ...]) -> list[int]:
              help="Link class inside a node: nvlink4, pcie5, ... (default: the GPU's).")
 @base.option("--engine", type=base.Choice(["nccl", "vllm", "sglang"]), default="nccl",
              help="vllm/sglang: their custom all-reduce where it applies (default: nccl).")
+@base.option("--engine-version", type=base.Release(), metavar="VERSION",
+             help="The engine release whose own kernels apply (default: the newest read).")
 @base.option("--disable-custom-all-reduce", is_flag=True,
              help="As the engines' flag: NCCL only.")
 @base.format_option("text", "json")
@@ -114,8 +116,10 @@ def run(args: base.Args) -> int:
     engine = None if args.engine == "nccl" else args.engine
     rows = []
     for size in sizes_of(args.sizes):
-        p = C.allreduce(group, size, engine=engine, custom=not args.disable_custom_all_reduce)
-        rows.append({"size": size, "allreduce_seconds": p.seconds, "time_us": p.seconds * 1e6,
+        p = C.allreduce(group, size, engine=engine, custom=not args.disable_custom_all_reduce,
+                        version=args.engine_version)
+        rows.append({"size": size, "allreduce_seconds": p.seconds,
+                     "time_us": round(p.seconds * 1e6, 6),
                      "algbw": p.algbw / 1e9, "busbw": p.busbw(t) / 1e9,
                      "algorithm": p.algorithm, "protocol": p.protocol, "path": p.path,
                      "formula": p.formula.to_json()})

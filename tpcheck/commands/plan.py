@@ -19,6 +19,7 @@ if TYPE_CHECKING:
     from collections.abc import Sequence
 
     from tpcheck.hardware.gpus import GPU
+    from tpcheck.hardware.links import Link
     from tpcheck.models.shape import ModelShape
     from tpcheck.physics.linkcost import LinkUse
     from tpcheck.physics.plan import Evaluation, Options
@@ -132,18 +133,26 @@ limits and GPU count of its deployment."""
 @base.option("--batch", type=base.IntRange(1), default=1, metavar="N",
              help="Decode batch for the step model (default: 1).")
 @base.option("--alpha", type=base.FloatRange(0, MAX_ALPHA), metavar="SECONDS",
-             help="Fixed all-reduce cost in seconds (default 10e-6).")
+             help="Fixed all-reduce cost in seconds (default: the collective model's).")
 @base.option("--link", metavar="CLASS",
              help="Link class for the TP group: nvlink4, pcie5, ib-ndr, ...")
 @base.option("--width", type=base.IntRange(60, 1000), metavar="COLUMNS",
              help="Text width (default: the terminal's, 100 when not a terminal).")
+@base.option("--nodes", type=base.IntRange(1, 4096), metavar="N",
+             help="Nodes the GPUs span: the sweep stops at N × --gpus-per-node.")
+@base.option("--gpus-per-node", type=base.IntRange(1, 1024), metavar="G",
+             help="GPUs one node holds (default: the GPU's NVLink domain, 8 on HGX).")
+@base.option("--network", metavar="SPEC",
+             help="NICs per node between nodes, e.g. 8x400G-ib, 4x200G-roce (default: an "
+                  "HGX node's 8x400G-ib, assumed).")
 @base.offline_option
 @base.format_option("text", "json", "markdown")
 def command(**params: Any) -> int:
     return run(base.parsed(params))
 
 
-def _sizes(args: base.Args) -> tuple[int | None, int | None, float | None, float | None]:
+def _sizes(args: base.Args
+           ) -> tuple[int | None, int | None, float | None, float | None, str | None]:
     """(--hbm bytes, --reserve bytes, --link bandwidth, --link α), each checked."""
     from tpcheck.hardware.gpus import parse_size
 
@@ -161,7 +170,7 @@ def _sizes(args: base.Args) -> tuple[int | None, int | None, float | None, float
             res_b = parse_size(args.reserve)
         except ValueError as e:
             raise UsageError(str(e), "--reserve") from None
-    link_bw = link_alpha = None
+    link_bw = link_alpha = link_key = None
     if args.link:
         from tpcheck.hardware.links import find_link, link_names
 
@@ -169,8 +178,11 @@ def _sizes(args: base.Args) -> tuple[int | None, int | None, float | None, float
         if lk is None:
             raise UsageError(f"unknown link {args.link!r}; known: {', '.join(link_names())}",
                              "--link")
-        link_bw, link_alpha = lk.bandwidth, lk.alpha
-    return mem, res_b, link_bw, link_alpha
+        if lk.inter_node:  # one NIC's rate per GPU, as given
+            link_bw, link_alpha = lk.bandwidth, lk.alpha
+        else:  # a class inside a node: priced by the collective model per message size
+            link_key = lk.key
+    return mem, res_b, link_bw, link_alpha, link_key
 
 
 def _gpu(name: str | None) -> GPU | None:
@@ -188,7 +200,7 @@ def _options(args: base.Args, gpu: GPU | None, base_opts: Options | None = None)
     """The physics options: the manifest's (``base_opts``) with every flag given on top."""
     from tpcheck.physics.plan import Options
 
-    mem, res_b, link_bw, link_alpha = _sizes(args)
+    mem, res_b, link_bw, link_alpha, link_key = _sizes(args)
     alpha = args.alpha if args.alpha is not None else link_alpha
     given: dict[str, Any] = {
         "engine": args.engine, "engine_version": args.engine_version, "memory": mem,
@@ -196,10 +208,12 @@ def _options(args: base.Args, gpu: GPU | None, base_opts: Options | None = None)
         "max_num_seqs": args.max_num_seqs, "max_num_batched_tokens": args.max_num_batched_tokens,
         "reserve": res_b, "context": args.context, "kv_cache_dtype": args.kv_cache_dtype,
         "quantization": args.quantization, "dtype": args.dtype, "alpha": alpha,
-        "link_bandwidth": link_bw, "swa_full_tokens_ratio": args.swa_full_tokens_ratio,
+        "link_bandwidth": link_bw, "link_key": link_key,
+        "swa_full_tokens_ratio": args.swa_full_tokens_ratio,
         "mamba_full_memory_ratio": args.mamba_full_memory_ratio,
         "max_mamba_cache_size": args.max_mamba_cache_size,
     }
+    given["gpus_per_node"], given["network"] = _nodes(args, gpu)
     set_now = {k: v for k, v in given.items() if v is not None}
     if gpu is not None or base_opts is None:
         set_now["gpu"] = gpu
@@ -248,11 +262,18 @@ def _plan(args: base.Args, model: str, shape: ModelShape, where: str, opts: Opti
         return _recommend(args, model, shape, shown, opts, gpus, label, release)
     from tpcheck.physics.plan import intensity, sweep
 
+    tps = _parse_tps(args.tps)
+    most = args.nodes * (opts.gpus_per_node or _node_size(opts.gpu)) if args.nodes else None
+    if most is not None and tps is not None and max(tps) > most:
+        raise UsageError(f"TP {max(tps)} needs more than the {most} GPUs of {args.nodes} "
+                         f"node(s)", "--tp")
     try:
-        rows = sweep(shape, opts, _parse_tps(args.tps))
+        rows = sweep(shape, opts, tps)
+        if most is not None:  # the GPUs there are: no TP group wider than all the nodes
+            rows = [r for r in rows if r.tp <= most]
     except ValueError as e:  # an unknown --quantization / --dtype / --kv-cache-dtype name
         raise UsageError(str(e)) from None
-    use = _link_use(args.link, opts.gpu, args.alpha)
+    use = _link_use(args.link, opts.gpu, args.alpha, opts)
     prefill = _prefill(shape, rows, opts, use)
     if args.fmt == "json":
         from tpcheck.report.plan_words import plan_release
@@ -319,31 +340,58 @@ def _recommend(args: base.Args, model: str, shape: ModelShape, shown: str, opts:
     return 0
 
 
-def _link_use(link: str | None, gpu: GPU | None, alpha: float | None) -> LinkUse | None:
-    """The TP group's link: --link's class, else the GPU's own link (α: --alpha, else 10 µs)."""
-    from tpcheck.formula import Formula
+def _node_size(gpu: GPU | None) -> int:
+    """GPUs per node when not given: an NVLink part's domain (8 on HGX), else 8."""
+    return gpu.nvlink_domain if gpu is not None and gpu.link.startswith("nvlink") else 8
+
+
+def _nodes(args: base.Args, gpu: GPU | None) -> tuple[int | None, Link | None]:
+    """--gpus-per-node and --network as the physics takes them: the node size, and the
+    network as each GPU's share of the node's NICs (None: the physics' defaults)."""
+    from tpcheck.hardware.links import Link
+    from tpcheck.hardware.network import parse_network
+
+    per_node: int | None = args.gpus_per_node
+    if args.network is None:
+        return per_node, None
+    net = parse_network(args.network)
+    if net is None:
+        raise UsageError(f"{args.network!r} is not a network: NICS x GBPS[-KIND], e.g. "
+                         "8x400G-ib, 4x200G-roce", "--network")
+    size = per_node or _node_size(gpu)
+    return size, Link(f"{net.kind}-{net.nics}x{net.gbps:g}", f"{net.label} per node",
+                      net.aggregate / size, 0.0, True, f"--network {args.network}")
+
+
+def _link_use(link: str | None, gpu: GPU | None, alpha: float | None,
+              opts: Options) -> LinkUse | None:
+    """The TP group's link: --link's class, else the GPU's own link, inside a node priced by
+    the collective model as the engine release runs it (α: --alpha, else the model's)."""
     from tpcheck.hardware.links import Link, find_link
-    from tpcheck.physics.linkcost import link_use
-    from tpcheck.physics.plan import DEFAULT_ALPHA
+    from tpcheck.physics.linkcost import link_use, node_use
+    from tpcheck.physics.plan import release_of
+
+    def inside(lk: Link) -> LinkUse:
+        return node_use(lk, 8, engine=opts.engine, version=release_of(opts),
+                        custom=opts.custom_all_reduce, alpha=alpha)
 
     if link:
         lk = find_link(link)
         assert lk is not None  # validated above
-        return link_use(lk, alpha=alpha)
+        return link_use(lk, alpha=alpha) if lk.inter_node else inside(lk)
     if gpu is None:
         return None
     base = find_link(gpu.link)
     name = base.name if base is not None else gpu.link
-    lk = Link(gpu.link, name, gpu.link_bandwidth, DEFAULT_ALPHA, False, gpu.source)
-    bw = Formula("B", "B (GPU's link)", {"gpu": gpu.key}, gpu.link_bandwidth, "B/s", gpu.source)
-    return link_use(lk, bandwidth=bw, alpha=DEFAULT_ALPHA if alpha is None else alpha)
+    return inside(Link(gpu.link, name, gpu.link_bandwidth, 0.0, False, gpu.source))
 
 
 def _prefill(shape: ModelShape, rows: Sequence[Evaluation], opts: Options,
              use: LinkUse | None) -> list[Formula | None]:
     """Share of a prefill chunk spent in all-reduces, per row (None without a GPU's FLOP/s);
     without --link, a row whose TP group outgrows the NVLink domain all-reduces on the network."""
-    from tpcheck.physics.linkcost import node_network, prefill_share, prefill_tokens
+    from tpcheck.physics.linkcost import node_group, node_network, prefill_share, prefill_tokens
+    from tpcheck.record import replace
 
     gpu = opts.gpu
     if gpu is None or use is None:
@@ -351,8 +399,16 @@ def _prefill(shape: ModelShape, rows: Sequence[Evaluation], opts: Options,
     n, src = prefill_tokens(opts.engine, opts.engine_version, opts.entrypoint, gpu, opts.memory,
                             opts.max_num_batched_tokens,
                             int(rows[0].context.result) if rows else None)
+    def at_t(t: int) -> LinkUse:
+        g = use.group
+        if g is None or g.nodes > 1:
+            return use
+        return replace(use, group=node_group(g.intra, g.intra_bw, t))  # this row's ranks
+
     return [prefill_share(shape, r.tp, gpu,
-                          use if opts.link_bandwidth else node_network(gpu, r.tp) or use,
+                          use if opts.link_bandwidth else node_network(
+                              gpu, r.tp, gpus_per_node=opts.gpus_per_node,
+                              network=opts.network) or at_t(r.tp),
                           n, src, opts.dtype) if r.tp > 1 else None
             for r in rows]
 

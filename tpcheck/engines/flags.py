@@ -96,6 +96,8 @@ VLLM_FLAGS: tuple[Flag, ...] = (
         "arg_utils.py l.386 BooleanOptionalAction",
         value=False,
     ),
+    Flag("disable_custom_all_reduce", "bool", ("--disable-custom-all-reduce",),
+         "arg_utils.py l.1367"),
     Flag("config", "str", ("--config",), "utils/argparse_utils.py l.516-604"),
     # a JSON object; post_process turns its kv_role into pd_role (config/kv_transfer.py l.11-13)
     Flag("kv_transfer_config", "str", ("--kv-transfer-config",), "arg_utils.py l.1880-1882"),
@@ -144,6 +146,8 @@ SGLANG_FLAGS: tuple[Flag, ...] = (
     Flag("served_model_name", "str", ("--served-model-name",), "fields/serving.py:168"),
     Flag("enforce_eager", "bool", ("--disable-cuda-graph",),
          "server_args.py:410 (the field, fields/exec_.py:670, is no_cli)"),
+    Flag("disable_custom_all_reduce", "bool", ("--disable-custom-all-reduce",),
+         "fields/exec_.py:725"),
     Flag("config", "str", ("--config",), "server_args.py prepare_server_args"),
     Flag("pd_role", "str", ("--disaggregation-mode",), "fields/disagg.py:55-58"),
 )
@@ -165,6 +169,7 @@ VLLM_KWARGS: dict[str, tuple[str, Kind]] = {
     "dtype": ("dtype", "str"),
     "revision": ("revision", "str"),
     "enforce_eager": ("enforce_eager", "bool"),
+    "disable_custom_all_reduce": ("disable_custom_all_reduce", "bool"),
     "distributed_executor_backend": ("distributed_executor_backend", "str"),
     "cpu_offload_gb": ("cpu_offload_gb", "float"),
 }
@@ -191,6 +196,7 @@ SGLANG_KWARGS: dict[str, tuple[str, Kind]] = {
     "dtype": ("dtype", "str"),
     "revision": ("revision", "str"),
     "disable_cuda_graph": ("enforce_eager", "bool"),
+    "disable_custom_all_reduce": ("disable_custom_all_reduce", "bool"),
 }
 
 

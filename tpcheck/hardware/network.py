@@ -55,3 +55,27 @@ def parse_network(text: str) -> Network | None:
     if kind not in _NET_KINDS or nics < 1 or not 0 < gbps <= 10_000:
         return None
     return Network(nics, gbps, kind, f"network = {text.strip()!r}")
+
+
+# A GPU NIC sits next to a GPU: at most PCIe bridges between them (PIX, PXB), as on HGX
+# boards (one ConnectX per GPU or per pair); storage and management NICs hang off the host
+# bridge (PHB, NODE) or the other socket (SYS). nvidia-smi topo -m names no NIC speed, so it
+# is the GPU generation's usual one: 200 Gb/s HDR for Ampere (DGX A100), 400 Gb/s NDR from
+# Hopper on (DGX H100/B200), and said to be assumed.
+_NEAR = ("PIX", "PXB")
+_NIC_GBPS = {"nvlink3": 200.0, "nvlink2": 100.0}
+
+
+def topology_network(nics: tuple[str, ...], gpu_nic: tuple[tuple[str, ...], ...],
+                     path: str, gpu_link: str | None) -> Network | None:
+    """The node's GPU NICs from a saved ``nvidia-smi topo -m`` (its NIC columns): each NIC
+    that some GPU reaches at PIX or PXB. None when the matrix lists no such NIC."""
+    near = [n for j, n in enumerate(nics)
+            if any(j < len(row) and row[j] in _NEAR for row in gpu_nic)]
+    if not near:
+        return None
+    gbps = _NIC_GBPS.get(gpu_link or "", 400.0)
+    where = path or "the topology"
+    return Network(len(near), gbps, "ib",
+                   f"{where}: {len(near)} NICs at PIX/PXB from a GPU ({', '.join(near)}); "
+                   f"{gbps:g} Gb/s each assumed (topo -m names no speed)", True)

@@ -72,27 +72,31 @@ ALPHA: dict[tuple[str, str], float] = {
     ("pcie", "LL"): 42e-6,
     ("pcie", "Simple"): 42e-6,
     # the wire between two nodes, LL: two DGX Spark (one GPU each, one 200G RoCE link),
-    # 8–32 KiB: 31.7–39.6 µs. A node of several GPUs adds its NVLink LL step: 31 + 17 = 48
-    # against 46.3–47.6 µs for 2 nodes of 8 H20 (8–512 B, NVLSTree, nccl#1244)
+    # 8–32 KiB: 31.7–39.6 µs; two HGX H100 of 8 GPUs, 8×400G IB (nccl-tests#309, NCCL 2.26):
+    # 8 KiB 32.1 µs, 1 MiB 71.9 µs = 31 + 1.875·1 MiB/48 GB/s, so the NVLink step inside each
+    # node adds nothing measurable on a current NCCL (2 nodes of 8 H20 on an older one, nccl#1244,
+    # 46–48 µs at 8–512 B, sit 1.5× above: below the latency regime, left unscored)
     ("ib", "LL"): 31e-6,
     # the same fabric 1–64 MiB (nccl#1244, default algorithm): intercept 115 µs
     ("ib", "Simple"): 115e-6,
-    # GCP a3-megagpu ×2, GPUDirect-TCPXO: 8 B–4 KiB 123–127 µs (less the NVLink LL step);
-    # 64 MiB–8 GiB intercept 934 µs
-    ("tcpxo", "LL"): 108e-6,
+    # GCP a3-megagpu ×2, GPUDirect-TCPXO: 8 B–4 KiB 123–127 µs; 64 MiB–8 GiB intercept 934 µs
+    ("tcpxo", "LL"): 125e-6,
     ("tcpxo", "Simple"): 930e-6,
 }
 ALPHA_SRC = {
     "nvlink": f"{ROWS}: vLLM PR 24532 pynccl, H100 TP4 (0.5–4 MiB, CUDA graphs)",
     "pcie": f"{ROWS}: nccl#1530 (8× RTX 4090, 8 B)",
-    "ib": f"{ROWS}: DGX Spark ×2 (dgx-spark-playbooks#103), nccl#1244 (2×8 H20, 8×NDR)",
+    "ib": f"{ROWS}: DGX Spark ×2 (dgx-spark-playbooks#103), nccl-tests#309 (2×8 H100, 8×NDR), "
+          "nccl#1244 (2×8 H20, 8×NDR)",
     "tcpxo": f"{ROWS}: a3-megagpu-8g ×2 all_reduce_perf (8 B–8 GiB)",
 }
 # Network classes without rows of their own take InfiniBand's α (RoCE, EFA, plain TCP).
 NET_KIND = {"ib": "ib", "roce": "ib", "efa": "ib", "tcpxo": "tcpxo", "tcp": "tcpxo"}
-# More nodes: NCCL's tree latency grows with its depth, log2 of the nodes. ASSUMPTION (no
-# 4-node row collected): α(n) = α(2)·log2(2n)/2, 1.5× at 4 nodes (issue 31 reports ≈1.6×).
-ALPHA_NODES_NOTE = "ASSUMPTION: α(n) = α(2)·log2(2n)/2 (tree depth); no 4-node row collected"
+# More nodes: NCCL's latency grows with the tree's depth, log2 of the nodes: α(n) =
+# α(2)·log2(2n)/2, 1.5× at 4 nodes and 2× at 8. nccl-tests#309 (8×400G IB, NCCL 2.26): 8 KiB
+# takes 32.12 µs on 2 nodes and 46.84 on 4 (1.46×); the 8-node run there starts at 1 MiB.
+ALPHA_NODES_NOTE = (f"α(n) = α(2)·log2(2n)/2 (tree depth; {ROWS}: nccl-tests#309 8 KiB 2 → 4 "
+                    "nodes 32.12 → 46.84 µs)")
 
 # ---- custom all-reduce (one node, P2P): fitted per engine on the published kernel rows.
 # vLLM: CUDA-graph rows of PR 24532/24111 (2-stage, 0.5–4 MiB: 17→42 µs at TP4, 15→37 at
@@ -102,6 +106,10 @@ CUSTOM: dict[str, tuple[float, float, str]] = {
     "vllm": (9e-6, 250 * GB, f"{ROWS}: vLLM PR 24532/24111 ca_2stage, SGLang PR 2904 'vllm'"),
     "sglang": (4.5e-6, 62 * GB, f"{ROWS}: SGLang PR 2904 'custom allreduce' (H100)"),
 }
+# The rows are H100's (NVLink 4, 450 GB/s one way): on another link the kernel's B scales
+# with the link (ASSUMPTION: no published custom all-reduce row off H100).
+CUSTOM_LINK = 450 * GB
+CUSTOM_SCALED = "B_ca scaled by the link from H100's (assumed: no custom all-reduce row off H100)"
 # Limits, read from the wheels: vLLM 0.33 custom_all_reduce.py l.118 (world sizes 2, 4, 6,
 # 8, 16; l.497 none above 8), l.138 max_size 8 MiB (strict <, l.510), l.248 min with
 # all_reduce_utils.py l.31 CUSTOM_ALL_REDUCE_MAX_SIZES when torch symmetric memory is on
@@ -109,6 +117,8 @@ CUSTOM: dict[str, tuple[float, float, str]] = {
 # PCIe-only GPUs, l.281 off without P2P, l.233 off across nodes (no MNNVL).
 # SGLang 0.5.23 custom_all_reduce.py l.41–42 world sizes 2, 4, 6, 8, 8 MiB (≤, l.273);
 # custom_all_reduce_utils.py l.460 off across nodes, l.495 off for > 2 PCIe-only GPUs.
+# SGLang 0.5.23 keeps its symmetric-memory paths off by default (fields/exec_.py l.718
+# enable_symm_mem, l.736 enable_torch_symm_mem: False), so it runs its custom kernel, then NCCL.
 CUSTOM_WORLD = {"vllm": (2, 4, 6, 8), "sglang": (2, 4, 6, 8)}
 CUSTOM_MAX = 8 * MIB
 VLLM_SM_MAX = {  # all_reduce_utils.py CUSTOM_ALL_REDUCE_MAX_SIZES
@@ -118,6 +128,72 @@ VLLM_SM_MAX = {  # all_reduce_utils.py CUSTOM_ALL_REDUCE_MAX_SIZES
 }
 CUSTOM_SRC = {"vllm": "vllm 0.33.0 custom_all_reduce.py should_custom_ar (l.496–510)",
               "sglang": "sglang 0.5.23 custom_all_reduce.py should_custom_ar (l.260–280)"}
+
+# ---- what a vLLM release runs on one node by default, read from its wheel (the order of
+# cuda_communicator.py all_reduce): FlashInfer's all-reduce, then the custom kernel, then
+# torch symmetric memory, then NCCL (pynccl). NCCL's own symmetric path
+# (VLLM_USE_NCCL_SYMM_MEM) is off by default in every release read, so it is not modelled.
+
+
+@record
+class Paths:
+    """The one-node all-reduce paths a vLLM release turns on by default."""
+
+    release: tuple[int, int, int]
+    flashinfer: bool  # standalone FlashInfer all-reduce (VLLM_ALLREDUCE_USE_FLASHINFER)
+    symm_mem: bool  # torch symmetric-memory all-reduce (VLLM_ALLREDUCE_USE_SYMM_MEM)
+    source: str
+
+
+VLLM_PATHS: tuple[Paths, ...] = (
+    Paths((0, 5, 4), False, False, "vllm 0.5.4 custom_all_reduce.py l.37 world sizes 2, 4, "
+          "6, 8, l.43 max 8 MiB, l.117 off for > 2 GPUs without full NVLink; no symm mem"),
+    Paths((0, 7, 2), False, False, "vllm 0.7.2 custom_all_reduce.py l.52, l.58 max 8 MiB, "
+          "l.255–256 (< max, 2 GPUs or full NVLink); no symm mem"),
+    Paths((0, 19, 0), False, True, "vllm 0.19.0 envs.py l.1479 VLLM_ALLREDUCE_USE_SYMM_MEM "
+          "default 1, l.1483 VLLM_ALLREDUCE_USE_FLASHINFER default 0; cuda_communicator.py "
+          "l.200–222 (FlashInfer, custom, symm mem, pynccl)"),
+    Paths((0, 33, 0), True, True, "vllm 0.33.0 envs.py l.1957 VLLM_ALLREDUCE_USE_SYMM_MEM "
+          "default 1, l.1961 VLLM_ALLREDUCE_USE_FLASHINFER default 1 (flashinfer-python is a "
+          "requirement); cuda_communicator.py l.362–446 (FlashInfer, custom, symm mem, pynccl)"),
+)
+
+
+def vllm_paths(version: str | None) -> Paths:
+    """The newest release read at or below ``version`` (the newest for None, the oldest below
+    them all): which defaults a release has between two read ones is assumed from the older."""
+    from tpcheck.engines.versions import parse_version
+
+    pv = parse_version(version)
+    if pv is None:
+        return VLLM_PATHS[-1]
+    rel = tuple((*pv, 0, 0)[:3])
+    older = [p for p in VLLM_PATHS if p.release <= rel]
+    return older[-1] if older else VLLM_PATHS[0]
+
+
+# FlashInfer's standalone all-reduce (vLLM 0.33 flashinfer_all_reduce.py l.420–446: inclusive
+# limit FI_ALLREDUCE_FUSION_MAX_SIZE_MB per capability and world size, allreduce_rms_fusion.py
+# l.104–126; on one node the MNNVL backend, l.156–163, which needs NVSwitch multicast).
+FI_MAX = {
+    "9.0": {2: 64 * MIB, 4: 2 * MIB, 8: MIB // 2},
+    "10.0": {2: 64 * MIB, 4: 32 * MIB, 8: 1 * MIB},
+}
+FI_SRC = ("vllm 0.33.0 flashinfer_all_reduce.py should_use_fi_ar (l.468–496), "
+          "allreduce_rms_fusion.py FI_ALLREDUCE_FUSION_MAX_SIZE_MB (l.104–126); priced as the "
+          "custom kernel (ASSUMPTION: no published FlashInfer all-reduce row collected)")
+# torch symmetric memory (symm_mem.py: l.113–121 size ≤ SYMM_MEM_ALL_REDUCE_MAX_SIZES,
+# all_reduce_utils.py l.58–76; multimem for the world sizes of l.26–31, else two-shot).
+SYMM_MAX = {
+    "9.0": {2: 64 * MIB, 4: 32 * MIB, 6: 64 * MIB, 8: 64 * MIB},
+    "10.0": {2: 8 * MIB, 4: 32 * MIB, 6: 128 * MIB, 8: 128 * MIB},
+}
+SYMM_MULTIMEM = {"9.0": (4, 6, 8), "10.0": (6, 8)}
+# Fitted on vLLM PR 24111 (TP6) and PR 24532 (TP4) symm_mem_multimem, H100, 0.5–4 MiB:
+# TP6 13 → 31 µs, TP4 15 → 28 µs (3 MiB); two-shot (2 ranks) priced the same (assumed).
+SYMM: tuple[float, float] = (11e-6, 320 * GB)
+SYMM_SRC = (f"{ROWS}: vLLM PR 24111/24532 symm_mem_multimem (H100, 0.5–4 MiB); "
+            "vllm symm_mem.py should_use_symm_mem (l.113–121)")
 
 # NVLink SHARP: NVSwitch 3 (Hopper HGX) and 4 (Blackwell HGX / NVL72).
 NVLS_LINKS = ("nvlink4", "nvlink5")
@@ -148,7 +224,7 @@ class Priced:
 
     size: float
     seconds: float
-    algorithm: str  # ring | nvls | nvlstree | custom
+    algorithm: str  # ring | nvls | nvlstree | custom | flashinfer | symm-mem
     protocol: str  # LL | Simple | custom-1stage/2stage
     path: str  # nvlink | pcie | network
     alpha: float
@@ -182,10 +258,8 @@ def nvls_bus(g: Group, t: int) -> float:
     return NVLS_ALGBW * g.intra_bw * _factor(t)
 
 
-def alpha_for(cls: str, proto: str, nodes: int, per_node: int = 1) -> float:
+def alpha_for(cls: str, proto: str, nodes: int) -> float:
     a = ALPHA[(cls, proto)]
-    if nodes > 1 and proto == "LL" and per_node > 1:
-        a += ALPHA[("nvlink", "LL")]  # the step inside each node before the wire
     if nodes > 2:
         a *= math.log2(2 * nodes) / 2
     return a
@@ -213,7 +287,7 @@ def candidates(g: Group) -> list[tuple[str, str, str, float, float, str]]:
     bus = min(ETA_NET * agg, ring)
     out.append(("ring", "Simple", cls, alpha_for(cls, "Simple", g.nodes), bus, ETA_NET_SRC))
     ll = min(E_LL_NET * agg, E_LL * ring)
-    out.append(("ring", "LL", cls, alpha_for(cls, "LL", g.nodes, g.per_node), ll, E_LL_SRC))
+    out.append(("ring", "LL", cls, alpha_for(cls, "LL", g.nodes), ll, E_LL_SRC))
     if g.nodes == 2 and g.nvls:
         tree = min(ETA_TREE2 * agg * _factor(t), intra_cap)
         out.append(("nvlstree", "Simple", cls, alpha_for(cls, "Simple", 2), tree,
@@ -221,7 +295,8 @@ def candidates(g: Group) -> list[tuple[str, str, str, float, float, str]]:
     return out
 
 
-def custom_limit(engine: str, g: Group, sm: str | None = None) -> tuple[int, str] | None:
+def custom_limit(engine: str, g: Group, sm: str | None = None,
+                 version: str | None = None) -> tuple[int, str] | None:
     """The largest message the engine's custom all-reduce takes on this group, or None."""
     if engine not in CUSTOM or g.nodes > 1 or g.network is not None:
         return None
@@ -233,34 +308,81 @@ def custom_limit(engine: str, g: Group, sm: str | None = None) -> tuple[int, str
     limit = CUSTOM_MAX
     why = CUSTOM_SRC[engine]
     if engine == "vllm":
+        paths = vllm_paths(version)
+        why = f"{why}; {paths.source}" if version else why
         sm = sm or _SM.get(g.intra)
-        cap = VLLM_SM_MAX.get(sm or "", {}).get(t)
+        cap = VLLM_SM_MAX.get(sm or "", {}).get(t) if paths.symm_mem and _multicast(g) else None
         if cap is not None and cap < limit:
             limit = cap
             why += f"; all_reduce_utils.py CUSTOM_ALL_REDUCE_MAX_SIZES[{sm}][{t}]"
     return limit, why
 
 
+def _multicast(g: Group) -> bool:
+    """NVSwitch multicast on one node (FlashInfer's MNNVL and torch symm mem need it)."""
+    return g.intra in NVLS_LINKS and g.nodes <= 1 and g.network is None
+
+
+def _kernel(g: Group, size: float, algo: str, proto: str, a: float, bus: float,
+            inputs: dict[str, float | int | str], src: str) -> Priced:
+    """An engine kernel's price, α + 2(t−1)/t·S/B (one node)."""
+    t = g.ranks
+    sec = a + _factor(t) * size / bus
+    fm = Formula("T_AR", "α_k + 2(t−1)/t·S/B_k",
+                 {"kernel": proto, "α_k": a, "t": t, "S": size, "B_k": bus, **inputs},
+                 sec, "s", src)
+    return Priced(size, sec, algo, proto, "nvlink" if intra_class(g.intra) == "nvlink"
+                  else "pcie", a, bus, fm)
+
+
+def engine_kernel(g: Group, size: float, engine: str, *, sm: str | None = None,
+                  version: str | None = None, custom: bool = True) -> Priced | None:
+    """What the engine release runs on one node instead of NCCL for this message, if anything:
+    vLLM's FlashInfer all-reduce, custom kernel or torch symmetric memory (in that order, as
+    its release has them on by default), SGLang's custom kernel."""
+    if g.ranks <= 1 or g.nodes > 1 or g.network is not None:
+        return None
+    t = g.ranks
+    scale = g.intra_bw / CUSTOM_LINK if g.intra_bw else 1.0
+    sm = sm or _SM.get(g.intra)
+    paths = vllm_paths(version) if engine == "vllm" else None
+    if paths is not None and paths.flashinfer and _multicast(g):
+        fi = FI_MAX.get(sm or "", {}).get(t)
+        if fi is not None and size <= fi:
+            a, bus, src = CUSTOM["vllm"]
+            return _kernel(g, size, "flashinfer", "vllm-flashinfer", a, bus * scale,
+                           {"limit": fi}, f"{FI_SRC}; {src}; {paths.source}")
+    lim = custom_limit(engine, g, sm, version) if custom else None
+    if lim is not None and (size < lim[0] if engine == "vllm" else size <= lim[0]):
+        a, bus, src = CUSTOM[engine]
+        note = "" if scale == 1.0 else f"; {CUSTOM_SCALED}"
+        return _kernel(g, size, "custom", f"{engine}-custom", a, bus * scale,
+                       {"limit": lim[0]}, f"{src}; {lim[1]}{note}")
+    if paths is not None and paths.symm_mem and _multicast(g):
+        cap = SYMM_MAX.get(sm or "", {}).get(t)
+        if cap is not None and size <= cap and g.p2p:
+            kind = "multimem" if t in SYMM_MULTIMEM.get(sm or "", ()) else "two-shot"
+            a, bus = SYMM
+            return _kernel(g, size, "symm-mem", f"vllm-symm-{kind}", a, bus * scale,
+                           {"limit": cap}, f"{SYMM_SRC}; {paths.source}")
+    return None
+
+
 def allreduce(g: Group, size: float, *, engine: str | None = None,
-              custom: bool = True, sm: str | None = None) -> Priced:
-    """The cheapest way this group all-reduces ``size`` bytes, NCCL's choice or the engine's
-    custom kernel (``custom=False``: ``--disable-custom-all-reduce``)."""
+              custom: bool = True, sm: str | None = None,
+              version: str | None = None) -> Priced:
+    """The cheapest way this group all-reduces ``size`` bytes, NCCL's choice or the engine
+    release's own kernel (``custom=False``: ``--disable-custom-all-reduce``, which in vLLM
+    turns off the custom kernel only; FlashInfer and symmetric memory keep their own switches)."""
     t = g.ranks
     f = _factor(t)
     if t <= 1:
         zero = Formula("T_AR", "0 (one rank)", {"t": t}, 0.0, "s", "nothing to reduce")
         return Priced(size, 0.0, "none", "none", "local", 0.0, 0.0, zero)
-    if engine and custom:
-        lim = custom_limit(engine, g, sm)
-        vllm_strict = engine == "vllm"
-        if lim is not None and (size < lim[0] if vllm_strict else size <= lim[0]):
-            a, bus, src = CUSTOM[engine]
-            sec = a + f * size / bus
-            fm = Formula("T_AR", "α_ca + 2(t−1)/t·S/B_ca",
-                         {"α_ca": a, "t": t, "S": size, "B_ca": bus, "limit": lim[0]},
-                         sec, "s", f"{src}; {lim[1]}")
-            return Priced(size, sec, "custom", f"{engine}-custom", "nvlink"
-                          if intra_class(g.intra) == "nvlink" else "pcie", a, bus, fm)
+    if engine:
+        k = engine_kernel(g, size, engine, sm=sm, version=version, custom=custom)
+        if k is not None:
+            return k
     best: tuple[float, tuple[str, str, str, float, float, str]] | None = None
     for c in candidates(g):
         sec = c[3] + f * size / c[4]

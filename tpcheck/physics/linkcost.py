@@ -17,6 +17,9 @@ from tpcheck.physics.kv import activation_dtype, dtype_bytes
 from tpcheck.physics.split import model_params
 from tpcheck.record import record
 
+# Only a link taken as a bare class (``link_use``: plan --link with a network class, TP303's
+# one-NIC share) keeps links.py's α; inside a node and across nodes the collective model's
+# fitted α applies (``node_use``, ``network_use``).
 ALPHA_NOTE = (
     "ASSUMPTION (hardware/links.py): α per link class is not measured; "
     "10 µs NVLink, 20 µs PCIe, 30 µs network/cross-socket"
@@ -35,11 +38,18 @@ class LinkUse:
     # bandwidth and α above are then its bandwidth-regime B and latency-regime α.
     group: collective.Group | None = None
     alpha_given: bool = False
+    # On one node: the engine release whose own kernels (custom all-reduce, FlashInfer,
+    # symmetric memory) price the small messages (``collective.engine_kernel``).
+    engine: str | None = None
+    version: str | None = None
+    custom: bool = True
 
     @property
     def label(self) -> str:
-        if self.group is not None:  # across nodes: the collective model's bus bandwidth
-            return f"{self.link.name}, busbw ≈ {self.bandwidth.result / 1e9:,.0f} GB/s"
+        if self.group is not None:  # the collective model's bus bandwidth (1 GiB)
+            gb = self.bandwidth.result / 1e9
+            return f"{self.link.name}, busbw ≈ {gb:,.0f} GB/s" if gb >= 100 else (
+                f"{self.link.name}, busbw ≈ {gb:,.1f} GB/s")
         gbps = self.bandwidth.result * 8 / 1e9
         extra = f" = {gbps:,.0f} Gb/s" if self.link.inter_node else ""
         return f"{self.link.name}, B ≈ {self.bandwidth.result / 1e9:,.1f} GB/s per GPU{extra}"
@@ -82,8 +92,47 @@ def at_size(use: LinkUse, size: float) -> tuple[float, float]:
     cheapest algorithm × protocol across nodes, the link class's figures inside one."""
     if use.group is None:
         return use.bandwidth.result, use.alpha.result
-    p = collective.allreduce(use.group, size)
+    p = collective.allreduce(use.group, size, engine=use.engine, version=use.version,
+                             custom=use.custom)
     return p.bus, (use.alpha.result if use.alpha_given else p.alpha)
+
+
+def node_group(link_key: str, link_bw: float, t: int, *, p2p: bool = True
+               ) -> collective.Group:
+    """A TP group of t ranks inside one node on this link class."""
+    return collective.group_of(link_key, link_bw, t, 1, t, None, p2p)
+
+
+def node_price(link_key: str, link_bw: float, t: int, size: float, *, engine: str | None,
+               version: str | None, custom: bool = True, p2p: bool = True
+               ) -> collective.Priced:
+    """One all-reduce of ``size`` bytes inside one node, as the engine release runs it."""
+    return collective.allreduce(node_group(link_key, link_bw, t, p2p=p2p), size,
+                                engine=engine, version=version, custom=custom)
+
+
+def node_use(link: Link, t: int, *, engine: str | None, version: str | None,
+             custom: bool = True, p2p: bool = True, alpha: float | None = None,
+             assumed: bool = False, why: str = "") -> LinkUse:
+    """A link inside one node as a LinkUse priced by ``physics.collective`` at each message
+    size: B is the bandwidth regime's bus bandwidth (1 GiB, NCCL), α the latency regime's
+    (8 KiB, the engine's own kernel where the release uses one)."""
+    g = node_group(link.key, link.bandwidth, max(t, 2), p2p=p2p)
+    big = collective.allreduce(g, 1 << 30, engine=engine, version=version, custom=custom)
+    small = collective.allreduce(g, 8 << 10, engine=engine, version=version, custom=custom)
+    lk = Link(link.key, link.name, big.bus, small.alpha, False, link.source)
+    bw = Formula("B", "busbw of the cheapest path at 1 GiB (physics.collective)",
+                 {"link": link.key, "link_peak": link.bandwidth, "t": g.ranks,
+                  "algorithm": big.algorithm, "p2p": p2p},
+                 big.bus, "B/s", (("ASSUMPTION: " + why + "; ") if assumed else "")
+                 + link.source + "; " + big.formula.source, assumed=assumed)
+    if alpha is None:
+        af = Formula("α", "α of the cheapest path at 8 KiB (physics.collective)",
+                     {"path": small.protocol, "t": g.ranks}, small.alpha, "s",
+                     small.formula.source)
+    else:
+        af = Formula("α", "α (given)", {"α": alpha}, alpha, "s", "alpha override")
+    return LinkUse(lk, bw, af, assumed, g, alpha is not None, engine, version, custom)
 
 
 def network_use(group: collective.Group, name: str, source: str, *, assumed: bool,

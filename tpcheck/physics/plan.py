@@ -26,6 +26,7 @@ from tpcheck.physics.linkcost import (
     at_size,
     chunk_efficiency,
     node_network,
+    node_price,
     prefill_tokens,
 )
 from tpcheck.physics.split import model_params, weight_split
@@ -61,6 +62,8 @@ class Options:
     cpu_offload: int = 0  # bytes of weights per GPU vLLM keeps in CPU memory (--cpu-offload-gb)
     batch: int = 1
     alpha: float | None = None
+    custom_all_reduce: bool = True  # False: --disable-custom-all-reduce
+    link_key: str | None = None  # a link class inside a node instead of the GPU's (--link)
     link_bandwidth: float | None = None  # overrides the GPU's link
     hbm_bandwidth: float | None = None
     flops: float | None = None
@@ -507,7 +510,8 @@ def _links(shape: ModelShape, t: int, opts: Options, ntok: int
     alpha = DEFAULT_ALPHA if opts.alpha is None else opts.alpha
     net = None if opts.link_bandwidth else node_network(
         gpu, t, gpus_per_node=opts.gpus_per_node, network=opts.network)
-    link_key = None if opts.link_bandwidth or gpu is None or t == 1 else gpu.link
+    link_key = (None if opts.link_bandwidth or gpu is None or t == 1
+                else opts.link_key or gpu.link)
     pre_link, pre_alpha = link, alpha
     if net is not None:  # the TP group spans nodes: priced per message size (collective)
         link_key = net.link.key
@@ -515,7 +519,31 @@ def _links(shape: ModelShape, t: int, opts: Options, ntok: int
         pre_link, pre_alpha = at_size(net, ntok * shape.hidden * b)
         if opts.alpha is not None:
             alpha = pre_alpha = opts.alpha
+    elif gpu is not None and t > 1 and not opts.link_bandwidth:
+        # one node: NCCL or the engine release's own kernel, per message size (collective)
+        key, peak = intra_link(opts)
+
+        def price(size: float) -> tuple[float, float]:
+            p = node_price(key, peak, t, size, engine=opts.engine,
+                           version=release_of(opts), custom=opts.custom_all_reduce)
+            return p.bus, p.alpha if opts.alpha is None else opts.alpha
+
+        link, alpha = price(opts.batch * shape.hidden * b)
+        pre_link, pre_alpha = price(ntok * shape.hidden * b)
     return link, alpha, pre_link, pre_alpha, link_key, net
+
+
+def intra_link(opts: Options) -> tuple[str, float]:
+    """The link class a TP group inside one node runs on and its one-way peak: ``--link``'s
+    class, else the GPU's own."""
+    if opts.link_key:
+        from tpcheck.hardware.links import find_link
+
+        lk = find_link(opts.link_key)
+        if lk is not None:
+            return lk.key, lk.bandwidth
+    assert opts.gpu is not None
+    return opts.gpu.link, opts.gpu.link_bandwidth
 
 
 def prefill_columns(shape: ModelShape, t: int, opts: Options, base: Evaluation,
@@ -619,7 +647,9 @@ def calibrated(shape: ModelShape, t: int, opts: Options, floor: Formula,
     off_nvlink = None
     if t > 1 and opts.link_bandwidth:
         off_nvlink = f"a link of {opts.link_bandwidth / 1e9:g} GB/s per GPU (given)"
-    elif t > 1 and gpu is not None and not gpu.link.startswith("nvlink"):
+    elif t > 1 and opts.link_key and not opts.link_key.startswith("nvlink"):
+        off_nvlink = f"{opts.link_key} (given)"
+    elif t > 1 and gpu is not None and not opts.link_key and not gpu.link.startswith("nvlink"):
         off_nvlink = f"{gpu.link} (the {gpu.key}'s link)"
     st = stepmodel.calibrated_step(floor, layers=kv.stage_layers(shape.layers, pp), era=era,
                                    compute=compute, why=why,
@@ -656,7 +686,10 @@ def intensity(shape: ModelShape, t: int, opts: Options) -> tuple[Formula, Formul
     p = model_params(shape, active=True)
     it = comm.interconnect_intensity(p, shape.layers, shape.hidden, b, t)
     flops = opts.flops or (opts.gpu.bf16_flops if opts.gpu else None)
-    link = opts.link_bandwidth or (opts.gpu.link_bandwidth if opts.gpu else None)
+    link = opts.link_bandwidth
+    if link is None and opts.gpu is not None:  # the bandwidth regime's busbw (collective)
+        key, peak = intra_link(opts)
+        link = node_price(key, peak, max(t, 2), 1 << 30, engine=None, version=None).bus
     be = (
         comm.breakeven_tp(p, shape.layers, shape.hidden, b, flops, link) if flops and link else None
     )

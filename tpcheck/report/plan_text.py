@@ -124,13 +124,14 @@ def _legend(v: PlanView) -> list[str]:
         over = ("the rest of the calibrated decode step" if first is not None
                 and first.step is not None and first.step.source.startswith("calibrated")
                 else "the decode weight-read floor")
-        gpu_link = opts.gpu.link if opts.gpu else None
+        gpu_link = opts.link_key or (opts.gpu.link if opts.gpu else None)
         across = sorted({r.tp for r in v.rows if r.allreduce_link not in (None, gpu_link)})
+        net = (f"{opts.network.name}, given" if opts.network is not None
+               else "InfiniBand 8 × 400 Gb/s per node, assumed")
         out += _wrap(f"comm dec/pre: all-reduce time over {over} at batch {opts.batch} / "
                      f"{chunk}; link {v.link_label}"
-                     + (f"; t ≥ {across[0]} spans nodes: the network (InfiniBand 8 × 400 Gb/s "
-                        "per node, assumed; each message priced as `tpcheck allreduce` does)"
-                        if across else ""), v.width)
+                     + (f"; t ≥ {across[0]} spans nodes: the network ({net}; each message "
+                        "priced as `tpcheck allreduce` does)" if across else ""), v.width)
     step0 = next((r.step for r in v.rows if r.step is not None), None)
     if step0 is not None:
         out += _wrap(f"tok/s/GPU: decode tokens/s per GPU at batch {opts.batch} "

@@ -124,6 +124,7 @@ class Deployment:
     quantization: str | None = None
     dtype: str | None = None
     enforce_eager: bool | None = None
+    disable_custom_all_reduce: bool | None = None  # the engine's own all-reduce kernel off
     nnodes: int | None = None
     gpus_requested: int | None = None  # per pod / container
     gpus_per_node: int | None = None

@@ -9,6 +9,7 @@ The walk visits each node once (an alias is the same node object), so alias bomb
 
 from __future__ import annotations
 
+import json
 import re
 from bisect import bisect_left
 from collections.abc import Callable, Iterator, Mapping, MutableMapping
@@ -45,6 +46,8 @@ if TYPE_CHECKING:
 
 GPU_KEYS = ("nvidia.com/gpu", "amd.com/gpu")
 # NIC resources a pod can request (AWS EFA, the RDMA device plugins, NVIDIA's network operator)
+GKE_INTERFACES = "networking.gke.io/interfaces"
+GKE_DEFAULT_INTERFACE = "networking.gke.io/default-interface"
 NET_RESOURCE = re.compile(r"vpc\.amazonaws\.com/efa|rdma/.+|nvidia\.com/(?:rdma|mlnx|hostdev|"
                           r"sriov).*")
 # Injected by LeaderWorkerSet with a value that differs between the pods of a group (LWS docs,
@@ -560,7 +563,7 @@ class Walker:
         self._container_gpus(keys, extra, spans)
         readers = (self._dynamo_gpus, self._node_product, self._ray_cluster,
                    self._ignore_annotation, self._group_size, self._ome_group_size,
-                   self._pd_role)
+                   self._pd_role, self._gke_networks)
         for a in reversed(anc):
             if not isinstance(a, yaml.MappingNode):
                 continue
@@ -646,6 +649,33 @@ class Walker:
             extra["ignores"] = {ign.start_mark.line + 1: frozenset(
                 c.strip().upper() for c in codes.split(",") if c.strip())}
             spans["ignores"] = self.ctx.span(ign)
+
+    def _gke_networks(
+        self, a: Any, ks: dict[str, Any], extra: dict[str, Any], spans: dict[str, Span]
+    ) -> None:
+        """GKE multi-networking: the pod's ``networking.gke.io/interfaces`` annotation (a JSON
+        list of {interfaceName, network}); every interface but the default one is a GPU NIC
+        (GKE docs, "Set up multi-network support for Pods"; A3 Mega's eth1–eth8)."""
+        if "network_resource" in extra or "metadata" not in ks:
+            return
+        ann = mget(ks["metadata"], "annotations")
+        node = mget(ann, GKE_INTERFACES)
+        if not isinstance(node, yaml.ScalarNode):
+            return
+        try:
+            items = json.loads(node.value)
+        except ValueError:
+            return
+        if not isinstance(items, list):
+            return
+        dflt = mget(ann, GKE_DEFAULT_INTERFACE)
+        main = dflt.value if isinstance(dflt, yaml.ScalarNode) else "eth0"
+        nets = [str(i.get("network", "")) for i in items
+                if isinstance(i, dict) and i.get("interfaceName") != main]
+        if nets:
+            rdma = ":rdma" if any("rdma" in x.lower() for x in nets) else ""
+            extra["network_resource"] = f"{GKE_INTERFACES}={len(nets)}{rdma}"
+            spans["network_resource"] = self.ctx.span(node)
 
     def _pd_role(
         self, a: Any, ks: dict[str, Any], extra: dict[str, Any], spans: dict[str, Span]
