@@ -30,6 +30,7 @@ from tpcheck.sources import iter_files, read_path
 from tpcheck.sources.base import (
     MAX_BYTES,
     RECOVERED_NOTE,
+    RUNTIME_NOTE,
     Deployment,
     ReadResult,
     SourceError,
@@ -161,6 +162,8 @@ class Linter:
                                                    f"({type(e).__name__}: {e})")
             self._resolved[rkey] = r_or_e
         if isinstance(r_or_e, ResolveError):
+            if RUNTIME_NOTE in d.notes:  # a KServe runtime alone: the model is not its to name
+                return None, None, None
             return None, str(r_or_e), None
         r = r_or_e
         key = (r.location, model)

@@ -114,6 +114,10 @@ class Files:
     def all_docs(self) -> list[list[Any]]:
         return list(self._docs.values())
 
+    def file_of(self, doc: Any) -> str | None:
+        """The file ``doc`` was read from as written; None for a node a merge built."""
+        return next((p for p, docs in self._docs.items() if any(d is doc for d in docs)), None)
+
     def own(self, node: Any, ctx: Ctx) -> None:
         stack = [node]
         while stack:
@@ -670,11 +674,11 @@ def read_kustomization(path: str, text: str) -> ReadResult:
     files = Files()
     files.given(path, text)
     try:
-        # the workloads a patch or an image override changed: the others are read (once) in
-        # their own files
+        # the workloads a patch or an image override changed, and those it takes unchanged
+        # from outside its own folder (``resources: [../../base]``); a file in its folder or
+        # below is read on its own by any folder run that reaches this kustomization
         objects = [o for o in build(path, files) if _identity(o)[0] in WORKLOADS]
-        as_read = {id(d) for docs in files.all_docs() for d in docs}
-        objects = [o for o in objects if id(o) not in as_read]
+        objects = [o for o in objects if not _read_alone(files.file_of(o), path)]
     except KustomizeError as e:
         return ReadResult(path, (), (e.error,), text)
     except RecursionError:
@@ -699,6 +703,15 @@ def read_kustomization(path: str, text: str) -> ReadResult:
                      for d in Walker(ctx).run(r))
     found.extend(remote_patches)
     return ReadResult(path, tuple(found), (), text, notes=notes)
+
+
+def _read_alone(file: str | None, kustomization: str) -> bool:
+    """Whether a document the build takes unchanged from ``file`` is read in that file by a
+    folder run reaching ``kustomization``: a file in the kustomization's folder or below."""
+    if file is None:
+        return False  # a patch or an override changed it: only the overlay has it
+    folder = os.path.dirname(os.path.abspath(kustomization))
+    return os.path.abspath(file).startswith(folder + os.sep)
 
 
 def _remote_patches(path: str, files: Files) -> list[Deployment]:
