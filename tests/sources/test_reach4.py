@@ -85,3 +85,39 @@ def test_resources_in_the_kustomizations_own_folder_are_read_there() -> None:
     with chdir(ROOT):
         res = Linter(Settings(offline=True)).run(["fixtures/reach4/kustomize-passthrough/base"])
     assert res.deployments == 1
+
+
+GKE_NEMO = FIXTURES / ("GoogleCloudPlatform--kubernetes-engine-samples_ai-ml_nemo-rl-on-gke_"
+                       "nemoRL_gemma3-27b-it_nvidia-vllm-post-trained-gemma3-27-deploy.yaml")
+
+
+def test_gke_model_label_names_the_checkpoint_behind_a_local_path() -> None:
+    """`--model=$(MODEL_ID)` is `/data/nemo_rl_gemma3_27b_3_11/hf3-11` (before: TP000); the
+    template's label `ai.gke.io/model: gemma-3-27b-it` (line 28) spells one catalog name."""
+    (d,) = read_path(str(GKE_NEMO)).deployments
+    assert d.model == "/data/nemo_rl_gemma3_27b_3_11/hf3-11"
+    assert [(h.value, h.origin) for h in d.model_hints] == [
+        ("gemma-3-27b-it", "label ai.gke.io/model `gemma-3-27b-it` (line 28)")]
+    res = Linter(Settings(offline=True, gpu="h100-sxm")).run([str(GKE_NEMO)])
+    assert "TP000" not in {f.code for f in res.findings}
+    # --max-num-seqs 4 against the pool of gemma-3-27b at TP 4: TP203 (the corpus's note
+    # on this file calls the 4 seats out as likely wrong)
+    [f] = [f for f in res.findings if f.code == "TP203"]
+    assert f.message.startswith("--max-num-seqs 4 binds before memory")
+    assert any("label ai.gke.io/model `gemma-3-27b-it` (line 28) -> google/gemma-3-27b-it"
+               in a.text for a in f.assumptions if a.kind == "model")
+
+
+@pytest.mark.parametrize(("label", "why"), [
+    ("gemma-7b-kvcache", "a sample's own name: no catalog model is spelt so"),
+    ("gemma-2b-awq", "a quantized name the catalog does not hold"),
+    ("aya-23-8b", "a name part two orgs hold (CohereForAI, CohereLabs): no guess"),
+])
+def test_a_label_that_spells_no_catalog_name_names_nothing(tmp_path: Path, label: str,
+                                                           why: str) -> None:
+    text = GKE_NEMO.read_text().replace("ai.gke.io/model: gemma-3-27b-it",
+                                        f"ai.gke.io/model: {label}")
+    p = tmp_path / "deploy.yaml"
+    p.write_text(text)
+    res = Linter(Settings(offline=True, gpu="h100-sxm")).run([str(p)])
+    assert "TP000" in {f.code for f in res.findings}, why

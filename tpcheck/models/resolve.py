@@ -782,6 +782,11 @@ def file_hint(value: str, origin: str) -> list[tuple[str, str]]:
     ref = value.strip()
     if not ref:
         return []
+    if "/" not in ref and not is_expression(ref):
+        # a bare name (a label): the one catalog id whose name part it spells exactly, as a
+        # folder's name would; else the name as written (the hub has a few ids with no org)
+        named = hints.folder_hint(ref)
+        return [(named[0] if named is not None else ref, f"model taken from {origin}")]
     if not looks_like_path(ref):
         return [(ref, f"model taken from {origin}")]
     # an expression earlier in the path (s3://${bucket}/...) does not hide the folder's name
