@@ -615,6 +615,9 @@ def _unusable_config_fix(problem: str, file: str, origin: str, model: str) -> st
     the file itself when it is the user's, else a mapping to a good copy."""
     missing = _MISSING_FIELD.search(problem)
     at = _JSON_AT.search(problem)
+    if "are not modelled" in problem:  # a real config of an architecture tpcheck cannot price
+        return ("nothing to correct in the file: the rules that need the model's shape wait "
+                "until tpcheck models this architecture")
     if missing:
         what = f"add {missing.group(1)} to {file} (copy it from the model's config.json on the hub)"
     elif at:
