@@ -21,6 +21,7 @@ from __future__ import annotations
 import os
 
 from tpcheck.record import replace
+from tpcheck.sources import kustomize as kz
 from tpcheck.sources.base import RUNTIME_NOTE, Deployment, ReadResult
 from tpcheck.sources.pyyaml import yaml
 
@@ -28,7 +29,6 @@ TYPE_CHECKING = False
 if TYPE_CHECKING:
     from typing import Any
 
-    from tpcheck.sources.kustomize import Files
 
 RUNTIME_KINDS = frozenset({"ServingRuntime", "ClusterServingRuntime"})
 ISVC_KIND = "InferenceService"
@@ -42,19 +42,17 @@ def _kinds(text: str) -> bool:
 
 
 def _spec(doc: Any, *keys: str) -> Any:
-    from tpcheck.sources.kustomize import _get
 
     node = doc
     for k in keys:
-        node = _get(node, k)
+        node = kz.get_key(node, k)
     return node
 
 
 def _runtime_name(doc: Any) -> str | None:
     """A ServingRuntime's name when it has containers (an OME or engineConfig runtime has not)."""
-    from tpcheck.sources.kustomize import _identity
 
-    kind, name = _identity(doc)
+    kind, name = kz.identity(doc)
     if kind in RUNTIME_KINDS and isinstance(_spec(doc, "spec", "containers"), yaml.SequenceNode):
         return name
     return None
@@ -62,21 +60,20 @@ def _runtime_name(doc: Any) -> str | None:
 
 def _formats(runtime: Any) -> set[str]:
     """The model formats a runtime auto-selects (``supportedModelFormats`` with autoSelect)."""
-    from tpcheck.sources.kustomize import _get, _text
 
     out: set[str] = set()
     formats = _spec(runtime, "spec", "supportedModelFormats")
     for f in formats.value if isinstance(formats, yaml.SequenceNode) else ():
-        name, auto = _text(_get(f, "name")), _text(_get(f, "autoSelect"))
+        name = kz.scalar_text(kz.get_key(f, "name"))
+        auto = kz.scalar_text(kz.get_key(f, "autoSelect"))
         if name and auto is not None and auto.lower() == "true":
             out.add(name.lower())
     return out
 
 
 def _model(isvc: Any) -> Any:
-    from tpcheck.sources.kustomize import _identity
 
-    if _identity(isvc)[0] != ISVC_KIND:
+    if kz.identity(isvc)[0] != ISVC_KIND:
         return None
     model = _spec(isvc, "spec", "predictor", "model")
     return model if isinstance(model, yaml.MappingNode) else None
@@ -85,13 +82,12 @@ def _model(isvc: Any) -> Any:
 def _runtime_for(model: Any, runtimes: list[tuple[str, Any, str]]) -> tuple[str, Any, str] | None:
     """The runtime an InferenceService's model runs on: the one ``runtime:`` names, else the
     one runtime that auto-selects its ``modelFormat`` (KServe refuses several)."""
-    from tpcheck.sources.kustomize import _get, _text
 
-    named = _text(_get(model, "runtime"))
+    named = kz.scalar_text(kz.get_key(model, "runtime"))
     if named:
         hits = [r for r in runtimes if r[0] == named]
     else:
-        fmt = (_text(_get(_get(model, "modelFormat"), "name")) or "").lower()
+        fmt = (kz.scalar_text(kz.get_key(kz.get_key(model, "modelFormat"), "name")) or "").lower()
         hits = [r for r in runtimes if fmt and fmt in _formats(r[1])]
     return hits[0] if len(hits) == 1 or (named and hits) else None
 
@@ -100,10 +96,9 @@ def _inside(d: Deployment, doc: Any, path: str) -> bool:
     return d.span.path == path and doc.start_mark.line < d.span.line <= doc.end_mark.line + 1
 
 
-def _folder_docs(path: str, files: Files) -> list[tuple[str, Any]]:
+def _folder_docs(path: str, files: kz.Files) -> list[tuple[str, Any]]:
     """(file, document) for the other YAML files of ``path``'s folder that hold KServe kinds."""
     from tpcheck.sources.files import read_capped
-    from tpcheck.sources.kustomize import KustomizeError, is_kustomization
 
     folder = os.path.dirname(path)
     try:
@@ -115,28 +110,27 @@ def _folder_docs(path: str, files: Files) -> list[tuple[str, Any]]:
     for n in names:
         p = os.path.join(folder, n)  # as the run names the folder, so findings say it so
         if (not n.endswith((".yaml", ".yml")) or os.path.abspath(p) == here
-                or is_kustomization(n) or not os.path.isfile(p)):
+                or kz.is_kustomization(n) or not os.path.isfile(p)):
             continue
         try:
             if not _kinds(read_capped(p, 5 * 1024 * 1024).decode("utf-8-sig")):
                 continue  # cheaper than composing every file beside this one
             out.extend((p, d) for d in files.docs(p, (p, None)))
-        except (OSError, UnicodeDecodeError, KustomizeError):
+        except (OSError, UnicodeDecodeError, kz.KustomizeError):
             continue
     return out + _kustomized(folder, files)
 
 
-def _kustomized(folder: str, files: Files) -> list[tuple[str, Any]]:
+def _kustomized(folder: str, files: kz.Files) -> list[tuple[str, Any]]:
     """(file, object) for what the folder's kustomization builds, wherever its resources live
     (a runtime kept in ``../runtimes``): the other half of a pair may come from there."""
-    from tpcheck.sources.kustomize import NAMES, KustomizeError, build
 
-    kz = next((p for n in NAMES if os.path.isfile(p := os.path.join(folder, n))), None)
-    if kz is None:
+    kfile = next((p for n in kz.NAMES if os.path.isfile(p := os.path.join(folder, n))), None)
+    if kfile is None:
         return []
     try:
-        objects = build(kz, files)
-    except (KustomizeError, RecursionError):
+        objects = kz.build(kfile, files)
+    except (kz.KustomizeError, RecursionError):
         return []
     out: list[tuple[str, Any]] = []
     for o in objects:
@@ -146,21 +140,22 @@ def _kustomized(folder: str, files: Files) -> list[tuple[str, Any]]:
     return out
 
 
-def _merged(isvc: Any, model: Any, runtime: Any, files: Files) -> Any:
+def _merged(isvc: Any, model: Any, runtime: Any, files: kz.Files) -> Any:
     """A Pod holding the container KServe builds for ``isvc`` on ``runtime``."""
-    from tpcheck.sources.kustomize import _get, _text, merge
-
     containers = _spec(runtime, "spec", "containers").value
-    base = next((c for c in containers if _text(_get(c, "name")) == CONTAINER), containers[0])
-    container = merge(base, model, files)
-    r_args, i_args = _get(base, "args"), _get(model, "args")
+    base = next((c for c in containers if kz.scalar_text(kz.get_key(c, "name")) == CONTAINER),
+                containers[0])
+    container = kz.merge(base, model, files)
+    r_args, i_args = kz.get_key(base, "args"), kz.get_key(model, "args")
     if isinstance(r_args, yaml.SequenceNode) and isinstance(i_args, yaml.SequenceNode):
         args = files.adopt(yaml.SequenceNode(r_args.tag, [*r_args.value, *i_args.value],
                                              r_args.start_mark, r_args.end_mark), r_args)
-        container.value = [(k, args if _text(k) == "args" else v) for k, v in container.value]
+        container.value = [(k, args if kz.scalar_text(k) == "args" else v)
+                           for k, v in container.value]
     pod_spec: list[tuple[Any, Any]] = []
     for key in ("nodeSelector", "tolerations"):
-        value = _get(_spec(isvc, "spec", "predictor"), key) or _get(_spec(runtime, "spec"), key)
+        value = (kz.get_key(_spec(isvc, "spec", "predictor"), key)
+                 or kz.get_key(_spec(runtime, "spec"), key))
         if value is not None:
             pod_spec.append((_key(key, files, isvc), value))
     seq = files.adopt(yaml.SequenceNode("tag:yaml.org,2002:seq", [container]), runtime)
@@ -171,15 +166,14 @@ def _merged(isvc: Any, model: Any, runtime: Any, files: Files) -> Any:
         (_key("spec", files, isvc), spec)]), isvc)
 
 
-def _key(text: str, files: Files, like: Any) -> Any:
+def _key(text: str, files: kz.Files, like: Any) -> Any:
     return files.adopt(yaml.ScalarNode("tag:yaml.org,2002:str", text), like)
 
 
-def _read_pairs(path: str, pairs: list[tuple[Any, Any, str, str]], files: Files
+def _read_pairs(path: str, pairs: list[tuple[Any, Any, str, str]], files: kz.Files
                 ) -> list[Deployment]:
     """The launches of each (InferenceService, runtime) pair, read as one Pod."""
     from tpcheck.sources.kube import Walker
-    from tpcheck.sources.kustomize import MergedCtx, _identity, _one_file, _pair
     from tpcheck.sources.positions import LineIndex
     from tpcheck.sources.yamlctx import LOADER
 
@@ -189,12 +183,12 @@ def _read_pairs(path: str, pairs: list[tuple[Any, Any, str, str]], files: Files
     for (isvc, _, rname, rfile), w, r in zip(
             pairs, objects, yaml.compose_all(written, Loader=LOADER), strict=True):
         origin: dict[int, Any] = {}
-        _pair(w, r, files, origin)
-        ctx = MergedCtx(path, LineIndex(written), origin, files.synthetic)
+        kz.pair_nodes(w, r, files, origin)
+        ctx = kz.MergedCtx(path, LineIndex(written), origin, files.synthetic)
         where = "" if rfile == path else f" ({os.path.relpath(rfile, os.path.dirname(path))})"
-        note = (f"KServe InferenceService {_identity(isvc)[1]} on ServingRuntime {rname}{where}: "
+        note = (f"KServe InferenceService {kz.identity(isvc)[1]} on ServingRuntime {rname}{where}: "
                 "the runtime's container with the InferenceService's args appended")
-        found.extend(replace(d, path=d.span.path, span=_one_file(d.span),
+        found.extend(replace(d, path=d.span.path, span=kz.one_file(d.span),
                              notes=(*d.notes, note)) for d in Walker(ctx).run(r))
     return found
 
@@ -204,13 +198,12 @@ def pair_kserve(path: str, text: str, result: ReadResult) -> ReadResult:
     each runtime read through the InferenceServices beside it, or noted when none uses it."""
     if not text or not _kinds(text) or result.errors:
         return result
-    from tpcheck.sources.kustomize import Files, KustomizeError
 
-    files = Files()
+    files = kz.Files()
     files.given(path, text)
     try:
         docs = [(path, d) for d in files.docs(path, (path, None))]
-    except KustomizeError:
+    except kz.KustomizeError:
         return result
     runtimes_here = [(n, d, p) for p, d in docs if (n := _runtime_name(d)) is not None]
     isvcs_here = [d for _, d in docs if _model(d) is not None]
@@ -239,7 +232,7 @@ def pair_kserve(path: str, text: str, result: ReadResult) -> ReadResult:
         kept.append(d)
     try:
         kept.extend(_read_pairs(path, pairs, files) if pairs else [])
-    except (yaml.YAMLError, KustomizeError):
+    except (yaml.YAMLError, kz.KustomizeError):
         return result
     kept.sort(key=lambda d: (d.span.path != path, d.span.line))
     return ReadResult(result.path, tuple(kept), result.errors, result.text, result.skipped,

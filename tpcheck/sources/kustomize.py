@@ -7,7 +7,10 @@ remove), ``images`` tag overrides, and ``configMapGenerator`` literals for the c
 take them with ``envFrom``. The merged objects are then read by the Kubernetes
 reader, with every value placed in the file that supplied it: the merged tree keeps the
 original YAML nodes, it is written out once and composed again so the reader sees one
-document, and each composed node is mapped back to the node it was written from.
+document, and each composed node is mapped back to the node it was written from. A workload
+the overlay leaves unchanged is read through it when its file lies outside the
+kustomization's folder (``resources: [../../base]``); a file in that folder or below is read
+on its own by any folder run that reaches the kustomization, so it is not read twice.
 
 Strategic merge follows Kubernetes' merge keys for the lists an engine launch lives in
 (containers and env by ``name``, volumeMounts by ``mountPath``, ports by ``containerPort``);
@@ -828,5 +831,8 @@ def _bases_above(folder: str, kinds: frozenset[tuple[str | None, str | None]]) -
     return out
 
 
-__all__ = ["PATCH_NOTE", "is_kustomization", "is_listed_patch", "note_lone_patch",
-           "read_kustomization"]
+# the node helpers the KServe pairing (sources.kserve) shares with the overlay build
+get_key, scalar_text, identity, pair_nodes, one_file = _get, _text, _identity, _pair, _one_file
+
+__all__ = ["PATCH_NOTE", "get_key", "identity", "is_kustomization", "is_listed_patch",
+           "note_lone_patch", "one_file", "pair_nodes", "read_kustomization", "scalar_text"]

@@ -125,5 +125,4 @@ def read_tftpl(path: str, text: str) -> ReadResult:
 
         note = "Terraform values: " + "; ".join(used)
         found = [replace(d, notes=(*d.notes, note)) for d in found]
-    found = with_slurm(found, path, text)
-    return ReadResult(path, with_pins(found, text, path), (), text)
+    return ReadResult(path, with_pins(with_slurm(found, path, text), text, path), (), text)
