@@ -22,7 +22,7 @@ import os
 
 from tpcheck.record import replace
 from tpcheck.sources import kustomize as kz
-from tpcheck.sources.base import RUNTIME_NOTE, Deployment, ReadResult
+from tpcheck.sources.base import MAX_BYTES, RUNTIME_NOTE, Deployment, ReadResult
 from tpcheck.sources.pyyaml import yaml
 
 TYPE_CHECKING = False
@@ -113,7 +113,7 @@ def _folder_docs(path: str, files: kz.Files) -> list[tuple[str, Any]]:
                 or kz.is_kustomization(n) or not os.path.isfile(p)):
             continue
         try:
-            if not _kinds(read_capped(p, 5 * 1024 * 1024).decode("utf-8-sig")):
+            if not _kinds(read_capped(p, MAX_BYTES).decode("utf-8-sig")):
                 continue  # cheaper than composing every file beside this one
             out.extend((p, d) for d in files.docs(p, (p, None)))
         except (OSError, UnicodeDecodeError, kz.KustomizeError):
@@ -124,7 +124,6 @@ def _folder_docs(path: str, files: kz.Files) -> list[tuple[str, Any]]:
 def _kustomized(folder: str, files: kz.Files) -> list[tuple[str, Any]]:
     """(file, object) for what the folder's kustomization builds, wherever its resources live
     (a runtime kept in ``../runtimes``): the other half of a pair may come from there."""
-
     kfile = next((p for n in kz.NAMES if os.path.isfile(p := os.path.join(folder, n))), None)
     if kfile is None:
         return []
@@ -171,7 +170,7 @@ def _key(text: str, files: kz.Files, like: Any) -> Any:
 
 
 def _read_pairs(path: str, pairs: list[tuple[Any, Any, str, str]], files: kz.Files
-                ) -> list[Deployment]:
+                ) -> list[list[Deployment]]:
     """The launches of each (InferenceService, runtime) pair, read as one Pod."""
     from tpcheck.sources.kube import Walker
     from tpcheck.sources.positions import LineIndex
@@ -179,7 +178,7 @@ def _read_pairs(path: str, pairs: list[tuple[Any, Any, str, str]], files: kz.Fil
 
     objects = [_merged(i, _model(i), r, files) for i, r, _, _ in pairs]
     written = yaml.serialize_all(objects, Dumper=yaml.SafeDumper)
-    found: list[Deployment] = []
+    found: list[list[Deployment]] = []
     for (isvc, _, rname, rfile), w, r in zip(
             pairs, objects, yaml.compose_all(written, Loader=LOADER), strict=True):
         origin: dict[int, Any] = {}
@@ -188,8 +187,8 @@ def _read_pairs(path: str, pairs: list[tuple[Any, Any, str, str]], files: kz.Fil
         where = "" if rfile == path else f" ({os.path.relpath(rfile, os.path.dirname(path))})"
         note = (f"KServe InferenceService {kz.identity(isvc)[1]} on ServingRuntime {rname}{where}: "
                 "the runtime's container with the InferenceService's args appended")
-        found.extend(replace(d, path=d.span.path, span=kz.one_file(d.span),
-                             notes=(*d.notes, note)) for d in Walker(ctx).run(r))
+        found.append([replace(d, path=d.span.path, span=kz.one_file(d.span),
+                              notes=(*d.notes, note)) for d in Walker(ctx).run(r)])
     return found
 
 
@@ -219,9 +218,15 @@ def pair_kserve(path: str, text: str, result: ReadResult) -> ReadResult:
         hit = _runtime_for(_model(isvc), runtimes)
         if hit is not None:
             pairs.append((isvc, hit[1], hit[0], hit[2]))
+    try:
+        read = _read_pairs(path, pairs, files) if pairs else []
+    except (yaml.YAMLError, kz.KustomizeError):
+        return result
     users = list({id(d): d for _, d in docs + beside if _model(d) is not None}.values())
     used = {hit[0] for u in users if (hit := _runtime_for(_model(u), runtimes)) is not None}
-    drop = [isvc for isvc, _, _, _ in pairs] + [d for n, d, _ in runtimes_here if n in used]
+    # a pair with no engine launch (a runtime of another server) leaves the ISVC as it read
+    drop = [isvc for (isvc, _, _, _), got in zip(pairs, read, strict=True) if got]
+    drop += [d for n, d, _ in runtimes_here if n in used]
     alone = [d for n, d, _ in runtimes_here if n not in used]
     kept: list[Deployment] = []
     for d in result.deployments:
@@ -230,10 +235,7 @@ def pair_kserve(path: str, text: str, result: ReadResult) -> ReadResult:
         if any(_inside(d, doc, path) for doc in alone):
             d = replace(d, notes=(*d.notes, RUNTIME_NOTE))
         kept.append(d)
-    try:
-        kept.extend(_read_pairs(path, pairs, files) if pairs else [])
-    except (yaml.YAMLError, kz.KustomizeError):
-        return result
+    kept.extend(d for got in read for d in got)
     kept.sort(key=lambda d: (d.span.path != path, d.span.line))
     return ReadResult(result.path, tuple(kept), result.errors, result.text, result.skipped,
                       notes=result.notes)
