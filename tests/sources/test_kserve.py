@@ -108,3 +108,14 @@ def test_one_file_with_both() -> None:
         PAIR / "inferenceservice.yaml").read_text().split("---\n")[0]
     found = read_path("both.yaml", text).deployments
     assert [(d.tensor_parallel_size, d.gpus_requested) for d in found] == [(8, 4)]
+
+
+@pytest.mark.parametrize("containers", ["[]", "[1, x]", "[{name: kserve-container, args: 3}]"])
+def test_odd_runtimes_read_nothing_and_say_no_internal_error(tmp_path: Path,
+                                                             containers: str) -> None:
+    p = tmp_path / "x.yaml"
+    p.write_text(f"kind: ServingRuntime\nmetadata: {{name: r}}\nspec: {{containers: {containers}}}"
+                 "\n---\nkind: InferenceService\nmetadata: {name: i}\n"
+                 "spec: {predictor: {model: {runtime: r, args: {a: 1}, storageUri: 5}}}\n")
+    res = read_path(str(p))
+    assert res.errors == () and res.deployments == ()

@@ -53,7 +53,9 @@ def _runtime_name(doc: Any) -> str | None:
     """A ServingRuntime's name when it has containers (an OME or engineConfig runtime has not)."""
 
     kind, name = kz.identity(doc)
-    if kind in RUNTIME_KINDS and isinstance(_spec(doc, "spec", "containers"), yaml.SequenceNode):
+    containers = _spec(doc, "spec", "containers") if kind in RUNTIME_KINDS else None
+    if isinstance(containers, yaml.SequenceNode) and any(
+            isinstance(c, yaml.MappingNode) for c in containers.value):
         return name
     return None
 
@@ -141,7 +143,8 @@ def _kustomized(folder: str, files: kz.Files) -> list[tuple[str, Any]]:
 
 def _merged(isvc: Any, model: Any, runtime: Any, files: kz.Files) -> Any:
     """A Pod holding the container KServe builds for ``isvc`` on ``runtime``."""
-    containers = _spec(runtime, "spec", "containers").value
+    containers = [c for c in _spec(runtime, "spec", "containers").value
+                  if isinstance(c, yaml.MappingNode)]  # one at least (_runtime_name)
     base = next((c for c in containers if kz.scalar_text(kz.get_key(c, "name")) == CONTAINER),
                 containers[0])
     container = kz.merge(base, model, files)
