@@ -121,3 +121,15 @@ def test_a_label_that_spells_no_catalog_name_names_nothing(tmp_path: Path, label
     p.write_text(text)
     res = Linter(Settings(offline=True, gpu="h100-sxm")).run([str(p)])
     assert "TP000" in {f.code for f in res.findings}, why
+
+
+def test_an_unclosed_block_ends_at_the_next_variable(tmp_path: Path) -> None:
+    """`variable "a" {` never closed: its scan stops where `variable "tp"` starts (blocks of one
+    kind do not nest), so the later default is still read (and 20,000 unclosed blocks cost
+    20,000 short scans, not 20,000 scans to the end of the file)."""
+    (tmp_path / "main.tf").write_text('variable "a" {\n  type = string\n'
+                                      + 'variable "b" {\n' * 3
+                                      + 'variable "tp" {\n  default = 2\n}\n')
+    (tmp_path / "run.tftpl").write_text("vllm serve m --tensor-parallel-size ${tp}\n")
+    assert {k: v.value for k, (v, _) in template_values(str(tmp_path / "run.tftpl")).items()} == {
+        "tp": "2"}

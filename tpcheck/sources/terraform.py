@@ -20,6 +20,7 @@ from tpcheck.sources.positions import LineIndex, Located, from_file
 
 MAX_TF_FILES = 50
 MAX_TF_BYTES = 1024 * 1024
+MAX_BLOCK = 64 * 1024  # characters scanned for one block's closing brace
 _VARIABLE = re.compile(r'^[ \t]*variable[ \t]+"([A-Za-z_][\w-]*)"[ \t]*\{', re.M)
 _DEFAULT = re.compile(r'^[ \t]*default[ \t]*=[ \t]*(?:"((?:[^"\\\n]|\\.)*)"|'
                       r"(-?\d+(?:\.\d+)?|true|false))[ \t]*(?:#.*|//.*)?$", re.M)
@@ -29,9 +30,12 @@ _ENTRY = re.compile(r'^[ \t,]*([A-Za-z_][\w-]*)[ \t]*=[ \t]*(?:var\.([A-Za-z_][\
                     r"(?:#.*|//.*)?$", re.M)
 
 
-def _block(text: str, brace: int) -> int:
-    """The offset of the ``}`` closing the block whose ``{`` is at ``brace`` (strings skipped)."""
-    depth, i, n = 0, brace, len(text)
+def _block(text: str, brace: int, stop: int | None = None) -> int:
+    """The offset of the ``}`` closing the block whose ``{`` is at ``brace`` (strings skipped),
+    looked for up to ``stop`` (the next top-level block: blocks of one kind do not nest) and
+    at most MAX_BLOCK characters on, so unclosed braces cost a bounded scan each."""
+    depth, i = 0, brace
+    n = min(len(text) if stop is None else stop, brace + MAX_BLOCK)
     while i < n:
         c = text[i]
         if c == '"':
@@ -76,8 +80,9 @@ def template_values(template: str) -> dict[str, tuple[Located, str]]:
     calls: list[tuple[str, str, int, int]] = []  # (tf file, its text, map start, map end)
     for path, text in _tf_files(os.path.dirname(template)):
         loc = from_file(LineIndex(text), path)
-        for m in _VARIABLE.finditer(text):
-            end = _block(text, m.end() - 1)
+        starts = [m for m in _VARIABLE.finditer(text)]
+        for k, m in enumerate(starts):
+            end = _block(text, m.end() - 1, starts[k + 1].start() if k + 1 < len(starts) else None)
             body = _DEFAULT.search(text, m.end(), end)
             if body is not None and (body.group(1) is None or "${" not in body.group(1)):
                 value = _literal(loc, body, 1, 2)
@@ -85,12 +90,12 @@ def template_values(template: str) -> dict[str, tuple[Located, str]]:
                 defaults[m.group(1)] = (value, f'variable "{m.group(1)}" default at '
                                                f"{os.path.basename(path)}:{line}")
         for c in _CALL.finditer(text):
-            if os.path.basename(c.group(1)) == os.path.basename(template):
+            if os.path.basename(c.group(1)) == os.path.basename(template) and not calls:
                 calls.append((path, text, c.end(), _block(text, c.end() - 1)))
     if not calls:
         return defaults
     out: dict[str, tuple[Located, str]] = {}
-    for path, text, start, end in calls[:1]:  # several calls may pass different values: the first
+    for path, text, start, end in calls:  # several calls may pass different values: the first
         loc = from_file(LineIndex(text), path)
         for e in _ENTRY.finditer(text, start, end):
             line = text.count("\n", 0, e.start()) + 1
