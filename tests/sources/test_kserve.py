@@ -119,3 +119,19 @@ def test_odd_runtimes_read_nothing_and_say_no_internal_error(tmp_path: Path,
                  "spec: {predictor: {model: {runtime: r, args: {a: 1}, storageUri: 5}}}\n")
     res = read_path(str(p))
     assert res.errors == () and res.deployments == ()
+
+
+def test_the_folder_is_indexed_once_per_state(tmp_path: Path) -> None:
+    """Every InferenceService file of a folder looks at the others: the folder is composed
+    once (one cache miss) for all of them, and again after a file changes."""
+    from tpcheck.sources import kserve
+
+    (tmp_path / "rt.yaml").write_text((PAIR / "servingruntime.yaml").read_text())
+    for i in range(3):
+        (tmp_path / f"i{i}.yaml").write_text((PAIR / "inferenceservice.yaml").read_text())
+    before = kserve._index.cache_info().misses
+    found = [d for i in range(3) for d in read_path(str(tmp_path / f"i{i}.yaml")).deployments]
+    assert len(found) == 6 and kserve._index.cache_info().misses == before + 1
+    (tmp_path / "i0.yaml").write_text((PAIR / "inferenceservice.yaml").read_text() + "\n")
+    read_path(str(tmp_path / "i1.yaml"))
+    assert kserve._index.cache_info().misses == before + 2

@@ -19,8 +19,9 @@ InferenceService there uses is still read (its args are checked), and carries
 from __future__ import annotations
 
 import os
+from functools import lru_cache
 
-from tpcheck.record import replace
+from tpcheck.record import record, replace
 from tpcheck.sources import kustomize as kz
 from tpcheck.sources.base import MAX_BYTES, RUNTIME_NOTE, Deployment, ReadResult
 from tpcheck.sources.pyyaml import yaml
@@ -37,12 +38,30 @@ MAX_SCANNED = 200  # YAML files of the folder looked at for the other half of a 
 __all__ = ["RUNTIME_NOTE", "pair_kserve"]
 
 
+@record
+class Runtime:
+    """A ServingRuntime as the pairing needs it: where it is, and ``node`` once composed here."""
+
+    name: str
+    formats: frozenset[str]
+    path: str
+    via_kustomization: bool = False
+    node: Any = None
+
+
+@record
+class Use:
+    """How an InferenceService picks its runtime: by ``runtime:`` name, else by format."""
+
+    named: str | None
+    fmt: str
+
+
 def _kinds(text: str) -> bool:
     return "ServingRuntime" in text or "kind: InferenceService" in text
 
 
 def _spec(doc: Any, *keys: str) -> Any:
-
     node = doc
     for k in keys:
         node = kz.get_key(node, k)
@@ -51,7 +70,6 @@ def _spec(doc: Any, *keys: str) -> Any:
 
 def _runtime_name(doc: Any) -> str | None:
     """A ServingRuntime's name when it has containers (an OME or engineConfig runtime has not)."""
-
     kind, name = kz.identity(doc)
     containers = _spec(doc, "spec", "containers") if kind in RUNTIME_KINDS else None
     if isinstance(containers, yaml.SequenceNode) and any(
@@ -60,9 +78,8 @@ def _runtime_name(doc: Any) -> str | None:
     return None
 
 
-def _formats(runtime: Any) -> set[str]:
+def _formats(runtime: Any) -> frozenset[str]:
     """The model formats a runtime auto-selects (``supportedModelFormats`` with autoSelect)."""
-
     out: set[str] = set()
     formats = _spec(runtime, "spec", "supportedModelFormats")
     for f in formats.value if isinstance(formats, yaml.SequenceNode) else ():
@@ -70,75 +87,112 @@ def _formats(runtime: Any) -> set[str]:
         auto = kz.scalar_text(kz.get_key(f, "autoSelect"))
         if name and auto is not None and auto.lower() == "true":
             out.add(name.lower())
-    return out
+    return frozenset(out)
 
 
 def _model(isvc: Any) -> Any:
-
     if kz.identity(isvc)[0] != ISVC_KIND:
         return None
     model = _spec(isvc, "spec", "predictor", "model")
     return model if isinstance(model, yaml.MappingNode) else None
 
 
-def _runtime_for(model: Any, runtimes: list[tuple[str, Any, str]]) -> tuple[str, Any, str] | None:
+def _use(model: Any) -> Use:
+    fmt = kz.scalar_text(kz.get_key(kz.get_key(model, "modelFormat"), "name")) or ""
+    return Use(kz.scalar_text(kz.get_key(model, "runtime")) or None, fmt.lower())
+
+
+def _runtime(doc: Any, path: str, via: bool = False) -> Runtime | None:
+    name = _runtime_name(doc)
+    return None if name is None else Runtime(name, _formats(doc), path, via, doc)
+
+
+def _runtime_for(use: Use, runtimes: list[Runtime]) -> Runtime | None:
     """The runtime an InferenceService's model runs on: the one ``runtime:`` names, else the
     one runtime that auto-selects its ``modelFormat`` (KServe refuses several)."""
-
-    named = kz.scalar_text(kz.get_key(model, "runtime"))
-    if named:
-        hits = [r for r in runtimes if r[0] == named]
-    else:
-        fmt = (kz.scalar_text(kz.get_key(kz.get_key(model, "modelFormat"), "name")) or "").lower()
-        hits = [r for r in runtimes if fmt and fmt in _formats(r[1])]
-    return hits[0] if len(hits) == 1 or (named and hits) else None
+    if use.named:
+        return next((r for r in runtimes if r.name == use.named), None)
+    hits = [r for r in runtimes if use.fmt and use.fmt in r.formats]
+    return hits[0] if len(hits) == 1 else None
 
 
 def _inside(d: Deployment, doc: Any, path: str) -> bool:
     return d.span.path == path and doc.start_mark.line < d.span.line <= doc.end_mark.line + 1
 
 
-def _folder_docs(path: str, files: kz.Files) -> list[tuple[str, Any]]:
-    """(file, document) for the other YAML files of ``path``'s folder that hold KServe kinds."""
+def _stamp(folder: str) -> tuple[tuple[str, int, int], ...]:
+    """The folder's YAML files with their mtime and size: a change to any is a new index."""
+    try:
+        entries = sorted(os.scandir(folder or "."), key=lambda e: e.name)
+    except OSError:
+        return ()
+    out: list[tuple[str, int, int]] = []
+    for e in entries:
+        if not e.name.endswith((".yaml", ".yml")) and e.name not in kz.NAMES:
+            continue
+        try:
+            st = e.stat()
+        except OSError:
+            continue
+        if e.is_file():
+            out.append((e.name, st.st_mtime_ns, st.st_size))
+        if len(out) >= MAX_SCANNED:
+            break
+    return tuple(out)
+
+
+@lru_cache(maxsize=16)
+def _index(folder: str, stamp: tuple[tuple[str, int, int], ...]
+           ) -> tuple[tuple[Runtime, ...], tuple[tuple[str, Use], ...]]:
+    """(runtimes, (file, use) of each InferenceService) in the folder's YAML files and what its
+    kustomization builds; composed once per folder state, not once per file read in it (a
+    folder of 200 InferenceServices would compose 40,000 files)."""
     from tpcheck.sources.files import read_capped
 
-    folder = os.path.dirname(path)
-    try:
-        names = sorted(os.listdir(folder or "."))[:MAX_SCANNED]
-    except OSError:
-        return []
-    out: list[tuple[str, Any]] = []
-    here = os.path.abspath(path)
-    for n in names:
-        p = os.path.join(folder, n)  # as the run names the folder, so findings say it so
-        if (not n.endswith((".yaml", ".yml")) or os.path.abspath(p) == here
-                or kz.is_kustomization(n) or not os.path.isfile(p)):
+    files = kz.Files()
+    runtimes: list[Runtime] = []
+    uses: list[tuple[str, Use]] = []
+    for name, _, _ in stamp:
+        p = os.path.join(folder, name)  # as the run names the folder, so findings say it so
+        if name in kz.NAMES:
+            try:
+                objects = kz.build(p, files)
+            except (kz.KustomizeError, RecursionError):
+                continue
+            for o in objects:
+                ctx = files.ctx_of.get(id(o))
+                if ctx is None:
+                    continue
+                r = _runtime(o, ctx.path, via=True)
+                if r is not None:
+                    runtimes.append(replace(r, node=None))
+                elif _model(o) is not None:
+                    uses.append((ctx.path, _use(_model(o))))
             continue
         try:
             if not _kinds(read_capped(p, MAX_BYTES).decode("utf-8-sig")):
                 continue  # cheaper than composing every file beside this one
-            out.extend((p, d) for d in files.docs(p, (p, None)))
+            docs = files.docs(p, (p, None))
         except (OSError, UnicodeDecodeError, kz.KustomizeError):
             continue
-    return out + _kustomized(folder, files)
+        for d in docs:
+            r = _runtime(d, p)
+            if r is not None:
+                runtimes.append(replace(r, node=None))
+            elif _model(d) is not None:
+                uses.append((p, _use(_model(d))))
+    return tuple(runtimes), tuple(uses)
 
 
-def _kustomized(folder: str, files: kz.Files) -> list[tuple[str, Any]]:
-    """(file, object) for what the folder's kustomization builds, wherever its resources live
-    (a runtime kept in ``../runtimes``): the other half of a pair may come from there."""
-    kfile = next((p for n in kz.NAMES if os.path.isfile(p := os.path.join(folder, n))), None)
-    if kfile is None:
-        return []
-    try:
-        objects = kz.build(kfile, files)
-    except (kz.KustomizeError, RecursionError):
-        return []
-    out: list[tuple[str, Any]] = []
-    for o in objects:
-        ctx = files.ctx_of.get(id(o))
-        if ctx is not None and (_runtime_name(o) is not None or _model(o) is not None):
-            out.append((ctx.path, o))
-    return out
+def _load(r: Runtime, folder: str, files: kz.Files) -> Any:
+    """The runtime's node, composed into this read's ``files`` (built through the folder's
+    kustomization when that is where it came from, so its patches apply)."""
+    if r.via_kustomization:
+        kfile = next((p for n in kz.NAMES if os.path.isfile(p := os.path.join(folder, n))), None)
+        docs = kz.build(kfile, files) if kfile is not None else []
+    else:
+        docs = files.docs(r.path, (r.path, None))
+    return next((d for d in docs if _runtime_name(d) == r.name), None)
 
 
 def _merged(isvc: Any, model: Any, runtime: Any, files: kz.Files) -> Any:
@@ -172,24 +226,26 @@ def _key(text: str, files: kz.Files, like: Any) -> Any:
     return files.adopt(yaml.ScalarNode("tag:yaml.org,2002:str", text), like)
 
 
-def _read_pairs(path: str, pairs: list[tuple[Any, Any, str, str]], files: kz.Files
+def _read_pairs(path: str, pairs: list[tuple[Any, Runtime]], files: kz.Files
                 ) -> list[list[Deployment]]:
     """The launches of each (InferenceService, runtime) pair, read as one Pod."""
     from tpcheck.sources.kube import Walker
     from tpcheck.sources.positions import LineIndex
     from tpcheck.sources.yamlctx import LOADER
 
-    objects = [_merged(i, _model(i), r, files) for i, r, _, _ in pairs]
+    objects = [_merged(i, _model(i), r.node, files) for i, r in pairs]
     written = yaml.serialize_all(objects, Dumper=yaml.SafeDumper)
     found: list[list[Deployment]] = []
-    for (isvc, _, rname, rfile), w, r in zip(
-            pairs, objects, yaml.compose_all(written, Loader=LOADER), strict=True):
+    for (isvc, rt), w, r in zip(pairs, objects, yaml.compose_all(written, Loader=LOADER),
+                                strict=True):
         origin: dict[int, Any] = {}
         kz.pair_nodes(w, r, files, origin)
         ctx = kz.MergedCtx(path, LineIndex(written), origin, files.synthetic)
-        where = "" if rfile == path else f" ({os.path.relpath(rfile, os.path.dirname(path))})"
-        note = (f"KServe InferenceService {kz.identity(isvc)[1]} on ServingRuntime {rname}{where}: "
-                "the runtime's container with the InferenceService's args appended")
+        where = ("" if rt.path == path
+                 else f" ({os.path.relpath(rt.path, os.path.dirname(path) or '.')})")
+        note = (f"KServe InferenceService {kz.identity(isvc)[1]} on ServingRuntime "
+                f"{rt.name}{where}: the runtime's container with the InferenceService's args "
+                "appended")
         found.append([replace(d, path=d.span.path, span=kz.one_file(d.span),
                               notes=(*d.notes, note)) for d in Walker(ctx).run(r)])
     return found
@@ -200,37 +256,42 @@ def pair_kserve(path: str, text: str, result: ReadResult) -> ReadResult:
     each runtime read through the InferenceServices beside it, or noted when none uses it."""
     if not text or not _kinds(text) or result.errors:
         return result
-
     files = kz.Files()
     files.given(path, text)
     try:
-        docs = [(path, d) for d in files.docs(path, (path, None))]
+        docs = files.docs(path, (path, None))
     except kz.KustomizeError:
         return result
-    runtimes_here = [(n, d, p) for p, d in docs if (n := _runtime_name(d)) is not None]
-    isvcs_here = [d for _, d in docs if _model(d) is not None]
-    if not runtimes_here and not isvcs_here:
+    here = [r for d in docs if (r := _runtime(d, path)) is not None]
+    isvcs = [d for d in docs if _model(d) is not None]
+    if not here and not isvcs:
         return result
-    beside = _folder_docs(path, files)
-    # by name: a runtime the folder's kustomization patches is the one it builds (listed last)
-    named = {n: (n, d, p) for p, d in [(p, d) for _, d, p in runtimes_here] + beside
-             if (n := _runtime_name(d)) is not None}
+    folder = os.path.dirname(path)
+    runtimes_beside, uses_beside = _index(folder, _stamp(folder))
+    same = os.path.abspath(path)
+    # by name: this file's text wins over its copy on disk; a runtime the folder's kustomization
+    # builds (patched) over the file it comes from
+    named = {r.name: r for r in runtimes_beside if os.path.abspath(r.path) != same}
+    named.update({r.name: r for r in here})
     runtimes = list(named.values())
-    pairs: list[tuple[Any, Any, str, str]] = []
-    for isvc in isvcs_here:
-        hit = _runtime_for(_model(isvc), runtimes)
-        if hit is not None:
-            pairs.append((isvc, hit[1], hit[0], hit[2]))
+    pairs: list[tuple[Any, Runtime]] = []
     try:
+        for isvc in isvcs:
+            hit = _runtime_for(_use(_model(isvc)), runtimes)
+            if hit is not None and hit.node is None:
+                hit = replace(hit, node=_load(hit, folder, files))
+            if hit is not None and hit.node is not None:
+                pairs.append((isvc, hit))
         read = _read_pairs(path, pairs, files) if pairs else []
-    except (yaml.YAMLError, kz.KustomizeError):
+    except (yaml.YAMLError, kz.KustomizeError, RecursionError):
         return result
-    users = list({id(d): d for _, d in docs + beside if _model(d) is not None}.values())
-    used = {hit[0] for u in users if (hit := _runtime_for(_model(u), runtimes)) is not None}
+    uses = [_use(_model(d)) for d in isvcs] + [u for p, u in uses_beside
+                                               if os.path.abspath(p) != same]
+    used = {hit.name for u in uses if (hit := _runtime_for(u, runtimes)) is not None}
     # a pair with no engine launch (a runtime of another server) leaves the ISVC as it read
-    drop = [isvc for (isvc, _, _, _), got in zip(pairs, read, strict=True) if got]
-    drop += [d for n, d, _ in runtimes_here if n in used]
-    alone = [d for n, d, _ in runtimes_here if n not in used]
+    drop = [isvc for (isvc, _), got in zip(pairs, read, strict=True) if got]
+    drop += [r.node for r in here if r.name in used]
+    alone = [r.node for r in here if r.name not in used]
     kept: list[Deployment] = []
     for d in result.deployments:
         if any(_inside(d, doc, path) for doc in drop):
