@@ -582,7 +582,10 @@ class Resolver:
 
         found = siblings.relative(hub_id)
         if found is None:
-            return None
+            base = siblings.unquantized_base(hub_id)
+            return None if base is None else (
+                f"relative {base}: same shape, not taken: the figures need {hub_id}'s own "
+                "quantization_config (which layers are quantized, the KV cache's dtype)")
         rel, how = found
         try:
             r = self.resolve(rel, base_dir=base_dir)
