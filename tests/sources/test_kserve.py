@@ -103,10 +103,11 @@ def test_no_pair_leaves_the_inference_service_as_written(tmp_path: Path, model: 
     assert any("none in this folder uses it" in n for n in alone.notes)
 
 
-def test_one_file_with_both() -> None:
+def test_one_file_with_both(tmp_path: Path) -> None:
     text = (PAIR / "servingruntime.yaml").read_text() + "---\n" + (
         PAIR / "inferenceservice.yaml").read_text().split("---\n")[0]
-    found = read_path("both.yaml", text).deployments
+    (tmp_path / "both.yaml").write_text(text)
+    found = read_path(str(tmp_path / "both.yaml")).deployments
     assert [(d.tensor_parallel_size, d.gpus_requested) for d in found] == [(8, 4)]
 
 
