@@ -30,6 +30,7 @@ from tpcheck.sources import iter_files, read_path
 from tpcheck.sources.base import (
     MAX_BYTES,
     RECOVERED_NOTE,
+    RUNTIME_NOTE,
     Deployment,
     ReadResult,
     SourceError,
@@ -161,6 +162,8 @@ class Linter:
                                                    f"({type(e).__name__}: {e})")
             self._resolved[rkey] = r_or_e
         if isinstance(r_or_e, ResolveError):
+            if RUNTIME_NOTE in d.notes:  # a KServe runtime alone: the model is not its to name
+                return None, None, None
             return None, str(r_or_e), None
         r = r_or_e
         key = (r.location, model)
@@ -612,6 +615,9 @@ def _unusable_config_fix(problem: str, file: str, origin: str, model: str) -> st
     the file itself when it is the user's, else a mapping to a good copy."""
     missing = _MISSING_FIELD.search(problem)
     at = _JSON_AT.search(problem)
+    if "are not modelled" in problem:  # a real config of an architecture tpcheck cannot price
+        return ("nothing to correct in the file: the rules that need the model's shape wait "
+                "until tpcheck models this architecture")
     if missing:
         what = f"add {missing.group(1)} to {file} (copy it from the model's config.json on the hub)"
     elif at:

@@ -46,8 +46,10 @@ def test_catalog_size() -> None:
     # Llama-2-7b-chat-hf and Llama-2-13b-chat-hf, and the mlc-llm presets of
     # Phi-3.5-mini-instruct and CodeLlama-7b-hf = 156; then gemma-3-12b-it and gemma-3-27b-it
     # (their text_config leaves vocab_size to Gemma3TextConfig) = 158; then (TP000 reach)
-    # facebook/opt-125m and mistralai/Mistral-7B-Instruct-v0.2 = 160; each SOURCE says which
-    assert len(catalog.all_ids()) == 160
+    # facebook/opt-125m and mistralai/Mistral-7B-Instruct-v0.2 = 160; then (issue 33) the five
+    # NemotronH hybrid Mamba entries out (test_hybrid_mamba_is_refused) = 155; each SOURCE
+    # says which
+    assert len(catalog.all_ids()) == 155
 
 
 def test_dated_and_renamed_ids_resolve_to_their_folder() -> None:
@@ -416,3 +418,37 @@ def test_bad_json_and_non_object() -> None:
 def test_name_used_when_no_path() -> None:
     with pytest.raises(ConfigError, match="org/model: missing field num_hidden_layers"):
         parse_config({"hidden_size": 8}, name="org/model")
+
+
+DATA = Path(__file__).resolve().parent / "data"
+
+
+@pytest.mark.parametrize(("name", "counts"), [
+    # the config's hybrid_override_pattern, one character a layer: M Mamba2, * attention,
+    # E MoE, - MLP
+    ("nvidia--NVIDIA-Nemotron-3-Nano-30B-A3B-BF16", "23 Mamba2, 6 attention, 23 MoE, 0 MLP of 52"),
+    ("nvidia--Nemotron-H-56B-Base-8K", "54 Mamba2, 10 attention, 0 MoE, 54 MLP of 118"),
+])
+def test_hybrid_mamba_is_refused(name: str, counts: str) -> None:
+    """Read as attention + MLP on every layer, Nemotron-3-Nano-30B-A3B counted 102.3B weights
+    (its name says 30B) and a KV cache on all 52 layers where 6 keep one, so the five NemotronH
+    entries left the catalog; such a config, pulled or mapped, gets TP000 and no figure."""
+    with pytest.raises(ConfigError, match=f"hybrid Mamba layers are not modelled .*{counts}"):
+        load_shape(DATA / f"{name}_config.json")
+    assert not [m for m in catalog.all_ids()
+                if "hybrid_override_pattern" in catalog.find(m).config_path.read_text()]  # type: ignore[union-attr]
+
+
+def test_hybrid_mamba_tp000_says_nothing_is_wrong_with_the_file(tmp_path: Path) -> None:
+    from tpcheck.lint import Linter
+    from tpcheck.settings import Settings
+
+    run = tmp_path / "run.sh"
+    run.write_text("vllm serve nvidia/NVIDIA-Nemotron-3-Nano-30B-A3B-BF16 "
+                   "--tensor-parallel-size 2\n")
+    cfg = DATA / "nvidia--NVIDIA-Nemotron-3-Nano-30B-A3B-BF16_config.json"
+    res = Linter(Settings(offline=True, gpu="h100-sxm", model_config=str(cfg))).run([str(run)])
+    [f] = [f for f in res.findings if f.code == "TP000"]
+    assert f.message == "config.json found but not usable"
+    assert f.fix is not None and f.fix.startswith("nothing to correct in the file")
+    assert not [g for g in res.findings if g.code.startswith(("TP1", "TP2"))]

@@ -12,10 +12,12 @@ import pytest
 
 from tests.shared import said
 from tpcheck.cli import main
+from tpcheck.lint import Linter
 from tpcheck.models import catalog, siblings
 from tpcheck.models.config import parse_config
 from tpcheck.models.resolve import ResolveError, Resolver, load_json
 from tpcheck.record import replace
+from tpcheck.settings import Settings
 
 FIXTURES = Path(__file__).resolve().parents[2] / "fixtures" / "reach3"
 
@@ -150,3 +152,31 @@ def test_lint_findings_name_the_relative(tmp_path: Path,
     assert tp101["line"] == 1 and "40" in tp101["message"]
     assert "assumes: shape of relative Qwen/Qwen2.5-14B (-instruct dropped)" in said(tp101)
     assert [f["code"] for f in found if f["line"] == 2] == ["TP000"]
+
+
+@pytest.mark.parametrize(("asked", "base"), [
+    # kubeai's manifests (../shared/corpus/real/substratusai__kubeai): repacks of bundled bases
+    ("neuralmagic/Meta-Llama-3.1-70B-Instruct-FP8", "meta-llama/Llama-3.1-70B-Instruct"),
+    ("hugging-quants/Meta-Llama-3.1-70B-Instruct-AWQ-INT4", "meta-llama/Llama-3.1-70B-Instruct"),
+    ("amd/Llama-3.1-405B-Instruct-FP8-KV", "meta-llama/Llama-3.1-405B"),
+    ("meta-llama/Llama-4-Maverick-17B-128E-Instruct-FP8",
+     "meta-llama/Llama-4-Maverick-17B-128E-Instruct"),
+    # no base bundled, or an unquantized name: nothing to say
+    ("RedHatAI/NVIDIA-Nemotron-3-Ultra-550B-A55B-FP8-block", None),
+    ("Qwen/Qwen3-8B", None),
+])
+def test_a_quantized_repack_names_its_base_and_takes_nothing(asked: str, base: str | None,
+                                                             tmp_path: Path) -> None:
+    from tpcheck.models.siblings import unquantized_base
+
+    assert unquantized_base(asked) == base
+    if base is None:
+        return
+    run = tmp_path / "run.sh"
+    run.write_text(f"vllm serve {asked} --tensor-parallel-size 8\n")
+    res = Linter(Settings(offline=True, gpu="h100-sxm")).run([str(run)])
+    [f] = [f for f in res.findings if f.code == "TP000"]
+    assert f.message == f"no config.json found for {asked}"
+    assert (f"relative {base}: same shape, not taken: the figures need {asked}'s own "
+            "quantization_config") in f.text
+    assert not [g for g in res.findings if g.code.startswith(("TP1", "TP2"))]

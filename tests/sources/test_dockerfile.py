@@ -1,8 +1,8 @@
 """Dockerfiles and Makefiles read as the shell they hold, pip pins as the engine release, and a
 named file of a format tpcheck does not read: one note, exit code untouched, a folder silent.
 
-The Dockerfiles under fixtures/reach3 are koyeb/example-vllm's, copied as published
-(SOURCES.tsv there)."""
+The Dockerfiles under fixtures/reach3 are hand-written in the shapes of koyeb/example-vllm's,
+which states no licence (SOURCES.tsv there)."""
 
 from __future__ import annotations
 
@@ -26,24 +26,24 @@ def _offline(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
 
 
 def test_shell_form_entrypoint_with_continuations_and_defaults() -> None:
-    """koyeb's ENTRYPOINT: `--model ${MODEL_NAME:-meta-llama/Meta-Llama-3.1-8B-Instruct}` on the
-    line after the first (dropped before), and `${REVISION:+--revision "$REVISION"}` empty for
-    an unset REVISION."""
-    path = FIXTURES / "koyeb--example-vllm.Dockerfile"
+    """A shell-form ENTRYPOINT: `--model ${MODEL_NAME:-meta-llama/Meta-Llama-3.1-8B-Instruct}`
+    two lines after the first (dropped before), and `${REVISION:+--revision "$REVISION"}` empty
+    for an unset REVISION."""
+    path = FIXTURES / "handwritten--entrypoint-continuation.Dockerfile"
     (d,) = read_path(str(path)).deployments
     assert d.engine == "vllm" and d.model == "meta-llama/Meta-Llama-3.1-8B-Instruct"
     assert d.revision is None and d.image == "vllm/vllm-openai:latest"
-    # the default's own characters: line 4, after "    --model ${MODEL_NAME:-" (26 columns)
+    # the default's own characters: line 7, after "    --model ${MODEL_NAME:-" (26 columns)
     span = d.spans["model"]
-    assert (span.line, span.column) == (4, 27)
+    assert (span.line, span.column) == (7, 27)
 
 
 def test_an_earlier_stage_keeps_its_args() -> None:
-    """The bundled-model Dockerfile's builder stage sets ARG MODEL_NAME; the final stage's
-    ENTRYPOINT runs where that ARG does not exist, so --served-model-name is unknown."""
-    path = FIXTURES / "koyeb--example-vllm.bundled_model.Dockerfile"
+    """The fetch stage sets ARG MODEL_NAME; the serving stage's ENTRYPOINT (line 13) runs
+    where that ARG does not exist, so --served-model-name is unknown."""
+    path = FIXTURES / "handwritten--two-stage-baked-model.Dockerfile"
     (d,) = read_path(str(path)).deployments
-    assert d.model == "/workspace/model" and d.span.line == 26
+    assert d.model == "/srv/model" and d.span.line == 13
     assert d.served_model_name is None and "served_model_name" in d.unresolved
 
 

@@ -1,6 +1,7 @@
 """The GPUs and the engine release where the scheduler or the runner names them: Slurm
 ``#SBATCH`` lines, Truss ``resources.accelerator``, ``docker run --gpus``, pins in a SkyPilot
-``setup``; and PowerShell launches. Real public files are in fixtures/reach3 (SOURCES.tsv) and
+``setup``; and PowerShell launches. Files are in fixtures/reach3 (real public files, and
+hand-written ones where the original states no licence: SOURCES.tsv) and
 fixtures/corpus-sample."""
 
 from __future__ import annotations
@@ -17,10 +18,10 @@ FIXTURES = Path(__file__).resolve().parents[2] / "fixtures"
 REACH3 = FIXTURES / "reach3"
 
 
-def test_slurm_gres_of_a_real_batch_script() -> None:
+def test_slurm_gres_of_a_batch_script() -> None:
     """`#SBATCH --gres=gpu:A6000:4` before `vllm serve meta-llama/Llama-3.1-70B-Instruct
     --tensor-parallel-size 4`: 4 A6000 GPUs (before: gpus=-, gpu=-)."""
-    path = REACH3 / "Springcty--RAG-fragility-to-linguistic-variation_pipeline_run_vllm_llama70.sh"
+    path = REACH3 / "handwritten--slurm-gres-a6000.sh"
     (d,) = read_path(str(path)).deployments
     assert (d.gpus_requested, d.gpu_product, d.tensor_parallel_size) == (4, "A6000", 4)
     s = d.spans["gpus_requested"]  # "#SBATCH --gres=" is 15 characters: the value at 16
@@ -70,10 +71,11 @@ def test_skypilot_setup_pin() -> None:
 def test_powershell_docker_run() -> None:
     """`docker run ... vllm/vllm-openai:v0.6.6.post1 --model deepseek-ai/DeepSeek-V3` in a
     .ps1: the image's entrypoint is vLLM's server, the words after the image its arguments."""
-    (d,) = read_path(str(REACH3 / "yandy--dockerapps_vllm_run.ps1")).deployments
+    (d,) = read_path(str(REACH3 / "handwritten--docker-run.ps1")).deployments
     assert (d.engine, d.model) == ("vllm", "deepseek-ai/DeepSeek-V3")
     assert d.image == "vllm/vllm-openai:v0.6.6.post1" and d.engine_version == "0.6.6.post1"
-    assert (d.spans["model"].line, d.spans["model"].column) == (1, 142)
+    # line 3: the model's characters start after the 129 of "docker run ... --model "
+    assert (d.spans["model"].line, d.spans["model"].column) == (3, 130)
 
 
 def test_powershell_backticks_and_env(tmp_path: Path) -> None:

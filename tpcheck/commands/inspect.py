@@ -142,7 +142,9 @@ class _ModelSources:
 
     def text(self, d: Deployment) -> str:
         source, problem = self.resolve(d)
-        return f"source {source}" if source else f"not found: {problem}"
+        if source:
+            return f"source {source}"
+        return f"not found: {problem}" if problem else "none named here (see the note)"
 
 
 def _cell(v: object) -> str:

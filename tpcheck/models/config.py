@@ -271,6 +271,23 @@ def _want(minimum: int) -> str:
     return "a positive integer" if minimum == 1 else f"an integer >= {minimum}"
 
 
+def _refuse_hybrid_mamba(text: Mapping[str, Any], where: str, prefix: str) -> None:
+    """NemotronH's ``hybrid_override_pattern`` gives each layer one block: ``M`` a Mamba2
+    mixer, ``*`` attention, ``E`` a MoE, ``-`` an MLP (vLLM 0.33.0 model_executor/models/
+    nemotron_h.py, ALL_DECODER_LAYER_TYPES). ModelShape has every layer hold attention and an
+    MLP, so Nemotron-3-Nano-30B-A3B would count 102B weights and a KV cache on all 52 layers
+    where 6 have one; the Mamba state per sequence is not modelled either. Refused, so no
+    figure is given rather than a wrong one."""
+    pattern = text.get("hybrid_override_pattern")
+    if not isinstance(pattern, str) or "M" not in pattern:
+        return
+    n = {c: pattern.count(c) for c in "M*E-"}
+    raise ConfigError(
+        f"{where}: hybrid Mamba layers are not modelled ({prefix}hybrid_override_pattern: "
+        f"{n['M']} Mamba2, {n['*']} attention, {n['E']} MoE, {n['-']} MLP of {len(pattern)} "
+        "layers); capacity and layout rules would count every layer as attention")
+
+
 def parse_config(
     cfg: Mapping[str, Any],
     *,
@@ -299,6 +316,7 @@ def parse_config(
     model_type = _str(text.get("model_type")) or outer_type
     family = model_type or outer_type
 
+    _refuse_hybrid_mamba(text, where, prefix)
     layers = r.need("num_hidden_layers", "n_layer", "num_layers", "n_layers")
     hidden = r.need("hidden_size", "n_embd", "n_embed", "d_model")
     heads = r.need("num_attention_heads", "n_head", "n_heads", "num_heads")

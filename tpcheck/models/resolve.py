@@ -582,7 +582,10 @@ class Resolver:
 
         found = siblings.relative(hub_id)
         if found is None:
-            return None
+            base = siblings.unquantized_base(hub_id)
+            return None if base is None else (
+                f"relative {base}: same shape, not taken: the figures need {hub_id}'s own "
+                "quantization_config (which layers are quantized, the KV cache's dtype)")
         rel, how = found
         try:
             r = self.resolve(rel, base_dir=base_dir)
@@ -782,6 +785,11 @@ def file_hint(value: str, origin: str) -> list[tuple[str, str]]:
     ref = value.strip()
     if not ref:
         return []
+    if "/" not in ref and not is_expression(ref):
+        # a bare name (a label): the one catalog id whose name part it spells exactly, as a
+        # folder's name would; else the name as written (the hub has a few ids with no org)
+        named = hints.folder_hint(ref)
+        return [(named[0] if named is not None else ref, f"model taken from {origin}")]
     if not looks_like_path(ref):
         return [(ref, f"model taken from {origin}")]
     # an expression earlier in the path (s3://${bucket}/...) does not hide the folder's name

@@ -18,6 +18,14 @@ case by case:
    several orgs and none in the asker's own are ambiguous and give none.
 
 The caller checks that the relative's config agrees on whether it is quantized at all.
+
+A quantized repack of a bundled model (``neuralmagic/Meta-Llama-3.1-70B-Instruct-FP8``,
+``hugging-quants/...-AWQ-INT4``) has a statable shape rule: the producer re-exports the base's
+config with a ``quantization_config`` added, so layers, heads and widths are the base's. What
+the figures need beyond the shape is that quantization_config (which layers stay in 16 bits,
+the AWQ/GPTQ group size TP103 checks, whether the KV cache is FP8), and it is known only from
+the producer's own file. :func:`unquantized_base` names the base so TP000 can say exactly what
+is missing; no relative is taken.
 """
 
 from __future__ import annotations
@@ -110,3 +118,24 @@ def relative(model_id: str) -> tuple[str, str] | None:
     if rel.rpartition("/")[0].lower() != org:
         said.append("another org")
     return rel, ", ".join(said) or "the hub's Meta-Llama-3 -> Llama-3 rename"
+
+
+def unquantized_base(model_id: str) -> str | None:
+    """The one catalog id whose stem is ``model_id``'s with its quantization words dropped (any
+    org), for a quantized name; None for an unquantized name, or none or several matches."""
+    if not quantized_name(model_id):
+        return None
+    name = model_id.rpartition("/")[2]
+    words = [w for w in _words(name) if not QUANT.fullmatch(w)]
+    base = stem("/" + "-".join(words))
+    if base is None:
+        return None
+    found = [i for i in _by_stem().get(base[0], ()) if not quantized_name(i)]
+    if len({i.rpartition("/")[0].lower() for i in found}) != 1:
+        return None  # none, or bases in several orgs: which one was repacked is not said
+
+    def distance(i: str) -> int:  # the closest tuning words first: -Instruct for -Instruct
+        r = stem(i)
+        return len(set(r[1] if r is not None else ()) ^ set(base[1]))
+
+    return min(found, key=lambda i: (distance(i), i))

@@ -206,6 +206,10 @@ def _read_kind(shown: str, text: str, *, stdin: bool) -> ReadResult:
             with warnings.catch_warnings():
                 warnings.simplefilter("ignore")
                 return read_python(shown, text)
+        if shown.lower().endswith(".tftpl"):
+            from tpcheck.sources.terraform import read_tftpl
+
+            return read_tftpl(shown, text)
         if "{{" in text:
             from tpcheck.sources.helm import is_template
 
@@ -259,7 +263,12 @@ def _read_yaml_file(shown: str, text: str, *, stdin: bool) -> ReadResult:
         return read_yaml(shown, text)
     if kustomize.is_listed_patch(shown):
         return ReadResult(shown, (), (), text)  # read through its kustomization
-    return kustomize.note_lone_patch(shown, read_yaml(shown, text))
+    result = kustomize.note_lone_patch(shown, read_yaml(shown, text))
+    if "ServingRuntime" in text or "InferenceService" in text:
+        from tpcheck.sources.kserve import pair_kserve
+
+        return pair_kserve(shown, text, result)
+    return result
 
 def _read_shell_template(path: str, text: str) -> ReadResult:
     """A shell script kept as a template (``run.sh.tpl``, a chart's ``files/``): read with

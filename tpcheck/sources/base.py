@@ -25,6 +25,10 @@ RUNTIME_WORDS_NOTE = "some words are filled in at run time"
 # A lone kustomize patch's note (kustomize.note_lone_patch); here so TP000 reads it without
 # importing the kustomize reader and PyYAML on a shell or Python lint.
 PATCH_NOTE = "looks like a kustomize patch"
+# A KServe ServingRuntime no InferenceService beside it uses (sources.kserve): its model is
+# mounted from the InferenceService's storageUri, so TP000 has nothing to say of it.
+RUNTIME_NOTE = ("a KServe ServingRuntime: its model is the InferenceService's, and none in "
+                "this folder uses it")
 MAX_BYTES = 5 * 1024 * 1024  # default cap on one input file (settings: max-file-size)
 # Launches checked per file (issue 14 item 8): each costs its findings (~1 ms), and 5 MB of
 # Pods is 26,000 of them. Past it the rest of the file is not checked, and that is said in one

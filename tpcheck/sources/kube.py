@@ -354,6 +354,20 @@ class Walker:
             d = self.model_hints(d, anc, _storage_uri_hint(keys.get("storageUri"), ctx.span))
             self.found.append(self.apply_parallelism(d, anc))
 
+    def _model_label(self, anc: tuple[Any, ...]) -> ModelHint | None:
+        """The pod template's ``ai.gke.io/model`` label (GKE's samples name the model they
+        serve there: ``gemma-3-27b-it``): a name the resolver matches exactly against the
+        catalog's names, as it does a folder's, for a model given as a path or expression."""
+        for a in reversed(anc):
+            labels = mpath(a, "metadata", "labels") if isinstance(a, yaml.MappingNode) else None
+            value = mget(labels, MODEL_LABEL) if isinstance(labels, yaml.MappingNode) else None
+            if isinstance(value, yaml.ScalarNode) and isinstance(value.value, str) and (
+                    value.value.strip()):
+                name = value.value.strip()
+                return ModelHint(name, f"label {MODEL_LABEL} `{name}` "
+                                       f"(line {self.ctx.span(value).line})")
+        return None
+
     def _lws_env(self, anc: tuple[Any, ...]) -> dict[str, tuple[Located, str]]:
         """What a LeaderWorkerSet injects into every container of its pods that the manifest
         fixes: ``LWS_GROUP_SIZE``, the group's ``leaderWorkerTemplate.size`` (LWS docs,
@@ -742,6 +756,9 @@ class Walker:
                 found.append(ModelHint(hub.value, f"model.huggingfaceId `{hub.value}` "
                                                   f"(line {self.ctx.span(hub).line})"))
                 break
+        label = self._model_label(anc)
+        if label is not None:
+            found.append(label)
         if not found:
             return d
         from tpcheck.record import replace
@@ -970,6 +987,7 @@ def _storage_uri_hint(node: Any, span: Callable[[Any], Span]) -> ModelHint | Non
 
 
 _PARALLELISM = frozenset({"tensor", "data", "dataLocal", "workers"})
+MODEL_LABEL = "ai.gke.io/model"  # GKE AI/ML samples: the model a pod template serves
 
 
 def _multinode(anc: tuple[Any, ...]) -> bool:

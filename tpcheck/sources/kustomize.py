@@ -7,7 +7,10 @@ remove), ``images`` tag overrides, and ``configMapGenerator`` literals for the c
 take them with ``envFrom``. The merged objects are then read by the Kubernetes
 reader, with every value placed in the file that supplied it: the merged tree keeps the
 original YAML nodes, it is written out once and composed again so the reader sees one
-document, and each composed node is mapped back to the node it was written from.
+document, and each composed node is mapped back to the node it was written from. A workload
+the overlay leaves unchanged is read through it when its file lies outside the
+kustomization's folder (``resources: [../../base]``); a file in that folder or below is read
+on its own by any folder run that reaches the kustomization, so it is not read twice.
 
 Strategic merge follows Kubernetes' merge keys for the lists an engine launch lives in
 (containers and env by ``name``, volumeMounts by ``mountPath``, ports by ``containerPort``);
@@ -113,6 +116,10 @@ class Files:
 
     def all_docs(self) -> list[list[Any]]:
         return list(self._docs.values())
+
+    def file_of(self, doc: Any) -> str | None:
+        """The file ``doc`` was read from as written; None for a node a merge built."""
+        return next((p for p, docs in self._docs.items() if any(d is doc for d in docs)), None)
 
     def own(self, node: Any, ctx: Ctx) -> None:
         stack = [node]
@@ -670,11 +677,11 @@ def read_kustomization(path: str, text: str) -> ReadResult:
     files = Files()
     files.given(path, text)
     try:
-        # the workloads a patch or an image override changed: the others are read (once) in
-        # their own files
+        # the workloads a patch or an image override changed, and those it takes unchanged
+        # from outside its own folder (``resources: [../../base]``); a file in its folder or
+        # below is read on its own by any folder run that reaches this kustomization
         objects = [o for o in build(path, files) if _identity(o)[0] in WORKLOADS]
-        as_read = {id(d) for docs in files.all_docs() for d in docs}
-        objects = [o for o in objects if id(o) not in as_read]
+        objects = [o for o in objects if not _read_alone(files.file_of(o), path)]
     except KustomizeError as e:
         return ReadResult(path, (), (e.error,), text)
     except RecursionError:
@@ -699,6 +706,15 @@ def read_kustomization(path: str, text: str) -> ReadResult:
                      for d in Walker(ctx).run(r))
     found.extend(remote_patches)
     return ReadResult(path, tuple(found), (), text, notes=notes)
+
+
+def _read_alone(file: str | None, kustomization: str) -> bool:
+    """Whether a document the build takes unchanged from ``file`` is read in that file by a
+    folder run reaching ``kustomization``: a file in the kustomization's folder or below."""
+    if file is None:
+        return False  # a patch or an override changed it: only the overlay has it
+    folder = os.path.dirname(os.path.abspath(kustomization))
+    return os.path.abspath(file).startswith(folder + os.sep)
 
 
 def _remote_patches(path: str, files: Files) -> list[Deployment]:
@@ -815,5 +831,8 @@ def _bases_above(folder: str, kinds: frozenset[tuple[str | None, str | None]]) -
     return out
 
 
-__all__ = ["PATCH_NOTE", "is_kustomization", "is_listed_patch", "note_lone_patch",
-           "read_kustomization"]
+# the node helpers the KServe pairing (sources.kserve) shares with the overlay build
+get_key, scalar_text, identity, pair_nodes, one_file = _get, _text, _identity, _pair, _one_file
+
+__all__ = ["PATCH_NOTE", "get_key", "identity", "is_kustomization", "is_listed_patch",
+           "note_lone_patch", "one_file", "pair_nodes", "read_kustomization", "scalar_text"]
