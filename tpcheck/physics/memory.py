@@ -55,6 +55,15 @@ FUSION_SRC_019 = ("vllm 0.19.0 config/vllm.py l.116-135 enable_allreduce_rms_fus
                   "SymmDeviceMemory), comm/mnnvl.py l.1131-1148 (size + 2048 rounded up to the "
                   "multicast granularity)")
 
+MOE_WS_SRC = ("vllm 0.19.0 model_executor/layers/fused_moe/modular_kernel.py l.1036-1070 (one "
+              "chunk of M = max_num_batched_tokens; workspace13 shared with the output), "
+              "fused_moe.py TritonExperts.workspace_shapes l.1976-1991 ((M, k, max(N/2, K)), "
+              "(M, k, max(N, K)), N = 2·f_e/t, K = d, the activation dtype), v1/worker/"
+              "workspace.py l.90-110 (one persistent buffer, kept after the forward); 0.33.0 "
+              "modular_kernel.py l.1207 (the same manager); unquantized experts only")
+# First release whose unquantized fused-MoE scratch is the persistent workspace (read in 0.19).
+MOE_WS_FIRST = (0, 19)
+
 # Engine eras whose profiling differs (see engine_era).
 ERA_V0 = "v0"  # V0 engine (default before 0.8): N defaults to max(max_model_len, 2048)
 ERA_V1_NO_GRAPHS = "v1<0.21"  # V1 before CUDA-graph memory profiling became the default
@@ -68,6 +77,11 @@ NON_TORCH_BYTES = round(0.35 * GIB)
 # V1: row 23 prints its breakdown ("peak act 7.38 GiB"): 79.18·0.9 − 13.47 − 50.28 − 7.38 =
 # 0.13 GiB; published V1-era breakdowns at t = 1 print 0.06–0.16 GiB (vLLM PR 12126: 0.16 on H100).
 NON_TORCH_BYTES_V1 = round(0.13 * GIB)
+# 0.19 and 0.20: the breakdown line of the seven published 0.19 start-ups at t = 1 (rows 29, 34,
+# 38, 39, 40, 41, 42: "... 0.25, 0.24, 0.26, 0.25, 0.25, 0.26, 0.27 GiB for non-torch memory")
+# logs 0.25 GiB (their median); the snapshot is taken after the communicators and cuBLAS handles
+# are made (NON_TORCH_SRC_019), so this is what the profile run itself adds outside torch.
+NON_TORCH_BYTES_V1_019 = round(0.25 * GIB)
 # NCCL channel buffers allocated at the first collective of the profile run grow with the
 # ranks a GPU talks to. Not measured by any observation row (all calibrated rows are t = 1).
 NCCL_BYTES_PER_8_RANKS = GIB // 4
@@ -130,6 +144,11 @@ SAMPLER_BYTES_SORT = 36
 #   fp32 logits: fp32 copy, probabilities, noise): 4 + 4 + 4 + b, plus kernel scratch, about
 #   18 B per logit in bf16. Row 26 (0.19, A100 whose size is assumed) implies 21.7 beyond b.
 SAMPLER_BYTES_FAST = 16
+# - the Triton top-k/top-p of 0.17-0.20: the 0.19 breakdown lines ("A for peak activation") of
+#   the sampler-bound rows 29, 34, 38, 39, 40 give (A - N·d·b)/(S·V) - b = 12.9, 12.9, 12.7, 12.7
+#   and 12.9 B per logit beyond b (S = 1024 rows, N = 8192; A = 1.89, 2.21, 3.66, 3.65, 2.21
+#   GiB): 13 (bench/calibration_table.py refits it leaving each row out).
+SAMPLER_BYTES_TRITON = 13
 # Which implementation a release's V1 sampler runs on CUDA (v1/sample/ops/topk_topp_sampler.py):
 SAMPLER_SORT = "sort"  # PyTorch-native: logits.sort over the full vocabulary
 SAMPLER_FLASHINFER = "flashinfer"
@@ -157,7 +176,8 @@ def sampler_impl(version: str | None) -> tuple[str, int, str]:
     pv = parse_version(version) or (99,)
     for first, impl, src in SAMPLER_RELEASES:
         if pv >= first:
-            extra = SAMPLER_BYTES_SORT if impl == SAMPLER_SORT else SAMPLER_BYTES_FAST
+            extra = {SAMPLER_SORT: SAMPLER_BYTES_SORT,
+                     SAMPLER_TRITON: SAMPLER_BYTES_TRITON}.get(impl, SAMPLER_BYTES_FAST)
             return impl, extra, src
     raise AssertionError("SAMPLER_RELEASES ends with (0, 0)")
 
@@ -209,13 +229,23 @@ def fusion_workspace_bytes(*, t: int, hidden: int, b: float, max_num_batched_tok
     return sum(-(-(s + FUSION_SIGNAL_PAD) // g) * g for s in sizes)
 
 
+def non_torch_base(version: str | None) -> int:
+    """N at t = 1 by release: V0's; 0.19-0.20's logged breakdown; otherwise the V1 figure of
+    row 23 (0.12), fitted with the sampler constant of its era (0.21+ have no breakdown row, so
+    their pair of constants is kept as fitted)."""
+    if engine_era(version) == ERA_V0:
+        return NON_TORCH_BYTES
+    pv = parse_version(version) or (99,)
+    return NON_TORCH_BYTES_V1_019 if (0, 19) <= pv < (0, 21) else NON_TORCH_BYTES_V1
+
+
 def non_torch_bytes(version: str | None, t: int, *, fusion: int = 0) -> int:
     """N for the release: the era's t = 1 figure plus what the release adds at t > 1.
 
     0.19 and later: the fusion workspace (``fusion``, 0 where it is not made). Earlier
     releases (not read): NCCL channel and custom all-reduce buffers.
     """
-    base = NON_TORCH_BYTES if engine_era(version) == ERA_V0 else NON_TORCH_BYTES_V1
+    base = non_torch_base(version)
     if t <= 1:
         return base
     how, _, _ = non_torch_release(version)
@@ -281,6 +311,7 @@ def reserve(
     gpu: GPU | None = None,
     pp: int = 1,
     dp: int = 1,
+    moe_workspace: bool = False,
 ) -> Formula:
     """R, the non-KV reserve of a vLLM start-up, as named terms.
 
@@ -291,20 +322,26 @@ def reserve(
     ``experts_per_token`` slices of ``expert_ffn_per_rank`` per token (fused-MoE caches).
     ``sampler_bytes`` replaces the release's bytes per logit beyond b (calibration refits).
     ``gpu`` (a catalog GPU), ``pp`` and ``dp`` decide whether 0.19+ makes the all-reduce
-    fusion workspace (NON_TORCH_RELEASES).
+    fusion workspace (NON_TORCH_RELEASES). ``moe_workspace``: the fused-MoE scratch is the
+    modular kernel's persistent workspace (MOE_WS_SRC), held through the sampler warm-up.
     """
     era = engine_era(version)
     n = max_num_batched_tokens
     f = ffn_per_rank
     k, fe = experts_per_token, expert_ffn_per_rank
-    per_tok = 3 * f + k * (3 * fe + hidden) + ACT_HIDDEN_BUFFERS * hidden
+    ws = 0.0
+    if moe_workspace and k:
+        ws = n * k * (max(fe, hidden) + max(2 * fe, hidden)) * b
+        per_tok = 3 * f + ACT_HIDDEN_BUFFERS * hidden
+    else:
+        per_tok = 3 * f + k * (3 * fe + hidden) + ACT_HIDDEN_BUFFERS * hidden
     act = n * b * per_tok
     rows = min(max_num_seqs, n)
     impl, table_extra, impl_src = sampler_impl(version)
     extra = table_extra if sampler_bytes is None else sampler_bytes
     per_logit = b + extra
     sampler = rows * vocab * per_logit + n * hidden * b
-    peak = max(act, sampler)
+    peak = max(act, sampler) + ws
     if enforce_eager or era != ERA_V1:
         n_graphs = 0
     else:
@@ -317,34 +354,42 @@ def reserve(
     fusion = fusion_workspace_bytes(t=t, hidden=hidden, b=b, max_num_batched_tokens=n,
                                     capability=cap, scheme=how) if fused else 0
     nontorch = non_torch_bytes(version, t, fusion=fusion)
-    act_expr = "N·b·(3·f/t + 3·d)" if not k else "N·b·(3·f/t + k·(3·f_e/t + d) + 3·d)"
+    act_expr = ("N·b·(3·f/t + 3·d)" if not k or ws else
+                "N·b·(3·f/t + k·(3·f_e/t + d) + 3·d)")
     act_vals: dict[str, Scalar] = {"N": n, "b": b, "f/t": f, "d": hidden}
-    if k:
+    if k and not ws:
         act_vals.update({"k": k, "f_e/t": fe})
     forward = Formula("R_forward", act_expr, act_vals, act, "B", ACT_SRC)
+    peak_terms: tuple[Formula, ...] = (forward,)
     samp = Formula("R_sampler", "min(S, N)·V·(b + s) + N·d·b",
                    {"S": max_num_seqs, "N": n, "V": vocab, "b": b, "s": extra,
                     "d": hidden, "sampler": impl}, sampler, "B",
                    f"{SAMPLER_SRC}; {impl}: {impl_src}")
+    peak_terms += (samp,)
+    peak_vals: dict[str, Scalar] = {"R_forward": act, "R_sampler": sampler, "era": era}
+    peak_expr = "max(R_forward, R_sampler)"
+    if ws:
+        peak_terms += (Formula("R_moe_workspace", "N·k·(max(f_e/t, d) + max(2·f_e/t, d))·b",
+                               {"N": n, "k": k, "f_e/t": fe, "d": hidden, "b": b}, ws, "B",
+                               MOE_WS_SRC),)
+        peak_vals["R_moe_workspace"] = ws
+        peak_expr += " + R_moe_workspace"
     terms = (
-        Formula("R_activation", "max(R_forward, R_sampler)",
-                {"R_forward": act, "R_sampler": sampler, "era": era}, peak, "B", ACT_SRC,
-                (forward, samp)),
+        Formula("R_activation", peak_expr, peak_vals, peak, "B", ACT_SRC, peak_terms),
         Formula("R_cuda_graphs", "0 if enforce_eager or version < 0.21 else n_graphs·g",
                 {"enforce_eager": enforce_eager, "era": era, "n_graphs": n_graphs,
                  "g": CUDA_GRAPH_BYTES_PER_GRAPH}, graphs, "B", GRAPH_SRC),
-        _non_torch_formula(how, nt_src, era, t, nontorch, fusion, cap, pp, dp,
-                           enforce_eager),
+        _non_torch_formula(how, nt_src, non_torch_base(version), t, nontorch, fusion, cap,
+                           pp, dp, enforce_eager),
     )
     total = peak + graphs + nontorch
     return Formula("reserve_bytes_per_gpu", "R_activation + R_cuda_graphs + R_non_torch",
                    {x.name: x.result for x in terms}, total, "B", RESERVE_SRC, terms)
 
 
-def _non_torch_formula(how: str, src: str, era: str, t: int, result: int, fusion: int,
+def _non_torch_formula(how: str, src: str, c: int, t: int, result: int, fusion: int,
                        cap: int | None, pp: int, dp: int, enforce_eager: bool) -> Formula:
-    """R_non_torch as the release computes it (NON_TORCH_RELEASES)."""
-    c = NON_TORCH_BYTES if era == ERA_V0 else NON_TORCH_BYTES_V1
+    """R_non_torch as the release computes it (NON_TORCH_RELEASES); ``c`` is N at t = 1."""
     if how != NON_TORCH_COMMS:
         cond = "pp = dp = 1, " if how == NON_TORCH_FUSION else ""
         return Formula(
@@ -371,6 +416,8 @@ def reserve_for(shape: ModelShape, t: int, *, b: float, max_num_batched_tokens: 
     moe = shape.moe
     dense = shape.ffn // t if shape.ffn else 0
     k = fe = 0
+    pv = parse_version(version) or (99,)
+    ws = moe is not None and shape.quant is None and pv >= MOE_WS_FIRST
     if moe is not None:
         g = 1 if expert_parallel else (moe_group or t)
         k, fe = moe.experts_per_token, max(moe.expert_ffn // g, 1)
@@ -378,7 +425,8 @@ def reserve_for(shape: ModelShape, t: int, *, b: float, max_num_batched_tokens: 
     return reserve(hidden=shape.hidden, ffn_per_rank=dense, vocab=shape.vocab, b=b, t=t,
                    max_num_batched_tokens=max_num_batched_tokens, max_num_seqs=max_num_seqs,
                    enforce_eager=enforce_eager, version=version, experts_per_token=k,
-                   expert_ffn_per_rank=fe, sampler_bytes=sampler_bytes, gpu=gpu, pp=pp, dp=dp)
+                   expert_ffn_per_rank=fe, sampler_bytes=sampler_bytes, gpu=gpu, pp=pp, dp=dp,
+                   moe_workspace=ws)
 
 
 def fixed_reserve(value: float) -> Formula:
