@@ -57,6 +57,7 @@ class Case:
     weights_miss: str = ""  # a known miss of the weights figure: xfail (strict) with the reason
     pool_miss: str = ""  # a known miss of the available-KV figure
     pool_from_tokens: str = ""  # why the logged GiB is not the engine's pool (then tokens · kv_B)
+    unread: str = ""  # a part of the model tpcheck cannot read: kept out of issue 32's 5 % bar
 
 
 CASES: dict[int, Case] = {
@@ -96,8 +97,8 @@ CASES: dict[int, Case] = {
     32: Case("meta-llama/Llama-3.1-8B-Instruct", "h100-sxm", "0.19.0", why_version=LLMD,
              pool_from_tokens=PP_POOL),
     33: Case("meta-llama/Llama-3.1-8B-Instruct", "h100-sxm", "0.19.0", why_version=LLMD,
-             weights_miss="PP4: the log is rank 0's stage, which holds the embedding (4.26 "
-                          "GiB); tpcheck prints total/PP (issue 32 item 4, not modelled)",
+             note="PP4: the log is rank 0's stage, which holds the embedding (4.26 GiB); "
+                  "tpcheck prints the heaviest stage (first and last are equal here)",
              pool_from_tokens=PP_POOL),
     34: Case("Qwen/Qwen2.5-7B-Instruct", "h100-sxm", "0.19.0", why_version=LLMD),
     35: Case("Qwen/Qwen2.5-7B-Instruct", "h100-sxm", "0.19.0", why_version=LLMD),
@@ -113,9 +114,8 @@ CASES: dict[int, Case] = {
              note="DeepSeek-V2-Lite-Chat has the base model's shape (MLA, MoE)"),
     42: Case("Qwen/Qwen3-30B-A3B", "h100-sxm", "0.19.0", why_version=LLMD),
     43: Case("openai/gpt-oss-20b", "h100-sxm", "0.19.0", why_version=LLMD,
-             note="hybrid sliding-window model; MXFP4 experts",
-             weights_miss="parts held whole on every rank (issue 32 item 3): 7.01 GiB logged "
-                          "at t = 2, 0.28 GiB more than half of tpcheck's t = 1 figure"),
+             note="hybrid sliding-window model; MXFP4 experts in 0.19's Triton layout on "
+                  "Hopper (the loaded scales kept beside the swizzled ones: 0.28 GiB at t = 2)"),
     44: Case("deepseek-ai/DeepSeek-V2-Lite", "h100-sxm", "0.19.0", why_version=LLMD,
              note="as row 41"),
     45: Case("deepseek-ai/DeepSeek-V2-Lite", "h100-sxm", "0.19.0", why_version=LLMD,
@@ -124,9 +124,10 @@ CASES: dict[int, Case] = {
              note="as row 37"),
     47: Case("meta-llama/Llama-4-Scout-17B-16E-Instruct", "h100-sxm", "0.19.0",
              why_version=LLMD,
-             weights_miss="the vision tower and projector are loaded (issue 32 item 3): "
-                          "config.json's text model is 2.9 GiB per GPU short",
-             pool_miss="follows the weights' miss"),
+             note="every rank holds the rotary cache of 10,485,760 positions (2.5 GiB)",
+             unread="the vision tower and projector are loaded, and the bundled config.json "
+                       "has the text model only (no vision_config): 0.43 GiB per GPU short at "
+                       "t = 4, 2.6 % of this small pool"),
 }
 
 EXCLUDED: dict[int, str] = {
@@ -250,7 +251,7 @@ def predict(i: int, row: dict[str, object], case: Case,
     res = memory.reserve_for(shape, t, b=b, max_num_batched_tokens=ntok, max_num_seqs=seqs,
                              enforce_eager=enforce_eager, version=case.version,
                              sampler_bytes=sampler_bytes, gpu=gpu, pp=pp)
-    ev = evaluate(shape, t, Options(memory=mem, utilization=u, reserve=int(res.result),
+    ev = evaluate(shape, t, Options(memory=mem, gpu=gpu, utilization=u, reserve=int(res.result),
                                     context=mml, dtype=case.dtype, engine_version=case.version,
                                     max_num_seqs=seqs, max_num_batched_tokens=ntok,
                                     enforce_eager=enforce_eager, pp=pp))
@@ -318,7 +319,8 @@ def leave_one_out() -> list[tuple[Prediction, float | None]]:
     era that measure it; None where no other row does (the release table's constant is used)."""
     rows = load_rows()
     base = {i: predict(i, rows[i], c) for i, c in sorted(CASES.items())}
-    implied = {i: implied_sampler_bytes(p) for i, p in base.items() if not CASES[i].pool_miss}
+    implied = {i: implied_sampler_bytes(p) for i, p in base.items()
+               if not CASES[i].pool_miss and not CASES[i].unread}
     out = []
     for i, p in base.items():
         others = [x for j, x in implied.items()
@@ -500,7 +502,8 @@ def test_issue32_pools_and_printed_tokens() -> None:
     # stated), median ≤ 1.5 %; the printed tokens of hybrid rows within 5 %.
     rows = load_rows()
     preds = [predict(i, rows[i], CASES[i]) for i in ISSUE32]
-    pools = [e for p in preds if (e := pool_error(p)) is not None and not CASES[p.row].pool_miss]
+    pools = [e for p in preds if (e := pool_error(p)) is not None and not CASES[p.row].pool_miss
+             and not CASES[p.row].unread]
     assert len(pools) == 18 and max(abs(e) for e in pools) <= 0.05
     assert statistics.median(abs(e) for e in pools) <= 0.015
     hybrid = {p.row: p.tokens_error for p in preds if _shape(CASES[p.row].model).sliding_layers}
@@ -554,7 +557,9 @@ def test_leave_one_out_meets_the_bar() -> None:
             continue
         errs.append(e)
         assert abs(e) <= 0.15 and abs(e) * logged <= GIB, (p.row, e)
-    assert len(errs) == 7 + 18  # rows 0, 1, 12, 21, 22, 23, 26 and 29-46 (issue 32)
+    # rows 0, 1, 12, 21, 22, 23, 26 and 29-47 (issue 32; row 47 is within the bar now that
+    # the rotary cache is counted, its vision tower still unread)
+    assert len(errs) == 7 + 19
     assert summary(errs)[0] <= 0.02
 
 

@@ -30,7 +30,15 @@ from tpcheck.physics.linkcost import (
     prefill_tokens,
 )
 from tpcheck.physics.split import model_params, weight_split
-from tpcheck.physics.weights import mxfp4_padding, weights_per_gpu
+from tpcheck.physics.weights import (
+    MXFP4_TRITON_HOPPER,
+    mxfp4_hopper_experts_019,
+    mxfp4_layout,
+    mxfp4_padding,
+    rope_cache,
+    weights_per_gpu,
+    weights_read,
+)
 from tpcheck.record import field, record, replace
 
 CONTEXT_CAP = 32768
@@ -324,29 +332,50 @@ def layout(shape: ModelShape, t: int, opts: Options) -> Evaluation:
 
 
 def weights(shape: ModelShape, t: int, opts: Options) -> Formula:
-    """Weight bytes per GPU: the split by dtype, MXFP4 padding, MoE and attention groups, the
-    pipeline stage, less what --cpu-offload-gb keeps in CPU memory."""
+    """Weight bytes per GPU: the split by dtype, MXFP4 layout by release, MoE and attention
+    groups, the pipeline stages (embedding first, LM head last), the rotary cache every rank
+    holds, less what --cpu-offload-gb keeps in CPU memory."""
     eng = opts.engine
     attn_dp = _attn_dp(opts)
     split = weight_split(shape, dtype=opts.dtype, quantization=opts.quantization)
-    pad = None
+    pad = experts_gpu = None
     q = shape.quant
+    g = _moe_group(t, opts)
+    gpu_key = opts.gpu.key if opts.gpu else None
     if (eng == "vllm" and q is not None and q.method == "mxfp4"
             and opts.quantization in (None, "mxfp4") and shape.moe is not None):
-        pad = mxfp4_padding(shape.hidden, shape.moe.expert_ffn, opts.gpu.key if opts.gpu else None)
-        split = replace(split, experts=split.experts * pad.result)
+        m = shape.moe
+        if mxfp4_layout(opts.engine_version, gpu_key) == MXFP4_TRITON_HOPPER:
+            ep = opts.expert_parallel and g > 1
+            experts_gpu = mxfp4_hopper_experts_019(
+                hidden=shape.hidden, expert_ffn=m.expert_ffn,
+                experts=m.num_experts // g if ep else m.num_experts, layers=m.moe_layers,
+                g=1 if ep else g, bias=m.expert_bias)
+        else:
+            pad = mxfp4_padding(shape.hidden, m.expert_ffn, gpu_key)
+            split = replace(split, experts=split.experts * pad.result)
     attn_tp = t // attn_dp if attn_dp > 1 and t % attn_dp == 0 else t
+    rope = None
+    if eng == "vllm":
+        rot = shape.mla.qk_rope_head_dim if shape.mla is not None else shape.head_dim
+        rope = rope_cache(max_position=shape.max_position_embeddings, rotary_dim=rot,
+                          b=_act_bytes(shape, opts),
+                          fp32=shape.model_type == "gpt_oss" or shape.mla is not None)
     w = weights_per_gpu(
         split,
         t,
         kv_heads=shape.kv_heads,
         pp=max(opts.pp, 1),
-        moe_group=_moe_group(t, opts),
+        moe_group=g,
         is_mla=shape.is_mla,
         attn_tp=attn_tp,
+        layers=shape.layers,
+        experts_per_gpu=None if experts_gpu is None else experts_gpu.result,
+        whole=rope,
     )
-    if pad is not None:
-        w = replace(w, terms=(pad,))
+    extra = tuple(x for x in (pad, experts_gpu) if x is not None)
+    if extra:
+        w = replace(w, terms=(*extra, *w.terms))
     if opts.cpu_offload > 0:
         w = Formula(
             "weights_bytes_per_gpu", "W_gpu − offload",
@@ -581,7 +610,7 @@ def decode_step(shape: ModelShape, t: int, opts: Options, base: Evaluation) -> E
     assert base.kv_read is not None
     if hbm_bw and link:
         floor = comm.decode_step(
-            weights_per_gpu=base.weights.result,
+            weights_per_gpu=weights_read(base.weights),
             hbm_bw=hbm_bw,
             batch=opts.batch,
             context=int(base.context.result),

@@ -35,6 +35,8 @@ def weight_split(shape: ModelShape, *, dtype: str | None = None,
         kv=sum(wb.component(c) for c in KV),
         experts=sum(wb.component(c) for c in EXPERTS),
         replicated=sum(wb.component(c) for c in REPLICATED),
+        embedding=wb.component("embedding"),
+        lm_head=wb.component("lm_head"),
     )
 
 

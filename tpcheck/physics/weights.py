@@ -10,6 +10,10 @@ from __future__ import annotations
 from tpcheck.formula import Formula
 from tpcheck.record import record
 
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from tpcheck.formula import Scalar
+
 SRC = ("DESIGN.md weights per GPU; vllm 0.33.0 layers/linear.py QKVParallelLinear "
        "(K/V replicate past h_kv), fused_moe/config.py FusedMoEParallelConfig.make l.1112")
 
@@ -23,26 +27,60 @@ class WeightSplit:
     kv: float  # K and V projections: divided by min(t_attn, h_kv), replicated past h_kv
     experts: float  # routed experts: divided by the MoE group (t·dp in vLLM)
     replicated: float  # norms, routers, MLA's replicated kv_a projection: whole on every rank
+    # Parts of ``sharded`` that live on one pipeline stage only (issue 32 item 4): the input
+    # embedding on the first, the LM head on the last (0 when tied: the last stage then loads a
+    # copy of the embedding, vLLM's PPMissingLayer on the stages without it).
+    embedding: float = 0.0
+    lm_head: float = 0.0
 
     @property
     def total(self) -> float:
         return self.sharded + self.attention + self.kv + self.experts + self.replicated
 
 
+def weights_read(w: Formula) -> float:
+    """Bytes of weights a decode step reads per GPU: the checkpoint's share of the stage (the
+    rotary cache is indexed by position, not read whole); the figure itself where not split."""
+    v = w.values.get("W_read")
+    return float(v) if isinstance(v, (int, float)) else float(w.result)
+
+
+def pp_partition(layers: int, pp: int) -> tuple[int, ...]:
+    """Decoder layers per pipeline stage as vLLM splits them: L // p each, the remainder one
+    more on each stage before the last (vllm 0.19.0 distributed/utils.py get_pp_indices
+    l.124-129)."""
+    parts = [layers // pp] * pp
+    for i in range(2, layers % pp + 2):
+        parts[-i] += 1
+    return tuple(parts)
+
+
+PP_SRC = ("vllm 0.19.0 distributed/utils.py get_pp_indices l.95-140 (layers per stage); "
+          "models/llama.py (embed_tokens on the first rank, lm_head and norm on the last, "
+          "PPMissingLayer elsewhere)")
+
+
 def weights_per_gpu(split: WeightSplit, t: int, *, kv_heads: int, pp: int = 1,
                     moe_group: int | None = None, is_mla: bool = False,
-                    attn_tp: int | None = None) -> Formula:
-    """Bytes of weights on each GPU of the (largest) pipeline stage.
+                    attn_tp: int | None = None, layers: int = 0,
+                    experts_per_gpu: float | None = None,
+                    whole: Formula | None = None) -> Formula:
+    """Bytes of weights on each GPU of the heaviest pipeline stage.
 
     ``attn_tp`` is the attention TP width under SGLang's DP-attention (t / attn_dp): attention
-    weights are then replicated over the attention-DP groups.
+    weights are then replicated over the attention-DP groups. ``experts_per_gpu`` replaces the
+    routed experts' W_experts/g where the release lays them out itself (MXFP4 on Hopper);
+    ``whole`` is a buffer every rank of every stage holds (the rotary cache). With ``pp`` > 1
+    and ``layers`` known, each stage holds its own layers plus the embedding (first) or the LM
+    head (last); the result is the heaviest stage, the terms name the first and the last.
     """
     g = moe_group if moe_group is not None else t
     ta = attn_tp if attn_tp else t
     kv_div = ta if is_mla or kv_heads <= 0 else min(ta, kv_heads)
+    experts = split.experts / max(g, 1) if experts_per_gpu is None else experts_per_gpu
     per = (split.sharded / t + split.attention / ta + split.kv / kv_div
-           + split.experts / max(g, 1) + split.replicated) / pp
-    values: dict[str, float | int] = {
+           + experts + split.replicated)
+    values: dict[str, Scalar] = {
         "W_sharded": split.sharded, "W_attn": split.attention, "W_kv": split.kv, "t": t,
         "h_kv": kv_heads,
     }
@@ -51,22 +89,138 @@ def weights_per_gpu(split: WeightSplit, t: int, *, kv_heads: int, pp: int = 1,
         expr = "(W_sharded/t + W_attn/t_attn + W_kv/min(t_attn, h_kv)"
     else:
         expr = "(W_sharded/t + W_attn/t + W_kv/min(t, h_kv)"
-    if split.experts:
+    if experts_per_gpu is not None:
+        expr += " + W_experts_gpu"
+        values["W_experts_gpu"] = experts_per_gpu
+    elif split.experts:
         expr += " + W_experts/g"
         values.update({"W_experts": split.experts, "g": g})
     if split.replicated:
         expr += " + W_repl"
         values["W_repl"] = split.replicated
     expr += ")"
+    w_whole = whole.result if whole is not None else 0.0
+    terms: tuple[Formula, ...] = (whole,) if whole is not None else ()
+    # What a decode step reads: the stage's share of the weights, the rotary cache aside.
+    values["W_read"] = per / pp
+    if pp > 1 and layers >= pp:
+        head = split.lm_head or split.embedding  # tied: the last stage loads its own copy
+        ends = (split.embedding + split.lm_head) / t
+        body = per - ends  # the decoder layers (and the final norm, negligible) per GPU
+        parts = pp_partition(layers, pp)
+        first = body * parts[0] / layers + split.embedding / t + w_whole
+        last = body * parts[-1] / layers + head / t + w_whole
+        mids = [body * n / layers + w_whole for n in parts[1:-1]]
+        stages = (first, *mids, last)
+        res = max(stages)
+        st_src = f"{SRC}; {PP_SRC}"
+        terms += (
+            Formula("weights_first_stage", "W_layers·n_0/L + W_embed/t (+ W_whole)",
+                    {"n_0": parts[0], "L": layers, "W_embed": split.embedding, "t": t},
+                    first, "B", st_src),
+            Formula("weights_last_stage", "W_layers·n_last/L + W_head/t (+ W_whole)",
+                    {"n_last": parts[-1], "L": layers, "W_head": head, "t": t},
+                    last, "B", st_src),
+        )
+        values.update({"p": pp, "stages": "/".join(str(n) for n in parts)})
+        expr = f"max over stages of {expr} split by layers, + embedding (first), + head (last)"
+        if whole is not None:
+            expr += " + W_whole"
+            values["W_whole"] = w_whole
+        return Formula("weights_bytes_per_gpu", expr, values, res, "B", st_src, terms)
     if pp > 1:
         expr += " / p"
         values["p"] = pp
-    return Formula("weights_bytes_per_gpu", expr, values, per, "B", SRC)
+        per /= pp
+    if whole is not None:
+        expr += " + W_whole"
+        values["W_whole"] = w_whole
+        per += w_whole
+    return Formula("weights_bytes_per_gpu", expr, values, per, "B", SRC, terms)
+
+
+ROPE_SRC = ("vllm 0.19.0 model_executor/layers/rotary_embedding/base.py l.58-63 (cos_sin_cache "
+            "of max_position × rotary_dim, a GPU buffer, cast to the model dtype unless "
+            "FlashInfer keeps it fp32), __init__.py l.26/77 (one instance per shape, shared by "
+            "the layers), deepseek_scaling_rope.py l.60-67/102-112 (fp32 with FlashInfer, "
+            "original_max · factor positions), models/gpt_oss.py l.82-84 (dtype=torch.float32); "
+            "counted in 'Model loading took' (gpu_model_runner.py l.4745-4808: allocated "
+            "memory after load_model)")
+
+
+def rope_cache(*, max_position: int | None, rotary_dim: int, b: float, fp32: bool = False
+               ) -> Formula | None:
+    """The rotary cos/sin cache every rank holds whole: P·r·e bytes (e = 4 where the release
+    keeps it fp32). Llama-3.1: 131,072 · 128 · 2 = 32 MiB; Llama-4: 10,485,760 · 128 · 2 =
+    2.5 GiB."""
+    if not max_position or rotary_dim <= 0:
+        return None
+    e = 4 if fp32 else b
+    return Formula("W_rope", "P·r·e", {"P": max_position, "r": rotary_dim, "e": e},
+                   max_position * rotary_dim * e, "B", ROPE_SRC)
+
+
+MXFP4_HOPPER_SRC_019 = (
+    "vllm 0.19.0 model_executor/layers/fused_moe/oracle/mxfp4.py l.174-184 (FlashInfer TRTLLM "
+    "first, then Triton on capability 9.0-10.x, l.204-207), l.398-399 (Triton: per-partition "
+    "width rounded up to 64, hidden kept), l.721-735 (weights and scales swizzled, biases fp32); "
+    "quantization/mxfp4.py l.297-307 (Triton: the swizzled tensors set beside the loaded "
+    "scales, which stay on the layer); third_party/triton_kernels/tensor_details/"
+    "layout_details/hopper_value.py l.128-134 (both byte dims padded to 64), hopper_scale.py "
+    "l.30-34 (rows padded to 2·8·2·8 = 256); releases 0.20-0.32 not read: 0.19's assumed")
+
+
+def _up(x: int, m: int) -> int:
+    return -(-x // m) * m
+
+
+def mxfp4_hopper_experts_019(*, hidden: int, expert_ffn: int, experts: int, layers: int,
+                             g: int, bias: bool) -> Formula:
+    """Routed-expert bytes per GPU of an MXFP4 MoE on Hopper under 0.19's Triton backend.
+
+    Per layer, with I = round_up(f_e/g, 64): swizzled w13 E·r64(2I)·r64(d/2) and w2
+    E·r64(d)·r64(I/2) (uint8, 2 values a byte), swizzled scales E·r256(2I)·r2(d/32) and
+    E·r256(d)·r2(I/32), the loaded scales kept (E·2I·d/32 + E·d·I/32) and fp32 biases
+    4·E·(2I + d). gpt-oss-20b at t = 2: 236.3 MB a layer, 5.28 GiB over 24 layers.
+    """
+    i_p = _up(max(expert_ffn // max(g, 1), 1), 64)
+    e, d = experts, hidden
+    w = e * _up(2 * i_p, 64) * _up(d // 2, 64) + e * _up(d, 64) * _up(i_p // 2, 64)
+    sw = e * _up(2 * i_p, 256) * _up(d // 32, 2) + e * _up(d, 256) * _up(i_p // 32, 2)
+    kept = e * 2 * i_p * (d // 32) + e * d * (i_p // 32)
+    bi = 4 * e * (2 * i_p + d) if bias else 0
+    per_layer = w + sw + kept + bi
+    return Formula(
+        "W_experts_gpu", "L_moe·(w13 + w2 + swizzled scales + loaded scales + fp32 biases)",
+        {"L_moe": layers, "E": e, "d": d, "I": i_p, "w": w, "scales_swizzled": sw,
+         "scales_kept": kept, "bias": bi}, layers * per_layer, "B", MXFP4_HOPPER_SRC_019)
 
 
 # GPUs with native FP4/FP8 MoE kernels (Hopper and newer) use vLLM's triton/FlashInfer MXFP4
 # path; older ones (Ampere, Ada) fall back to Marlin. Keys from tpcheck.hardware.gpus.
-_SM90_OR_NEWER = ("h100", "h200", "h20", "h800", "gh200", "b200", "gb200", "b300", "gb300")
+_HOPPER = ("h100", "h200", "h20", "h800", "gh200")
+_SM90_OR_NEWER = (*_HOPPER, "b200", "gb200", "b300", "gb300")
+# MXFP4 expert layouts by release (newest first): (first release, layout, where it was read).
+MXFP4_PADDED = "padded"  # hidden (and on Marlin the width) rounded up, stored as loaded
+MXFP4_TRITON_HOPPER = "triton-hopper"  # 0.19 on Hopper: swizzled, loaded scales kept
+MXFP4_RELEASES: tuple[tuple[tuple[int, ...], str, str], ...] = (
+    ((0, 33), MXFP4_PADDED, "vllm 0.33.0 fused_moe/oracle/mxfp4.py l.837-873"),
+    ((0, 19), MXFP4_TRITON_HOPPER, MXFP4_HOPPER_SRC_019),
+    ((0, 0), MXFP4_PADDED, "observation row 23 (0.12 on H100: 13.45 predicted, 13.47 logged)"),
+)
+
+
+def mxfp4_layout(version: str | None, gpu_key: str | None) -> str:
+    """Which MXFP4 expert layout the release loads on the GPU (Triton's only on Hopper)."""
+    from tpcheck.engines.defaults import parse_version
+
+    pv = parse_version(version) or (99,)
+    for first, how, _src in MXFP4_RELEASES:
+        if pv >= first:
+            if how == MXFP4_TRITON_HOPPER and not (gpu_key or "").startswith(_HOPPER):
+                return MXFP4_PADDED
+            return how
+    return MXFP4_PADDED
 MXFP4_SRC = ("vllm 0.33.0 model_executor/layers/fused_moe/oracle/mxfp4.py "
              "mxfp4_round_up_hidden_size_and_intermediate_size")
 
