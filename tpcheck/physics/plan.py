@@ -331,6 +331,10 @@ def layout(shape: ModelShape, t: int, opts: Options) -> Evaluation:
     )
 
 
+# Families whose positions are learned or ALiBi, not rotary: no cos/sin cache.
+NO_ROTARY = frozenset({"gpt2", "gpt_bigcode", "bloom", "mpt", "opt"})
+
+
 def weights(shape: ModelShape, t: int, opts: Options) -> Formula:
     """Weight bytes per GPU: the split by dtype, MXFP4 layout by release, MoE and attention
     groups, the pipeline stages (embedding first, LM head last), the rotary cache every rank
@@ -356,11 +360,15 @@ def weights(shape: ModelShape, t: int, opts: Options) -> Formula:
             split = replace(split, experts=split.experts * pad.result)
     attn_tp = t // attn_dp if attn_dp > 1 and t % attn_dp == 0 else t
     rope = None
-    if eng == "vllm":
+    if eng == "vllm" and shape.compressed is None and shape.model_type not in NO_ROTARY:
+        # (DeepSeek-V4's rotary: not read)
         rot = shape.mla.qk_rope_head_dim if shape.mla is not None else shape.head_dim
+        # DeepSeek's scaling rope stays fp32 where FlashInfer is (CUDA), not on ROCm.
+        amd = opts.gpu is not None and opts.gpu.link == "infinity-fabric"
         rope = rope_cache(max_position=shape.max_position_embeddings, rotary_dim=rot,
                           b=_act_bytes(shape, opts),
-                          fp32=shape.model_type == "gpt_oss" or shape.mla is not None)
+                          fp32=shape.model_type == "gpt_oss" or (shape.mla is not None
+                                                                 and not amd))
     w = weights_per_gpu(
         split,
         t,

@@ -56,8 +56,8 @@ def pp_partition(layers: int, pp: int) -> tuple[int, ...]:
 
 
 PP_SRC = ("vllm 0.19.0 distributed/utils.py get_pp_indices l.95-140 (layers per stage); "
-          "models/llama.py (embed_tokens on the first rank, lm_head and norm on the last, "
-          "PPMissingLayer elsewhere)")
+          "models/llama.py l.373-391 (embed_tokens on the first rank, and on the last when "
+          "tied; norm on the last, PPMissingLayer elsewhere), l.538-546 (lm_head on the last)")
 
 
 def weights_per_gpu(split: WeightSplit, t: int, *, kv_heads: int, pp: int = 1,
