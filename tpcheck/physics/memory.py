@@ -127,6 +127,25 @@ NON_TORCH_RELEASES: tuple[tuple[tuple[int, ...], str, bool, str], ...] = (
      f"{NON_TORCH_SRC_019}; {FUSION_SRC_019}; releases 0.20-0.32 not read: 0.19's assumed"),
     ((0, 0), NON_TORCH_COMMS, True, NON_TORCH_SRC),
 )
+# 0.19: the TP group's torch ProcessGroupNCCL is made without device_id, so NCCL builds its
+# communicator at the group's first collective; pynccl's own is warmed up before the snapshot,
+# but the logits all-gather goes through torch (LAZY_NCCL_SRC), inside the profile run: its
+# buffers land in N. Their size is NCCL's, not in vLLM's source: measured as the logged N less
+# 0.25 GiB (t = 1) and the 1.5 GiB fusion workspace on H100 SXM: t = 2 rows 30, 35, 37, 43 (2.07,
+# 2.06, 2.07, 2.07 GiB) give 0.32, t = 4 rows 31, 36 (2.13, 2.13) 0.38. Other t: the line
+# through them (0.26 + 0.03·t GiB), assumed. 0.33 binds the default group eagerly (device_id)
+# and splits the TP group from it, so this communicator exists before its snapshot.
+LAZY_NCCL_BYTES = {2: round(0.32 * GIB), 4: round(0.38 * GIB)}
+LAZY_NCCL_BASE_GIB, LAZY_NCCL_PER_RANK_GIB = 0.26, 0.03
+LAZY_NCCL_SRC = ("vllm 0.19.0 distributed/parallel_state.py l.339-341 (device group: new_group "
+                 "without device_id), l.1422-1428 (init_process_group without device_id); "
+                 "model_executor/layers/logits_processor.py l.77-83 (all-gather of the logits); "
+                 "distributed/device_communicators/base_device_communicator.py l.196 "
+                 "(dist.all_gather_into_tensor over the device group; cuda_communicator.py has "
+                 "no all_gather of its own); pynccl.py l.142 (pynccl's warm-up, before the "
+                 "snapshot); vllm 0.33.0 distributed/parallel_state.py l.1749-1772 (eager "
+                 "device_id binding) and cuda_communicator.py l.460 (all_gather through pynccl)")
+
 # Peak activation of the dummy forward, elements per token: the rank's FFN slice as gate+up
 # output (2·f/t) and the activation output (f/t) live together, beside ~3 hidden-width buffers
 # (residual, normed input, layer output). Rows 0-1 (V0, N = 20,000 and 29,000): torch peak rose
@@ -249,9 +268,21 @@ def non_torch_bytes(version: str | None, t: int, *, fusion: int = 0) -> int:
     if t <= 1:
         return base
     how, _, _ = non_torch_release(version)
-    if how in (NON_TORCH_FUSION, NON_TORCH_MNNVL):
+    if how == NON_TORCH_FUSION:
+        return base + fusion + lazy_nccl_bytes(t)
+    if how == NON_TORCH_MNNVL:
         return base + fusion
     return round(base + NCCL_BYTES_PER_8_RANKS * t / 8 + CUSTOM_AR_BYTES)
+
+
+def lazy_nccl_bytes(t: int) -> int:
+    """NCCL's communicator of the TP device group, made at its first collective (0.19: the
+    profile run's logits all-gather), by t: the logged table, else its straight line."""
+    if t <= 1:
+        return 0
+    if t in LAZY_NCCL_BYTES:
+        return LAZY_NCCL_BYTES[t]
+    return round((LAZY_NCCL_BASE_GIB + LAZY_NCCL_PER_RANK_GIB * t) * GIB)
 
 
 # How far the predicted pool may be from the engine's: the calibration bar (issue 19: no
@@ -392,11 +423,16 @@ def _non_torch_formula(how: str, src: str, c: int, t: int, result: int, fusion: 
     """R_non_torch as the release computes it (NON_TORCH_RELEASES); ``c`` is N at t = 1."""
     if how != NON_TORCH_COMMS:
         cond = "pp = dp = 1, " if how == NON_TORCH_FUSION else ""
-        return Formula(
-            "R_non_torch", f"C + (W_fusion if t > 1, {cond}compiled, NVSwitch 9.0/10.x)",
-            {"C": c, "W_fusion": fusion, "t": t, "pp": pp, "dp": dp,
-             "enforce_eager": enforce_eager, "capability": "none" if cap is None else cap,
-             "granularity": MULTICAST_GRANULARITY, "scheme": how}, result, "B", src)
+        expr = f"C + (W_fusion if t > 1, {cond}compiled, NVSwitch 9.0/10.x)"
+        vals: dict[str, Scalar] = {
+            "C": c, "W_fusion": fusion, "t": t, "pp": pp, "dp": dp,
+            "enforce_eager": enforce_eager, "capability": "none" if cap is None else cap,
+            "granularity": MULTICAST_GRANULARITY, "scheme": how}
+        if how == NON_TORCH_FUSION:
+            expr += " + (C_nccl(t) if t > 1)"
+            vals["C_nccl"] = lazy_nccl_bytes(t)
+            src = f"{src}; {LAZY_NCCL_SRC}"
+        return Formula("R_non_torch", expr, vals, result, "B", src)
     return Formula("R_non_torch", "C + (c_nccl·t/8 + c_ar if t > 1)",
                    {"C": c, "c_nccl": NCCL_BYTES_PER_8_RANKS, "c_ar": CUSTOM_AR_BYTES, "t": t},
                    result, "B", src)
