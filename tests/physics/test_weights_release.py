@@ -38,7 +38,7 @@ def test_rotary_cache_is_held_whole_on_every_rank() -> None:
     # Llama-4-Scout: max_position_embeddings 10,485,760 · 128 · 2 B = 2.5 GiB on each of the 4
     # ranks (row 47 logs 53.12 GiB; the text model's quarter is 50.19): 52.69, -0.8 %.
     p47 = predict(47, load_rows()[47], CASES[47])
-    assert 10_485_760 * 128 * 2 == int(2.5 * GIB)
+    assert int(2.5 * GIB) == 10_485_760 * 128 * 2
     assert abs(p47.weights_gib - _logged(47)) / _logged(47) < 0.01
 
 
