@@ -100,7 +100,9 @@ def test_link_decode_share_matches_the_step_model() -> None:
     r: dict[str, float] = rows[0]
     # T_comm / T_weights with 161 all-reduces of α = 30 µs + 2·15/16·8192·2 B / 50 GB/s
     t_comm = 161 * (30e-6 + 2 * 15 / 16 * 8192 * 2 / 50e9)
-    t_w = r["weights_bytes_per_gpu"] / 3.35e12
+    # the step reads the checkpoint's share: the row's weights less the 32 MiB rotary cache
+    # (131,072 positions · 128 · 2 B) every rank holds but does not read whole
+    t_w = (r["weights_bytes_per_gpu"] - 131_072 * 128 * 2) / 3.35e12
     assert r["comm_share"] == pytest.approx(t_comm / t_w, rel=1e-9)
 
 

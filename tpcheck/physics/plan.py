@@ -731,3 +731,48 @@ def intensity(shape: ModelShape, t: int, opts: Options) -> tuple[Formula, Formul
         comm.breakeven_tp(p, shape.layers, shape.hidden, b, flops, link) if flops and link else None
     )
     return it, be
+
+
+ENGINE_LOG_SRC = {
+    "vllm": ("vllm 0.19.0 v1/worker/gpu_model_runner.py l.4821 ('Model loading took'), "
+             "gpu_worker.py l.437 ('Available KV cache memory'), l.640-650 (the breakdown), "
+             "v1/core/kv_cache_utils.py l.1319/1325 ('GPU KV cache size', 'Maximum "
+             "concurrency'); utils/mem_utils.py l.23 (round(b / GiB, 2))"),
+    "sglang": ("sglang 0.5.23 model_runner.py l.1373-1378 ('Load weight end ... mem usage'), "
+               "mem_cache/memory_pool.py l.2087-2097 ('KV Cache is allocated'), "
+               "managers/scheduler.py l.1268-1275 ('max_total_num_tokens=')"),
+}
+
+
+def engine_log_lines(ev: Evaluation, engine: str) -> tuple[str, ...]:
+    """The prediction in the words of the engine's start-up log (rank 0 of the heaviest
+    stage), so a user can diff it against the first pod log; () without a pool."""
+    if ev.pool is None or ev.tokens is None or ev.fits is not True:
+        return ()
+    gib = float(1 << 30)
+    w = ev.weights.result / gib
+    if engine == "sglang":
+        n = int(ev.tokens.result)
+        kv = n * ev.kv_bytes_per_token.result / gib
+        # MLA's pool is one latent buffer ("KV size"); MHA pools log K and V apart.
+        latent = "r_kv" in ev.kv_bytes_per_token.values
+        sizes = (f"KV size: {kv:.2f} GB" if latent else
+                 f"K size: {kv / 2:.2f} GB, V size: {kv / 2:.2f} GB")
+        return (f"Load weight end. ... mem usage={w:.2f} GB.",
+                f"KV Cache is allocated. #tokens: {n}, {sizes}",
+                f"max_total_num_tokens={n}")
+    out = [f"Model loading took {round(w, 2)} GiB memory"]
+    if ev.reserve is not None and ev.reserve.terms:
+        t = {x.name: x.result / gib for x in ev.reserve.terms}
+        out.append(f"Actual usage is {round(w, 2)} GiB for weight, "
+                   f"{round(t.get('R_activation', 0.0), 2)} GiB for peak activation, "
+                   f"{round(t.get('R_non_torch', 0.0), 2)} GiB for non-torch memory, and "
+                   f"{round(t.get('R_cuda_graphs', 0.0), 2)} GiB for CUDAGraph memory.")
+    out.append(f"Available KV cache memory: {round(ev.pool.result / gib, 2)} GiB")
+    printed = ev.engine_tokens if ev.engine_tokens is not None else ev.tokens
+    out.append(f"GPU KV cache size: {int(printed.result):,} tokens")
+    if ev.concurrency is not None:
+        c = int(ev.context.result)
+        out.append(f"Maximum concurrency for {c:,} tokens per request: "
+                   f"{ev.concurrency.result:.2f}x")
+    return tuple(out)

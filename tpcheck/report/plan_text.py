@@ -302,6 +302,7 @@ def render_plan(v: PlanView) -> str:
         out += ["", *notes]
     out += _budget(v)
     out.extend(_engine_tokens(v.rows))
+    out.extend(_engine_log(v.rows, v.opts.engine))
     out += _intensity(v)
     out.append("")
     # every line: the engine version, the model and the paths are the user's strings
@@ -341,6 +342,21 @@ def _non_torch_by_t(rows: Sequence[Evaluation], first: Evaluation) -> list[str]:
     parts = [f"t={r.tp} {v / GIB:.2f}" for r in rows
              if r is not first and (v := nt(r)) is not None and v != base]
     return [f"    R_non_torch by t (GiB): {', '.join(parts)}"] if parts else []
+
+
+def _engine_log(rows: Sequence[Evaluation], engine: str) -> list[str]:
+    """The prediction in the engine's own start-up log lines, per t that starts (issue 32)."""
+    from tpcheck.physics.plan import engine_log_lines
+
+    blocks = [(r.tp, engine_log_lines(r, engine)) for r in rows]
+    blocks = [(t, lines) for t, lines in blocks if lines]
+    if not blocks:
+        return []
+    out = ["", "  as the engine logs it (predicted; rank 0, the heaviest stage):"]
+    for t, lines in blocks:
+        out.append(f"    t={t}: " + lines[0])
+        out.extend(f"         {x}" for x in lines[1:])
+    return out
 
 
 def _engine_tokens(rows: Sequence[Evaluation]) -> list[str]:
