@@ -146,6 +146,32 @@ class _ModelSources:
             return f"source {source}"
         return f"not found: {problem}" if problem else "none named here (see the note)"
 
+    def predicted(self, d: Deployment) -> tuple[str, ...] | str:
+        """The start-up lines the engine would log for this launch (issue 32), or why there
+        are none: the physics' prediction in the engine's own words, to diff against a pod
+        log."""
+        from tpcheck.checks.context import CheckContext
+        from tpcheck.physics.plan import engine_log_lines
+
+        linter = self._linters.get(self._by_path.get(d.path))
+        if linter is None or isinstance(linter, SourceError):
+            return "no model"
+        shape, _problem, _source = linter.shape_for(d)
+        gpu, origin = linter.gpu_for(d)
+        if shape is None:
+            return "no model"
+        if gpu is None:
+            return "no GPU known (the manifest names none; set gpu in the settings)"
+        ctx = CheckContext(d, shape=shape, settings=linter.settings, gpu=gpu, gpu_origin=origin)
+        if any(k in d.unresolved for k in ("tensor_parallel_size", "pipeline_parallel_size")):
+            return "layout unresolved"
+        ev = ctx.evaluation
+        lines = engine_log_lines(ev, d.engine)
+        if not lines:
+            return ev.fit_reason() or "the engine does not start"
+        return tuple(f"{x} ({gpu.key}, t={ev.tp})" if i == 0 else x
+                     for i, x in enumerate(lines))
+
 
 def _cell(v: object) -> str:
     return "-" if v is None else str(v)
@@ -183,8 +209,14 @@ def run(args: base.Args) -> int:
         print(one_line(str(e)), file=sys.stderr)
     deployments = [d for r in results for d in r.deployments]
     if fmt == "json":
+        def predicted(d: Deployment) -> dict[str, object]:
+            got = models.predicted(d)
+            return ({"predicted_log": list(got)} if isinstance(got, tuple)
+                    else {"predicted_log": None, "predicted_problem": got})
+
         print(json.dumps({
-            "deployments": [{**deployment_json(d), **models.json(d)} for d in deployments],
+            "deployments": [{**deployment_json(d), **models.json(d), **predicted(d)}
+                            for d in deployments],
             "errors": [e.to_json() for e in errors],
         }, indent=2))
     else:
@@ -205,6 +237,12 @@ def run(args: base.Args) -> int:
                 ))
                 print(one_line(f"    config: {models.text(d)}"))
                 print(one_line(f"    release: {models.release(d)}"))
+                got = models.predicted(d)
+                if isinstance(got, tuple):
+                    for x in got:
+                        print(one_line(f"    predicted: {x}"))
+                else:
+                    print(one_line(f"    predicted: none ({got})"))
                 for name, expr in sorted(d.unresolved.items()):
                     print(one_line(f"    {name}: unresolved {expr}"))
                 for note in d.notes:
