@@ -82,7 +82,8 @@ def test_weights_leave_no_pool_at_t() -> None:
 
 
 def test_t_equal_h_kv_does_not_fit_so_pipeline_stages() -> None:
-    # On an H100 t = 4 holds 109.54 GiB of weights per GPU (> 79.19·0.92 = 72.86 GiB): no
+    # On an H100 t = 4 holds 109.55 GiB of weights per GPU (109.54 of checkpoint + the rotary
+    # cache, 40,960 positions · 128 · 2 B = 10 MiB; > 79.19·0.92 = 72.86 GiB): no
     # replica of TP 4 starts, so the alternative is TP 4 × PP 8/4 = 2 on the same 8 GPUs.
     f = only(lint_text(Q235), "TP201")
     assert f.severity == Severity.WARNING
@@ -90,7 +91,7 @@ def test_t_equal_h_kv_does_not_fit_so_pipeline_stages() -> None:
     _kv(f, 94, 48128)
     w = next(x for x in f.formulas if x.name == "weights_at_h_kv")
     assert w.values["t"] == 4 and w.result > 0.92 * 85031714816  # M·u of an H100 SXM
-    assert "t=4 alone does not fit (109.54 GiB of weights per GPU, no seat)" in f.text
+    assert "t=4 alone does not fit (109.55 GiB of weights per GPU, no seat)" in f.text
     assert f.fix == ("use --tensor-parallel-size 4 --pipeline-parallel-size 2: the same 8 GPUs, "
                      "the cache divided by h_kv")
 

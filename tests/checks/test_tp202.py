@@ -196,10 +196,13 @@ def test_v4_flash_sglang_is_tp202_with_attn_dp_seats() -> None:
 #          = 109,448,414,700 B = 101.9 GiB
 # DP-attention (TP 1, EP 8): W = 7,737,377,536 + 17,402,220,544 + 822,054,223,872/8
 #          + 3,549,186,956 = 131,445,563,020 B = 122.4 GiB
-# TP 1 × PP 8: W = 850,743,008,908/8 = 106,342,876,113.5 B; vLLM cuts 61 layers
-# 7,7,8,8,8,8,8,7 and the worst stage has 4 r=4 and 4 r=128 layers:
+# TP 1 × PP 8: vLLM cuts 61 layers 7,7,8,8,8,8,8,7 (get_pp_indices); the heaviest stage is an
+# 8-layer middle one without the embedding or the LM head (129,280 · 7,168 · 2 B each):
+# W = (850,743,008,908 − 2·1,853,358,080)·8/61 = 111,086,726,917.8 B (the average stage,
+# W/8, is 106,342,876,113.5); the worst stage has 4 r=4 and 4 r=128 layers:
 # 4·584/4 + 4·584/128 + 4·132/4 + 8·584·128/65536 = 743.375 B per token.
-V4P_W_TP8, V4P_W_DP, V4P_W_PP8 = 109448414700, 131445563020, 850743008908 / 8
+V4P_W_TP8, V4P_W_DP = 109448414700, 131445563020
+V4P_W_PP8 = (850743008908 - 2 * 129280 * 7168 * 2) * 8 / 61
 V4P_STAGE = 4 * 584 / 4 + 4 * 584 / 128 + 4 * 132 / 4 + 8 * 584 * 128 / C
 H200_M = 150023207649
 
@@ -231,12 +234,12 @@ def test_v4_pro_dp_attention_does_not_start_so_pipeline_stages() -> None:
     assert "seats now: 39 sequences of 65,536 tokens" in f.notes
     assert ("DP-attention over the same 8 GPUs does "
             "not start (weights 122.4 GiB per GPU > M·u = 139.7·0.85 = 118.8 GiB") in f.text
-    # PP 8: R = 3,067,734,917 B: pool = 18,109,115,471 B → 1,522,542 blocks → 371 seats
+    # PP 8: R = 3,067,734,917 B: pool = 13,365,264,666.9 B → 1,123,704 blocks → 274 seats
     assert V4P_STAGE == 743.375
-    assert _vllm_seats(H200_M * 0.85 - V4P_W_PP8 - 3067734917, V4P_STAGE) == 371
+    assert _vllm_seats(H200_M * 0.85 - V4P_W_PP8 - 3067734917, V4P_STAGE) == 274
     pp = next(x for x in f.formulas if x.name == "seats_pp")
-    assert pp.result == 371
-    assert "TP 1 × PP 8 over the same GPUs caches each layer on one stage: 371 seats" in f.text
+    assert pp.result == 274
+    assert "TP 1 × PP 8 over the same GPUs caches each layer on one stage: 274 seats" in f.text
     assert f.fix == ("use --tensor-parallel-size 1 --pipeline-parallel-size 8: the same 8 GPUs, "
                      "each stage caching only its own layers")
 
@@ -244,16 +247,16 @@ def test_v4_pro_dp_attention_does_not_start_so_pipeline_stages() -> None:
 def test_v4_pro_dp_attention_that_seats_fewer_is_no_fix() -> None:
     # H200 at u = 0.9 (M·u = 135,020,886,884.1 B): t = 8 pool 21,967,866,355 B → 60 seats;
     # DP-attention 507,588,947 B → 5,684 blocks → 1 seat a rank, 8·1 = 8 < 60; PP 8 quoted:
-    # 135,020,886,884.1 − 106,342,876,113.5 − 3,067,734,917 = 25,610,275,854 B → 525 seats
+    # 135,020,886,884.1 − 111,086,726,917.8 − 3,067,734,917 = 20,866,425,049 B → 428 seats
     f = only(lint_text(V4P_VLLM + " --gpu-memory-utilization 0.9", gpu="h200"), "TP202")
     assert _vllm_seats(H200_M * 0.9 - V4P_W_TP8 - R_T8_PRO_H200, V4P_KV) == 60
     assert _vllm_seats(H200_M * 0.9 - V4P_W_DP - 3067734917, V4P_KV) == 1
-    assert _vllm_seats(H200_M * 0.9 - V4P_W_PP8 - 3067734917, V4P_STAGE) == 525
+    assert _vllm_seats(H200_M * 0.9 - V4P_W_PP8 - 3067734917, V4P_STAGE) == 428
     gain = next(x for x in f.formulas if x.name == "seats_with_dp_attention")
     assert (gain.values["seats_rank"], gain.result) == (1, 8)
     assert "seats now: 60 sequences" in f.text
     assert "with DP-attention over the same 8 GPUs only 8 (the attention weights" in f.text
-    assert "caches each layer on one stage: 525 seats" in f.text
+    assert "caches each layer on one stage: 428 seats" in f.text
     assert (f.fix or "").startswith("use --tensor-parallel-size 1 --pipeline-parallel-size 8")
 
 

@@ -250,6 +250,7 @@ class CheckContext:
             mamba_full_memory_ratio=d.mamba_full_memory_ratio,
             max_mamba_cache_size=d.max_mamba_cache_size,
             alpha=self.settings.alpha,
+            kv_connector=d.kv_connector if d.engine == "vllm" else None,
         )
 
     @cached_property
@@ -292,7 +293,13 @@ class CheckContext:
         ``notes``, ``formulas``, ``alternatives`` and ``assumptions``. The engine release and
         the model hint are added here, once, for every rule."""
         said, severity = self._say_release(rule, severity or rule.severity)
-        hint = (Assumption("model", self.model_hint),) if self.model_hint else ()
+        hint: tuple[Assumption, ...] = (
+            (Assumption("model", self.model_hint),) if self.model_hint else ())
+        conn = self.deployment.kv_connector
+        if rule.memory_model and conn is not None and self.deployment.engine == "vllm":
+            hint += (Assumption("connector", f"the pool is before the {conn or 'KV-transfer'} "
+                                "connector's own GPU buffers, which tpcheck does not model: "
+                                "vLLM's pool may be smaller"),)
         return Finding(
             code=rule.code,
             name=rule.name,

@@ -83,6 +83,9 @@ class Options:
     # past it (default: InfiniBand NDR, assumed): the step's all-reduces run on it beyond.
     gpus_per_node: int | None = None
     network: Link | None = None
+    # vLLM --kv-transfer-config's connector ("" when it names none): its buffers are not in the
+    # pool (issue 32 item 6), and the pool says so.
+    kv_connector: str | None = None
 
 
 @record
@@ -506,6 +509,10 @@ def kv_pool(shape: ModelShape, t: int, opts: Options, bud: Budget, ev: Evaluatio
         pool = memory.pool_per_gpu(
             memory=mem, utilization=u, weights=w.result, reserve_bytes=res.result, engine=eng
         )
+        if opts.kv_connector is not None:
+            pool = replace(pool, values={**pool.values,
+                                         "kv_connector": opts.kv_connector or "unnamed"},
+                           source=f"{pool.source}; {CONNECTOR_NOTE}")
         tokens = memory.kv_pool_tokens(pool.result, kvb.result, block)
     conc = memory.max_concurrency(int(tokens.result), c, block)
     seatsf = memory.seats(conc.result)
@@ -733,6 +740,11 @@ def intensity(shape: ModelShape, t: int, opts: Options) -> tuple[Formula, Formul
     return it, be
 
 
+CONNECTOR_NOTE = ("a KV-transfer connector's own GPU buffers are not modelled: the pool is "
+                  "before them (vllm 0.19.0 config/kv_transfer.py l.33-39: kv_buffer_device, "
+                  "kv_buffer_size 1e9 B for the connectors that stage through one; "
+                  "distributed/kv_transfer/kv_connector/v1/: each connector its own)")
+
 ENGINE_LOG_SRC = {
     "vllm": ("vllm 0.19.0 v1/worker/gpu_model_runner.py l.4821 ('Model loading took'), "
              "gpu_worker.py l.437 ('Available KV cache memory'), l.640-650 (the breakdown), "
@@ -775,4 +787,8 @@ def engine_log_lines(ev: Evaluation, engine: str) -> tuple[str, ...]:
         c = int(ev.context.result)
         out.append(f"Maximum concurrency for {c:,} tokens per request: "
                    f"{ev.concurrency.result:.2f}x")
+    conn = ev.pool.values.get("kv_connector")
+    if conn is not None:
+        out.append(f"(not in this prediction: the {conn} connector's buffers, which vLLM "
+                   f"takes from the same memory)")
     return tuple(out)

@@ -292,6 +292,7 @@ def post_process(engine: Engine, f: Fields) -> None:
             f.spans.setdefault("enable_dp_attention", f.spans["data_parallel_size"])
 
 
+_KV_CONNECTOR = re.compile(r"""["']?kv_connector["']?\s*:\s*["']?([A-Za-z0-9_.]+)""")
 _KV_ROLE = re.compile(r"""["']?kv_role["']?\s*:\s*["']?(kv_producer|kv_consumer|kv_both)""")
 _PD_ROLES = {"prefill": "prefill", "decode": "decode", "kv_producer": "prefill",
              "kv_consumer": "decode"}
@@ -305,6 +306,8 @@ def _pd_role(f: Fields) -> None:
     cfg_span = f.spans.pop("kv_transfer_config", None)
     f.unresolved.pop("kv_transfer_config", None)
     if isinstance(cfg, str) and cfg_span is not None:
+        c = _KV_CONNECTOR.search(cfg)
+        f.set("kv_connector", c.group(1) if c else "", cfg_span)
         m = _KV_ROLE.search(cfg)
         if m is not None and m.group(1) in _PD_ROLES:
             f.set("pd_role", _PD_ROLES[m.group(1)], cfg_span)

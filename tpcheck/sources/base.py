@@ -148,6 +148,9 @@ class Deployment:
     # --kv-transfer-config kv_role kv_producer/kv_consumer, llm-d.ai/role or Dynamo
     # subComponentType labels. None: not disaggregated, or the role is per request (kv_both).
     pd_role: str | None = None
+    # vLLM --kv-transfer-config's kv_connector (NixlConnector, LMCacheConnectorV1, ...): its
+    # buffers are not in tpcheck's pool (issue 32 item 6). "" when the config names none.
+    kv_connector: str | None = None
     env: Mapping[str, str] = field(default_factory=dict)
     spans: Mapping[str, Span] = field(default_factory=dict)
     unresolved: Mapping[str, str] = field(default_factory=dict)  # field -> expression as written
