@@ -43,6 +43,10 @@ BEFORE: dict[int, float] = {0: 0.012, 1: 0.013, 12: 0.037, 21: 0.012, 22: 0.011,
                             34: -0.005, 35: 0.022, 36: 0.021, 37: 0.074, 38: -0.032,
                             39: -0.013, 40: -0.006, 41: 0.010, 42: 0.012, 43: 0.026,
                             44: 0.037, 45: 0.032, 46: 0.042, 47: 0.267}
+# Weights errors at main e88e98c (before issue 32 items 3-4: no rotary cache, MXFP4 padded on
+# every release, PP as total/p), for the rows this round moved past 1 %.
+BEFORE_WEIGHTS: dict[int, float] = {26: -0.020, 33: -0.122, 43: -0.041, 44: -0.011, 45: -0.020,
+                                    47: -0.055}
 # Printed-token errors at main a998bcb for the hybrid rows (issue 32: whole-attention tokens
 # divided by the effective per-token cost, not the engine's group layout).
 BEFORE_TOKENS: dict[int, float] = {38: 0.290, 39: 0.317, 43: 1.019}
@@ -73,6 +77,12 @@ def main() -> int:
               f"{'' if p.logged_tokens is None else p.logged_tokens:>9} "
               f"{_pct(p.tokens_error):>6}  {terms}{miss}")
     breakdown_section(preds)
+    print()
+    print("weights before/after this round (rows that were past 1 %):")
+    for p in preds:
+        if p.row in BEFORE_WEIGHTS:
+            print(f"{p.row:>3} {p.model:<34} before {_pct(BEFORE_WEIGHTS[p.row]):>7}  after "
+                  f"{_pct(p.weights_error):>7}")
     print()
     for label, attr in (("weights", "weights_error"), ("available KV", "pool_error"),
                         ("KV tokens", "tokens_error")):
@@ -119,23 +129,50 @@ def main() -> int:
 
 
 def breakdown_section(preds: list) -> None:  # type: ignore[type-arg]
-    """Issue 32: each term against the log's breakdown (torch peak increase, non-torch
-    increase), where the row kept it, and the printed tokens of hybrid rows before/after."""
+    """Issue 32: each term against the log's breakdown line (weights, torch peak increase,
+    non-torch increase, CUDA graphs) where the row kept it, with the one fitted non-torch
+    figure (the 0.19 TP group's lazily made NCCL communicator) refitted leaving the row out
+    (median over the other rows of the same t), then the pool and the printed tokens."""
+    import statistics
+
+    from tpcheck.physics import memory
+
     rows = load_rows()
     print()
-    print("terms against the logged breakdown (GiB; activation = torch peak increase, "
-          "non-torch = non-torch increase):")
-    print(f"{'row':>3} {'model':<34} {'t':>2} {'pp':>2} {'A pred':>7} {'A log':>6} {'err':>7} "
-          f"{'N pred':>7} {'N log':>6} {'err':>7}")
+    print("terms against the logged breakdown (GiB; A = torch peak increase, N = non-torch "
+          "increase; N loo = C_nccl refitted on the other rows of the same t):")
+    print(f"{'row':>3} {'model':<34} {'t':>2} {'pp':>2} {'W err':>6} {'A pred':>7} {'A log':>6} "
+          f"{'err':>7} {'N pred':>7} {'N log':>6} {'err':>7} {'N loo':>7} {'G':>5} "
+          f"{'pool':>6} {'tokens':>7}")
+    resid: dict[int, tuple[int, float]] = {}
+    for p in preds:
+        r = rows[p.row]
+        n_log = r.get("non_torch_gib")
+        nt = p.reserve.terms[2]
+        c = nt.values.get("C_nccl")
+        if isinstance(n_log, (int, float)) and isinstance(c, (int, float)) and c:
+            resid[p.row] = (int(r.get("tp") or 1), n_log - (nt.result - c) / GIB)  # type: ignore[call-overload]
     for p in preds:
         r = rows[p.row]
         a_log, n_log = r.get("activation_gib"), r.get("non_torch_gib")
         if not isinstance(a_log, (int, float)) or not isinstance(n_log, (int, float)):
             continue
-        act, _graphs, nontorch = (x.result / GIB for x in p.reserve.terms)
-        print(f"{p.row:>3} {p.model:<34} {r.get('tp')!s:>2} {r.get('pp')!s:>2} {act:>7.2f} "
-              f"{a_log:>6.2f} {_pct((act - a_log) / a_log):>7} {nontorch:>7.2f} {n_log:>6.2f} "
-              f"{_pct((nontorch - n_log) / n_log):>7}")
+        act, graphs, nontorch = (x.result / GIB for x in p.reserve.terms)
+        loo = ""
+        if p.row in resid:
+            t = resid[p.row][0]
+            others = [v for j, (u, v) in resid.items() if u == t and j != p.row]
+            if others:
+                fit = statistics.median(others)
+                n_loo = nontorch - memory.lazy_nccl_bytes(t) / GIB + fit
+                loo = _pct((n_loo - n_log) / n_log)
+        print(f"{p.row:>3} {p.model:<34} {r.get('tp')!s:>2} {r.get('pp')!s:>2} "
+              f"{_pct(p.weights_error):>6} {act:>7.2f} {a_log:>6.2f} "
+              f"{_pct((act - a_log) / a_log):>7} {nontorch:>7.2f} {n_log:>6.2f} "
+              f"{_pct((nontorch - n_log) / n_log):>7} {loo:>7} {graphs:>5.2f} "
+              f"{_pct(pool_error(p)):>6} {_pct(p.tokens_error):>7}")
+    print("  (rows 32-33 are PP ranks 0: their logged A and N are the first stage's, which runs "
+          "no sampler; the pool is the sampling stage's)")
     print()
     print("printed tokens of hybrid sliding-window rows ('GPU KV cache size'), before/after:")
     for p in preds:
