@@ -302,7 +302,7 @@ def render_plan(v: PlanView) -> str:
         out += ["", *notes]
     out += _budget(v)
     out.extend(_engine_tokens(v.rows))
-    out.extend(_engine_log(v.rows, v.opts.engine))
+    out.extend(_engine_log(v.rows, v.opts.engine, v.width))
     out += _intensity(v)
     out.append("")
     # every line: the engine version, the model and the paths are the user's strings
@@ -344,8 +344,9 @@ def _non_torch_by_t(rows: Sequence[Evaluation], first: Evaluation) -> list[str]:
     return [f"    R_non_torch by t (GiB): {', '.join(parts)}"] if parts else []
 
 
-def _engine_log(rows: Sequence[Evaluation], engine: str) -> list[str]:
-    """The prediction in the engine's own start-up log lines, per t that starts (issue 32)."""
+def _engine_log(rows: Sequence[Evaluation], engine: str, width: int = 100) -> list[str]:
+    """The prediction in the engine's own start-up log lines, per t that starts (issue 32);
+    a line longer than the width goes on indented below it."""
     from tpcheck.physics.plan import engine_log_lines
 
     blocks = [(r.tp, engine_log_lines(r, engine)) for r in rows]
@@ -354,8 +355,9 @@ def _engine_log(rows: Sequence[Evaluation], engine: str) -> list[str]:
         return []
     out = ["", "  as the engine logs it (predicted; rank 0, the heaviest stage):"]
     for t, lines in blocks:
-        out.append(f"    t={t}: " + lines[0])
-        out.extend(f"         {x}" for x in lines[1:])
+        head = f"    t={t}: "
+        for i, x in enumerate(lines):
+            out += _wrap(x, width, head if i == 0 else " " * len(head), " " * (len(head) + 2))
     return out
 
 
