@@ -345,8 +345,8 @@ def _non_torch_by_t(rows: Sequence[Evaluation], first: Evaluation) -> list[str]:
 
 
 def _engine_log(rows: Sequence[Evaluation], engine: str, width: int = 100) -> list[str]:
-    """The prediction in the engine's own start-up log lines, per t that starts (issue 32);
-    a line longer than the width goes on indented below it."""
+    """The prediction in the engine's own start-up log lines (issue 32): every line for one
+    layout; for a sweep, per t the weights, pool and token lines on one (wrapped) line."""
     from tpcheck.physics.plan import engine_log_lines
 
     blocks = [(r.tp, engine_log_lines(r, engine)) for r in rows]
@@ -356,9 +356,18 @@ def _engine_log(rows: Sequence[Evaluation], engine: str, width: int = 100) -> li
     out = ["", "  as the engine logs it (predicted; rank 0, the heaviest stage):"]
     for t, lines in blocks:
         head = f"    t={t}: "
+        if len(rows) > 1:
+            keep = [x for x in lines if x.startswith(SWEEP_LOG_LINES)]
+            out += _wrap(" · ".join(keep), width, head, " " * (len(head) + 2))
+            continue
         for i, x in enumerate(lines):
             out += _wrap(x, width, head if i == 0 else " " * len(head), " " * (len(head) + 2))
     return out
+
+
+# The lines a sweep shows per t (one layout shows them all).
+SWEEP_LOG_LINES = ("Model loading took", "Available KV cache memory", "GPU KV cache size",
+                   "Load weight end", "max_total_num_tokens")
 
 
 def _engine_tokens(rows: Sequence[Evaluation]) -> list[str]:
