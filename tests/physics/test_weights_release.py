@@ -55,6 +55,12 @@ def test_rotary_cache_dtype_and_families_without_one() -> None:
                    Options(gpu=find_gpu("mi300x"))).weights
     assert _term(amd, "W_rope") == 163_840 * 64 * 2
     assert wmod.rope_cache(max_position=None, rotary_dim=128, b=2) is None
+    # gemma-3 rotates its sliding and its global layers with two bases: two caches, 2 · 131,072
+    # · 256 · 2 B = 128 MiB (gemma3.py l.167-186); gemma-2 has one (8,192 · 256 · 2 B = 4 MiB).
+    g3 = evaluate(_shape("google/gemma-3-12b-it"), 1, Options(gpu=find_gpu("h100-sxm"))).weights
+    assert _term(g3, "W_rope") == 2 * 131_072 * 256 * 2 == 128 * MIB
+    g2 = evaluate(_shape("google/gemma-2-9b-it"), 1, Options(gpu=find_gpu("h100-sxm"))).weights
+    assert _term(g2, "W_rope") == 8192 * 256 * 2
 
 
 def test_pipeline_stages_hold_the_embedding_first_and_the_head_last() -> None:

@@ -368,10 +368,13 @@ def weights(shape: ModelShape, t: int, opts: Options) -> Formula:
         rot = shape.mla.qk_rope_head_dim if shape.mla is not None else shape.head_dim
         # DeepSeek's scaling rope stays fp32 where FlashInfer is (CUDA), not on ROCm.
         amd = opts.gpu is not None and opts.gpu.link == "infinity-fabric"
+        two = (shape.model_type.startswith("gemma3")
+               and 0 < shape.sliding_layers < shape.layers)
         rope = rope_cache(max_position=shape.max_position_embeddings, rotary_dim=rot,
                           b=_act_bytes(shape, opts),
                           fp32=shape.model_type == "gpt_oss" or (shape.mla is not None
-                                                                 and not amd))
+                                                                 and not amd),
+                          copies=2 if two else 1)
     w = weights_per_gpu(
         split,
         t,

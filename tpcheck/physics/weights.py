@@ -148,16 +148,23 @@ ROPE_SRC = ("vllm 0.19.0 model_executor/layers/rotary_embedding/base.py l.58-63 
             "memory after load_model)")
 
 
-def rope_cache(*, max_position: int | None, rotary_dim: int, b: float, fp32: bool = False
-               ) -> Formula | None:
-    """The rotary cos/sin cache every rank holds whole: P·r·e bytes (e = 4 where the release
-    keeps it fp32). Llama-3.1: 131,072 · 128 · 2 = 32 MiB; Llama-4: 10,485,760 · 128 · 2 =
-    2.5 GiB."""
+def rope_cache(*, max_position: int | None, rotary_dim: int, b: float, fp32: bool = False,
+               copies: int = 1) -> Formula | None:
+    """The rotary cos/sin cache every rank holds whole: n·P·r·e bytes (e = 4 where the release
+    keeps it fp32; n = 2 where local and global layers rotate with different bases, gemma-3).
+    Llama-3.1: 131,072 · 128 · 2 = 32 MiB; Llama-4: 10,485,760 · 128 · 2 = 2.5 GiB."""
     if not max_position or rotary_dim <= 0:
         return None
     e = 4 if fp32 else b
-    return Formula("W_rope", "P·r·e", {"P": max_position, "r": rotary_dim, "e": e},
-                   max_position * rotary_dim * e, "B", ROPE_SRC)
+    src = ROPE_SRC if copies == 1 else f"{ROPE_SRC}; {GEMMA3_ROPE_SRC}"
+    return Formula("W_rope", "n·P·r·e", {"n": copies, "P": max_position, "r": rotary_dim,
+                                         "e": e},
+                   copies * max_position * rotary_dim * e, "B", src)
+
+
+GEMMA3_ROPE_SRC = ("vllm 0.19.0 model_executor/models/gemma3.py l.167-186 (sliding layers: the "
+                   "default rope at rope_local_base_freq; global layers: config.json's, so two "
+                   "caches)")
 
 
 MXFP4_HOPPER_SRC_019 = (
