@@ -7,6 +7,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 ROOT = Path(__file__).resolve().parents[2]
 
 
@@ -69,3 +71,25 @@ def test_bad_size_is_a_usage_error() -> None:
     assert p.stderr.strip().splitlines() == [
         "tpcheck: error: argument --size: '12x' is not a size (8, 64K, 1M, 1GiB) "
         "(see 'tpcheck allreduce --help')"]
+
+
+@pytest.mark.parametrize(("args", "said"), [
+    # an HGX H100 node holds 8 GPUs (hardware/gpus.py nvlink_domain): 16 ranks need 2 nodes
+    (["--gpu", "h100-sxm", "--tp", "16", "--nodes", "1"],
+     "16 ranks per node, but one h100-sxm node holds 8 GPUs: give --nodes 2 or more"),
+    (["--gpu", "h100-sxm", "--tp", "3", "--nodes", "4"],
+     "4 nodes for 3 ranks: each node needs at least one rank"),
+    (["--gpu", "h100-sxm", "--tp", "3", "--nodes", "2"],
+     "3 ranks do not split evenly over 2 nodes"),
+])
+def test_a_layout_no_engine_launches_is_a_usage_error(args: list[str], said: str) -> None:
+    p = cli(*args)
+    assert (p.returncode, p.stdout) == (2, "")
+    assert p.stderr == (f"tpcheck: error: argument --nodes: {said} "
+                        "(see 'tpcheck allreduce --help')\n")
+
+
+def test_the_default_gpu_is_said() -> None:
+    p = cli("--tp", "8")
+    assert p.returncode == 0, p.stderr
+    assert p.stdout.startswith("# tpcheck allreduce: h100-sxm (the default: give --gpu), 8 ranks")

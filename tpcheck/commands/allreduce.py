@@ -104,6 +104,7 @@ def run(args: base.Args) -> int:
     t: int = args.tp
     domain = gpu.nvlink_domain if link_key.startswith("nvlink") else 8
     nodes: int = args.nodes or max(1, -(-t // max(domain, 1)))
+    _check_layout(t, nodes, max(domain, 1), gpu.key)
     assumed: list[str] = []
     net = None
     if nodes > 1:
@@ -133,7 +134,8 @@ def run(args: base.Args) -> int:
         return 0
     where = (f"{nodes} nodes × {group.per_node} GPUs, {net.label}" if net is not None
              else f"1 node, {t} GPUs")
-    print(f"# tpcheck allreduce: {gpu.key}, {t} ranks, {where}, link {link_key}, "
+    named = gpu.key if args.gpu_name else f"{gpu.key} (the default: give --gpu)"
+    print(f"# tpcheck allreduce: {named}, {t} ranks, {where}, link {link_key}, "
           f"engine {args.engine}")
     if assumed:
         print("# network assumed: an HGX node's 8×400G rail-optimized "
@@ -144,3 +146,17 @@ def run(args: base.Args) -> int:
         print(f"{r['size']:>13} {r['time_us']:>10.2f} {r['algbw']:>8.2f} {r['busbw']:>8.2f}  "
               f"{r['algorithm']}/{r['protocol']:<10} {r['path']}")
     return 0
+
+
+def _check_layout(ranks: int, nodes: int, node_gpus: int, gpu: str) -> None:
+    """A layout the engines can launch: ranks split evenly over the nodes (TP x PP groups
+    are), and no more ranks on a node than it has GPUs (an HGX node has 8)."""
+    if nodes > ranks:
+        raise UsageError(f"{nodes} nodes for {ranks} ranks: each node needs at least one rank",
+                         "--nodes")
+    if ranks % nodes:
+        raise UsageError(f"{ranks} ranks do not split evenly over {nodes} nodes", "--nodes")
+    if ranks // nodes > node_gpus:
+        need = -(-ranks // node_gpus)
+        raise UsageError(f"{ranks // nodes} ranks per node, but one {gpu} node holds {node_gpus} "
+                         f"GPUs: give --nodes {need} or more", "--nodes")
