@@ -59,6 +59,18 @@ def test_shortfall_inside_the_error_band_is_a_warning() -> None:
     _needs(f, 36000, 16)
     assert 0 < f.formulas[0].result - f.formulas[1].result <= GIB
     assert "is inside tpcheck's pool error band (1.00 GiB): the refusal is likely" in f.text
+    # the headline says no more than that evidence
+    assert f.message.endswith(": vLLM likely refuses to start")
+
+
+def test_the_block_size_as_written() -> None:
+    # c = 36,001 with --block-size 128: ceil(36,001/128)·128 = 36,096 tokens of cache (with
+    # vLLM's default 16: 36,016); the pool's tokens are whole 128-token blocks
+    text = f"{Q32} --max-model-len 36001 --block-size 128"
+    f = only(lint_text(text), "TP204")
+    tokens = _needs(f, 36001, 128)
+    assert f.formulas[0].result == 36_096 * KV_B
+    assert tokens % 128 == 0 and dict(f.formulas[2].values)["block"] == 128
 
 
 def test_empty_pool() -> None:

@@ -238,6 +238,7 @@ class CheckContext:
             expert_parallel=bool(d.enable_expert_parallel),
             attn_dp=self.attn_dp,
             max_num_seqs=d.max_num_seqs,
+            block_size=d.block_size,
             max_num_batched_tokens=d.max_num_batched_tokens,
             context=context,
             kv_cache_dtype=d.kv_cache_dtype,

@@ -62,6 +62,7 @@ def check(ctx: CheckContext, rule: Rule) -> Iterator[Finding]:
         sev = Severity.WARNING
         band = (f"the shortfall, {fmt_bytes(short)}, is inside tpcheck's pool error band "
                 f"({fmt_bytes(POOL_ERROR_BAND)}): the refusal is likely, not certain")
+        what = "vLLM likely refuses to start"  # the headline says no more than the evidence
     yield ctx.finding(
         rule,
         f"{c:,} tokens need {fmt_bytes(need.result)} of KV per GPU, the pool holds "

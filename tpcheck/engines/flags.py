@@ -66,6 +66,7 @@ VLLM_FLAGS: tuple[Flag, ...] = (
         value=False,
     ),
     Flag("max_num_seqs", "int", ("--max-num-seqs",), "arg_utils.py l.1754"),
+    Flag("block_size", "int", ("--block-size",), "config/cache.py CacheConfig.block_size"),
     Flag("max_model_len", "human_int", ("--max-model-len",), "arg_utils.py l.991"),
     Flag(
         "max_num_batched_tokens", "human_int", ("--max-num-batched-tokens",), "arg_utils.py l.1740"
@@ -131,6 +132,7 @@ SGLANG_FLAGS: tuple[Flag, ...] = (
     Flag("moe_a2a_backend", "str", ("--moe-a2a-backend",), "fields/parallel.py"),
     Flag("nnodes", "int", ("--nnodes",), "parallel.py:43"),
     Flag("max_num_seqs", "int", ("--max-running-requests",), "fields/schedule.py:31"),
+    Flag("block_size", "int", ("--page-size",), "fields/schedule.py:146"),
     Flag("max_model_len", "human_int", ("--context-length",), "fields/model.py:110"),
     Flag("max_num_batched_tokens", "int", ("--chunked-prefill-size",), "fields/schedule.py:52"),
     Flag("gpu_memory_utilization", "float", ("--mem-fraction-static",), "fields/schedule.py:27"),
@@ -161,6 +163,7 @@ VLLM_KWARGS: dict[str, tuple[str, Kind]] = {
     "data_parallel_size": ("data_parallel_size", "int"),
     "enable_expert_parallel": ("enable_expert_parallel", "bool"),
     "max_num_seqs": ("max_num_seqs", "int"),
+    "block_size": ("block_size", "int"),
     "max_model_len": ("max_model_len", "int"),
     "max_num_batched_tokens": ("max_num_batched_tokens", "int"),
     "gpu_memory_utilization": ("gpu_memory_utilization", "float"),
@@ -185,6 +188,7 @@ SGLANG_KWARGS: dict[str, tuple[str, Kind]] = {
     "moe_a2a_backend": ("moe_a2a_backend", "str"),
     "nnodes": ("nnodes", "int"),
     "max_running_requests": ("max_num_seqs", "int"),
+    "page_size": ("block_size", "int"),
     "context_length": ("max_model_len", "int"),
     "chunked_prefill_size": ("max_num_batched_tokens", "int"),
     "mem_fraction_static": ("gpu_memory_utilization", "float"),

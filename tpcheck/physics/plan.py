@@ -60,6 +60,7 @@ class Options:
     expert_parallel: bool = False
     attn_dp: int = 1
     max_num_seqs: int | None = None
+    block_size: int | None = None  # as written; else the release's default
     max_num_batched_tokens: int | None = None
     reserve: int | None = None
     context: int | None = None
@@ -425,7 +426,7 @@ def budget(shape: ModelShape, t: int, opts: Options, mem: int, c: int) -> Budget
     assumed: dict[str, str] = {}
     gpu_name = opts.gpu.name if opts.gpu else ""
     d = defaults_for("vllm" if eng == "vllm" else "sglang", opts.engine_version)
-    block = int(d.block_size().value)
+    block = opts.block_size or int(d.block_size().value)
     memf = Formula(
         "M",
         "M",

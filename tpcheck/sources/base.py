@@ -118,6 +118,7 @@ class Deployment:
     moe_dense_tp_size: int | None = None  # SGLang --moe-dense-tp-size (TP of the dense MLPs)
     moe_a2a_backend: str | None = None  # SGLang --moe-a2a-backend (deepep, ...: EP spans TP)
     max_num_seqs: int | None = None  # SGLang --max-running-requests
+    block_size: int | None = None  # tokens per KV block; SGLang --page-size
     max_model_len: int | None = None  # SGLang --context-length
     max_num_batched_tokens: int | None = None  # SGLang --chunked-prefill-size
     gpu_memory_utilization: float | None = None  # SGLang --mem-fraction-static
