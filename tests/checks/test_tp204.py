@@ -82,7 +82,10 @@ def test_empty_pool() -> None:
     assert f.formulas[1].values["u"] == 0.79 and f.formulas[1].result < 0
     assert _needs(f, 8192, 16) == 0
     assert '"No available memory for the cache blocks."' in f.text
-    assert f.fix == "the pool is empty: use a larger TP or a GPU with more memory"
+    # the fraction as written is the first thing to raise; no "largest length that fits is 0"
+    assert f.fix == ("the pool is empty at --gpu-memory-utilization 0.79: raise it, use a "
+                     "larger TP or a GPU with more memory")
+    assert "the largest --max-model-len that fits" not in f.text
 
 
 def test_sglang_starts_and_warns() -> None:

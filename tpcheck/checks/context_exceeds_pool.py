@@ -9,6 +9,7 @@ from tpcheck.checks.context import AUTO_FIT, CheckContext
 from tpcheck.checks.registry import Rule
 from tpcheck.formula import Formula, fmt_bytes
 from tpcheck.physics.memory import POOL_ERROR_BAND
+from tpcheck.sources.base import Deployment
 
 
 def check(ctx: CheckContext, rule: Rule) -> Iterator[Finding]:
@@ -68,7 +69,7 @@ def check(ctx: CheckContext, rule: Rule) -> Iterator[Finding]:
         f"{c:,} tokens need {fmt_bytes(need.result)} of KV per GPU, the pool holds "
         f"{fmt_bytes(pool)}: {what}",
         notes=(f"the predicted pool holds {tokens:,} tokens; the largest {flag} that fits is "
-               f"{largest:,}", f'the engine says: "{engine_msg}"', band),
+               f"{largest:,}" if largest > 0 else "", f'the engine says: "{engine_msg}"', band),
         assumptions=(ctx.context_said(),),
         span=d.span_of("max_model_len", "tensor_parallel_size", "model"),
         severity=sev,
@@ -78,5 +79,14 @@ def check(ctx: CheckContext, rule: Rule) -> Iterator[Finding]:
             "raise gpu-memory-utilization"
         )
         if largest > 0
-        else "the pool is empty: use a larger TP or a GPU with more memory",
+        else _empty_pool_fix(d),
     )
+
+
+def _empty_pool_fix(d: Deployment) -> str:
+    """An empty pool: a memory fraction the user wrote is the first thing to raise."""
+    u = d.gpu_memory_utilization
+    if u is None:
+        return "the pool is empty: use a larger TP or a GPU with more memory"
+    flag = "--mem-fraction-static" if d.engine == "sglang" else "--gpu-memory-utilization"
+    return f"the pool is empty at {flag} {u}: raise it, use a larger TP or a GPU with more memory"
