@@ -103,3 +103,12 @@ def test_release_resolved_as_lint_resolves_it(capsys: pytest.CaptureFixture[str]
         {"version": "0.15.1", "source": "from --engine-version", "pinned": True,
          "option_table": "0.14.0"},
     ]
+
+
+def test_a_bundled_config_is_named_by_its_catalog_id(capsys: pytest.CaptureFixture[str],
+                                                     tmp_path: Path) -> None:
+    # not the site-packages path it was read from (a path that differs per machine)
+    (tmp_path / "s.sh").write_text("vllm serve Qwen/Qwen3-8B --tensor-parallel-size 2\n")
+    code, out, _ = inspect(capsys, "--offline", str(tmp_path / "s.sh"))
+    assert code == 0
+    assert "    config: catalog Qwen/Qwen3-8B\n" in out

@@ -143,7 +143,9 @@ class _ModelSources:
     def text(self, d: Deployment) -> str:
         source, problem = self.resolve(d)
         if source:
-            return f"source {source}"
+            from tpcheck.report.paths import source_label
+
+            return source_label(source)  # catalog Qwen/Qwen3-8B, not the site-packages path
         return f"not found: {problem}" if problem else "none named here (see the note)"
 
     def predicted(self, d: Deployment) -> tuple[str, ...] | str:
