@@ -140,8 +140,9 @@ def test_offline_pull_reads_the_hf_cache_only(tmp_path: Path) -> None:
     proc = tpcheck(proj, ["models", "pull", "--offline", "deploy"], {})
     # the catalog holds Qwen3-8B, but pull wants the hub's own file: offline and uncached, none
     assert proc.returncode == 2
-    assert "no config.json for Qwen/Qwen3-8B offline" in proc.stderr
-    assert "bundled catalog:" not in proc.stderr
+    # and it says what pull can do, not lint's advice (pull has no --model-config)
+    assert proc.stderr == ("tpcheck: error: Qwen/Qwen3-8B: not in the HF cache, and the hub is "
+                           "skipped (--offline): run `tpcheck models pull` online to fetch it\n")
 
 
 def test_candidates_follow_the_resolvers_order(tmp_path: Path) -> None:

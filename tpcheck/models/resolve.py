@@ -719,6 +719,13 @@ class Resolver:
         if self.offline or is_offline_env():
             why = "--offline" if self.offline else "HF_HUB_OFFLINE"
             tried.append(f"hub: skipped ({why})")
+            if not self.use_catalog:  # `models pull`: it fetches, so offline it can only say so
+                raise ResolveError(
+                    "not-found",
+                    f"not in the HF cache, and the hub is skipped ({why}): run `tpcheck models "
+                    "pull` online to fetch it",
+                    tuple(tried),
+                )
             raise ResolveError(
                 "not-found",
                 f"no {CONFIG_NAME} for {repo} offline (tried local folders, HF cache, bundled "
