@@ -158,6 +158,14 @@ class Deployment:
     ignores: Mapping[int, frozenset[str]] = field(default_factory=dict)  # annotation suppressions
     notes: tuple[str, ...] = ()
     options: tuple[OptionUse, ...] = ()  # every option as written, in order
+    # Where a value is written when that is not where it is read: a Helm template's
+    # ``{{ .Values.engine.tp }}`` is read in the template (``spans``) and written in values.yaml
+    # (here). A fix edits this span; a finding underlines ``spans``.
+    origins: Mapping[str, Span] = field(default_factory=dict)
+
+    def written_at(self, name: str) -> Span | None:
+        """Where the value of field ``name`` is written (the span a fix edits), or None."""
+        return self.origins.get(name) or self.spans.get(name)
 
     def span_of(self, *names: str) -> Span:
         """The span of the first named field that has one, else the launch span."""
