@@ -1,0 +1,247 @@
+"""``tpcheck --fix`` / ``--diff`` through the real CLI on real files (copies of the fixtures).
+
+Figures: Llama-3.1-70B (bundled config.json) has h = 64 query heads, h_kv = 8 and f = 28,672,
+so TP 6 is refused (64 mod 6 = 4) and the legal sizes near it are 4 and 8; Qwen3-32B has
+h_kv = 8, so TP 16 replicates the KV cache 2× and TP 8 with 2 data-parallel replicas uses the
+same 16 GPUs.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import shutil
+import subprocess
+import sys
+from collections import Counter
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[2]
+L70 = "meta-llama/Llama-3.1-70B-Instruct"
+
+
+def tp(*args: str, cwd: Path) -> subprocess.CompletedProcess[str]:
+    env = {k: v for k, v in os.environ.items() if not k.startswith("TPCHECK")}
+    env.update(HF_HUB_OFFLINE="1", HF_ENDPOINT="http://127.0.0.1:9", NO_COLOR="1")
+    return subprocess.run([sys.executable, "-m", "tpcheck", "--offline", *args], cwd=cwd,
+                          capture_output=True, text=True, env=env, timeout=600, check=False)
+
+
+def tree(folder: Path) -> dict[str, str]:
+    """Every file under ``folder`` by its sha256 (a byte changed anywhere shows)."""
+    return {str(p.relative_to(folder)): hashlib.sha256(p.read_bytes()).hexdigest()
+            for p in sorted(folder.rglob("*")) if p.is_file()}
+
+
+def findings(p: subprocess.CompletedProcess[str]) -> list[dict[str, object]]:
+    out: list[dict[str, object]] = json.loads(p.stdout)["findings"]
+    return out
+
+
+@pytest.fixture
+def copy(tmp_path: Path) -> Path:
+    shutil.copytree(ROOT / "fixtures", tmp_path / "fixtures")
+    return tmp_path
+
+
+def test_fix_on_every_fixture_fixes_what_it_claims_adds_nothing_and_is_idempotent(
+        copy: Path) -> None:
+    before = findings(tp("--format", "json", "fixtures", cwd=copy))
+    fixable = [f for f in before if f["fixable"]]
+    # the fixtures with a mechanical fix: llama70b-tp6.sh (TP101-TP103), qwen3-32b-tp16.yaml,
+    # the Helm chart, the two kustomize overlays (TP201 / TP101-TP103) and the three multi-node
+    # TP201s (LeaderWorkerSet ×2, sglang --nnodes 2), whose fix is not simple
+    assert Counter(str(f["code"]) for f in fixable) == Counter(
+        {"TP101": 2, "TP102": 2, "TP103": 2, "TP201": 3})
+    untouched = tree(copy / "fixtures")
+    p = tp("--fix", "fixtures", cwd=copy)
+    assert p.returncode == 2, p.stderr  # the broken fixtures (broken.yaml, broken.py) stay errors
+    fixed = tree(copy / "fixtures")
+    changed = sorted(k for k in fixed if fixed[k] != untouched[k])
+    assert changed == ["kustomize/overlays/h100/patch-tp.yaml",
+                       "kustomize/overlays/json6902/kustomization.yaml",
+                       "layouts/chart/values.yaml", "lint/llama70b-tp6.sh",
+                       "lint/qwen3-32b-tp16.yaml"]
+    # 3 (tp6.sh) + 3 (json6902) + 1 (h100 patch) + 1 (chart) + 1 (qwen3) = 9 findings fixed
+    assert "tpcheck: fixed 9 finding(s) in 5 file(s)" in p.stdout
+    after = findings(tp("--format", "json", "fixtures", cwd=copy))
+    gone = Counter((f["code"], f["path"]) for f in before) - Counter(
+        (f["code"], f["path"]) for f in after)
+    new = Counter((f["code"], f["path"]) for f in after) - Counter(
+        (f["code"], f["path"]) for f in before)
+    assert new == Counter(), "a fix brought a finding"
+    # the 9 it claimed, and 3 TP401s the new sizes settle as well: the json6902 overlay's
+    # t = 3 on 2 requested GPUs (now 2), the h100 overlay's and the chart's t = 16 on 8 (now 8)
+    assert sum(gone.values()) == 12
+    assert {k for k in gone if k[0] == "TP401"} == {
+        ("TP401", "fixtures/kustomize/base/deployment.yaml"),
+        ("TP401", "fixtures/kustomize/overlays/h100/patch-tp.yaml"),
+        ("TP401", "fixtures/layouts/chart/templates/deploy.yaml")}
+    assert all(not f["fixable"] for f in after)  # left: the three multi-node TP201s, unmarked
+    # ... and each of those says why it was not fixed
+    for name in ("lws-tp16-2x8-h100.yaml", "lws-tp16-2x8-p5.yaml", "sglang-nnodes.sh"):
+        line = next(x for x in p.stdout.splitlines() if name in x and "not fixed" in x)
+        assert "TP201 not fixed:" in line and "choose by hand" in line
+    again = tp("--fix", "fixtures", cwd=copy)
+    assert tree(copy / "fixtures") == fixed  # a second --fix changes no byte
+    assert "tpcheck: fixed 0 finding(s) in 0 file(s)" in again.stdout
+
+
+def test_diff_writes_nothing_and_git_apply_of_it_is_what_fix_writes(copy: Path) -> None:
+    other = copy / "other"
+    shutil.copytree(copy / "fixtures", other / "fixtures")
+    untouched = tree(copy / "fixtures")
+    d = tp("--diff", "fixtures", cwd=copy)
+    assert d.returncode == 2  # broken fixtures; a clean tree with a change to make exits 1
+    assert tree(copy / "fixtures") == untouched  # --diff writes nothing
+    assert "tpcheck: would fix 9 finding(s) in 5 file(s)" in d.stderr
+    patch = copy / "fix.patch"
+    patch.write_text(d.stdout, encoding="utf-8")
+    subprocess.run(["git", "apply", "-p1", str(patch)], cwd=copy, check=True)
+    tp("--fix", "fixtures", cwd=other)
+    assert tree(copy / "fixtures") == tree(other / "fixtures")
+
+
+def test_helm_chart_tp_is_fixed_in_values_yaml_not_in_the_template(copy: Path) -> None:
+    chart = copy / "fixtures" / "layouts" / "chart"
+    template = (chart / "templates" / "deploy.yaml").read_bytes()
+    p = tp("--format", "json", "fixtures/layouts/chart/templates/deploy.yaml", cwd=copy)
+    # TP 16 > h_kv 8 on the chart's 8 GPUs (values.yaml: gpus: 8): TP 8 uses them all (and
+    # settles the TP401 beside it, 16 ranks on 8 GPUs, which has no edit of its own)
+    assert [(f["code"], f["fixable"]) for f in findings(p)] == [("TP201", True),
+                                                                 ("TP401", False)]
+    f = findings(p)[0]
+    (edit,) = f["edits"]  # type: ignore[misc]
+    assert (edit["path"], edit["line"], edit["column"], edit["new_text"]) == (
+        "fixtures/layouts/chart/values.yaml", 6, 7, "8")  # `  tp: 16`: the 16 at column 7
+    d = tp("--diff", "fixtures/layouts/chart/templates/deploy.yaml", cwd=copy)
+    assert d.stdout.splitlines()[:2] == ["--- a/fixtures/layouts/chart/values.yaml",
+                                         "+++ b/fixtures/layouts/chart/values.yaml"]
+    assert "-  tp: 16\n+  tp: 8\n" in d.stdout
+    assert d.returncode == 1
+    r = tp("--fix", "fixtures/layouts/chart/templates/deploy.yaml", cwd=copy)
+    assert r.returncode == 0, r.stdout
+    assert (chart / "templates" / "deploy.yaml").read_bytes() == template
+    assert "  tp: 8\n  maxNumSeqs: 64\n" in (chart / "values.yaml").read_text(encoding="utf-8")
+
+
+MANIFEST = """\
+apiVersion: apps/v1
+kind: Deployment
+metadata: {name: llama}
+spec:
+  template:
+    spec:
+      containers:
+      - name: vllm
+        image: vllm/vllm-openai:v0.10.0
+        env:
+        - name: TP
+          value: "6"   # six GPUs left on the box
+        command: ["vllm", "serve", "%s", "--tensor-parallel-size", "$(TP)"]
+        resources:
+          limits:
+            nvidia.com/gpu: 6
+          requests:
+            nvidia.com/gpu: '6'
+""" % L70
+
+
+def test_env_value_quotes_comment_and_both_gpu_counts_follow(tmp_path: Path) -> None:
+    m = tmp_path / "deploy.yaml"
+    m.write_text(MANIFEST, encoding="utf-8")
+    p = tp("--gpu", "h100-sxm", "--fix", "deploy.yaml", cwd=tmp_path)
+    # TP 4 (weights fit: 140 GB of bf16 over 4 H100s) and 4 GPUs requested: no TP401 left
+    assert p.returncode == 0, p.stdout
+    assert m.read_text(encoding="utf-8") == (
+        MANIFEST.replace('value: "6"', 'value: "4"').replace("gpu: 6", "gpu: 4")
+        .replace("gpu: '6'", "gpu: '4'"))
+
+
+def test_shell_default_python_default_and_compose(tmp_path: Path) -> None:
+    (tmp_path / "serve.sh").write_text(
+        f"#!/bin/bash\nTP=${{TP:-6}}  # override per box\nvllm serve {L70} \\\n"
+        '  --tensor-parallel-size "$TP"\n', encoding="utf-8")
+    (tmp_path / "serve.py").write_text(
+        "import os\nfrom vllm import LLM\n\n"
+        f"llm = LLM(model='{L70}',\n          tensor_parallel_size=int(os.getenv('TP', '6')))\n",
+        encoding="utf-8")
+    (tmp_path / "compose.yaml").write_text(
+        "services:\n  vllm:\n    image: vllm/vllm-openai:v0.10.0\n"
+        f"    command: --model {L70} --tensor-parallel-size 6\n"
+        "    deploy:\n      resources:\n        reservations:\n          devices:\n"
+        "            - driver: nvidia\n              count: 6\n"
+        "              capabilities: [gpu]\n", encoding="utf-8")
+    before = {n: (tmp_path / n).read_text(encoding="utf-8")
+              for n in ("serve.sh", "serve.py", "compose.yaml")}
+    p = tp("--gpu", "h100-sxm", "--fix", ".", cwd=tmp_path)
+    assert p.returncode == 0, p.stdout
+    # each launch: TP101-TP103 at t = 6, 3 findings, one fix of 6 -> 4
+    assert "fixed 9 finding(s) in 3 file(s); 0 remaining" in p.stdout
+    assert (tmp_path / "serve.sh").read_text(encoding="utf-8") == before["serve.sh"].replace(
+        "TP:-6", "TP:-4")
+    assert (tmp_path / "serve.py").read_text(encoding="utf-8") == before["serve.py"].replace(
+        "'TP', '6'", "'TP', '4'")
+    assert (tmp_path / "compose.yaml").read_text(encoding="utf-8") == before[
+        "compose.yaml"].replace("size 6", "size 4").replace("count: 6", "count: 4")
+
+
+def test_crlf_and_byte_order_mark_are_kept(tmp_path: Path) -> None:
+    text = f"vllm serve {L70} --tensor-parallel-size 6\r\n# done\r\n"
+    s = tmp_path / "serve.sh"
+    s.write_bytes(b"\xef\xbb\xbf" + text.encode("utf-8"))
+    p = tp("--fix", "serve.sh", cwd=tmp_path)
+    assert p.returncode == 0, p.stdout
+    assert s.read_bytes() == b"\xef\xbb\xbf" + text.replace("size 6", "size 4").encode("utf-8")
+
+
+def test_exit_code_after_fix_follows_what_is_left(copy: Path) -> None:
+    # llama70b-tp6.sh: its three findings are fixed, nothing is left
+    p = tp("--fix", "fixtures/lint/llama70b-tp6.sh", cwd=copy)
+    assert p.returncode == 0, p.stdout
+    # qwen3-32b-tp16.yaml: TP201 fixed (TP 8 × DP 2 on the pod's 16 GPUs); TP402 (16 GPUs on an
+    # 8-GPU node type) has no mechanical fix and is an error
+    q = tp("--fix", "fixtures/lint/qwen3-32b-tp16.yaml", cwd=copy)
+    assert q.returncode == 1
+    assert "TP402" in q.stdout and "TP201" not in q.stdout.split("tpcheck: fixed")[0]
+    assert '- "8"\n            - --data-parallel-size\n            - "2"\n' in (
+        copy / "fixtures/lint/qwen3-32b-tp16.yaml").read_text(encoding="utf-8")
+    # warnings only below the fail level: exit 0
+    r = tp("--fix", "--fail-on", "error", "fixtures/lint/deepseek-v3-sglang.yaml", cwd=copy)
+    assert r.returncode == 0
+
+
+def test_a_symlinked_file_is_not_written_through(tmp_path: Path) -> None:
+    target = tmp_path / "elsewhere.sh"
+    target.write_text(f"vllm serve {L70} --tensor-parallel-size 6\n", encoding="utf-8")
+    proj = tmp_path / "proj"
+    proj.mkdir()
+    (proj / "serve.sh").symlink_to(target)
+    p = tp("--fix", "serve.sh", cwd=proj)
+    assert p.returncode == 2
+    assert "is a symbolic link" in p.stderr and "serve.sh" in p.stderr
+    assert "size 6" in target.read_text(encoding="utf-8")
+    assert (proj / "serve.sh").is_symlink()
+
+
+def test_stdin_cannot_be_fixed(tmp_path: Path) -> None:
+    p = tp("--fix", "-", cwd=tmp_path)
+    assert p.returncode == 2
+    assert "standard input cannot be fixed" in p.stderr
+
+
+def test_json_carries_the_preferred_edit_with_its_gpu_request(tmp_path: Path) -> None:
+    (tmp_path / "deploy.yaml").write_text(MANIFEST, encoding="utf-8")
+    p = tp("--gpu", "h100-sxm", "--format", "json", "deploy.yaml", cwd=tmp_path)
+    tp101 = next(f for f in findings(p) if f["code"] == "TP101")
+    edits = tp101["edits"]
+    assert isinstance(edits, list)
+    assert [(e["new_text"], e["preferred"]) for e in edits] == [("4", True), ("8", False)]
+    # the TP is written in the env value on line 12 (inside its quotes, column 19); the request
+    # follows it in limits (line 16, column 29)
+    assert (edits[0]["path"], edits[0]["line"], edits[0]["column"]) == ("deploy.yaml", 12, 19)
+    assert edits[0]["also"] == [{"path": "deploy.yaml", "line": 16, "column": 29,
+                                 "end_line": 16, "end_column": 30, "new_text": "4"}]
