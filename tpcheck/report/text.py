@@ -134,9 +134,9 @@ def render_text(result: LintResult, *, color: bool = False, statistics: bool = F
             tail += f", {result.suppressed} suppressed"
         tail += ")"
         out.append(tail)
-    fixable = sum(f.fixable for f in result.findings)
-    if fixable and not quiet:
-        out.append(f"[*] {fixable} fixable with --fix (--diff shows the change)")
+        fixable = sum(f.fixable for f in result.findings)
+        if fixable:
+            out.append(f"[*] {fixable} fixable with --fix (--diff shows the change)")
     return "\n".join(out) + ("\n" if out else "")
 
 
