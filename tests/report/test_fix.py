@@ -141,13 +141,13 @@ spec:
         env:
         - name: TP
           value: "6"   # six GPUs left on the box
-        command: ["vllm", "serve", "%s", "--tensor-parallel-size", "$(TP)"]
+        command: ["vllm", "serve", "MODEL", "--tensor-parallel-size", "$(TP)"]
         resources:
           limits:
             nvidia.com/gpu: 6
           requests:
             nvidia.com/gpu: '6'
-""" % L70
+""".replace("MODEL", L70)
 
 
 def test_env_value_quotes_comment_and_both_gpu_counts_follow(tmp_path: Path) -> None:
