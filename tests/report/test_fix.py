@@ -245,3 +245,25 @@ def test_json_carries_the_preferred_edit_with_its_gpu_request(tmp_path: Path) ->
     assert (edits[0]["path"], edits[0]["line"], edits[0]["column"]) == ("deploy.yaml", 12, 19)
     assert edits[0]["also"] == [{"path": "deploy.yaml", "line": 16, "column": 29,
                                  "end_line": 16, "end_column": 30, "new_text": "4"}]
+
+
+def test_two_fixes_that_disagree_are_neither_made_and_say_why(tmp_path: Path) -> None:
+    # One default feeds two launches: Llama-3.1-70B's nearest legal size below 6 is 4 (64 heads),
+    # Qwen2-0.5B's is 2 (14 heads: 14 mod 4 = 2); the `6` cannot be both.
+    s = tmp_path / "two.sh"
+    text = (f'#!/bin/bash\nTP=${{TP:-6}}\nvllm serve {L70} --tensor-parallel-size "$TP" &\n'
+            'vllm serve Qwen/Qwen2-0.5B --tensor-parallel-size "$TP"\n')
+    s.write_text(text, encoding="utf-8")
+    p = tp("--fix", "two.sh", cwd=tmp_path)
+    assert p.returncode == 1
+    assert s.read_text(encoding="utf-8") == text
+    assert "tpcheck: fixed 0 finding(s) in 0 file(s); 6 remaining" in p.stdout
+    assert ("two.sh:2:10: TP101 not fixed: two fixes disagree at one place: "
+            "'Set tensor parallel size to 2' and 'Set tensor parallel size to 4'") in p.stdout
+    assert "[*]" not in p.stdout  # what --fix could not make is not marked fixable
+
+
+def test_diff_of_a_file_with_nothing_to_fix_is_empty_and_exits_0(copy: Path) -> None:
+    p = tp("--diff", "fixtures/lint/qwen3-32b-tp8.yaml", cwd=copy)
+    assert (p.returncode, p.stdout) == (0, "")
+    assert "would fix 0 finding(s) in 0 file(s)" in p.stderr
