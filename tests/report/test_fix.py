@@ -267,3 +267,26 @@ def test_diff_of_a_file_with_nothing_to_fix_is_empty_and_exits_0(copy: Path) -> 
     p = tp("--diff", "fixtures/lint/qwen3-32b-tp8.yaml", cwd=copy)
     assert (p.returncode, p.stdout) == (0, "")
     assert "would fix 0 finding(s) in 0 file(s)" in p.stderr
+
+
+@pytest.mark.parametrize(("name", "text", "fixed"), [
+    # TP001: the option the misspelling is closest to in the release's table
+    ("a.sh", "vllm serve Qwen/Qwen3-32B --tensor-parallel-sise=8\n",
+     "vllm serve Qwen/Qwen3-32B --tensor-parallel-size=8\n"),
+    # TP001 on a Python keyword: the keyword's own spelling
+    ("b.py", "from vllm import LLM\nllm = LLM(model='Qwen/Qwen3-32B', tensor_parallel_sise=8)\n",
+     "from vllm import LLM\nllm = LLM(model='Qwen/Qwen3-32B', tensor_parallel_size=8)\n"),
+    # TP003: a choice the parser refuses, the nearest it accepts
+    ("c.sh", "vllm serve Qwen/Qwen3-32B --dtype bfloat17\n",
+     "vllm serve Qwen/Qwen3-32B --dtype bfloat16\n"),
+    # TP004: SGLang dropped --stream-output for --incremental-streaming-output (both flags)
+    ("d.sh", "python -m sglang.launch_server --model-path Qwen/Qwen3-8B --stream-output\n",
+     "python -m sglang.launch_server --model-path Qwen/Qwen3-8B "
+     "--incremental-streaming-output\n"),
+])
+def test_option_fixes(tmp_path: Path, name: str, text: str, fixed: str) -> None:
+    (tmp_path / name).write_text(text, encoding="utf-8")
+    p = tp("--fix", name, cwd=tmp_path)
+    assert p.returncode == 0, p.stdout
+    assert "fixed 1 finding(s) in 1 file(s); 0 remaining" in p.stdout
+    assert (tmp_path / name).read_text(encoding="utf-8") == fixed
