@@ -290,3 +290,19 @@ def test_option_fixes(tmp_path: Path, name: str, text: str, fixed: str) -> None:
     assert p.returncode == 0, p.stdout
     assert "fixed 1 finding(s) in 1 file(s); 0 remaining" in p.stdout
     assert (tmp_path / name).read_text(encoding="utf-8") == fixed
+
+
+def test_a_helm_value_the_template_computes_is_not_fixed(copy: Path) -> None:
+    # `{{ .Values.tpx | default 16 }}`: values.yaml has no tpx, so the 16 is the template's own
+    # default; no file writes it as one value, so there is no fix (the template is not edited)
+    chart = copy / "fixtures" / "layouts" / "chart"
+    t = chart / "templates" / "deploy.yaml"
+    t.write_text(t.read_text(encoding="utf-8").replace(
+        "{{ $eng.tp }}", "{{ .Values.tpx | default 16 }}"), encoding="utf-8")
+    before = tree(chart)
+    p = tp("--format", "json", "fixtures/layouts/chart/templates/deploy.yaml", cwd=copy)
+    assert [(f["code"], f["edits"]) for f in findings(p)] == [("TP201", []), ("TP401", [])]
+    d = tp("--diff", "fixtures/layouts/chart/templates/deploy.yaml", cwd=copy)
+    assert (d.returncode, d.stdout) == (0, "")
+    tp("--fix", "fixtures/layouts/chart/templates/deploy.yaml", cwd=copy)
+    assert tree(chart) == before

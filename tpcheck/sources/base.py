@@ -62,6 +62,11 @@ class Span:
         }
 
 
+# An origin for a value no file writes as one value (a Helm ``default`` that values.yaml does
+# not override, a function of values): a fix has nowhere to write it (Deployment.written_at).
+NOT_WRITTEN = Span("", 0, 0, 0, 0)
+
+
 @record
 class ModelHint:
     """A model the file names outside ``--model``: a container env value, a Python
@@ -164,8 +169,10 @@ class Deployment:
     origins: Mapping[str, Span] = field(default_factory=dict)
 
     def written_at(self, name: str) -> Span | None:
-        """Where the value of field ``name`` is written (the span a fix edits), or None."""
-        return self.origins.get(name) or self.spans.get(name)
+        """Where the value of field ``name`` is written (the span a fix edits), or None: not
+        set, or computed by a template expression no file writes as one value."""
+        at = self.origins.get(name) or self.spans.get(name)
+        return None if at == NOT_WRITTEN else at
 
     def span_of(self, *names: str) -> Span:
         """The span of the first named field that has one, else the launch span."""

@@ -26,7 +26,7 @@ import os
 import re
 from bisect import bisect_right
 
-from tpcheck.sources.base import MAX_BYTES, SourceError, Span
+from tpcheck.sources.base import MAX_BYTES, NOT_WRITTEN, SourceError, Span
 from tpcheck.sources.positions import LineIndex, Located, Pos
 
 TYPE_CHECKING = False  # typing's constant without importing typing (start-up, issue 8)
@@ -66,35 +66,48 @@ class Rendered:
 
     def __init__(self, text: Located, actions: list[str], unresolved: int, chart: str | None,
                  values_error: str | None,
-                 origins: dict[tuple[int, int], tuple[str, ...]] | None = None) -> None:
+                 origins: dict[Pos, tuple[tuple[str, ...] | None, Pos]] | None = None) -> None:
         self.text = text
         self.actions = actions  # placeholder number -> the action as written
         self.unresolved = unresolved
         self.chart = chart
         self.values_error = values_error
-        # (line, column) of an action -> the values.yaml keys its value is written under
+        # (line, column) of an output action -> (the values.yaml keys its value is written
+        # under, or None when it is computed; the (line, column) just past the action)
         self.origins = origins or {}
 
     def origin_spans(self, spans: Mapping[str, Span]) -> dict[str, Span]:
         """Where in values.yaml each field read from an action is written (a fix edits there,
-        never the template expression); fields read from anything else are left out."""
-        if not self.origins or self.chart is None:
+        never the template expression); ``NOT_WRITTEN`` for a value an action computes (a
+        ``default`` values.yaml does not override, a function of values); fields read from the
+        template's own text are left out (a fix edits them in place)."""
+        if not self.origins:
             return {}
         out: dict[str, Span] = {}
         find: Callable[[tuple[str, ...]], Span | None] | None = None
         for name, sp in spans.items():
-            keys = self.origins.get((sp.line, sp.column)) or self.origins.get(
-                (sp.line, sp.column + 1))  # a quoted "{{ ... }}": the span starts at the quote
-            if keys is None:
+            hit = self.origins.get((sp.line, sp.column))
+            quoted = 0
+            if hit is None:  # a quoted "{{ ... }}": the span starts at the quote
+                hit, quoted = self.origins.get((sp.line, sp.column + 1)), 1
+            if hit is None:
+                continue
+            keys, end = hit
+            if (sp.end_line, sp.end_column - quoted) != end:
+                out[name] = NOT_WRITTEN  # the action and text around it make one value
+                continue
+            if keys is None or self.chart is None:
+                out[name] = NOT_WRITTEN
                 continue
             if find is None:
                 find = values_locator(self.chart)
             at = find(keys)
-            if at is not None:
-                if not os.path.isabs(sp.path):  # named as the template is (relative to here)
-                    at = Span(os.path.relpath(at.path), at.line, at.column, at.end_line,
-                              at.end_column)
-                out[name] = at
+            if at is None:
+                out[name] = NOT_WRITTEN
+                continue
+            if not os.path.isabs(sp.path):  # named as the template is (relative to here)
+                at = Span(os.path.relpath(at.path), at.line, at.column, at.end_line, at.end_column)
+            out[name] = at
         return out
 
     def restore(self, value: str) -> str:
@@ -367,7 +380,7 @@ class _Renderer:
         self.unresolved = 0
         self.too_wide: tuple[int, str] | None = None  # (offset, "nindent N") past MAX_INDENT
         self.var_paths: dict[str, tuple[str, ...] | None] = {}  # $name := .Values.a.b
-        self.origins: dict[tuple[int, int], tuple[str, ...]] = {}  # action -> values keys
+        self.origins: dict[Pos, tuple[tuple[str, ...] | None, Pos]] = {}  # see Rendered
 
     def active(self) -> bool:
         return self.off == 0
@@ -535,9 +548,8 @@ class _Renderer:
         if text is None or block:
             self.placeholder(self.text[a:b], a, b)
         else:
-            keys = self.path_of(words)
-            if keys is not None:
-                self.origins[self.index.pos(a)] = keys
+            # where a fix would write this value: the values.yaml keys, or None (computed)
+            self.origins[self.index.pos(a)] = (self.path_of(words), self.index.pos(b))
             self.emit(text, a, b)
 
     def path_of(self, words: list[str], scalar: bool = True) -> tuple[str, ...] | None:
