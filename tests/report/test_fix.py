@@ -283,6 +283,12 @@ def test_diff_of_a_file_with_nothing_to_fix_is_empty_and_exits_0(copy: Path) -> 
     ("d.sh", "python -m sglang.launch_server --model-path Qwen/Qwen3-8B --stream-output\n",
      "python -m sglang.launch_server --model-path Qwen/Qwen3-8B "
      "--incremental-streaming-output\n"),
+    # TP003: a fraction written as a percent (vLLM bounds it 0 < u <= 1): 90 / 100 = 0.9, the
+    # one reading in range
+    ("e.py", "from vllm import LLM\nllm = LLM(model='Qwen/Qwen3-32B', gpu_memory_utilization=90)\n",
+     "from vllm import LLM\nllm = LLM(model='Qwen/Qwen3-32B', gpu_memory_utilization=0.9)\n"),
+    ("f.sh", "vllm serve Qwen/Qwen3-32B --gpu-memory-utilization=95.5\n",
+     "vllm serve Qwen/Qwen3-32B --gpu-memory-utilization=0.955\n"),
 ])
 def test_option_fixes(tmp_path: Path, name: str, text: str, fixed: str) -> None:
     (tmp_path / name).write_text(text, encoding="utf-8")
@@ -306,3 +312,15 @@ def test_a_helm_value_the_template_computes_is_not_fixed(copy: Path) -> None:
     assert (d.returncode, d.stdout) == (0, "")
     tp("--fix", "fixtures/layouts/chart/templates/deploy.yaml", cwd=copy)
     assert tree(chart) == before
+
+
+def test_a_value_out_of_range_with_no_one_reading_is_not_fixed(tmp_path: Path) -> None:
+    # 250 is no percent (over 100) and 0 sequences has no nearest meaning: both stay refused
+    text = ("vllm serve Qwen/Qwen3-32B --gpu-memory-utilization 250\n"
+            "vllm serve Qwen/Qwen3-8B --max-num-seqs 0\n")
+    (tmp_path / "x.sh").write_text(text, encoding="utf-8")
+    p = tp("--format", "json", "x.sh", cwd=tmp_path)
+    assert [(f["code"], f["fixable"]) for f in findings(p)] == [("TP003", False),
+                                                                 ("TP003", False)]
+    d = tp("--diff", "x.sh", cwd=tmp_path)
+    assert (d.returncode, d.stdout) == (0, "")
