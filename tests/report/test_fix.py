@@ -324,3 +324,19 @@ def test_a_value_out_of_range_with_no_one_reading_is_not_fixed(tmp_path: Path) -
                                                                  ("TP003", False)]
     d = tp("--diff", "x.sh", cwd=tmp_path)
     assert (d.returncode, d.stdout) == (0, "")
+
+
+def test_fix_with_json_prints_what_is_left_and_the_summary_on_stderr(copy: Path) -> None:
+    p = tp("--fix", "--format", "json", "fixtures/lint/qwen3-32b-tp16.yaml", cwd=copy)
+    assert p.returncode == 1
+    # TP201 fixed; TP402 (16 GPUs on an 8-GPU node type) left, on line 26 now that the fix
+    # added two lines (--data-parallel-size, "2") above the request
+    assert [(f["code"], f["line"]) for f in findings(p)] == [("TP402", 26)]
+    assert p.stderr.startswith("tpcheck: fixed 1 finding(s) in 1 file(s); 1 remaining")
+
+
+def test_fix_and_diff_together_only_show(copy: Path) -> None:
+    before = tree(copy / "fixtures")
+    p = tp("--fix", "--diff", "fixtures/lint/llama70b-tp6.sh", cwd=copy)
+    assert p.returncode == 1 and "+    --tensor-parallel-size 4 \\\n" in p.stdout
+    assert tree(copy / "fixtures") == before

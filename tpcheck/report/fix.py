@@ -266,6 +266,8 @@ class Fixer:
         self.kept: list[Change] = []
         self.errors: list[SourceError] = []
         self._settings: dict[str, Path | None] = {}
+        self.generation = 0  # fixes kept so far: a lint result holds until the next one
+        self._linted: dict[tuple[str, int], LintResult] = {}
         self._settings_file_for = settings_file_for
 
     def files(self) -> list[str]:
@@ -273,8 +275,18 @@ class Fixer:
 
         return list(iter_files(self.paths, self.errors))
 
-    def lint(self, path: str) -> LintResult:
-        """``path`` linted as the files read after the fixes kept so far."""
+    def lint(self, path: str, *, trial: bool = False) -> LintResult:
+        """``path`` linted as the files read after the fixes kept so far (``trial``: with a
+        fix being checked, never kept). A file is linted again only after a fix was kept."""
+        key = (path, self.generation)
+        if not trial and key in self._linted:
+            return self._linted[key]
+        res = self._lint(path)
+        if not trial:
+            self._linted[key] = res
+        return res
+
+    def _lint(self, path: str) -> LintResult:
         from tpcheck.errors import UsageError
         from tpcheck.sources.files import overlay
 
@@ -379,7 +391,7 @@ class Fixer:
             return "its changes overlap each other"
         saved = dict(current)
         current.update(trial)
-        after = self.lint(path)
+        after = self.lint(path, trial=True)
         was, now = Counter(map(_key, before.findings)), Counter(map(_key, after.findings))
         claimed = Counter(map(_key, fix.findings))
         worse = [k for k in now if now[k] > was[k] - claimed[k]]
@@ -391,6 +403,8 @@ class Fixer:
             reason = (f"{fix.title!r} would bring {code}" if new else
                       f"{fix.title!r} would leave {code}")
         else:
+            self.generation += 1
+            self._linted.clear()
             return None
         current.clear()
         current.update(saved)
