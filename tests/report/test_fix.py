@@ -340,3 +340,26 @@ def test_fix_and_diff_together_only_show(copy: Path) -> None:
     p = tp("--fix", "--diff", "fixtures/lint/llama70b-tp6.sh", cwd=copy)
     assert p.returncode == 1 and "+    --tensor-parallel-size 4 \\\n" in p.stdout
     assert tree(copy / "fixtures") == before
+
+
+def test_a_values_yaml_fix_is_checked_against_every_template_that_reads_it(
+        tmp_path: Path) -> None:
+    # Two servers share `engine.tp: 16`. Qwen3-32B (h_kv = 8) is better off at TP 8; Llama-3.1-
+    # 405B is not: at TP 8 its weights are 101,470,601,216 B per H100 (TP201's weights_at_h_kv),
+    # over the GPU's 79.2 GiB, so TP 8 would bring a TP205 in the other template.
+    chart = tmp_path / "chart"
+    (chart / "templates").mkdir(parents=True)
+    (chart / "Chart.yaml").write_text("apiVersion: v2\nname: two\nversion: 0.1.0\n")
+    values = "engine:\n  tp: 16  # shared by both servers\n"
+    (chart / "values.yaml").write_text(values, encoding="utf-8")
+    for name, model in (("a", "Qwen/Qwen3-32B"), ("b", "meta-llama/Llama-3.1-405B-Instruct")):
+        (chart / "templates" / f"{name}.yaml").write_text(
+            f"apiVersion: apps/v1\nkind: Deployment\nmetadata:\n  name: {name}\nspec:\n"
+            "  template:\n    spec:\n      containers:\n      - name: vllm\n"
+            "        image: vllm/vllm-openai:v0.33.0\n"
+            f'        args: ["vllm", "serve", "{model}", "--tensor-parallel-size", '
+            '"{{ .Values.engine.tp }}"]\n', encoding="utf-8")
+    p = tp("--gpu", "h100-sxm", "--fix", "chart", cwd=tmp_path)
+    assert (chart / "values.yaml").read_text(encoding="utf-8") == values
+    assert ("chart/templates/a.yaml:11:78: TP201 not fixed: 'Set tensor parallel size to "
+            "h_kv = 8' would bring TP205 in chart/templates/b.yaml") in p.stdout

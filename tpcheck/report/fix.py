@@ -313,7 +313,7 @@ class Fixer:
                     before = self.lint(path)
                     made = None
                     for fix in self.candidates(before, not_fixed):
-                        reason = self.verify(path, before, fix)
+                        reason = self.verify(path, before, fix, files)
                         if reason is None:
                             made = fix
                             break
@@ -379,9 +379,12 @@ class Fixer:
             out.append(fx)
         return out
 
-    def verify(self, path: str, before: LintResult, fix: Fix) -> str | None:
+    def verify(self, path: str, before: LintResult, fix: Fix,
+               files: Sequence[str] = ()) -> str | None:
         """None when the fix, made on top of the kept ones, removes the findings it claims and
-        adds none; else why it is not made (the texts are left as they were)."""
+        adds none; else why it is not made (the texts are left as they were). A fix that
+        edits another file than ``path`` (values.yaml, a kustomize patch or base, which other
+        inputs may read too) is checked against every one of ``files``."""
         current = self.texts.current
         for c in fix.changes:
             if self.texts.get(c.path) is None:
@@ -390,18 +393,24 @@ class Fixer:
         if trial is None:
             return "its changes overlap each other"
         saved = dict(current)
+        here = os.path.abspath(path)
+        wide = [f for f in files if f != path] if any(c.path != here for c in fix.changes) else []
+        olds = [self.lint(f) for f in wide]  # before the trial texts are in place
         current.update(trial)
         after = self.lint(path, trial=True)
         was, now = Counter(map(_key, before.findings)), Counter(map(_key, after.findings))
+        for f, old in zip(wide, olds, strict=True):
+            was.update(map(_key, old.findings))
+            now.update(map(_key, self.lint(f, trial=True).findings))
         claimed = Counter(map(_key, fix.findings))
         worse = [k for k in now if now[k] > was[k] - claimed[k]]
         if len(after.errors) > len(before.errors):
             reason = f"the edited file would not read: {after.errors[-1].message}"
         elif worse:
             new = [k for k in worse if now[k] > was[k]]
-            code = (new or worse)[0][0]
-            reason = (f"{fix.title!r} would bring {code}" if new else
-                      f"{fix.title!r} would leave {code}")
+            code, where = (new or worse)[0]
+            reason = (f"{fix.title!r} would bring {code} in {_shown(where)}" if new else
+                      f"{fix.title!r} would leave {code} in {_shown(where)}")
         else:
             self.generation += 1
             self._linted.clear()
