@@ -363,3 +363,13 @@ def test_a_values_yaml_fix_is_checked_against_every_template_that_reads_it(
     assert (chart / "values.yaml").read_text(encoding="utf-8") == values
     assert ("chart/templates/a.yaml:11:78: TP201 not fixed: 'Set tensor parallel size to "
             "h_kv = 8' would bring TP205 in chart/templates/b.yaml") in p.stdout
+
+
+def test_diff_of_a_file_without_a_final_newline_applies_with_git(tmp_path: Path) -> None:
+    s = tmp_path / "s.sh"
+    s.write_text(f"vllm serve {L70} --tensor-parallel-size 6", encoding="utf-8")
+    d = tp("--diff", "s.sh", cwd=tmp_path)
+    assert d.stdout.count("\\ No newline at end of file\n") == 2  # the old line and the new
+    (tmp_path / "p.diff").write_text(d.stdout, encoding="utf-8")
+    subprocess.run(["git", "apply", "p.diff"], cwd=tmp_path, check=True)
+    assert s.read_text(encoding="utf-8") == f"vllm serve {L70} --tensor-parallel-size 4"

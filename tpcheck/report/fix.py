@@ -88,10 +88,11 @@ class Outcome:
             if old == new:
                 continue
             a, b = (path, path) if os.path.isabs(path) else (f"a/{path}", f"b/{path}")
-            out += difflib.unified_diff(old.splitlines(keepends=True),
-                                        new.splitlines(keepends=True), a, b)
-            if out and not out[-1].endswith("\n"):
-                out[-1] += "\n\\ No newline at end of file\n"
+            for line in difflib.unified_diff(old.splitlines(keepends=True),
+                                             new.splitlines(keepends=True), a, b):
+                # a last line without its newline, as git writes it (and applies it)
+                out.append(line if line.endswith("\n") else
+                           f"{line}\n\\ No newline at end of file\n")
         return "".join(out)
 
 
