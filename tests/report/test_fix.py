@@ -51,11 +51,13 @@ def test_fix_on_every_fixture_fixes_what_it_claims_adds_nothing_and_is_idempoten
         copy: Path) -> None:
     before = findings(tp("--format", "json", "fixtures", cwd=copy))
     fixable = [f for f in before if f["fixable"]]
-    # the fixtures with a mechanical fix: llama70b-tp6.sh (TP101-TP103), qwen3-32b-tp16.yaml,
-    # the Helm chart, the two kustomize overlays (TP201 / TP101-TP103) and the three multi-node
-    # TP201s (LeaderWorkerSet ×2, sglang --nnodes 2), whose fix is not simple
+    # the fixtures with a mechanical fix: TP101-TP103 at t = 6 in llama70b-tp6.sh, at t = 3 in
+    # the json6902 overlay and in the Terraform variable's default (with TP104: Qwen3-32B's
+    # padded vocabulary 151,936 mod 3 = 1), TP201 in qwen3-32b-tp16.yaml, the Helm chart and the
+    # h100 overlay, TP001 --gpu-memory-utilisation in the KServe runtime. The four multi-node
+    # TP201s (three LeaderWorkerSets, sglang --nnodes 2) have edits but none simple: not [*]
     assert Counter(str(f["code"]) for f in fixable) == Counter(
-        {"TP101": 2, "TP102": 2, "TP103": 2, "TP201": 3})
+        {"TP101": 3, "TP102": 3, "TP103": 3, "TP104": 1, "TP201": 3, "TP001": 1})
     untouched = tree(copy / "fixtures")
     p = tp("--fix", "fixtures", cwd=copy)
     assert p.returncode == 2, p.stderr  # the broken fixtures (broken.yaml, broken.py) stay errors
@@ -64,25 +66,28 @@ def test_fix_on_every_fixture_fixes_what_it_claims_adds_nothing_and_is_idempoten
     assert changed == ["kustomize/overlays/h100/patch-tp.yaml",
                        "kustomize/overlays/json6902/kustomization.yaml",
                        "layouts/chart/values.yaml", "lint/llama70b-tp6.sh",
-                       "lint/qwen3-32b-tp16.yaml"]
-    # 3 (tp6.sh) + 3 (json6902) + 1 (h100 patch) + 1 (chart) + 1 (qwen3) = 9 findings fixed
-    assert "tpcheck: fixed 9 finding(s) in 5 file(s)" in p.stdout
+                       "lint/qwen3-32b-tp16.yaml", "reach4/kserve-alone/servingruntime.yaml",
+                       "reach4/terraform/main.tf"]
+    # 3 (tp6.sh) + 3 (json6902) + 4 (main.tf) + 1 (h100 patch) + 1 (chart) + 1 (qwen3)
+    # + 1 (servingruntime) = 14 findings fixed
+    assert "tpcheck: fixed 14 finding(s) in 7 file(s)" in p.stdout
     after = findings(tp("--format", "json", "fixtures", cwd=copy))
     gone = Counter((f["code"], f["path"]) for f in before) - Counter(
         (f["code"], f["path"]) for f in after)
     new = Counter((f["code"], f["path"]) for f in after) - Counter(
         (f["code"], f["path"]) for f in before)
     assert new == Counter(), "a fix brought a finding"
-    # the 9 it claimed, and 3 TP401s the new sizes settle as well: the json6902 overlay's
+    # the 14 it claimed, and 3 TP401s the new sizes settle as well: the json6902 overlay's
     # t = 3 on 2 requested GPUs (now 2), the h100 overlay's and the chart's t = 16 on 8 (now 8)
-    assert sum(gone.values()) == 12
+    assert sum(gone.values()) == 17
     assert {k for k in gone if k[0] == "TP401"} == {
         ("TP401", "fixtures/kustomize/base/deployment.yaml"),
         ("TP401", "fixtures/kustomize/overlays/h100/patch-tp.yaml"),
         ("TP401", "fixtures/layouts/chart/templates/deploy.yaml")}
-    assert all(not f["fixable"] for f in after)  # left: the three multi-node TP201s, unmarked
+    assert all(not f["fixable"] for f in after)  # left: the multi-node TP201s, unmarked
     # ... and each of those says why it was not fixed
-    for name in ("lws-tp16-2x8-h100.yaml", "lws-tp16-2x8-p5.yaml", "sglang-nnodes.sh"):
+    for name in ("lws-tp16-2x8-h100.yaml", "lws-tp16-2x8-p5.yaml", "lws-tp16-2x8-gke-multinet.yaml",
+                 "sglang-nnodes.sh"):
         line = next(x for x in p.stdout.splitlines() if name in x and "not fixed" in x)
         assert "TP201 not fixed:" in line and "choose by hand" in line
     again = tp("--fix", "fixtures", cwd=copy)
@@ -97,7 +102,7 @@ def test_diff_writes_nothing_and_git_apply_of_it_is_what_fix_writes(copy: Path) 
     d = tp("--diff", "fixtures", cwd=copy)
     assert d.returncode == 2  # broken fixtures; a clean tree with a change to make exits 1
     assert tree(copy / "fixtures") == untouched  # --diff writes nothing
-    assert "tpcheck: would fix 9 finding(s) in 5 file(s)" in d.stderr
+    assert "tpcheck: would fix 14 finding(s) in 7 file(s)" in d.stderr
     patch = copy / "fix.patch"
     patch.write_text(d.stdout, encoding="utf-8")
     subprocess.run(["git", "apply", "-p1", str(patch)], cwd=copy, check=True)
