@@ -360,7 +360,7 @@ def test_options_after_the_path() -> None:
     after = tpcheck_run(QWEN_TP16, "--gpu", "h100-sxm", "--offline")
     before = tpcheck_run("--offline", "--gpu", "h100-sxm", QWEN_TP16)
     assert after.returncode == 1, after.stderr
-    assert f"{QWEN_TP16}:19:16: TP201 [warning]" in after.stdout
+    assert f"{QWEN_TP16}:19:16: TP201 [*] [warning]" in after.stdout
     assert (after.stdout, after.stderr) == (before.stdout, before.stderr)
     checked = tpcheck_run("check", QWEN_TP16, "--offline", "--gpu", "h100-sxm")
     assert (checked.returncode, checked.stdout) == (1, after.stdout)
@@ -379,7 +379,7 @@ def test_stdin_with_stdin_filename() -> None:
     p = tpcheck_run(*LINT, "--stdin-filename", "x.yaml", "-", stdin=launch)
     assert p.returncode == 1, p.stderr
     assert p.stdout.startswith("x.yaml:1:")
-    assert " TP201 [warning] TP 16 > 8 KV heads: " in p.stdout.splitlines()[0]
+    assert " TP201 [*] [warning] TP 16 > 8 KV heads: " in p.stdout.splitlines()[0]
     # the same with the options after -
     q = tpcheck_run("-", *LINT, "--stdin-filename", "x.yaml", stdin=launch)
     assert (q.returncode, q.stdout) == (1, p.stdout)
@@ -397,12 +397,12 @@ def test_double_dash_makes_every_later_word_a_path(tmp_path: Path) -> None:
         "vllm serve meta-llama/Llama-3.1-70B-Instruct --tensor-parallel-size 6\n")
     p = tpcheck_run("--offline", "--", "-odd.sh", cwd=tmp_path)
     assert p.returncode == 1, p.stderr
-    assert p.stdout.startswith("-odd.sh:1:69: TP101 [error]")
+    assert p.stdout.startswith("-odd.sh:1:69: TP101 [*] [error]")
     # after --, `--gpu` is a file name too, not the option
     q = tpcheck_run("--offline", "--", "-odd.sh", "--gpu", cwd=tmp_path)
     assert q.returncode == 2
     assert q.stderr == "tpcheck: --gpu:1:1: cannot read: No such file or directory\n"
-    assert q.stdout.startswith("-odd.sh:1:69: TP101 [error]")
+    assert q.stdout.startswith("-odd.sh:1:69: TP101 [*] [error]")
     # without --, a word starting with - other than - itself is an option
     r = tpcheck_run("--offline", "-odd.sh", cwd=tmp_path)
     assert r.returncode == 2 and one_usage_error(r.stderr, "check").startswith("no such option")

@@ -30,7 +30,7 @@ def test_exit_codes_0_1_2(tmp_path: Path) -> None:
     (tmp_path / "good.sh").write_text(TP8)
     assert run("--offline", "good.sh", cwd=tmp_path).returncode == 0
     p = run("--offline", "bad.sh", cwd=tmp_path)
-    assert p.returncode == 1 and "bad.sh:1:69: TP101 [error]" in p.stdout
+    assert p.returncode == 1 and "bad.sh:1:69: TP101 [*] [error]" in p.stdout
     p = run("--offline", "--no-such-flag", "bad.sh", cwd=tmp_path)
     assert p.returncode == 2 and "Traceback" not in p.stderr
 
@@ -89,7 +89,7 @@ def test_fail_on_error_passes_warnings(tmp_path: Path) -> None:
     (tmp_path / "w.sh").write_text("vllm serve Qwen/Qwen3-32B --tensor-parallel-size 16 "
                                    "--max-model-len 32768\n")
     p = run("--offline", "--gpu", "h100-sxm", "w.sh", cwd=tmp_path)
-    assert p.returncode == 1 and "TP201 [warning]" in p.stdout
+    assert p.returncode == 1 and "TP201 [*] [warning]" in p.stdout
     p = run("--offline", "--gpu", "h100-sxm", "--fail-on", "error", "w.sh", cwd=tmp_path)
     assert p.returncode == 0
 

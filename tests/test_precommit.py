@@ -112,7 +112,7 @@ def test_try_repo_fails_on_tp101_and_passes_once_fixed(tmp_path: Path) -> None:
     assert "Failed" in out
     # 64 heads mod 6 = 4: vLLM refuses. The finding names the file, the line of the "6"
     # (line 16 of the manifest, column 16 inside the quotes) and the code.
-    assert "deploy/llama70b.yaml:16:16: TP101 [error]" in out, out
+    assert "deploy/llama70b.yaml:16:16: TP101 [*] [error]" in out, out
     assert "h mod t = 4 (h=64, t=6)" in out
 
     manifest.write_text(MANIFEST.format(tp=8), encoding="utf-8")  # 64 mod 8 = 0, 8 mod 8 = 0
@@ -141,7 +141,7 @@ def test_templates_hook_reads_tpl_files(tmp_path: Path) -> None:
     out = run.stdout + run.stderr
     assert run.returncode == 1, out
     # 64 heads mod 6 = 4: the template's launch is checked; README.md is not passed.
-    assert "run.sh.tpl:1:" in out and "TP101 [error]" in out, out
+    assert "run.sh.tpl:1:" in out and "TP101 [*] [error]" in out, out
     assert "README.md" not in out
 
 
@@ -167,5 +167,43 @@ def test_an_extension_less_script_without_the_executable_bit(tmp_path: Path) -> 
     out = run.stdout + run.stderr
     assert run.returncode == 1, out
     # 64 heads mod 6 = 4: the script's launch is checked; the Makefile is not passed.
-    assert "scripts/serve:2:" in out and "TP101 [error]" in out, out
+    assert "scripts/serve:2:" in out and "TP101 [*] [error]" in out, out
     assert "Makefile" not in out
+
+
+@pytest.mark.slow
+def test_hook_with_fix_args_rewrites_the_file_then_passes(tmp_path: Path) -> None:
+    """``args: [--fix]`` in an infra repo's own .pre-commit-config.yaml, as ruff's hook takes
+    it: the first run rewrites TP 6 (refused: 64 heads mod 6 = 4) to TP 4 and the pod's GPU
+    request with it, and fails because a file changed; the second run passes."""
+    src = _snapshot(tmp_path / "tpcheck")
+    rev = _git("rev-parse", "HEAD", cwd=src).strip()
+    infra = tmp_path / "infra"
+    (infra / "deploy").mkdir(parents=True)
+    _git("init", "-q", cwd=infra)
+    (infra / ".pre-commit-config.yaml").write_text(
+        f"repos:\n- repo: {src}\n  rev: {rev}\n  hooks:\n  - id: tpcheck\n"
+        "    args: [--fix]\n", encoding="utf-8")
+    (infra / "pyproject.toml").write_text(
+        '[tool.tpcheck]\ngpu = "h100-sxm"\noffline = true\n', encoding="utf-8")
+    manifest = infra / "deploy" / "llama70b.yaml"
+    manifest.write_text(MANIFEST.format(tp=6), encoding="utf-8")
+    _git("add", "-A", cwd=infra)
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("GIT_", "PRE_COMMIT"))}
+    env.update(PRE_COMMIT_HOME=str(tmp_path / "home"), PIP_DISABLE_PIP_VERSION_CHECK="1",
+               NO_COLOR="1")
+
+    def run() -> subprocess.CompletedProcess[str]:
+        return subprocess.run([str(PRE_COMMIT), "run", "--all-files", "--color", "never"],
+                              cwd=infra, env=env, capture_output=True, text=True, timeout=900)
+
+    first = run()
+    out = first.stdout + first.stderr
+    assert first.returncode == 1, out
+    assert "files were modified by this hook" in out, out
+    # 4 divides 64 heads and 8 KV heads; 140 GB of bf16 weights fit 4 H100s; the request follows
+    assert manifest.read_text(encoding="utf-8") == MANIFEST.format(tp=4)
+    second = run()
+    out = second.stdout + second.stderr
+    assert second.returncode == 0, out
+    assert "Passed" in out

@@ -20,7 +20,7 @@ def test_four_refusals_of_one_t_are_one_screen(tmp_path: Path) -> None:
     assert [f.code for f in res.findings] == ["TP101", "TP102", "TP103", "TP104"]
     lines = render_text(res, width=80).splitlines()
     # 64 mod 6 = 4: the headline is the verdict with its formula
-    assert lines[0] == f"{p}:1:50: TP101 [error] vllm refuses TP 6: h mod t = 4 (h=64, t=6)"
+    assert lines[0] == f"{p}:1:50: TP101 [*] [error] vllm refuses TP 6: h mod t = 4 (h=64, t=6)"
     assert "    fix: use tensor parallel size 4 or 8" in lines
     # each other code: its headline, its engine message and formula, nothing repeated
     plus = [ln for ln in lines if ln.startswith("  + ")]

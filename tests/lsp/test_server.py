@@ -322,8 +322,13 @@ async def test_preferred_fix_uses_the_requested_gpus(client: LanguageClient,
     assert actions is not None
     by_title = {a.title: a for a in actions if isinstance(a, lsp.CodeAction)}
     both = by_title["Set tensor parallel size to h_kv = 8 with --data-parallel-size 2"]
-    alone = by_title["Set tensor parallel size to h_kv = 8"]
+    # TP 8 alone is still offered, with the request cut to 8 GPUs (no TP401), not preferred
+    alone = by_title["Set tensor parallel size to h_kv = 8, and request 8 GPUs"]
     assert both.is_preferred and not alone.is_preferred
+    assert alone.edit is not None and alone.edit.changes is not None
+    cut = apply(MANIFEST, list(alone.edit.changes[uri]))
+    assert cut == MANIFEST.replace('- "16"', '- "8"').replace(
+        'nvidia.com/gpu: "16"', 'nvidia.com/gpu: "8"')
     assert both.edit is not None and both.edit.changes is not None
     fixed = apply(MANIFEST, list(both.edit.changes[uri]))
     assert '            - "8"\n            - --data-parallel-size\n            - "2"\n' in fixed
@@ -449,3 +454,29 @@ async def test_a_document_past_the_size_budget_is_linted_on_save(client: Languag
     assert not any(p.uri == uri for p in published(client))
     client.text_document_did_save(lsp.DidSaveTextDocumentParams(lsp.TextDocumentIdentifier(uri)))
     assert await publish(client, uri, 2) == []
+
+
+async def test_quick_fix_on_a_helm_template_edits_values_yaml(client: LanguageClient,
+                                                              tmp_path: Path) -> None:
+    # The chart fixture: values.yaml says `engine: {tp: 16}` and `gpus: 8`; the template writes
+    # `--tensor-parallel-size={{ $eng.tp }}`. Qwen3-32B has h_kv = 8: TP 8 uses the 8 GPUs.
+    import shutil
+
+    chart = tmp_path / "chart"
+    shutil.copytree(REPO / "fixtures" / "layouts" / "chart", chart)
+    template = chart / "templates" / "deploy.yaml"
+    uri = template.as_uri()
+    text = template.read_text(encoding="utf-8")
+    open_doc(client, uri, text, "yaml")
+    (d,) = [x for x in await publish(client, uri, 1) if x.code == "TP201"]
+    assert d.range == where(text, "        - --tensor-parallel-size={{ $eng.tp }}", "{{ $eng.tp }}")
+    actions = await client.text_document_code_action_async(lsp.CodeActionParams(
+        lsp.TextDocumentIdentifier(uri), d.range, lsp.CodeActionContext(diagnostics=[d])))
+    assert actions is not None
+    (fix,) = [a for a in actions if isinstance(a, lsp.CodeAction) and a.is_preferred]
+    assert fix.title == "Set tensor parallel size to h_kv = 8"
+    assert fix.edit is not None and fix.edit.changes is not None
+    values = (chart / "values.yaml").as_uri()
+    # the template expression is left alone: the 16 on `  tp: 16` (line 6, 0-based 5) is replaced
+    assert {k: list(v) for k, v in fix.edit.changes.items()} == {values: [lsp.TextEdit(
+        lsp.Range(lsp.Position(5, 6), lsp.Position(5, 8)), "8")]}

@@ -128,5 +128,5 @@ def test_lint_of_a_folder_skips_the_ignored_launch(tmp_path: Path, in_git: bool,
     out = capsys.readouterr().out
     assert code == 1
     [line, fix] = out.splitlines()  # run.sh's finding (-q keeps its fix), none from sub/gen/b.sh
-    assert line.startswith("./run.sh:1:69: TP101 [error]"), out
+    assert line.startswith("./run.sh:1:69: TP101 [*] [error]"), out
     assert fix.startswith("    fix: "), out

@@ -569,6 +569,8 @@ def findings(ctx: CheckContext, rule: Rule, outcome: Outcome,
         opt_span, value_span = v.use.locate()
         span = value_span if outcome == "bad_value" and value_span is not None else opt_span
         target = v.replacement or v.suggestion
+        if outcome == "bad_value" and target is None:
+            target = percent_as_fraction(v)
         msg = _headline(v, outcome, target)
         notes = [f"the engine says: {v.message}"]
         meant = capacity_option(a.engine, a.release, v)
@@ -596,6 +598,27 @@ def findings(ctx: CheckContext, rule: Rule, outcome: Outcome,
             notes.append("an older release may accept it: pin the image to the release you run")
         yield ctx.finding(rule, msg, span=span, fix=fix, edits=edits, severity=severity,
                           notes=tuple(notes), assumptions=assumed)
+
+
+def percent_as_fraction(v: Verdict) -> str | None:
+    """The value in range for a fraction written as a percent: ``--gpu-memory-utilization 90``
+    is refused (``le 1``) and meant 0.9. Only for a float option bounded to (0, 1] or [0, 1]
+    and a value in (1, 100]: the one reading that puts it in range; anything else is left."""
+    opt, written = v.option, v.use.value
+    if opt is None or opt.kind != "float" or written is None:
+        return None
+    bounds = dict(opt.range)
+    if bounds.get("le") != 1 or not ({"gt", "ge"} & bounds.keys()):
+        return None
+    if bounds.get("gt", bounds.get("ge")) != 0:
+        return None
+    try:
+        x = float(written)
+    except ValueError:
+        return None
+    if not 1 < x <= 100:
+        return None
+    return f"{x / 100:.6g}"
 
 
 _VERB = {"unknown": "unknown option", "ambiguous": "ambiguous option",

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
+from tpcheck.checks._fixes import one_preferred, tp_edit
 from tpcheck.checks.base import Edit, Finding
 from tpcheck.checks.context import CheckContext
 from tpcheck.checks.registry import Rule
@@ -43,13 +44,7 @@ def refusal_findings(ctx: CheckContext, rule: Rule) -> Iterator[Finding]:
     sizes, below, above = legal_note(ctx)
     near = " or ".join(str(x) for x in (below, above) if x is not None)
     engine = ctx.deployment.engine
-    # A size that leaves GPUs idle or missing (TP401) is offered, but not as the preferred fix.
-    edits = tuple(sorted((
-        Edit(ctx.tp_span, str(x), f"Set tensor parallel size to {x}",
-             preferred=ctx.uses_all_gpus(x))
-        for x in (below, above)
-        if x is not None and "tensor_parallel_size" in ctx.deployment.spans
-    ), key=lambda e: not e.preferred))
+    edits = _size_edits(ctx, [x for x in (below, above) if x is not None])
     d = ctx.deployment
     # the reference as written; an expression or a hint-only model (KServe storageUri) has none
     model = d.model or d.unresolved.get("model") or "this model"
@@ -68,3 +63,19 @@ def refusal_findings(ctx: CheckContext, rule: Rule) -> Iterator[Finding]:
             edits=edits,
             related=ctx.model_related(),
         )
+
+
+def _size_edits(ctx: CheckContext, sizes: list[int]) -> tuple[Edit, ...]:
+    """One edit per legal size near t; the preferred one (``--fix`` applies it) is a size whose
+    weights fit, then one that needs no new GPU request, then the nearer, then the smaller (no
+    GPUs that may not be there). A size that leaves GPUs idle or missing (TP401) and whose
+    request cannot follow is offered, never preferred."""
+    made = [(x, tp_edit(ctx, x, f"Set tensor parallel size to {x}")) for x in sizes]
+    found = [(x, e) for x, e in made if e is not None]
+
+    def rank(item: tuple[int, Edit]) -> tuple[bool, bool, bool, int, int]:
+        x, e = item
+        fits = ctx.shape is None or ctx.capacity_at(x).fits is not False
+        return (not e.preferred, not fits, bool(e.also), abs(x - ctx.tp), x)
+
+    return one_preferred([e for _, e in sorted(found, key=rank)])

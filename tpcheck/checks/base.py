@@ -33,11 +33,16 @@ class Severity(str, Enum):
 
 @record
 class Edit:
-    """A mechanical fix: replace the text at ``span`` with ``new_text`` (LSP code actions).
+    """A mechanical fix: replace the text at ``span`` with ``new_text`` (LSP code actions,
+    ``--fix``). ``span`` is where the value is written (values.yaml for a Helm template's
+    value, the patch for a kustomize overlay's), which may not be where the finding points.
 
     ``add_option`` (flag, value) is added after the replaced value in the same edit, written in
-    the syntax of the file (the editor knows it; a rule does not). ``preferred`` False: the fix
-    is offered but trades this finding for another (e.g. idle GPUs, TP401).
+    the syntax of the file (the editor knows it; a rule does not). ``also``: further
+    replacements that belong to the same fix (the GPU request that follows a new TP size, so
+    the fix does not trade the finding for a TP401). ``preferred`` False: the fix is offered but
+    trades this finding for another (e.g. idle GPUs, TP401); at most one edit of a finding is
+    preferred, and that is the one ``--fix`` applies.
     """
 
     span: Span
@@ -45,6 +50,13 @@ class Edit:
     title: str
     add_option: tuple[str, str] | None = None
     preferred: bool = True
+    also: tuple[tuple[Span, str], ...] = ()
+
+    def to_json(self) -> dict[str, object]:
+        return {**self.span.to_json(), "new_text": self.new_text, "title": self.title,
+                "preferred": self.preferred,
+                "add_option": list(self.add_option) if self.add_option else None,
+                "also": [{**s.to_json(), "new_text": t} for s, t in self.also]}
 
 
 @record
@@ -90,6 +102,11 @@ class Finding:
     assumptions: tuple[Assumption, ...] = ()
 
     @property
+    def fixable(self) -> bool:
+        """Whether ``--fix`` has an edit to apply (ruff's ``[*]``): one preferred edit."""
+        return any(e.preferred for e in self.edits)
+
+    @property
     def formula(self) -> Formula | None:
         return self.formulas[0] if self.formulas else None
 
@@ -133,5 +150,7 @@ class Finding:
             "formula": f.to_json() if f else None,
             "formulas": [x.to_json() for x in self.formulas],
             "fix": self.fix,
+            "fixable": self.fixable,
+            "edits": [e.to_json() for e in self.edits],
             "related": [{**sp.to_json(), "message": text} for sp, text in self.related],
         }

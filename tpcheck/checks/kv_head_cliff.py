@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
+from tpcheck.checks._fixes import one_preferred, tp_edit
 from tpcheck.checks._nodes import pod_over_node, step_nodes
 from tpcheck.checks.base import Alternative, Edit, Finding
 from tpcheck.checks.context import CheckContext
@@ -169,19 +170,20 @@ def _speed(ctx: CheckContext, now: Evaluation, at: Evaluation, seats_t: int, sea
 def _edits(ctx: CheckContext, hkv: int) -> tuple[Edit, ...]:
     """TP h_kv alone leaves t/h_kv of every t GPUs idle (TP401): where the manifest requests
     them, the preferred fix also adds the data-parallel replicas that use them (vLLM
-    ``--data-parallel-size``, SGLang ``--dp-size``), in one edit."""
+    ``--data-parallel-size``, SGLang ``--dp-size``), in one edit; where no replicas can be added
+    (the file sets a DP already, or t is not a multiple of h_kv), TP h_kv with the GPU request
+    rewritten to match, when the request is one number on one pod."""
     d = ctx.deployment
-    if "tensor_parallel_size" not in d.spans:
+    alone = tp_edit(ctx, hkv, f"Set tensor parallel size to h_kv = {hkv}")
+    if alone is None:
         return ()
-    alone = Edit(ctx.tp_span, str(hkv), f"Set tensor parallel size to h_kv = {hkv}",
-                 preferred=ctx.uses_all_gpus(hkv))
-    if alone.preferred or ctx.tp % hkv or "data_parallel_size" in d.spans:
+    if ctx.uses_all_gpus(hkv) or ctx.tp % hkv or "data_parallel_size" in d.spans:
         return (alone,)
     dp = ctx.dp_replicas * (ctx.tp // hkv)
     if not ctx.uses_all_gpus(hkv, dp):
         return (alone,)
     flag = "--dp-size" if d.engine == "sglang" else "--data-parallel-size"
-    both = Edit(ctx.tp_span, str(hkv),
-                f"Set tensor parallel size to h_kv = {hkv} with {flag} {dp}",
-                add_option=(flag, str(dp)))
-    return (both, alone)
+    both = tp_edit(ctx, hkv, f"Set tensor parallel size to h_kv = {hkv} with {flag} {dp}",
+                   dp=dp)
+    assert both is not None
+    return one_preferred([both, alone])

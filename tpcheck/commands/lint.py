@@ -63,6 +63,10 @@ Exit 0: nothing at or above --fail-on; 1: findings; 2: usage or input error."""
              help="Findings only: the headline and its fix, no evidence, no summary.")
 @base.option("--color/--no-color", default=None,
              help="Colour (default: on a terminal, unless NO_COLOR).")
+@base.option("--fix", is_flag=True, help="Apply the fixes of findings marked [*], where each "
+             "value is written (values.yaml for a Helm chart), then report what is left.")
+@base.option("--diff", is_flag=True, help="Print the fixes --fix would make as a unified "
+             "diff and write nothing (exit 1 when there is one).")
 def command(**params: Any) -> int:
     return run(base.parsed(params))
 
@@ -119,8 +123,15 @@ def run(args: base.Args) -> int:
         # instructions on 1,000 manifests. (Not when embedded: tests, the LSP server.)
         gc.freeze()
         gc.set_threshold(10_000, 10, 10)
-    result = run_with_nearest_settings(paths, linter_for, stdin_text=stdin_text,
-                                       stdin_filename=args.stdin_filename)
+    if args.fix or args.diff:
+        outcome = _fix(args, paths, linter_for)
+        if args.diff:
+            return _say_diff(outcome)
+        result = outcome.result
+    else:
+        outcome = None
+        result = run_with_nearest_settings(paths, linter_for, stdin_text=stdin_text,
+                                           stdin_filename=args.stdin_filename)
     color: bool | None = args.color
     if color is None:
         color = sys.stdout.isatty() and not os.environ.get("NO_COLOR")
@@ -137,6 +148,8 @@ def run(args: base.Args) -> int:
         for problem in result.errors:
             sys.stderr.write(f"tpcheck: {one_line(str(problem))}\n")
     code = exit_code(result, settings.fail_on)
+    if outcome is not None and not _say_fixed(outcome, fmt):
+        code = 2
     if args.sarif_file is not None and not _write_sarif(args.sarif_file, result, fmt, **sarif):
         return 2
     if args.summary_file is not None and not _append_summary(args.summary_file, result, fmt):
@@ -161,6 +174,44 @@ def _append_summary(path: Path, result: LintResult, fmt: str) -> bool:
         sys.stderr.write(one_line(line) + "\n")
         return False
     return True
+
+
+def _fix(args: base.Args, paths: list[str], linter_for: Any) -> Any:
+    """``--fix`` / ``--diff``: every mechanical fix made (or, for --diff, only computed)."""
+    if "-" in paths:
+        raise UsageError("standard input cannot be fixed; name the files",
+                         "--diff" if args.diff else "--fix")
+    from tpcheck.report.fix import fix_paths
+
+    return fix_paths(paths, linter_for, write=not args.diff)
+
+
+def _say_fixed(outcome: Any, fmt: str) -> bool:
+    """What --fix did, after the findings left (on stderr under a machine format, never inside
+    its report); False when a file could not be written."""
+    from tpcheck.report.fix import summary_lines
+
+    stream = sys.stdout if fmt == "text" else sys.stderr
+    for line in summary_lines(outcome, wrote=True):
+        stream.write(one_line(line) + "\n")
+    for problem in outcome.write_errors:
+        sys.stderr.write(f"tpcheck: {one_line(str(problem))}\n")
+    return not outcome.write_errors
+
+
+def _say_diff(outcome: Any) -> int:
+    """``--diff``: the unified diff on stdout, what it fixes on stderr; exit 1 when there is a
+    change to make (ruff's), 2 when a file could not be read."""
+    from tpcheck.report.fix import summary_lines
+
+    sys.stdout.write(outcome.diff())
+    for line in summary_lines(outcome, wrote=False):
+        sys.stderr.write(one_line(line) + "\n")
+    for problem in outcome.result.errors:
+        sys.stderr.write(f"tpcheck: {one_line(str(problem))}\n")
+    if outcome.result.errors:
+        return 2
+    return 1 if outcome.after else 0
 
 
 def _write_sarif(path: Path, result: LintResult, fmt: str, **names: str | None) -> bool:

@@ -11,6 +11,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
+import os
 import sys
 import threading
 import time
@@ -385,17 +386,22 @@ class TpcheckServer(LanguageServer):
     def _offer(merged: dict[tuple[object, ...], lsp.CodeAction], title: str,
                changes: Sequence[TextChange], d: lsp.Diagnostic, uri: str, lines: list[str],
                enc: str, preferred: bool) -> None:
-        key = (title, *((c.line, c.column, c.end_line, c.end_column, c.new_text)
+        key = (title, *((c.path, c.line, c.column, c.end_line, c.end_column, c.new_text)
                         for c in changes))
         action = merged.get(key)
         if action is not None:
             if d not in (action.diagnostics or ()):
                 action.diagnostics = [*(action.diagnostics or ()), d]
             return
-        edits = [lsp.TextEdit(convert.change_range(c, lines, enc), c.new_text) for c in changes]
+        by_uri: dict[str, list[lsp.TextEdit]] = {}
+        for c in changes:
+            target, at = (uri, lines) if c.path is None else (Path(c.path).as_uri(),
+                                                              _file_lines(c.path))
+            by_uri.setdefault(target, []).append(
+                lsp.TextEdit(convert.change_range(c, at, enc), c.new_text))
         merged[key] = lsp.CodeAction(
             title=title, kind=lsp.CodeActionKind.QuickFix, diagnostics=[d],
-            is_preferred=preferred or None, edit=lsp.WorkspaceEdit(changes={uri: edits}))
+            is_preferred=preferred or None, edit=lsp.WorkspaceEdit(changes=by_uri))
 
 
 def _changes(text: str, kind: str, name: str, findings: Sequence[Finding],
@@ -408,6 +414,12 @@ def _changes(text: str, kind: str, name: str, findings: Sequence[Finding],
     for f in findings:
         mine = []
         for e in f.edits:
+            if e.also or not _same_file(e.span.path, name):
+                # written elsewhere (values.yaml) or with a GPU request: --fix's own changes
+                moved = _changes_elsewhere(f, e, text, name)
+                if moved is not None:
+                    mine.append((e, moved))
+                continue
             changes = changes_for(e, lines, kind)
             if changes is None:
                 continue
@@ -417,6 +429,46 @@ def _changes(text: str, kind: str, name: str, findings: Sequence[Finding],
             mine.append((e, changes))
         fixes.append(mine)
     return fixes, _ignore_changes(text, kind, name, findings)
+
+
+def _same_file(a: str, b: str) -> bool:
+    return os.path.abspath(a) == os.path.abspath(b)
+
+
+def _file_lines(path: str) -> list[str]:
+    try:
+        return convert.split_lines(Path(path).read_text(encoding="utf-8-sig"))
+    except (OSError, UnicodeDecodeError):
+        return []
+
+
+def _changes_elsewhere(f: Finding, e: Edit, text: str, name: str) -> list[TextChange] | None:
+    """An edit whose value is written in another file (a Helm chart's values.yaml), or that
+    carries more changes (the GPU request), as the text changes ``--fix`` makes: the document
+    as the editor has it, the other files as they are on disk."""
+    from tpcheck.report.fix import Texts, changes_for
+
+    texts = Texts()
+    key = os.path.abspath(name)
+    texts.original[key] = texts.current[key] = text
+    got = changes_for(f, e, texts)
+    if isinstance(got, str):
+        return None
+    out = []
+    for c in got:
+        body = texts.current[c.path]
+        a_line, a_col = _line_col(body, c.start)
+        b_line, b_col = _line_col(body, c.end)
+        out.append(TextChange(a_line, a_col, b_line, b_col, c.new_text, e.title,
+                              None if c.path == key else c.path))
+    return out
+
+
+def _line_col(text: str, offset: int) -> tuple[int, int]:
+    """0-based line and code-point column of ``offset``."""
+    line = text.count("\n", 0, offset)
+    start = text.rfind("\n", 0, offset) + 1
+    return line, offset - start
 
 
 def _ignore_changes(text: str, kind: str, name: str,

@@ -31,6 +31,7 @@ class TextChange:
     end_column: int
     new_text: str
     title: str
+    path: str | None = None  # another file than the document (a chart's values.yaml)
 
 
 def ignore_change(text: str, kind: str, line: int, code: str,

@@ -178,10 +178,15 @@ def _link_text(text: str) -> str:
 
 
 def _fix(e: Edit, src: _Sources) -> dict[str, object]:
-    return {"description": {"text": e.title}, "artifactChanges": [{
-        "artifactLocation": src.location(e.span.path),
-        "replacements": [{"deletedRegion": src.region(e.span),
-                          "insertedContent": {"text": e.new_text}}]}]}
+    """One SARIF fix: the value where it is written, and the GPU request that follows it
+    (``Edit.also``), one artifact change per file."""
+    by_path: dict[str, list[dict[str, object]]] = {}
+    for span, text in ((e.span, e.new_text), *e.also):
+        by_path.setdefault(span.path, []).append(
+            {"deletedRegion": src.region(span), "insertedContent": {"text": text}})
+    return {"description": {"text": e.title}, "artifactChanges": [
+        {"artifactLocation": src.location(path), "replacements": reps}
+        for path, reps in by_path.items()]}
 
 
 def _fingerprint(parts: tuple[str, ...]) -> str:

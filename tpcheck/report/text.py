@@ -103,10 +103,11 @@ def render_text(result: LintResult, *, color: bool = False, statistics: bool = F
             continue
         lead = f
         loc = f"{one_line(s.path)}:{s.line}:{s.column}:"  # a path or value never breaks the line
+        star = "[*] " if f.fixable else ""  # ruff's mark: --fix can make this one's edit
         if color:
-            out.append(f"{BOLD}{loc}{RESET} {code} [{sev}] {headline}")
+            out.append(f"{BOLD}{loc}{RESET} {code} {star}[{sev}] {headline}")
         else:
-            out.append(f"{loc} {code} [{sev}] {headline}")
+            out.append(f"{loc} {code} {star}[{sev}] {headline}")
         if concise:
             continue
         if quiet:
@@ -133,6 +134,9 @@ def render_text(result: LintResult, *, color: bool = False, statistics: bool = F
             tail += f", {result.suppressed} suppressed"
         tail += ")"
         out.append(tail)
+        fixable = sum(f.fixable for f in result.findings)
+        if fixable:
+            out.append(f"[*] {fixable} fixable with --fix (--diff shows the change)")
     return "\n".join(out) + ("\n" if out else "")
 
 

@@ -286,7 +286,7 @@ def _read_shell_template(path: str, text: str) -> ReadResult:
 
     note = "Go template: actions set aside" + (
         f"; {r.unresolved} action(s) left unresolved" if r.unresolved else "")
-    found = [restored(d, r.restore, note) for d in read_shell_text(r.text, path)]
+    found = [restored(d, r.restore, note, r.origin_spans) for d in read_shell_text(r.text, path)]
     return ReadResult(path, tuple(found), () if problem is None else (problem,), text)
 
 

@@ -62,6 +62,11 @@ class Span:
         }
 
 
+# An origin for a value no file writes as one value (a Helm ``default`` that values.yaml does
+# not override, a function of values): a fix has nowhere to write it (Deployment.written_at).
+NOT_WRITTEN = Span("", 0, 0, 0, 0)
+
+
 @record
 class ModelHint:
     """A model the file names outside ``--model``: a container env value, a Python
@@ -158,6 +163,16 @@ class Deployment:
     ignores: Mapping[int, frozenset[str]] = field(default_factory=dict)  # annotation suppressions
     notes: tuple[str, ...] = ()
     options: tuple[OptionUse, ...] = ()  # every option as written, in order
+    # Where a value is written when that is not where it is read: a Helm template's
+    # ``{{ .Values.engine.tp }}`` is read in the template (``spans``) and written in values.yaml
+    # (here). A fix edits this span; a finding underlines ``spans``.
+    origins: Mapping[str, Span] = field(default_factory=dict)
+
+    def written_at(self, name: str) -> Span | None:
+        """Where the value of field ``name`` is written (the span a fix edits), or None: not
+        set, or computed by a template expression no file writes as one value."""
+        at = self.origins.get(name) or self.spans.get(name)
+        return None if at == NOT_WRITTEN else at
 
     def span_of(self, *names: str) -> Span:
         """The span of the first named field that has one, else the launch span."""

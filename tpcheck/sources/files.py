@@ -9,6 +9,8 @@ from __future__ import annotations
 
 import os
 import stat
+from collections.abc import Iterator, Mapping
+from contextlib import contextmanager
 
 
 class NotRegular(OSError):
@@ -21,6 +23,30 @@ class TooBig(OSError):
     def __init__(self, message: str, size: int) -> None:
         super().__init__(message)
         self.size = size
+
+
+# Edited texts a ``--fix`` checks before it writes anything: absolute path -> bytes, read in
+# place of the file's (``overlay``). Empty except inside ``tpcheck.fix``'s verification.
+_OVERLAY: dict[str, bytes] = {}
+
+
+@contextmanager
+def overlay(texts: Mapping[str, bytes]) -> Iterator[None]:
+    """Within the block every read of these files (inputs and side files alike) returns the
+    given bytes: a fix is linted as the files would be after it, with nothing written."""
+    saved = dict(_OVERLAY)
+    _OVERLAY.update({os.path.abspath(k): v for k, v in texts.items()})
+    try:
+        yield
+    finally:
+        _OVERLAY.clear()
+        _OVERLAY.update(saved)
+
+
+def overlaid(path: str) -> bool:
+    """Whether ``path`` is read from the overlay (a cache keyed on the file's stat must not
+    answer for it)."""
+    return bool(_OVERLAY) and os.path.abspath(path) in _OVERLAY
 
 
 # Bytes asked of the kernel at a time past what stat reported: a file that reports size 0
@@ -37,6 +63,10 @@ def read_upto(path: str, max_bytes: int, *, pipe_ok: bool) -> bytes:
     are read, and a pipe where ``pipe_ok``. The cap is counted while reading, so /dev/zero
     behind a link, a file that grows, or one whose size stat does not know stop at the cap; a
     regular file that stat already puts past the cap is refused without reading."""
+    if _OVERLAY:
+        hit = _OVERLAY.get(os.path.abspath(path))
+        if hit is not None:
+            return hit[:max_bytes + 1]
     fd = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0))
     try:
         st = os.fstat(fd)

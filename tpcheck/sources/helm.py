@@ -26,11 +26,12 @@ import os
 import re
 from bisect import bisect_right
 
-from tpcheck.sources.base import MAX_BYTES, SourceError, Span
+from tpcheck.sources.base import MAX_BYTES, NOT_WRITTEN, SourceError, Span
 from tpcheck.sources.positions import LineIndex, Located, Pos
 
 TYPE_CHECKING = False  # typing's constant without importing typing (start-up, issue 8)
 if TYPE_CHECKING:
+    from collections.abc import Callable, Mapping
     from typing import Any
 
 _PLAIN_RUN = re.compile(r"[^`\"}/]+")  # characters inside an action that need no care
@@ -55,6 +56,8 @@ MAX_CHART_DEPTH = 8  # folders walked up from a template to find Chart.yaml
 PLACEHOLDER = re.compile(r"\$\(_H([0-9]+)_*\)")
 
 _MISSING = object()  # a values path that is not set
+# Functions whose output is their input as written (a value set through them is fixed in place)
+_PRINTS_AS_IS = frozenset({"quote", "squote", "toString", "int", "int64", "float64", "trim"})
 _UNKNOWN = object()  # an expression tpcheck does not evaluate
 
 
@@ -62,12 +65,50 @@ class Rendered:
     """The template with its actions neutralised, and where each character came from."""
 
     def __init__(self, text: Located, actions: list[str], unresolved: int, chart: str | None,
-                 values_error: str | None) -> None:
+                 values_error: str | None,
+                 origins: dict[Pos, tuple[tuple[str, ...] | None, Pos]] | None = None) -> None:
         self.text = text
         self.actions = actions  # placeholder number -> the action as written
         self.unresolved = unresolved
         self.chart = chart
         self.values_error = values_error
+        # (line, column) of an output action -> (the values.yaml keys its value is written
+        # under, or None when it is computed; the (line, column) just past the action)
+        self.origins = origins or {}
+
+    def origin_spans(self, spans: Mapping[str, Span]) -> dict[str, Span]:
+        """Where in values.yaml each field read from an action is written (a fix edits there,
+        never the template expression); ``NOT_WRITTEN`` for a value an action computes (a
+        ``default`` values.yaml does not override, a function of values); fields read from the
+        template's own text are left out (a fix edits them in place)."""
+        if not self.origins:
+            return {}
+        out: dict[str, Span] = {}
+        find: Callable[[tuple[str, ...]], Span | None] | None = None
+        for name, sp in spans.items():
+            hit = self.origins.get((sp.line, sp.column))
+            quoted = 0
+            if hit is None:  # a quoted "{{ ... }}": the span starts at the quote
+                hit, quoted = self.origins.get((sp.line, sp.column + 1)), 1
+            if hit is None:
+                continue
+            keys, end = hit
+            if (sp.end_line, sp.end_column - quoted) != end:
+                out[name] = NOT_WRITTEN  # the action and text around it make one value
+                continue
+            if keys is None or self.chart is None:
+                out[name] = NOT_WRITTEN
+                continue
+            if find is None:
+                find = values_locator(self.chart)
+            at = find(keys)
+            if at is None:
+                out[name] = NOT_WRITTEN
+                continue
+            if not os.path.isabs(sp.path):  # named as the template is (relative to here)
+                at = Span(os.path.relpath(at.path), at.line, at.column, at.end_line, at.end_column)
+            out[name] = at
+        return out
 
     def restore(self, value: str) -> str:
         """``value`` with each placeholder put back as the action it stands for."""
@@ -113,15 +154,16 @@ def chart_values(root: str | None) -> tuple[Any, str | None]:
         st = os.stat(path)
     except OSError:
         return None, None
+    from tpcheck.sources.files import overlaid, read_capped
+
     key = (path, st.st_mtime_ns, st.st_size)
-    got = _VALUES_CACHE.get(key)
+    fresh = overlaid(path)  # a fix being checked: the edited values, not the cached ones
+    got = None if fresh else _VALUES_CACHE.get(key)
     if got is not None:
         return got
     from tpcheck.sources.pyyaml import yaml
 
     loader = _values_loader()
-
-    from tpcheck.sources.files import read_capped
 
     result: tuple[Any, str | None]
     try:
@@ -137,7 +179,8 @@ def chart_values(root: str | None) -> tuple[Any, str | None]:
         except (yaml.YAMLError, RecursionError) as e:
             first = str(e).splitlines()[0] if str(e) else type(e).__name__
             result = (None, f"{path} could not be read ({first}); values not used")
-    _VALUES_CACHE[key] = result
+    if not fresh:
+        _VALUES_CACHE[key] = result
     return result
 
 
@@ -203,7 +246,40 @@ def render(path: str, text: str, values: Any = None, chart: str | None = None,
                                             f"tpcheck lays out ({MAX_INDENT:,} columns); not read")
     r.tail()
     out = Located("".join(r.chars), r.pos, Span(path, 1, 1, 1, 1), path)
-    return Rendered(out, r.names, r.unresolved, chart, values_error)
+    return Rendered(out, r.names, r.unresolved, chart, values_error, r.origins)
+
+
+def values_locator(root: str) -> Callable[[tuple[str, ...]], Span | None]:
+    """A function from values.yaml keys to the span of the scalar written under them (inside
+    its quotes, so an edit keeps them); None for a key path that is not a plain scalar."""
+    from tpcheck.sources.files import read_capped
+    from tpcheck.sources.pyyaml import yaml
+
+    path = os.path.join(root, "values.yaml")
+    try:
+        text = read_capped(path, MAX_BYTES).decode("utf-8-sig")
+        top = yaml.compose(text, Loader=yaml.SafeLoader)
+    except (OSError, UnicodeDecodeError, yaml.YAMLError, RecursionError):
+        return lambda keys: None
+
+    def find(keys: tuple[str, ...]) -> Span | None:
+        node = top
+        for k in keys:
+            if not isinstance(node, yaml.MappingNode):
+                return None
+            hits = [v for kn, v in node.value if getattr(kn, "value", None) == k]
+            if len(hits) != 1:  # a key written twice: which one Helm takes is not guessed
+                return None
+            node = hits[0]
+        if not isinstance(node, yaml.ScalarNode):
+            return None
+        a, b = node.start_mark, node.end_mark
+        if a.line != b.line or node.style not in (None, "'", '"'):
+            return None  # a block or multi-line scalar: not one token to replace
+        q = 1 if node.style else 0
+        return Span(path, a.line + 1, a.column + 1 + q, b.line + 1, b.column + 1 - q)
+
+    return find
 
 
 def _scan(text: str) -> list[tuple[int, int, str]] | int:
@@ -303,6 +379,8 @@ class _Renderer:
         self.names: list[str] = []
         self.unresolved = 0
         self.too_wide: tuple[int, str] | None = None  # (offset, "nindent N") past MAX_INDENT
+        self.var_paths: dict[str, tuple[str, ...] | None] = {}  # $name := .Values.a.b
+        self.origins: dict[Pos, tuple[tuple[str, ...] | None, Pos]] = {}  # see Rendered
 
     def active(self) -> bool:
         return self.off == 0
@@ -452,6 +530,7 @@ class _Renderer:
         if len(words) >= 3 and words[0].startswith("$") and words[1] in (":=", "="):
             if self.active():
                 self.vars[words[0]] = self.expr(words[2:])
+                self.var_paths[words[0]] = self.path_of(words[2:], scalar=False)
             self.copy(a, b, True)
             return
         if not self.active():
@@ -469,7 +548,54 @@ class _Renderer:
         if text is None or block:
             self.placeholder(self.text[a:b], a, b)
         else:
+            # where a fix would write this value: the values.yaml keys, or None (computed)
+            self.origins[self.index.pos(a)] = (self.path_of(words), self.index.pos(b))
             self.emit(text, a, b)
+
+    def path_of(self, words: list[str], scalar: bool = True) -> tuple[str, ...] | None:
+        """The values.yaml keys an output action's value is written under: a values path (or a
+        variable set to one), through pipes that print it as it is (``quote``, ``int``, a
+        ``default`` the value overrides); None for anything computed."""
+        items = _nest(words)
+        if items is None:
+            return None
+        cmds = _split_pipes(items)
+        first = cmds[0]
+        if len(first) != 1 or not isinstance(first[0], str):
+            return None
+        m = _PATH.match(first[0])
+        if m is None:
+            return None
+        base, keys = m.group(1), tuple(k for k in m.group(2).split(".") if k)
+        if base in ("", "$") and keys[:1] == ("Values",):
+            keys = keys[1:]
+        elif self.var_paths.get(base) is not None:
+            head = self.var_paths[base]
+            assert head is not None
+            if self._at(head) is not self.vars.get(base):  # rebound by a range
+                return None
+            keys = head + keys
+        else:
+            return None
+        value = self._at(keys)
+        if value is _MISSING or (scalar and isinstance(value, (dict, list))):
+            return None
+        for cmd in cmds[1:]:
+            head_fn = cmd[0] if isinstance(cmd[0], str) else ""
+            if head_fn in _PRINTS_AS_IS and len(cmd) == 1:
+                continue
+            if head_fn in ("default", "required") and len(cmd) == 2 and _truthy(value):
+                continue
+            return None
+        return keys
+
+    def _at(self, keys: tuple[str, ...]) -> Any:
+        node: Any = self.values
+        for k in keys:
+            if not isinstance(node, dict) or k not in node:
+                return _MISSING
+            node = node[k]
+        return node
 
     def placeholder(self, written: str, a: int, b: int) -> None:
         """A same-length ``$(_H<k>__)``: the readers' unresolved expansion, numbered so the

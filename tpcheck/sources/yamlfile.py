@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import os
 import re
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 
 from tpcheck.sources.base import (
     MAX_LAUNCHES,
@@ -120,15 +120,20 @@ def read_template(path: str, text: str, chart: bool = True) -> ReadResult:
         note += f"; {r.unresolved} action(s) left unresolved"
     if values_error:
         note += f"; {values_error}"
-    out = tuple(restored(d, r.restore, note) for d in found)
+    out = tuple(restored(d, r.restore, note, r.origin_spans) for d in found)
     return ReadResult(path, out, tuple(errors), text)
 
 
-def restored(d: Deployment, restore: Callable[[str], str], note: str) -> Deployment:
-    """The Deployment with each placeholder shown as the action it stands for."""
+def restored(d: Deployment, restore: Callable[[str], str], note: str,
+             origins: Callable[[Mapping[str, Span]], dict[str, Span]] | None = None
+             ) -> Deployment:
+    """The Deployment with each placeholder shown as the action it stands for, and (``origins``)
+    where in values.yaml each value read from an action is written."""
     from tpcheck.record import replace
 
     kw: dict[str, object] = {}
+    if origins is not None:
+        kw["origins"] = origins(d.spans)
     for name in ("model", "served_model_name", "revision", "image", "kv_cache_dtype",
                  "quantization", "dtype", "gpu_product", "distributed_executor_backend"):
         v = getattr(d, name)
