@@ -230,14 +230,29 @@ def run(args: base.Args) -> int:
         from tpcheck.commands.plan_manifest import manifest_plans
 
         code = 0
+        docs: list[dict[str, Any]] = []  # --format json: one document for every deployment
         for item in manifest_plans(args.model, args, _gpu(args.gpu_name)):
-            opts = _options(args, _gpu(args.gpu_name), item.options)
+            # the deployment's GPU is the lint's (the manifest's own, else --gpu): kept
+            opts = _options(args, None, item.options)
             code = max(code, _plan(args, item.model, item.shape, item.where, opts,
-                                   args.gpus or item.gpus, item.label, item.release))
+                                   _manifest_gpus(args, item.gpus), item.label, item.release,
+                                   docs))
+        if args.fmt == "json":
+            # one deployment: its plan as for a model; several: {"plans": [...]} in file order
+            out = docs[0] if len(docs) == 1 else {"path": args.model, "plans": docs}
+            print(json.dumps(out, indent=2, default=str))
         return code
     shape, where = load_model(args.model, args)
     opts = _options(args, _gpu(args.gpu_name))
     return _plan(args, args.model, shape, where, opts, args.gpus, None, None)
+
+
+def _manifest_gpus(args: base.Args, found: int) -> int | None:
+    """The budget a manifest's plan ranks: --gpus, else the manifest's GPU count; --tp asks for
+    the sweep of those sizes instead."""
+    if args.gpus:
+        return int(args.gpus)
+    return None if args.tps is not None else found
 
 
 def _is_manifest(model: str) -> bool:
@@ -253,13 +268,22 @@ def load_model(model: str, args: base.Args) -> tuple[ModelShape, str]:
     return load_shape(model, overrides=_parse_set(args.sets or ()), offline=args.offline)
 
 
+def _emit(doc: dict[str, Any], sink: list[dict[str, Any]] | None) -> None:
+    """Print a JSON plan, or keep it for the one document a manifest's plans make."""
+    if sink is not None:
+        sink.append(doc)
+    else:
+        print(json.dumps(doc, indent=2, default=str))
+
+
 def _plan(args: base.Args, model: str, shape: ModelShape, where: str, opts: Options,
-          gpus: int | None, label: str | None, release: str | None) -> int:
+          gpus: int | None, label: str | None, release: str | None,
+          sink: list[dict[str, Any]] | None = None) -> int:
     from tpcheck.report.paths import source_label
 
     shown = source_label(where)
     if gpus:
-        return _recommend(args, model, shape, shown, opts, gpus, label, release)
+        return _recommend(args, model, shape, shown, opts, gpus, label, release, sink)
     from tpcheck.physics.plan import intensity, sweep
 
     tps = _parse_tps(args.tps)
@@ -291,7 +315,9 @@ def _plan(args: base.Args, model: str, shape: ModelShape, where: str, opts: Opti
             "rows": [_row(r, p, plan_release(opts, release), opts.dp, opts.pp)
                      for r, p in zip(rows, prefill, strict=True)],
         }
-        print(json.dumps(doc, indent=2, default=str))
+        if label:
+            doc["deployment"] = label
+        _emit(doc, sink)
         return 0
     from tpcheck.report.plan_text import PlanView, render_plan
 
@@ -317,7 +343,8 @@ def _width(args: base.Args) -> int:
 
 
 def _recommend(args: base.Args, model: str, shape: ModelShape, shown: str, opts: Options,
-               gpus: int, label: str | None, release: str | None) -> int:
+               gpus: int, label: str | None, release: str | None,
+               sink: list[dict[str, Any]] | None = None) -> int:
     from tpcheck.physics.recommend import recommend
     from tpcheck.report import plan_rank
 
@@ -331,8 +358,10 @@ def _recommend(args: base.Args, model: str, shape: ModelShape, shown: str, opts:
         raise UsageError(str(e)) from None
     launches = plan_rank.launches(plan, model, shape, opts)
     if args.fmt == "json":
-        print(json.dumps(plan_rank.to_json(plan, model, shown, opts, launches, release),
-                         indent=2, default=str))
+        doc = plan_rank.to_json(plan, model, shown, opts, launches, release)
+        if label:
+            doc["deployment"] = label
+        _emit(doc, sink)
         return 0
     render = plan_rank.markdown if args.fmt == "markdown" else plan_rank.text
     sys.stdout.write(render(plan, model, shown, shape, opts, launches, _width(args), label,

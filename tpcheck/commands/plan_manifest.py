@@ -62,8 +62,9 @@ def manifest_plans(path: str, args: base.Args, gpu: GPU | None) -> Iterator[Mani
         where = f"{d.path}:{d.span.line}"
         if shape is None or source is None:
             raise CommandError(f"{where}: {problem or 'no model config found'}")
-        found, _ = linter.gpu_for(d)
-        ctx = CheckContext(d, shape=shape, settings=settings, gpu=gpu or found)
+        # the lint's precedence: the manifest's GPU, then --gpu, then [tool.tpcheck] gpu
+        found, origin = linter.gpu_for(d)
+        ctx = CheckContext(d, shape=shape, settings=settings, gpu=found, gpu_origin=origin)
         opts = ctx.options
         gpus = ctx.gpus_available or ctx.tp * ctx.pp * ctx.dp
         model = d.model or d.unresolved.get("model") or shape.name

@@ -197,9 +197,24 @@ def _score(shape: ModelShape, opts: Options, lay: Layout, ev: Evaluation,
                    token_latency=lat, comm_share=at.comm_share)
 
 
+def launch_dp(opts: Options, lay: Layout) -> int:
+    """The data-parallel size the engine of one replica is started with: every rank of a coupled
+    (MoE) layout; else the replicas that share a node's launch (``--data-parallel-size``), 1 for a
+    replica launched alone (a node of its own): a separate instance, whose figures are the
+    single-instance ones (vLLM's all-reduce fusion workspace needs dp = 1, memory.py)."""
+    if lay.coupled:
+        return lay.dp
+    per_node = opts.gpus_per_node or (opts.gpu.nvlink_domain if opts.gpu is not None else None)
+    per = lay.tp * lay.pp
+    if per_node is None or per_node < per:
+        return 1
+    return max(1, min(lay.dp, per_node // per))
+
+
 def rank_one(shape: ModelShape, opts: Options, lay: Layout, memo: Memo) -> Ranked:
     """One layout evaluated at batch 1, then (when it serves) at the batch its seats admit."""
-    o = replace(opts, pp=lay.pp, dp=lay.dp, expert_parallel=lay.ep, attn_dp=lay.attn_dp, batch=1)
+    o = replace(opts, pp=lay.pp, dp=launch_dp(opts, lay), expert_parallel=lay.ep,
+                attn_dp=lay.attn_dp, batch=1)
     ev = evaluate(shape, lay.tp, o, memo)
     if ev.refusals:
         return Ranked(lay, ev, refusals=ev.refusals, refused="refused",

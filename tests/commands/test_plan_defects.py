@@ -1,0 +1,89 @@
+"""``tpcheck plan`` agrees with the lint and with itself: the manifest's GPU wins as in the lint,
+one JSON document per file, per-replica seats independent of the GPU budget, the settings file
+honoured, options honoured or refused, and the words of the header."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+from tests.commands.test_plan_recommend import ROOT, by_label, tpcheck
+
+MI300X_MODEL = """\
+apiVersion: kubeai.org/v1
+kind: Model
+metadata:
+  name: deepseek-r1-mi300x
+spec:
+  features: [TextGeneration]
+  url: hf://deepseek-ai/DeepSeek-R1
+  engine: VLLM
+  args:
+    - --max-model-len=32768
+    - --max-num-batched-tokens=32768
+    - --max-num-seqs=1024
+    - --gpu-memory-utilization=0.90
+    - --tensor-parallel-size=8
+    - --kv-cache-dtype=fp8
+  resourceProfile: amd-gpu-mi300x:8
+"""
+
+
+def _json(p: Any) -> dict[str, Any]:
+    assert p.returncode == 0, p.stderr
+    doc: dict[str, Any] = json.loads(p.stdout)
+    return doc
+
+
+def test_the_manifests_gpu_wins_over_gpu_as_in_the_lint(tmp_path: Path) -> None:
+    path = tmp_path / "model.yaml"
+    path.write_text(MI300X_MODEL)
+    lint = _json_lint(tpcheck("--offline", "--gpu", "h100-sxm", "--format", "json",
+                              str(path)))
+    # the lint's TP203 counts the seats on the manifest's MI300X, not on --gpu's H100
+    [tp203] = [f for f in lint["findings"] if f["code"] == "TP203"]
+    seats = next(e["values"]["seats"] for e in tp203["evidence"]
+                 if e.get("name") == "binding_limit")
+    assert seats == 81
+    doc = _json(tpcheck("plan", "--offline", "--gpu", "h100-sxm", "--format", "json",
+                        str(path)))
+    assert doc["gpu"] == "mi300x" and doc["gpus"] == 8
+    assert by_label(doc)["TP 8"]["seats"] == seats
+    sweep = _json(tpcheck("plan", "--offline", "--gpu", "h100-sxm", "--tp", "8", "--format",
+                          "json", str(path)))
+    assert sweep["gpu"] == "mi300x" and sweep["rows"][0]["seats"] == seats
+
+
+def _json_lint(p: Any) -> dict[str, Any]:
+    assert p.returncode in (0, 1), p.stderr
+    doc: dict[str, Any] = json.loads(p.stdout)
+    return doc
+
+
+def test_a_file_of_several_deployments_is_one_json_document(tmp_path: Path) -> None:
+    path = tmp_path / "two.sh"
+    path.write_text("vllm serve Qwen/Qwen3-32B --tensor-parallel-size 8\n"
+                    "vllm serve meta-llama/Llama-3.1-70B-Instruct --tensor-parallel-size 4\n")
+    for extra in ((), ("--gpus", "8")):
+        doc = _json(tpcheck("plan", "--offline", "--gpu", "h100-sxm", "--format", "json",
+                            *extra, str(path)))  # json.loads refuses two documents in a row
+        assert [p["model"] for p in doc["plans"]] == ["Qwen/Qwen3-32B",
+                                                       "meta-llama/Llama-3.1-70B-Instruct"]
+        assert [p["deployment"].split(" (")[0].rsplit(":", 1)[1] for p in doc["plans"]] == [
+            "1", "2"]
+
+
+def test_seats_per_replica_do_not_change_with_the_budget() -> None:
+    common = ("plan", "Qwen/Qwen3-32B", "--offline", "--gpu", "h100-sxm", "--context", "8192",
+              "--engine-version", "0.19.0", "--format", "json")
+    one = _json(tpcheck(*common, "--tp", "8"))["rows"][0]
+    # t = 8: 1 KV head per GPU, 2·64·1·128·2 B = 32 KiB per token, 8,192 tokens = 256 MiB a
+    # sequence; the single instance keeps vLLM 0.19's all-reduce fusion workspace (dp = 1)
+    assert one["seats"] == int(one["pool_bytes_per_gpu"] // (32768 * 8192)) == 237
+    eight = by_label(_json(tpcheck(*common, "--gpus", "8")))["TP 8"]
+    sixteen = by_label(_json(tpcheck(*common, "--gpus", "16")))["2 × TP 8"]
+    # two replicas on two nodes are two separate launches (no --data-parallel-size): each is the
+    # single instance, 2 × 237 = 474 (TP201's figure for two replicas of TP 8)
+    assert eight["seats"] == one["seats"]
+    assert sixteen["seats"] == 2 * one["seats"] == 474
