@@ -87,3 +87,40 @@ def test_seats_per_replica_do_not_change_with_the_budget() -> None:
     # single instance, 2 × 237 = 474 (TP201's figure for two replicas of TP 8)
     assert eight["seats"] == one["seats"]
     assert sixteen["seats"] == 2 * one["seats"] == 474
+
+
+def test_plan_model_reads_the_settings_as_lint_does(tmp_path: Path) -> None:
+    (tmp_path / "pyproject.toml").write_text(
+        '[tool.tpcheck]\ngpu = "h100-sxm"\ncontext = 8192\nengine-version = "0.19.0"\n')
+    set_ = _json(tpcheck("plan", "Qwen/Qwen3-32B", "--offline", "--tp", "8", "--format", "json",
+                         cwd=tmp_path))
+    flags = _json(tpcheck("plan", "Qwen/Qwen3-32B", "--offline", "--gpu", "h100-sxm",
+                          "--context", "8192", "--engine-version", "0.19.0", "--tp", "8",
+                          "--format", "json"))
+    assert (set_["gpu"], set_["context"]) == ("h100-sxm", 8192)
+    assert set_["rows"][0]["engine_version"].startswith("0.19.0 (from [tool.tpcheck]")
+    # the same figures as the flags: 237 sequences of 8,192 tokens at t = 8 (vLLM 0.19.0)
+    assert set_["rows"][0]["seats"] == flags["rows"][0]["seats"] == 237
+    ranked = _json(tpcheck("plan", "Qwen/Qwen3-32B", "--offline", "--gpus", "8", "--format",
+                           "json", cwd=tmp_path))
+    assert ranked["gpu"] == "h100-sxm" and ranked["context"] == 8192
+    # a flag beats the file
+    ctx = _json(tpcheck("plan", "Qwen/Qwen3-32B", "--offline", "--tp", "8", "--context",
+                        "4096", "--format", "json", cwd=tmp_path))
+    assert ctx["context"] == 4096
+    (tmp_path / "pyproject.toml").write_text('[tool.tpcheck]\ngpu = "nope"\n')
+    bad = tpcheck("plan", "Qwen/Qwen3-32B", "--offline", "--tp", "8", cwd=tmp_path)
+    assert bad.returncode == 2 and bad.stderr.count("\n") == 1
+    assert "[tool.tpcheck] gpu: unknown GPU 'nope'" in bad.stderr
+
+
+def test_an_unknown_release_names_the_one_the_figures_follow() -> None:
+    doc = _json(tpcheck("plan", "Qwen/Qwen3-32B", "--offline", "--gpu", "h100-sxm", "--engine",
+                        "sglang", "--engine-version", "0.33.0", "--tp", "8", "--format", "json"))
+    # SGLang has no 0.33.0; the defaults shown are 0.5.23's (the newest read not newer)
+    words = doc["rows"][0]["engine_version"]
+    assert words.startswith("0.33.0 (from --engine-version; not a release tpcheck has read")
+    assert "follow 0.5.23, the nearest known" in words
+    text = tpcheck("plan", "Qwen/Qwen3-32B", "--offline", "--gpu", "h100-sxm", "--engine",
+                   "sglang", "--engine-version", "0.33.0", "--gpus", "8", "--width", "200")
+    assert "the figures follow 0.5.23, the nearest known" in text.stdout

@@ -185,14 +185,17 @@ def _sizes(args: base.Args
     return mem, res_b, link_bw, link_alpha, link_key
 
 
-def _gpu(name: str | None) -> GPU | None:
+def _gpu(name: str | None, origin: str = "--gpu") -> GPU | None:
     from tpcheck.hardware.gpus import find_gpu, gpu_names
 
     if not name:
         return None
     gpu = find_gpu(name)
     if gpu is None:
-        raise UsageError(f"unknown GPU {name!r}; known: {', '.join(gpu_names())}", "--gpu")
+        known = f"unknown GPU {name!r}; known: {', '.join(gpu_names())}"
+        if origin.startswith("--"):
+            raise UsageError(known, origin)
+        raise UsageError(f"{origin}: {known}")  # the settings file's key, as the lint says it
     return gpu
 
 
@@ -242,9 +245,49 @@ def run(args: base.Args) -> int:
             out = docs[0] if len(docs) == 1 else {"path": args.model, "plans": docs}
             print(json.dumps(out, indent=2, default=str))
         return code
+    args, gpu, release = _with_settings(args)
     shape, where = load_model(args.model, args)
-    opts = _options(args, _gpu(args.gpu_name))
-    return _plan(args, args.model, shape, where, opts, args.gpus, None, None)
+    opts = _options(args, gpu)
+    said = None if release is None else _release_words(opts, release)
+    return _plan(args, args.model, shape, where, opts, args.gpus, None, said)
+
+
+def _with_settings(args: base.Args) -> tuple[base.Args, GPU | None, str | None]:
+    """[tool.tpcheck] under the flags, as the lint and ``plan FILE`` read it: gpu, context,
+    engine-version, alpha and offline; the GPU, and where the release came from when the
+    settings named it."""
+    from pathlib import Path
+
+    from tpcheck.settings import SettingsError, find_settings_file, load_settings
+
+    try:
+        settings = load_settings(find_settings_file(Path.cwd()))
+    except SettingsError as e:
+        raise UsageError(str(e)) from None
+    given: dict[str, Any] = {}
+    if args.context is None and settings.context:
+        given["context"] = settings.context
+    if args.alpha is None and settings.alpha is not None:
+        given["alpha"] = settings.alpha
+    if settings.offline:
+        given["offline"] = True
+    origin = None
+    if args.engine_version is None and settings.engine_version:
+        given["engine_version"] = settings.engine_version
+        origin = settings.engine_version_from or "[tool.tpcheck] engine-version"
+    if args.gpu_name:
+        gpu = _gpu(args.gpu_name)
+    elif settings.gpu:
+        gpu = _gpu(settings.gpu, "[tool.tpcheck] gpu")
+    else:
+        gpu = None
+    return (base.Args(**{**vars(args), **given}) if given else args), gpu, origin
+
+
+def _release_words(opts: Options, origin: str) -> str:
+    from tpcheck.report.plan_words import plan_release
+
+    return plan_release(opts, None, origin)
 
 
 def _manifest_gpus(args: base.Args, found: int) -> int | None:

@@ -8,16 +8,23 @@ from tpcheck.physics.legality import Refusal
 from tpcheck.physics.plan import Options
 
 
-def plan_release(opts: Options, said: str | None = None) -> str:
+def plan_release(opts: Options, said: str | None = None,
+                 setting_from: str = "--engine-version") -> str:
     """The release plan's defaults and reserve assume, and where it came from (issue 19);
-    ``said``: a manifest's own words for it (its image tag)."""
+    ``said``: a manifest's own words for it (its image tag). A release tpcheck has not read is
+    named with the nearest known one whose tables the figures follow."""
+    from tpcheck.engines.flags import nearest_release
     from tpcheck.engines.release import resolve as release_for
 
     if said:
         return said
-    rel = release_for("sglang" if opts.engine == "sglang" else "vllm",
-                      setting=opts.engine_version, setting_from="--engine-version")
+    engine = "sglang" if opts.engine == "sglang" else "vllm"
+    rel = release_for(engine, setting=opts.engine_version, setting_from=setting_from)
     src = rel.source if rel.pinned else "newest known: pass --engine-version to be exact"
+    if rel.pinned:
+        pick, unknown = nearest_release(engine, rel.version)
+        if unknown:
+            src += f"; not a release tpcheck has read: the figures follow {pick}, the nearest known"
     return f"{rel.version} ({src})"
 
 
