@@ -124,3 +124,45 @@ def test_an_unknown_release_names_the_one_the_figures_follow() -> None:
     text = tpcheck("plan", "Qwen/Qwen3-32B", "--offline", "--gpu", "h100-sxm", "--engine",
                    "sglang", "--engine-version", "0.33.0", "--gpus", "8", "--width", "200")
     assert "the figures follow 0.5.23, the nearest known" in text.stdout
+
+
+def test_the_latency_goal_picks_the_fastest_layout() -> None:
+    doc = _json(tpcheck("plan", "fixtures/lint/deepseek-v3-sglang.yaml", "--offline", "--goal",
+                        "latency", "--format", "json"))
+    rec = doc["recommended"]["latency"]
+    one_node = [x for x in doc["layouts"] if x["serves"] and x["pp"] == 1
+                and x["nodes_per_replica"] == 1]
+    # 8 × H200, one node: TP 8 at 19.45 ms per token beats TP 8 attn-DP 4 at 20.27 ms (which
+    # seats more, 56 vs 20: more seats is the throughput goal's tie rule, not latency's)
+    fastest = min(x["token_latency_seconds"] for x in one_node)
+    assert rec["token_latency_seconds"] == fastest
+    assert rec["label"] == "TP 8" and doc["layouts"][0]["label"] == "TP 8"
+    assert by_label(doc)["TP 8 attn-DP 4"]["token_latency_seconds"] > fastest
+    text = tpcheck("plan", "fixtures/lint/deepseek-v3-sglang.yaml", "--offline", "--goal",
+                   "latency", "--width", "200").stdout
+    assert "then the fastest come first" in text and "seeds/" not in text
+
+
+def test_comm_share_is_one_figure_in_the_ranking_the_sweep_and_tp301(tmp_path: Path) -> None:
+    path = tmp_path / "r1.sh"
+    path.write_text("pip install sglang==0.4.2.post4\n"
+                    "python -m sglang.launch_server --model deepseek-ai/DeepSeek-R1 --tp 16 "
+                    "--context-length 163840 --nnodes 2 --node-rank 0\n")
+    ranked = _json(tpcheck("plan", "--offline", "--gpu", "h100-sxm", "--gpus", "16",
+                           "--format", "json", str(path)))
+    swept = _json(tpcheck("plan", "deepseek-ai/DeepSeek-R1", "--offline", "--gpu", "h100-sxm",
+                          "--engine", "sglang", "--engine-version", "0.4.2.post4", "--tp", "16",
+                          "--context", "163840", "--format", "json"))["rows"][0]
+    tp16 = by_label(ranked)["TP 16"]
+    # 163,840-token sequences: the pool seats 1 at t = 16, so the ranking steps batch 1 like the
+    # sweep; the share is T_comm / T_weights of that one step (the floor: no calibration row)
+    assert tp16["batch_per_replica"] == 1 and tp16["basis"] == "floor"
+    assert tp16["comm_share"] == swept["comm_share"]
+    lint = _json_lint(tpcheck("--offline", "--gpu", "h100-sxm", "--format", "json", str(path)))
+    [tp301] = [f for f in lint["findings"] if f["code"] == "TP301"]
+    [share] = [e for e in tp301["evidence"] if e.get("name") == "decode_comm_share"
+               and e["values"]["batch"] == 1]
+    assert share["result"] == swept["comm_share"]
+    assert round(share["result"], 2) == 0.46  # T_comm / T_weights, not T_comm / T_step (0.27)
+    text = tpcheck("plan", "--offline", "--gpu", "h100-sxm", "--gpus", "16", str(path)).stdout
+    assert "comm: all-reduce time of a decode step" in text

@@ -12,8 +12,9 @@ by ``plan.evaluate`` (the figures every rule uses) and scored two ways:
 
 Figures within ``TIE`` of the best are not told apart by the step model; among them the layout
 whose replica stays inside one node wins (no multi-node launch, no traffic on the network), then
-the one without pipeline stages, then the one with more seats: the seeds' advice (throughput:
-the smallest TP that fits, the rest as DP; latency: TP up to the NVLink domain, not past h_kv).
+the one without pipeline stages, then (throughput) the one with more seats, (latency) the
+fastest: the seeds' advice (throughput: the smallest TP that fits, the rest as DP; latency: TP up
+to the NVLink domain, not past h_kv).
 """
 
 from __future__ import annotations
@@ -252,8 +253,11 @@ def order(items: Sequence[Ranked], goal: str) -> list[Ranked]:
         top = _metric(best, goal) or 0.0
         band = abs(top) * tie(best)
         near = [r for r in serving if (_metric(r, goal) or 0.0) >= top - band]
-        near.sort(key=lambda r: (r.nodes_per_replica, r.layout.pp, -r.seats_total,
-                                 -(_metric(r, goal) or 0.0)))
+        # latency: among those, the fastest (a user who asks for latency gets the lowest
+        # ms/token the step model gives); throughput: more seats, then the faster
+        near.sort(key=lambda r: (r.nodes_per_replica, r.layout.pp)
+                  + ((-(_metric(r, goal) or 0.0), -r.seats_total) if goal == "latency"
+                     else (-r.seats_total, -(_metric(r, goal) or 0.0))))
         serving = near + [r for r in serving if r not in near]
     rest.sort(key=lambda r: (not r.serves, -r.seats_total, r.layout.gpus))
     return serving + rest
