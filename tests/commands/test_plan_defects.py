@@ -166,3 +166,29 @@ def test_comm_share_is_one_figure_in_the_ranking_the_sweep_and_tp301(tmp_path: P
     assert round(share["result"], 2) == 0.46  # T_comm / T_weights, not T_comm / T_step (0.27)
     text = tpcheck("plan", "--offline", "--gpu", "h100-sxm", "--gpus", "16", str(path)).stdout
     assert "comm: all-reduce time of a decode step" in text
+
+
+def test_options_beside_gpus_are_honoured_or_refused() -> None:
+    base = ("plan", "Qwen/Qwen3-32B", "--offline", "--gpu", "h100-sxm", "--gpus", "8")
+    # --tp and --pp fix those axes: of 8 GPUs, t = 4 leaves 2 × TP 4 and TP 4 × PP 2
+    doc = _json(tpcheck(*base, "--tp", "4", "--format", "json"))
+    assert sorted(x["label"] for x in doc["layouts"]) == ["2 × TP 4", "TP 4 × PP 2"]
+    doc = _json(tpcheck(*base, "--pp", "2", "--format", "json"))
+    assert {x["pp"] for x in doc["layouts"]} == {2} and len(doc["layouts"]) == 3  # t = 4, 2, 1
+    # contradictions are usage errors (exit 2, one line), not an empty ranking that exits 0
+    for extra, said in ((("--tp", "3", "--pp", "3"), "has --tp 3 --pp 3"),
+                        (("--dp", "3"), "has --dp 3"),
+                        (("--batch", "8"), "--batch is the sweep's")):
+        p = tpcheck(*base, *extra)
+        assert p.returncode == 2 and p.stdout == "", (extra, p.stdout)
+        assert p.stderr.count("\n") == 1 and said in p.stderr, p.stderr
+
+
+def test_tp_on_a_manifest_is_the_sweep_of_those_sizes() -> None:
+    doc = _json(tpcheck("plan", "--offline", "fixtures/lint/qwen3-32b-tp16.yaml", "--tp", "8,16",
+                        "--format", "json"))
+    assert [r["tp"] for r in doc["rows"]] == [8, 16]
+    # the manifest's --gpus budget still ranks when --gpus is given
+    ranked = _json(tpcheck("plan", "--offline", "fixtures/lint/qwen3-32b-tp16.yaml", "--tp",
+                           "8", "--gpus", "16", "--format", "json"))
+    assert sorted(x["label"] for x in ranked["layouts"]) == ["2 × TP 8", "TP 8 × PP 2"]

@@ -23,6 +23,7 @@ if TYPE_CHECKING:
     from tpcheck.models.shape import ModelShape
     from tpcheck.physics.linkcost import LinkUse
     from tpcheck.physics.plan import Evaluation, Options
+    from tpcheck.physics.recommend import Only
 
 
 def _parse_set(items: Sequence[str]) -> dict[str, Any]:
@@ -395,10 +396,17 @@ def _recommend(args: base.Args, model: str, shape: ModelShape, shown: str, opts:
         raise UsageError("ranking layouts needs seats: name the GPU (--gpu) or its memory "
                          "(--hbm)", "--gpus")
 
+    if args.batch != 1:  # the ranking steps each layout at the batch its seats admit
+        raise UsageError("--gpus ranks each layout at the batch its seats admit; --batch is the "
+                         "sweep's (drop --gpus, or --batch)", "--batch")
+    only, given = _only(args)
     try:
-        plan = recommend(shape, opts, gpus, goal=args.goal, dp=args.dp)
+        plan = recommend(shape, opts, gpus, goal=args.goal, dp=args.dp, only=only)
     except ValueError as e:
         raise UsageError(str(e)) from None
+    if not plan.layouts:  # --dp 3 of 8 GPUs, --tp 3 --pp 3 of 8: nothing to rank
+        raise UsageError(f"no layout of {gpus} GPU{'s' if gpus != 1 else ''} (t × p × replicas"
+                         f" = {gpus}) has {' '.join(given)}", "--gpus")
     launches = plan_rank.launches(plan, model, shape, opts)
     if args.fmt == "json":
         doc = plan_rank.to_json(plan, model, shown, opts, launches, release)
@@ -433,6 +441,20 @@ def _nodes(args: base.Args, gpu: GPU | None) -> tuple[int | None, Link | None]:
     size = per_node or _node_size(gpu)
     return size, Link(f"{net.kind}-{net.nics}x{net.gbps:g}", f"{net.label} per node",
                       net.aggregate / size, 0.0, True, f"--network {args.network}")
+
+
+def _only(args: base.Args) -> tuple[Only, list[str]]:
+    """The layout the command line fixes beside --gpus, and those options as given."""
+    from tpcheck.physics.recommend import Only
+
+    tps = _parse_tps(args.tps)
+    attn = args.attn_dp if args.attn_dp != 1 else None
+    given = [f"--{k} {v}" for k, v in (("dp", args.dp), ("tp", args.tps), ("pp", args.pp),
+                                        ("attn-dp", attn)) if v is not None]
+    if args.enable_expert_parallel:
+        given.append("--enable-expert-parallel")
+    return Only(tps=None if tps is None else tuple(tps), pp=args.pp,
+                ep=True if args.enable_expert_parallel else None, attn_dp=attn), given
 
 
 def _link_use(link: str | None, gpu: GPU | None, alpha: float | None,

@@ -117,10 +117,29 @@ def divisors(n: int) -> list[int]:
     return [d for d in range(1, n + 1) if n % d == 0]
 
 
+@record
+class Only:
+    """What the command line fixes of a layout (None: every value): --dp, --tp, --pp,
+    --enable-expert-parallel, --attn-dp."""
+
+    dp: int | None = None
+    tps: tuple[int, ...] | None = None
+    pp: int | None = None
+    ep: bool | None = None
+    attn_dp: int | None = None
+
+    def admits(self, lay: Layout) -> bool:
+        return ((self.dp is None or lay.dp == self.dp)
+                and (self.tps is None or lay.tp in self.tps)
+                and (self.pp is None or lay.pp == self.pp)
+                and (self.ep is None or lay.ep == self.ep)
+                and (self.attn_dp is None or lay.attn_dp == self.attn_dp))
+
+
 def layouts(shape: ModelShape, gpus: int, engine: str, *,
-            dp: int | None = None) -> Iterator[Layout]:
-    """Every t × p × r = ``gpus`` (p ≤ layers); ``dp`` fixes r. MoE: with and without EP;
-    SGLang on MoE/MLA models: attention DP over each divisor of t."""
+            dp: int | None = None, only: Only | None = None) -> Iterator[Layout]:
+    """Every t × p × r = ``gpus`` (p ≤ layers); ``dp`` fixes r, ``only`` what else is given.
+    MoE: with and without EP; SGLang on MoE/MLA models: attention DP over each divisor of t."""
     moe = shape.moe is not None
     attn = engine == "sglang" and (moe or shape.latent_cache)
     for r in divisors(gpus):
@@ -133,7 +152,9 @@ def layouts(shape: ModelShape, gpus: int, engine: str, *,
             group = t * r if engine == "vllm" else t  # the MoE layers' width (EP over it)
             for ep in ((False, True) if moe and group > 1 else (False,)):
                 for a in (divisors(t) if attn else [1]):
-                    yield Layout(t, p, r, ep, a, coupled=moe and engine == "vllm" and r > 1)
+                    lay = Layout(t, p, r, ep, a, coupled=moe and engine == "vllm" and r > 1)
+                    if only is None or only.admits(lay):
+                        yield lay
 
 
 def _nodes(gpus: int, per_node: int | None) -> int:
@@ -264,10 +285,12 @@ def order(items: Sequence[Ranked], goal: str) -> list[Ranked]:
 
 
 def recommend(shape: ModelShape, opts: Options, gpus: int, *, goal: str = "throughput",
-              dp: int | None = None, memo: Memo | None = None) -> Plan:
-    """Every layout of ``gpus`` GPUs ranked for ``goal``, and the best for each goal."""
+              dp: int | None = None, memo: Memo | None = None, only: Only | None = None) -> Plan:
+    """Every layout of ``gpus`` GPUs (those ``only`` admits) ranked for ``goal``, and the best
+    for each goal."""
     memo = memo if memo is not None else Memo()
-    ranked = [rank_one(shape, opts, lay, memo) for lay in layouts(shape, gpus, opts.engine, dp=dp)]
+    ranked = [rank_one(shape, opts, lay, memo)
+              for lay in layouts(shape, gpus, opts.engine, dp=dp, only=only)]
     rec: dict[str, Ranked | None] = {}
     for g in GOALS:
         first = order(ranked, g)
