@@ -8,7 +8,7 @@ import json
 from pathlib import Path
 from typing import Any
 
-from tests.commands.test_plan_recommend import ROOT, by_label, tpcheck
+from tests.commands.test_plan_recommend import by_label, tpcheck
 
 MI300X_MODEL = """\
 apiVersion: kubeai.org/v1
@@ -192,3 +192,41 @@ def test_tp_on_a_manifest_is_the_sweep_of_those_sizes() -> None:
     ranked = _json(tpcheck("plan", "--offline", "fixtures/lint/qwen3-32b-tp16.yaml", "--tp",
                            "8", "--gpus", "16", "--format", "json"))
     assert sorted(x["label"] for x in ranked["layouts"]) == ["2 × TP 8", "TP 8 × PP 2"]
+
+
+def test_a_bad_set_value_names_set_not_the_catalog() -> None:
+    p = tpcheck("plan", "Qwen/Qwen3-32B", "--offline", "--gpu", "h100-sxm", "--set",
+                "num_attention_heads=abc")
+    assert p.returncode == 2 and p.stdout == "" and p.stderr.count("\n") == 1
+    assert p.stderr.startswith("tpcheck: error: argument --set: num_attention_heads: field "
+                               "num_attention_heads must be a positive integer, got 'abc'")
+    assert "config.json" not in p.stderr
+
+
+def test_plurals_and_the_context_help() -> None:
+    sweep = _json(tpcheck("plan", "Qwen/Qwen3-32B", "--offline", "--gpu", "h100-sxm", "--tp",
+                          "1", "--format", "json"))["rows"][0]
+    # one H100 of Qwen3-32B: a 9.25 GB pool over 2·64·8·128·2 B = 256 KiB per token × 32,768
+    # tokens (8.59 GB a sequence) seats 1
+    assert sweep["pool_bytes_per_gpu"] // (262144 * 32768) == sweep["seats"] == 1
+    one = tpcheck("plan", "Qwen/Qwen3-32B", "--offline", "--gpu", "h100-sxm", "--gpus", "1",
+                  "--width", "200").stdout
+    assert "TP 1 — 1 seat, " in one and "1 seats" not in one
+    none = tpcheck("plan", "Qwen/Qwen3-32B", "--offline", "--gpu", "h100-sxm", "--gpus", "1",
+                   "--context", "131072", "--width", "200").stdout
+    assert "no layout of 1 GPU serves a sequence" in none
+    words = " ".join(tpcheck("plan", "--help").stdout.split())  # the help wraps
+    # plan FILE plans at the manifest's context (131,072 where it says so): the help says both
+    assert "a model named directly: its maximum capped at 32768" in words
+    assert "a manifest's max-" in words
+    ar = tpcheck("allreduce", "--gpu", "h100-sxm", "--tp", "1").stdout
+    assert ", 1 rank, 1 node, 1 GPU," in ar
+
+
+def test_a_sweep_of_more_than_256_sizes_is_refused() -> None:
+    p = tpcheck("plan", "deepseek-ai/DeepSeek-V3", "--offline", "--gpu", "h100-sxm", "--tp",
+                "1-4096")
+    assert p.returncode == 2 and p.stdout == "" and "4,096 sizes in one sweep" in p.stderr
+    ok = _json(tpcheck("plan", "deepseek-ai/DeepSeek-V3", "--offline", "--gpu", "h100-sxm",
+                       "--tp", "1-256", "--format", "json"))
+    assert [r["tp"] for r in ok["rows"]] == list(range(1, 257))

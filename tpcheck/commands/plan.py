@@ -44,6 +44,9 @@ def _parse_set(items: Sequence[str]) -> dict[str, Any]:
     return out
 
 
+MAX_SIZES = 256  # TP sizes in one sweep: a table still read row by row
+
+
 def _parse_tps(text: str | None) -> list[int] | None:
     if text is None:
         return None  # not given: the default sweep (--tp '' is given, and names no size)
@@ -58,7 +61,11 @@ def _parse_tps(text: str | None) -> list[int] | None:
             out.append(_posint(part))
     if not out:
         raise UsageError("no sizes given", "--tp")
-    return sorted(set(out))
+    sizes = sorted(set(out))
+    if len(sizes) > MAX_SIZES:  # 1-4096: 4,096 rows no one reads, ~4 s of evaluation
+        raise UsageError(f"{len(sizes):,} sizes in one sweep; at most {MAX_SIZES} (e.g. "
+                         f"1-{MAX_SIZES}, or a list of the sizes to compare)", "--tp")
+    return sizes
 
 
 def _posint(s: str) -> int:
@@ -122,7 +129,9 @@ limits and GPU count of its deployment."""
 @base.option("--reserve", metavar="SIZE",
              help="Non-KV reserve per GPU (e.g. 4GiB; 0 allowed). Default: estimated.")
 @base.option("--context", type=base.IntRange(1), metavar="TOKENS",
-             help="Tokens per sequence for seats (default: model max, capped at 32768).")
+             help="Tokens per sequence for seats (default: [tool.tpcheck] context; a "
+                  "manifest's max-model-len, else the model's maximum as the lint reads it; "
+                  "a model named directly: its maximum capped at 32768).")
 @base.option("--kv-cache-dtype", metavar="DTYPE",
              help="auto, bfloat16, fp8, fp8_e4m3, fp8_e5m2 ...")
 @base.option("--quantization", metavar="METHOD",
@@ -405,8 +414,10 @@ def _recommend(args: base.Args, model: str, shape: ModelShape, shown: str, opts:
     except ValueError as e:
         raise UsageError(str(e)) from None
     if not plan.layouts:  # --dp 3 of 8 GPUs, --tp 3 --pp 3 of 8: nothing to rank
-        raise UsageError(f"no layout of {gpus} GPU{'s' if gpus != 1 else ''} (t × p × replicas"
-                         f" = {gpus}) has {' '.join(given)}", "--gpus")
+        from tpcheck.report.plan_words import count
+
+        raise UsageError(f"no layout of {count(gpus, 'GPU')} (t × p × replicas = {gpus}) has "
+                         f"{' '.join(given)}", "--gpus")
     launches = plan_rank.launches(plan, model, shape, opts)
     if args.fmt == "json":
         doc = plan_rank.to_json(plan, model, shown, opts, launches, release)

@@ -12,7 +12,7 @@ from tpcheck.models.shape import ModelShape
 from tpcheck.oneline import one_line
 from tpcheck.physics.plan import Options
 from tpcheck.physics.recommend import GOALS, TIE_FLOOR, Plan, Ranked, basis_label
-from tpcheck.report.plan_words import plan_release, refusal_labels, rule_name
+from tpcheck.report.plan_words import count, plan_release, refusal_labels, rule_name
 
 Launches = dict[str, dict[str, launchers.Launch]]  # goal -> engine -> launch
 
@@ -242,16 +242,17 @@ def _against(plan: Plan, r: Ranked, goal: str) -> str:
     rate = alone.tokens_per_s_per_gpu
     gain = (f", {r.seats_total / alone.seats_total:.2f}× its seats"
             if alone.seats_total else "")
-    return (f"; {alone.layout.label}: {alone.seats_total:,} seats"
+    return (f"; {alone.layout.label}: {count(alone.seats_total, 'seat')}"
             + ("" if rate is None else f", {rate.result:,.0f} tok/s/GPU") + gain)
 
 
 def _pick_line(goal: str, plan: Plan, r: Ranked) -> str:
     rate, lat = r.tokens_per_s_per_gpu, r.token_latency
-    fig = (f"{r.seats_total:,} seats, {rate.result:,.0f} tok/s/GPU at batch {r.batch:,}"
+    seats = count(r.seats_total, "seat")
+    fig = (f"{seats}, {rate.result:,.0f} tok/s/GPU at batch {r.batch:,}"
            if goal == "throughput" and rate is not None else
-           f"{lat.result * 1000:,.2f} ms per token at batch 1, {r.seats_total:,} seats"
-           if lat is not None else f"{r.seats_total:,} seats")
+           f"{lat.result * 1000:,.2f} ms per token at batch 1, {seats}"
+           if lat is not None else seats)
     basis = basis_label(r)
     return (f"{goal}: {r.layout.label} — {fig}" + (f" ({basis})" if basis != "-" else "")
             + _against(plan, r, goal))
@@ -260,7 +261,7 @@ def _pick_line(goal: str, plan: Plan, r: Ranked) -> str:
 def _none_why(plan: Plan) -> str:
     if any(r.serves for r in plan.layouts):
         return "no step time without the GPU's HBM bandwidth (name it with --gpu)"
-    return f"no layout of {plan.gpus} GPUs serves a sequence"
+    return f"no layout of {count(plan.gpus, 'GPU')} serves a sequence"
 
 
 def _recommended_text(plan: Plan, found: Launches, width: int) -> list[str]:

@@ -28,6 +28,11 @@ def plan_release(opts: Options, said: str | None = None,
     return f"{rel.version} ({src})"
 
 
+def count(n: int, word: str) -> str:
+    """``1 seat``, ``2 seats``, ``1,024 GPUs``: a figure with its noun in the right number."""
+    return f"{n:,} {word}" + ("" if n == 1 else "s")
+
+
 def rule_name(code: str) -> str:
     """A rule's kebab-case name (checks.registry), "" for a code it does not list."""
     from tpcheck.checks.registry import RULES
