@@ -74,7 +74,7 @@ def test_a_file_of_several_deployments_is_one_json_document(tmp_path: Path) -> N
             "1", "2"]
 
 
-def test_seats_per_replica_do_not_change_with_the_budget() -> None:
+def test_seats_per_replica_do_not_change_with_the_budget(tmp_path: Path) -> None:
     common = ("plan", "Qwen/Qwen3-32B", "--offline", "--gpu", "h100-sxm", "--context", "8192",
               "--engine-version", "0.19.0", "--format", "json")
     one = _json(tpcheck(*common, "--tp", "8"))["rows"][0]
@@ -87,6 +87,13 @@ def test_seats_per_replica_do_not_change_with_the_budget() -> None:
     # single instance, 2 × 237 = 474 (TP201's figure for two replicas of TP 8)
     assert eight["seats"] == one["seats"]
     assert sixteen["seats"] == 2 * one["seats"] == 474
+    path = tmp_path / "q16.sh"
+    path.write_text("vllm serve Qwen/Qwen3-32B --tensor-parallel-size 16 --max-model-len 8192\n")
+    lint = _json_lint(tpcheck("--offline", "--gpu", "h100-sxm", "--engine-version", "0.19.0",
+                              "--format", "json", str(path)))
+    [tp201] = [f for f in lint["findings"] if f["code"] == "TP201"]
+    at_h_kv = next(e["result"] for e in tp201["evidence"] if e.get("name") == "seats_at_h_kv")
+    assert at_h_kv == one["seats"]  # TP201's TP 8 is the replica the ranking counts twice
 
 
 def test_plan_model_reads_the_settings_as_lint_does(tmp_path: Path) -> None:
