@@ -296,6 +296,7 @@ def markdown(plan: Plan, model: str, shown: str, shape: ModelShape, opts: Option
     out = [f"### `tpcheck plan`: {_md(model)} on {plan.gpus} × {_md(gpu)}", "",
            f"Config: {_md(shown)}; {_md(opts.engine)} {_md(plan_release(opts, release))}; "
            f"ranked for {plan.goal}." + (f" Deployment: {_md(label)}." if label else ""), "",
+           _md(COMM_LEGEND[0].upper() + COMM_LEGEND[1:]) + ".", "",
            "| " + " | ".join(c for c, _ in COLUMNS) + " |",
            "|" + "|".join("---:" if c not in ("layout", "basis") else "---"
                           for c, _ in COLUMNS) + "|"]
