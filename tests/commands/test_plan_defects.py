@@ -191,6 +191,16 @@ def test_options_beside_gpus_are_honoured_or_refused() -> None:
         assert p.stderr.count("\n") == 1 and said in p.stderr, p.stderr
 
 
+def test_goal_without_a_budget_is_refused() -> None:
+    p = tpcheck("plan", "Qwen/Qwen3-32B", "--offline", "--gpu", "h100-sxm", "--goal", "latency")
+    assert p.returncode == 2 and p.stdout == "" and p.stderr.count("\n") == 1
+    assert "--goal ranks the layouts of a GPU budget: give --gpus N" in p.stderr
+    # a manifest's GPU count is a budget: --goal ranks it
+    doc = _json(tpcheck("plan", "--offline", "fixtures/lint/qwen3-32b-tp16.yaml", "--goal",
+                        "latency", "--format", "json"))
+    assert doc["goal"] == "latency" and doc["gpus"] == 16
+
+
 def test_tp_on_a_manifest_is_the_sweep_of_those_sizes() -> None:
     doc = _json(tpcheck("plan", "--offline", "fixtures/lint/qwen3-32b-tp16.yaml", "--tp", "8,16",
                         "--format", "json"))

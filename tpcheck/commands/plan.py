@@ -94,8 +94,9 @@ limits and GPU count of its deployment."""
 @base.gpu_option("GPU: h100-sxm, h200, a100-sxm-80gb, l40s, H100, ...", dest="gpu_name")
 @base.option("--gpus", type=base.IntRange(1, 4096), metavar="N",
              help="GPU budget: rank every layout of N GPUs and recommend one per goal.")
-@base.option("--goal", type=base.Choice(["throughput", "latency"]), default="throughput",
-             help="Rank for decode tokens/s per GPU (default) or batch-1 time per token.")
+@base.option("--goal", type=base.Choice(["throughput", "latency"]),
+             help="With --gpus: rank for decode tokens/s per GPU (default) or batch-1 time per "
+                  "token.")
 @base.option("--hbm", metavar="SIZE",
              help="Memory per GPU as the driver reports it (80GB, 79.2GiB); overrides --gpu's.")
 @base.option("--gpu-memory-utilization", "--mem-fraction-static", "util",
@@ -337,6 +338,9 @@ def _plan(args: base.Args, model: str, shape: ModelShape, where: str, opts: Opti
     shown = source_label(where)
     if gpus:
         return _recommend(args, model, shape, shown, opts, gpus, label, release, sink)
+    if args.goal is not None:  # the sweep ranks nothing: --goal would change no figure
+        raise UsageError("--goal ranks the layouts of a GPU budget: give --gpus N (the sweep of "
+                         "--tp sizes ranks nothing)", "--goal")
     from tpcheck.physics.plan import intensity, sweep
 
     tps = _parse_tps(args.tps)
@@ -410,7 +414,8 @@ def _recommend(args: base.Args, model: str, shape: ModelShape, shown: str, opts:
                          "sweep's (drop --gpus, or --batch)", "--batch")
     only, given = _only(args)
     try:
-        plan = recommend(shape, opts, gpus, goal=args.goal, dp=args.dp, only=only)
+        plan = recommend(shape, opts, gpus, goal=args.goal or "throughput", dp=args.dp,
+                         only=only)
     except ValueError as e:
         raise UsageError(str(e)) from None
     if not plan.layouts:  # --dp 3 of 8 GPUs, --tp 3 --pp 3 of 8: nothing to rank
