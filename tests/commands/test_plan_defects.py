@@ -127,10 +127,10 @@ def test_an_unknown_release_names_the_one_the_figures_follow() -> None:
     # SGLang has no 0.33.0; the defaults shown are 0.5.23's (the newest read not newer)
     words = doc["rows"][0]["engine_version"]
     assert words.startswith("0.33.0 (from --engine-version; not a release tpcheck has read")
-    assert "follow 0.5.23, the nearest known" in words
+    assert "tables follow 0.5.23, the nearest known" in words
     text = tpcheck("plan", "Qwen/Qwen3-32B", "--offline", "--gpu", "h100-sxm", "--engine",
                    "sglang", "--engine-version", "0.33.0", "--gpus", "8", "--width", "200")
-    assert "the figures follow 0.5.23, the nearest known" in text.stdout
+    assert "the tables follow 0.5.23, the nearest known" in text.stdout
 
 
 def test_the_latency_goal_picks_the_fastest_layout() -> None:
@@ -247,3 +247,16 @@ def test_a_sweep_of_more_than_256_sizes_is_refused() -> None:
     ok = _json(tpcheck("plan", "deepseek-ai/DeepSeek-V3", "--offline", "--gpu", "h100-sxm",
                        "--tp", "1-256", "--format", "json"))
     assert [r["tp"] for r in ok["rows"]] == list(range(1, 257))
+
+
+def test_a_manifests_release_words_have_one_pair_of_parentheses(tmp_path: Path) -> None:
+    path = tmp_path / "pod.yaml"
+    path.write_text("apiVersion: v1\nkind: Pod\nmetadata: {name: x}\nspec:\n  containers:\n"
+                    "  - name: v\n    image: vllm/vllm-openai:latest\n"
+                    '    args: ["vllm", "serve", "Qwen/Qwen3-32B", "--tensor-parallel-size", "8"]\n'
+                    "    resources: {limits: {nvidia.com/gpu: 8}}\n")
+    doc = _json(tpcheck("plan", "--offline", "--gpu", "h100-sxm", "--format", "json", str(path)))
+    words = doc["engine_version"]
+    assert words.endswith("(newest known; image vllm-openai:latest not pinned: pin it to be "
+                          "exact)"), words
+    assert words.count("(") == 1

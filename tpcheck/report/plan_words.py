@@ -13,7 +13,6 @@ def plan_release(opts: Options, said: str | None = None,
     """The release plan's defaults and reserve assume, and where it came from (issue 19);
     ``said``: a manifest's own words for it (its image tag). A release tpcheck has not read is
     named with the nearest known one whose tables the figures follow."""
-    from tpcheck.engines.flags import nearest_release
     from tpcheck.engines.release import resolve as release_for
 
     if said:
@@ -21,11 +20,23 @@ def plan_release(opts: Options, said: str | None = None,
     engine = "sglang" if opts.engine == "sglang" else "vllm"
     rel = release_for(engine, setting=opts.engine_version, setting_from=setting_from)
     src = rel.source if rel.pinned else "newest known: pass --engine-version to be exact"
-    if rel.pinned:
-        pick, unknown = nearest_release(engine, rel.version)
+    return release_words(engine, rel.version, src, rel.pinned)
+
+
+def release_words(engine: str, version: str, source: str, pinned: bool) -> str:
+    """``0.33.0 (from the image tag v0.33.0)``: one pair of parentheses (a source that has its
+    own, "newest known (image … not pinned …)", is said with a semicolon), and a pinned release
+    tpcheck has not read names the nearest known one whose tables the figures follow."""
+    from tpcheck.engines.flags import nearest_release
+
+    if source.startswith("newest known (") and source.endswith(")"):
+        source = "newest known; " + source[len("newest known ("):-1]
+    if pinned:
+        pick, unknown = nearest_release(engine, version)
         if unknown:
-            src += f"; not a release tpcheck has read: the figures follow {pick}, the nearest known"
-    return f"{rel.version} ({src})"
+            source += (f"; not a release tpcheck has read: the tables follow {pick}, the "
+                       "nearest known")
+    return f"{version} ({source})"
 
 
 def count(n: int, word: str) -> str:
