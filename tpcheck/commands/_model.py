@@ -83,5 +83,17 @@ def load_shape(model: str, *, overrides: dict[str, Any] | None = None, offline: 
     try:
         shape = parse_config(cfg, name=model, path=r.location, quant_cfg=r.quant_config)
     except ConfigError as e:
-        raise CommandError(str(e)) from None
+        raise _blame_set(str(e), r.location, overrides or {}) from None
     return shape, f"{r.source}: {r.location}"
+
+
+def _blame_set(message: str, location: str, overrides: dict[str, Any]) -> Exception:
+    """A field ``--set`` gave that the model cannot take is the flag's error, not the file's:
+    ``--set num_attention_heads=abc`` names --set, not the catalog's config.json."""
+    import re
+
+    tail = message.split(": ", 1)[1] if message.startswith(f"{location}: ") else message
+    for key in overrides:
+        if re.search(rf"\bfield (?:\S+\.)?{re.escape(key)}\b", tail):
+            return UsageError(f"{key}: {tail}", "--set")
+    return CommandError(message)

@@ -133,9 +133,10 @@ def run(args: base.Args) -> int:
         print(json.dumps({"topology": topo, "rows": rows}, indent=2))
         return 0
     where = (f"{nodes} nodes × {group.per_node} GPUs, {net.label}" if net is not None
-             else f"1 node, {t} GPUs")
+             else f"1 node, {t} GPU{'s' if t != 1 else ''}")
     named = gpu.key if args.gpu_name else f"{gpu.key} (the default: give --gpu)"
-    print(f"# tpcheck allreduce: {named}, {t} ranks, {where}, link {link_key}, "
+    print(f"# tpcheck allreduce: {named}, {t} rank{'s' if t != 1 else ''}, {where}, "
+          f"link {link_key}, "
           f"engine {args.engine}")
     if assumed:
         print("# network assumed: an HGX node's 8×400G rail-optimized "

@@ -23,6 +23,7 @@ if TYPE_CHECKING:
     from tpcheck.models.shape import ModelShape
     from tpcheck.physics.linkcost import LinkUse
     from tpcheck.physics.plan import Evaluation, Options
+    from tpcheck.physics.recommend import Only
 
 
 def _parse_set(items: Sequence[str]) -> dict[str, Any]:
@@ -43,6 +44,9 @@ def _parse_set(items: Sequence[str]) -> dict[str, Any]:
     return out
 
 
+MAX_SIZES = 256  # TP sizes in one sweep: a table still read row by row
+
+
 def _parse_tps(text: str | None) -> list[int] | None:
     if text is None:
         return None  # not given: the default sweep (--tp '' is given, and names no size)
@@ -57,7 +61,11 @@ def _parse_tps(text: str | None) -> list[int] | None:
             out.append(_posint(part))
     if not out:
         raise UsageError("no sizes given", "--tp")
-    return sorted(set(out))
+    sizes = sorted(set(out))
+    if len(sizes) > MAX_SIZES:  # 1-4096: 4,096 rows no one reads, ~4 s of evaluation
+        raise UsageError(f"{len(sizes):,} sizes in one sweep; at most {MAX_SIZES} (e.g. "
+                         f"1-{MAX_SIZES}, or a list of the sizes to compare)", "--tp")
+    return sizes
 
 
 def _posint(s: str) -> int:
@@ -86,8 +94,9 @@ limits and GPU count of its deployment."""
 @base.gpu_option("GPU: h100-sxm, h200, a100-sxm-80gb, l40s, H100, ...", dest="gpu_name")
 @base.option("--gpus", type=base.IntRange(1, 4096), metavar="N",
              help="GPU budget: rank every layout of N GPUs and recommend one per goal.")
-@base.option("--goal", type=base.Choice(["throughput", "latency"]), default="throughput",
-             help="Rank for decode tokens/s per GPU (default) or batch-1 time per token.")
+@base.option("--goal", type=base.Choice(["throughput", "latency"]),
+             help="With --gpus: rank for decode tokens/s per GPU (default) or batch-1 time per "
+                  "token.")
 @base.option("--hbm", metavar="SIZE",
              help="Memory per GPU as the driver reports it (80GB, 79.2GiB); overrides --gpu's.")
 @base.option("--gpu-memory-utilization", "--mem-fraction-static", "util",
@@ -121,7 +130,9 @@ limits and GPU count of its deployment."""
 @base.option("--reserve", metavar="SIZE",
              help="Non-KV reserve per GPU (e.g. 4GiB; 0 allowed). Default: estimated.")
 @base.option("--context", type=base.IntRange(1), metavar="TOKENS",
-             help="Tokens per sequence for seats (default: model max, capped at 32768).")
+             help="Tokens per sequence for seats (default: [tool.tpcheck] context; a "
+                  "manifest's max-model-len, else the model's maximum as the lint reads it; "
+                  "a model named directly: its maximum capped at 32768).")
 @base.option("--kv-cache-dtype", metavar="DTYPE",
              help="auto, bfloat16, fp8, fp8_e4m3, fp8_e5m2 ...")
 @base.option("--quantization", metavar="METHOD",
@@ -185,14 +196,17 @@ def _sizes(args: base.Args
     return mem, res_b, link_bw, link_alpha, link_key
 
 
-def _gpu(name: str | None) -> GPU | None:
+def _gpu(name: str | None, origin: str = "--gpu") -> GPU | None:
     from tpcheck.hardware.gpus import find_gpu, gpu_names
 
     if not name:
         return None
     gpu = find_gpu(name)
     if gpu is None:
-        raise UsageError(f"unknown GPU {name!r}; known: {', '.join(gpu_names())}", "--gpu")
+        known = f"unknown GPU {name!r}; known: {', '.join(gpu_names())}"
+        if origin.startswith("--"):
+            raise UsageError(known, origin)
+        raise UsageError(f"{origin}: {known}")  # the settings file's key, as the lint says it
     return gpu
 
 
@@ -230,14 +244,69 @@ def run(args: base.Args) -> int:
         from tpcheck.commands.plan_manifest import manifest_plans
 
         code = 0
+        docs: list[dict[str, Any]] = []  # --format json: one document for every deployment
         for item in manifest_plans(args.model, args, _gpu(args.gpu_name)):
-            opts = _options(args, _gpu(args.gpu_name), item.options)
+            # the deployment's GPU is the lint's (the manifest's own, else --gpu): kept
+            opts = _options(args, None, item.options)
             code = max(code, _plan(args, item.model, item.shape, item.where, opts,
-                                   args.gpus or item.gpus, item.label, item.release))
+                                   _manifest_gpus(args, item.gpus), item.label, item.release,
+                                   docs))
+        if args.fmt == "json":
+            # one deployment: its plan as for a model; several: {"plans": [...]} in file order
+            out = docs[0] if len(docs) == 1 else {"path": args.model, "plans": docs}
+            print(json.dumps(out, indent=2, default=str))
         return code
+    args, gpu, release = _with_settings(args)
     shape, where = load_model(args.model, args)
-    opts = _options(args, _gpu(args.gpu_name))
-    return _plan(args, args.model, shape, where, opts, args.gpus, None, None)
+    opts = _options(args, gpu)
+    said = None if release is None else _release_words(opts, release)
+    return _plan(args, args.model, shape, where, opts, args.gpus, None, said)
+
+
+def _with_settings(args: base.Args) -> tuple[base.Args, GPU | None, str | None]:
+    """[tool.tpcheck] under the flags, as the lint and ``plan FILE`` read it: gpu, context,
+    engine-version, alpha and offline; the GPU, and where the release came from when the
+    settings named it."""
+    from pathlib import Path
+
+    from tpcheck.settings import SettingsError, find_settings_file, load_settings
+
+    try:
+        settings = load_settings(find_settings_file(Path.cwd()))
+    except SettingsError as e:
+        raise UsageError(str(e)) from None
+    given: dict[str, Any] = {}
+    if args.context is None and settings.context:
+        given["context"] = settings.context
+    if args.alpha is None and settings.alpha is not None:
+        given["alpha"] = settings.alpha
+    if settings.offline:
+        given["offline"] = True
+    origin = None
+    if args.engine_version is None and settings.engine_version:
+        given["engine_version"] = settings.engine_version
+        origin = settings.engine_version_from or "[tool.tpcheck] engine-version"
+    if args.gpu_name:
+        gpu = _gpu(args.gpu_name)
+    elif settings.gpu:
+        gpu = _gpu(settings.gpu, "[tool.tpcheck] gpu")
+    else:
+        gpu = None
+    return (base.Args(**{**vars(args), **given}) if given else args), gpu, origin
+
+
+def _release_words(opts: Options, origin: str) -> str:
+    from tpcheck.report.plan_words import plan_release
+
+    return plan_release(opts, None, origin)
+
+
+def _manifest_gpus(args: base.Args, found: int) -> int | None:
+    """The budget a manifest's plan ranks: --gpus, else the manifest's GPU count; --tp asks for
+    the sweep of those sizes instead."""
+    if args.gpus:
+        return int(args.gpus)
+    return None if args.tps is not None else found
 
 
 def _is_manifest(model: str) -> bool:
@@ -253,13 +322,25 @@ def load_model(model: str, args: base.Args) -> tuple[ModelShape, str]:
     return load_shape(model, overrides=_parse_set(args.sets or ()), offline=args.offline)
 
 
+def _emit(doc: dict[str, Any], sink: list[dict[str, Any]] | None) -> None:
+    """Print a JSON plan, or keep it for the one document a manifest's plans make."""
+    if sink is not None:
+        sink.append(doc)
+    else:
+        print(json.dumps(doc, indent=2, default=str))
+
+
 def _plan(args: base.Args, model: str, shape: ModelShape, where: str, opts: Options,
-          gpus: int | None, label: str | None, release: str | None) -> int:
+          gpus: int | None, label: str | None, release: str | None,
+          sink: list[dict[str, Any]] | None = None) -> int:
     from tpcheck.report.paths import source_label
 
     shown = source_label(where)
     if gpus:
-        return _recommend(args, model, shape, shown, opts, gpus, label, release)
+        return _recommend(args, model, shape, shown, opts, gpus, label, release, sink)
+    if args.goal is not None:  # the sweep ranks nothing: --goal would change no figure
+        raise UsageError("--goal ranks the layouts of a GPU budget: give --gpus N (the sweep of "
+                         "--tp sizes ranks nothing)", "--goal")
     from tpcheck.physics.plan import intensity, sweep
 
     tps = _parse_tps(args.tps)
@@ -291,7 +372,9 @@ def _plan(args: base.Args, model: str, shape: ModelShape, where: str, opts: Opti
             "rows": [_row(r, p, plan_release(opts, release), opts.dp, opts.pp)
                      for r, p in zip(rows, prefill, strict=True)],
         }
-        print(json.dumps(doc, indent=2, default=str))
+        if label:
+            doc["deployment"] = label
+        _emit(doc, sink)
         return 0
     from tpcheck.report.plan_text import PlanView, render_plan
 
@@ -317,7 +400,8 @@ def _width(args: base.Args) -> int:
 
 
 def _recommend(args: base.Args, model: str, shape: ModelShape, shown: str, opts: Options,
-               gpus: int, label: str | None, release: str | None) -> int:
+               gpus: int, label: str | None, release: str | None,
+               sink: list[dict[str, Any]] | None = None) -> int:
     from tpcheck.physics.recommend import recommend
     from tpcheck.report import plan_rank
 
@@ -325,14 +409,26 @@ def _recommend(args: base.Args, model: str, shape: ModelShape, shown: str, opts:
         raise UsageError("ranking layouts needs seats: name the GPU (--gpu) or its memory "
                          "(--hbm)", "--gpus")
 
+    if args.batch != 1:  # the ranking steps each layout at the batch its seats admit
+        raise UsageError("--gpus ranks each layout at the batch its seats admit; --batch is the "
+                         "sweep's (drop --gpus, or --batch)", "--batch")
+    only, given = _only(args)
     try:
-        plan = recommend(shape, opts, gpus, goal=args.goal, dp=args.dp)
+        plan = recommend(shape, opts, gpus, goal=args.goal or "throughput", dp=args.dp,
+                         only=only)
     except ValueError as e:
         raise UsageError(str(e)) from None
+    if not plan.layouts:  # --dp 3 of 8 GPUs, --tp 3 --pp 3 of 8: nothing to rank
+        from tpcheck.report.plan_words import count
+
+        raise UsageError(f"no layout of {count(gpus, 'GPU')} (t × p × replicas = {gpus}) has "
+                         f"{' '.join(given)}", "--gpus")
     launches = plan_rank.launches(plan, model, shape, opts)
     if args.fmt == "json":
-        print(json.dumps(plan_rank.to_json(plan, model, shown, opts, launches, release),
-                         indent=2, default=str))
+        doc = plan_rank.to_json(plan, model, shown, opts, launches, release)
+        if label:
+            doc["deployment"] = label
+        _emit(doc, sink)
         return 0
     render = plan_rank.markdown if args.fmt == "markdown" else plan_rank.text
     sys.stdout.write(render(plan, model, shown, shape, opts, launches, _width(args), label,
@@ -361,6 +457,20 @@ def _nodes(args: base.Args, gpu: GPU | None) -> tuple[int | None, Link | None]:
     size = per_node or _node_size(gpu)
     return size, Link(f"{net.kind}-{net.nics}x{net.gbps:g}", f"{net.label} per node",
                       net.aggregate / size, 0.0, True, f"--network {args.network}")
+
+
+def _only(args: base.Args) -> tuple[Only, list[str]]:
+    """The layout the command line fixes beside --gpus, and those options as given."""
+    from tpcheck.physics.recommend import Only
+
+    tps = _parse_tps(args.tps)
+    attn = args.attn_dp if args.attn_dp != 1 else None
+    given = [f"--{k} {v}" for k, v in (("dp", args.dp), ("tp", args.tps), ("pp", args.pp),
+                                        ("attn-dp", attn)) if v is not None]
+    if args.enable_expert_parallel:
+        given.append("--enable-expert-parallel")
+    return Only(tps=None if tps is None else tuple(tps), pp=args.pp,
+                ep=True if args.enable_expert_parallel else None, attn_dp=attn), given
 
 
 def _link_use(link: str | None, gpu: GPU | None, alpha: float | None,

@@ -39,6 +39,7 @@ def manifest_plans(path: str, args: base.Args, gpu: GPU | None) -> Iterator[Mani
 
     from tpcheck.checks.context import CheckContext
     from tpcheck.lint import Linter
+    from tpcheck.report.plan_words import release_words
     from tpcheck.settings import SettingsError, find_settings_file, load_settings
     from tpcheck.sources import read_path
 
@@ -62,8 +63,9 @@ def manifest_plans(path: str, args: base.Args, gpu: GPU | None) -> Iterator[Mani
         where = f"{d.path}:{d.span.line}"
         if shape is None or source is None:
             raise CommandError(f"{where}: {problem or 'no model config found'}")
-        found, _ = linter.gpu_for(d)
-        ctx = CheckContext(d, shape=shape, settings=settings, gpu=gpu or found)
+        # the lint's precedence: the manifest's GPU, then --gpu, then [tool.tpcheck] gpu
+        found, origin = linter.gpu_for(d)
+        ctx = CheckContext(d, shape=shape, settings=settings, gpu=found, gpu_origin=origin)
         opts = ctx.options
         gpus = ctx.gpus_available or ctx.tp * ctx.pp * ctx.dp
         model = d.model or d.unresolved.get("model") or shape.name
@@ -71,4 +73,4 @@ def manifest_plans(path: str, args: base.Args, gpu: GPU | None) -> Iterator[Mani
         core = f"TP {ctx.tp}" + (f" × PP {ctx.pp}" if ctx.pp > 1 else "")
         layout = f"{ctx.dp} × {core}" if ctx.dp > 1 else core
         yield ManifestPlan(model, shape, source, opts, gpus, f"{where} ({d.engine}, {layout})",
-                           f"{rel.version} ({rel.source})", layout)
+                           release_words(d.engine, rel.version, rel.source, rel.pinned), layout)

@@ -12,8 +12,9 @@ by ``plan.evaluate`` (the figures every rule uses) and scored two ways:
 
 Figures within ``TIE`` of the best are not told apart by the step model; among them the layout
 whose replica stays inside one node wins (no multi-node launch, no traffic on the network), then
-the one without pipeline stages, then the one with more seats: the seeds' advice (throughput:
-the smallest TP that fits, the rest as DP; latency: TP up to the NVLink domain, not past h_kv).
+the one without pipeline stages, then (throughput) the one with more seats, (latency) the
+fastest: the seeds' advice (throughput: the smallest TP that fits, the rest as DP; latency: TP up
+to the NVLink domain, not past h_kv).
 """
 
 from __future__ import annotations
@@ -116,10 +117,29 @@ def divisors(n: int) -> list[int]:
     return [d for d in range(1, n + 1) if n % d == 0]
 
 
+@record
+class Only:
+    """What the command line fixes of a layout (None: every value): --dp, --tp, --pp,
+    --enable-expert-parallel, --attn-dp."""
+
+    dp: int | None = None
+    tps: tuple[int, ...] | None = None
+    pp: int | None = None
+    ep: bool | None = None
+    attn_dp: int | None = None
+
+    def admits(self, lay: Layout) -> bool:
+        return ((self.dp is None or lay.dp == self.dp)
+                and (self.tps is None or lay.tp in self.tps)
+                and (self.pp is None or lay.pp == self.pp)
+                and (self.ep is None or lay.ep == self.ep)
+                and (self.attn_dp is None or lay.attn_dp == self.attn_dp))
+
+
 def layouts(shape: ModelShape, gpus: int, engine: str, *,
-            dp: int | None = None) -> Iterator[Layout]:
-    """Every t × p × r = ``gpus`` (p ≤ layers); ``dp`` fixes r. MoE: with and without EP;
-    SGLang on MoE/MLA models: attention DP over each divisor of t."""
+            dp: int | None = None, only: Only | None = None) -> Iterator[Layout]:
+    """Every t × p × r = ``gpus`` (p ≤ layers); ``dp`` fixes r, ``only`` what else is given.
+    MoE: with and without EP; SGLang on MoE/MLA models: attention DP over each divisor of t."""
     moe = shape.moe is not None
     attn = engine == "sglang" and (moe or shape.latent_cache)
     for r in divisors(gpus):
@@ -132,7 +152,9 @@ def layouts(shape: ModelShape, gpus: int, engine: str, *,
             group = t * r if engine == "vllm" else t  # the MoE layers' width (EP over it)
             for ep in ((False, True) if moe and group > 1 else (False,)):
                 for a in (divisors(t) if attn else [1]):
-                    yield Layout(t, p, r, ep, a, coupled=moe and engine == "vllm" and r > 1)
+                    lay = Layout(t, p, r, ep, a, coupled=moe and engine == "vllm" and r > 1)
+                    if only is None or only.admits(lay):
+                        yield lay
 
 
 def _nodes(gpus: int, per_node: int | None) -> int:
@@ -197,9 +219,24 @@ def _score(shape: ModelShape, opts: Options, lay: Layout, ev: Evaluation,
                    token_latency=lat, comm_share=at.comm_share)
 
 
+def launch_dp(opts: Options, lay: Layout) -> int:
+    """The data-parallel size the engine of one replica is started with: every rank of a coupled
+    (MoE) layout; else the replicas that share a node's launch (``--data-parallel-size``), 1 for a
+    replica launched alone (a node of its own): a separate instance, whose figures are the
+    single-instance ones (vLLM's all-reduce fusion workspace needs dp = 1, memory.py)."""
+    if lay.coupled:
+        return lay.dp
+    per_node = opts.gpus_per_node or (opts.gpu.nvlink_domain if opts.gpu is not None else None)
+    per = lay.tp * lay.pp
+    if per_node is None or per_node < per:
+        return 1
+    return max(1, min(lay.dp, per_node // per))
+
+
 def rank_one(shape: ModelShape, opts: Options, lay: Layout, memo: Memo) -> Ranked:
     """One layout evaluated at batch 1, then (when it serves) at the batch its seats admit."""
-    o = replace(opts, pp=lay.pp, dp=lay.dp, expert_parallel=lay.ep, attn_dp=lay.attn_dp, batch=1)
+    o = replace(opts, pp=lay.pp, dp=launch_dp(opts, lay), expert_parallel=lay.ep,
+                attn_dp=lay.attn_dp, batch=1)
     ev = evaluate(shape, lay.tp, o, memo)
     if ev.refusals:
         return Ranked(lay, ev, refusals=ev.refusals, refused="refused",
@@ -237,18 +274,23 @@ def order(items: Sequence[Ranked], goal: str) -> list[Ranked]:
         top = _metric(best, goal) or 0.0
         band = abs(top) * tie(best)
         near = [r for r in serving if (_metric(r, goal) or 0.0) >= top - band]
-        near.sort(key=lambda r: (r.nodes_per_replica, r.layout.pp, -r.seats_total,
-                                 -(_metric(r, goal) or 0.0)))
+        # latency: among those, the fastest (a user who asks for latency gets the lowest
+        # ms/token the step model gives); throughput: more seats, then the faster
+        near.sort(key=lambda r: (r.nodes_per_replica, r.layout.pp)
+                  + ((-(_metric(r, goal) or 0.0), -r.seats_total) if goal == "latency"
+                     else (-r.seats_total, -(_metric(r, goal) or 0.0))))
         serving = near + [r for r in serving if r not in near]
     rest.sort(key=lambda r: (not r.serves, -r.seats_total, r.layout.gpus))
     return serving + rest
 
 
 def recommend(shape: ModelShape, opts: Options, gpus: int, *, goal: str = "throughput",
-              dp: int | None = None, memo: Memo | None = None) -> Plan:
-    """Every layout of ``gpus`` GPUs ranked for ``goal``, and the best for each goal."""
+              dp: int | None = None, memo: Memo | None = None, only: Only | None = None) -> Plan:
+    """Every layout of ``gpus`` GPUs (those ``only`` admits) ranked for ``goal``, and the best
+    for each goal."""
     memo = memo if memo is not None else Memo()
-    ranked = [rank_one(shape, opts, lay, memo) for lay in layouts(shape, gpus, opts.engine, dp=dp)]
+    ranked = [rank_one(shape, opts, lay, memo)
+              for lay in layouts(shape, gpus, opts.engine, dp=dp, only=only)]
     rec: dict[str, Ranked | None] = {}
     for g in GOALS:
         first = order(ranked, g)

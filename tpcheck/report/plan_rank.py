@@ -11,8 +11,8 @@ from tpcheck.formula import Formula
 from tpcheck.models.shape import ModelShape
 from tpcheck.oneline import one_line
 from tpcheck.physics.plan import Options
-from tpcheck.physics.recommend import GOALS, SEEDS, TIE_FLOOR, Plan, Ranked, basis_label
-from tpcheck.report.plan_words import plan_release, refusal_labels, rule_name
+from tpcheck.physics.recommend import GOALS, TIE_FLOOR, Plan, Ranked, basis_label
+from tpcheck.report.plan_words import count, plan_release, refusal_labels, rule_name
 
 Launches = dict[str, dict[str, launchers.Launch]]  # goal -> engine -> launch
 
@@ -79,12 +79,18 @@ def _res(f: Formula | None) -> float | None:
 
 
 def comm_fraction(r: Ranked) -> float | None:
-    """The all-reduces' part of the decode step at the batch the seats admit (T_comm / T_step)."""
+    """The decode step's all-reduce share at the batch the seats admit: the one figure the sweep
+    (``plan --tp``) and TP301 give, T_comm / T_weights on the floor, T_comm / (T_step − T_comm)
+    calibrated (step.comm_share)."""
     at = r.at_batch
-    if at is None or at.step is None or at.comm_share is None or not at.step.result:
+    if at is None or at.step is None or at.comm_share is None:
         return None
-    t_comm = at.comm_share.values.get("T_comm")
-    return float(t_comm) / at.step.result if isinstance(t_comm, (int, float)) else None
+    return float(at.comm_share.result)
+
+
+COMM_LEGEND = ("comm: all-reduce time of a decode step at the batch column, over the weight "
+               "read (floor) or over the rest of the step (calibrated), as `plan --tp` and TP301 "
+               "give it")
 
 
 def layout_json(r: Ranked) -> dict[str, object]:
@@ -160,22 +166,23 @@ def _wrap(text: str, width: int, indent: str = "  ", sub: str = "    ") -> list[
 
 def _command(line: str, width: int, indent: str = "    ") -> list[str]:
     """A command line wrapped with shell continuations, so each part still pastes as one."""
-    words = line.split(" ")
+    units: list[str] = []  # an option keeps its value on its line: the pair breaks as one
+    for w in line.split(" "):
+        if units and units[-1].startswith("--") and " " not in units[-1] \
+                and not w.startswith("--"):
+            units[-1] += " " + w
+        else:
+            units.append(w)
     out: list[str] = []
     cur = indent
-    for w in words:
-        # an option keeps its value on its line
-        if cur.strip() and len(cur) + 1 + len(w) + 2 > width and not _is_value(cur, w):
+    for w in units:
+        if cur.strip() and len(cur) + 1 + len(w) + 2 > width:
             out.append(cur + " \\")
             cur = indent + "  " + w
         else:
             cur = (cur + " " + w) if cur.strip() else cur + w
     out.append(cur)
     return out
-
-
-def _is_value(cur: str, word: str) -> bool:
-    return cur.rstrip().split(" ")[-1].startswith("--") and not word.startswith("--")
 
 
 def _header(plan: Plan, model: str, shown: str, opts: Options, width: int,
@@ -193,8 +200,11 @@ def _header(plan: Plan, model: str, shown: str, opts: Options, width: int,
                  + ("decode tokens/s per GPU at the batch each replica's seats admit"
                     if plan.goal == "throughput" else "time per output token at batch 1")
                  + f"; within {TIE_FLOOR:.0%} (floor) the step model does not tell layouts "
-                 "apart, so a replica inside one node, then no pipeline, then more seats "
-                 f"come first ({SEEDS})", width)
+                 "apart, so a replica inside one node (no multi-node launch, no network "
+                 "traffic), then no pipeline, then "
+                 + ("more seats come first (for throughput: the smallest TP that fits, the "
+                    "other GPUs as replicas)" if plan.goal == "throughput" else
+                    "the fastest come first"), width)
     return out
 
 
@@ -202,6 +212,7 @@ def text(plan: Plan, model: str, shown: str, shape: ModelShape, opts: Options,
          found: Launches, width: int = 100, label: str | None = None,
          release: str | None = None) -> str:
     out = _header(plan, model, shown, opts, width, label, release)
+    out += _wrap(COMM_LEGEND, width)
     out.append("")
     out.append(_row([c for c, _ in COLUMNS]))
     serving = [r for r in plan.layouts if r.serves]
@@ -231,16 +242,17 @@ def _against(plan: Plan, r: Ranked, goal: str) -> str:
     rate = alone.tokens_per_s_per_gpu
     gain = (f", {r.seats_total / alone.seats_total:.2f}× its seats"
             if alone.seats_total else "")
-    return (f"; {alone.layout.label}: {alone.seats_total:,} seats"
+    return (f"; {alone.layout.label}: {count(alone.seats_total, 'seat')}"
             + ("" if rate is None else f", {rate.result:,.0f} tok/s/GPU") + gain)
 
 
 def _pick_line(goal: str, plan: Plan, r: Ranked) -> str:
     rate, lat = r.tokens_per_s_per_gpu, r.token_latency
-    fig = (f"{r.seats_total:,} seats, {rate.result:,.0f} tok/s/GPU at batch {r.batch:,}"
+    seats = count(r.seats_total, "seat")
+    fig = (f"{seats}, {rate.result:,.0f} tok/s/GPU at batch {r.batch:,}"
            if goal == "throughput" and rate is not None else
-           f"{lat.result * 1000:,.2f} ms per token at batch 1, {r.seats_total:,} seats"
-           if lat is not None else f"{r.seats_total:,} seats")
+           f"{lat.result * 1000:,.2f} ms per token at batch 1, {seats}"
+           if lat is not None else seats)
     basis = basis_label(r)
     return (f"{goal}: {r.layout.label} — {fig}" + (f" ({basis})" if basis != "-" else "")
             + _against(plan, r, goal))
@@ -249,7 +261,7 @@ def _pick_line(goal: str, plan: Plan, r: Ranked) -> str:
 def _none_why(plan: Plan) -> str:
     if any(r.serves for r in plan.layouts):
         return "no step time without the GPU's HBM bandwidth (name it with --gpu)"
-    return f"no layout of {plan.gpus} GPUs serves a sequence"
+    return f"no layout of {count(plan.gpus, 'GPU')} serves a sequence"
 
 
 def _recommended_text(plan: Plan, found: Launches, width: int) -> list[str]:
@@ -284,6 +296,7 @@ def markdown(plan: Plan, model: str, shown: str, shape: ModelShape, opts: Option
     out = [f"### `tpcheck plan`: {_md(model)} on {plan.gpus} × {_md(gpu)}", "",
            f"Config: {_md(shown)}; {_md(opts.engine)} {_md(plan_release(opts, release))}; "
            f"ranked for {plan.goal}." + (f" Deployment: {_md(label)}." if label else ""), "",
+           _md(COMM_LEGEND[0].upper() + COMM_LEGEND[1:]) + ".", "",
            "| " + " | ".join(c for c, _ in COLUMNS) + " |",
            "|" + "|".join("---:" if c not in ("layout", "basis") else "---"
                           for c, _ in COLUMNS) + "|"]

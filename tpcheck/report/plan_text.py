@@ -11,7 +11,7 @@ from tpcheck.oneline import one_line
 from tpcheck.physics import step as stepmodel
 from tpcheck.physics.plan import Evaluation, Options
 from tpcheck.record import record
-from tpcheck.report.plan_words import plan_release, refusal_labels
+from tpcheck.report.plan_words import count, plan_release, refusal_labels
 
 __all__ = ["PlanView", "plan_release", "render_plan"]
 
@@ -104,8 +104,8 @@ def _header(v: PlanView) -> list[str]:
         if k != "gpu_memory_utilization":
             out += _wrap(f"default {k} = {val}", v.width)
     if opts.dp > 1 or opts.pp > 1:
-        out += _wrap(f"each row: {opts.dp} replica(s) of t × p = t × {opts.pp} GPUs; seats count "
-                     f"every replica ({opts.dp} × a replica's)", v.width)
+        out += _wrap(f"each row: {count(opts.dp, 'replica')} of t × p = t × {opts.pp} GPUs; "
+                     f"seats count every replica ({opts.dp} × a replica's)", v.width)
     return out
 
 

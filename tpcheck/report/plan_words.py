@@ -8,17 +8,40 @@ from tpcheck.physics.legality import Refusal
 from tpcheck.physics.plan import Options
 
 
-def plan_release(opts: Options, said: str | None = None) -> str:
+def plan_release(opts: Options, said: str | None = None,
+                 setting_from: str = "--engine-version") -> str:
     """The release plan's defaults and reserve assume, and where it came from (issue 19);
-    ``said``: a manifest's own words for it (its image tag)."""
+    ``said``: a manifest's own words for it (its image tag). A release tpcheck has not read is
+    named with the nearest known one whose tables the figures follow."""
     from tpcheck.engines.release import resolve as release_for
 
     if said:
         return said
-    rel = release_for("sglang" if opts.engine == "sglang" else "vllm",
-                      setting=opts.engine_version, setting_from="--engine-version")
+    engine = "sglang" if opts.engine == "sglang" else "vllm"
+    rel = release_for(engine, setting=opts.engine_version, setting_from=setting_from)
     src = rel.source if rel.pinned else "newest known: pass --engine-version to be exact"
-    return f"{rel.version} ({src})"
+    return release_words(engine, rel.version, src, rel.pinned)
+
+
+def release_words(engine: str, version: str, source: str, pinned: bool) -> str:
+    """``0.33.0 (from the image tag v0.33.0)``: one pair of parentheses (a source that has its
+    own, "newest known (image … not pinned …)", is said with a semicolon), and a pinned release
+    tpcheck has not read names the nearest known one whose tables the figures follow."""
+    from tpcheck.engines.flags import nearest_release
+
+    if source.startswith("newest known (") and source.endswith(")"):
+        source = "newest known; " + source[len("newest known ("):-1]
+    if pinned:
+        pick, unknown = nearest_release(engine, version)
+        if unknown:
+            source += (f"; not a release tpcheck has read: the tables follow {pick}, the "
+                       "nearest known")
+    return f"{version} ({source})"
+
+
+def count(n: int, word: str) -> str:
+    """``1 seat``, ``2 seats``, ``1,024 GPUs``: a figure with its noun in the right number."""
+    return f"{n:,} {word}" + ("" if n == 1 else "s")
 
 
 def rule_name(code: str) -> str:
