@@ -238,7 +238,7 @@ def main() -> None:
         stdio(args)
         return
     if not args.default_gc:
-        from tpcheck.lsp.server import tune_gc
+        from tpcheck.lsp.engine import tune_gc
 
         tune_gc()
 

@@ -175,6 +175,18 @@ class DocumentLinter:
         return DocResult(name, tuple(findings), tuple(out.errors), None, *key)
 
 
+def tune_gc() -> None:
+    """As the CLI does: the imported modules' objects are set aside from collection and the
+    young generation is collected every 10,000 allocations instead of 700 (a re-lint allocates
+    and frees nodes by the thousand; issue 20 measured p90 re-diagnose of a 2,000-line manifest
+    at 12-16 ms before, 3.6 ms after)."""
+    import gc
+
+    gc.collect()
+    gc.freeze()
+    gc.set_threshold(10_000, 10, 10)
+
+
 def settings_stamp(path: str) -> int:
     """A settings file's modification time in ns (0 when it is gone): the one ``stat`` the
     server's poll costs per settings file."""
@@ -188,4 +200,5 @@ def _mtime(p: Path) -> int:
         return 0
 
 
-__all__ = ["DocResult", "DocumentLinter", "EditorConfig", "editor_config", "reader_name", "wants"]
+__all__ = ["DocResult", "DocumentLinter", "EditorConfig", "editor_config", "reader_name",
+           "tune_gc", "wants"]

@@ -1,9 +1,13 @@
 """The pygls server behind ``tpcheck lsp``.
 
-Every lint runs on one worker thread: model resolution may touch the disk or (when the user
-enables it) the network, and the event loop must keep answering hovers meanwhile. Results are
-kept per document version; hover and code actions answer only from the result for the text the
-client is looking at, so an edit never lands on a stale position.
+Every lint runs in a lint process (tpcheck.lsp.worker), one document per process at a time:
+linting is pure Python, and on a thread it held the interpreter lock that the event loop and the
+other documents' lints need (a 14k-line document slowed every other one about 40x, issue 30).
+A change cancels its document's running lint at once (that text is gone) and the next lint
+starts after the debounce; a result is published only for the text the client still holds, so
+version n's diagnostics never follow n+1's. A document known to lint slowly never takes the last
+free process: the others keep theirs. Results are kept per document version; hover and code
+actions answer only from the result for the text the client is looking at.
 """
 
 from __future__ import annotations
@@ -13,8 +17,6 @@ import contextlib
 import logging
 import os
 import sys
-import threading
-import time
 from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor
 from functools import partial
@@ -28,12 +30,14 @@ from tpcheck.checks.base import Edit, Finding
 from tpcheck.lsp import convert, wire
 from tpcheck.lsp.engine import (
     DocResult,
-    DocumentLinter,
     EditorConfig,
     editor_config,
+    reader_name,
     settings_stamp,
+    tune_gc,
     wants,
 )
+from tpcheck.lsp.pool import Done, Failed, Worker, WorkerCrashed
 from tpcheck.lsp.suppress import TextChange, ignore_change
 from tpcheck.record import record
 
@@ -44,12 +48,35 @@ if TYPE_CHECKING:
 log = logging.getLogger("tpcheck.lsp")
 
 DEBOUNCE_SECONDS = 0.15
-LINT_THREADS = 3
+# Lint processes: one slow document holds at most LINT_WORKERS - 1 of them (it waits rather than
+# take the last free one), so two are enough for the others to keep being linted; a third would
+# cost its memory (about 60 MiB each) for a second slow document at once.
+LINT_WORKERS = 2
+# A document whose last lint took longer than this is "slow" for that rule (the 200-line
+# manifest of bench/lsp_bench.py lints in about 3 ms; a 28,000-line chart in about 0.5 s).
+SLOW_SECONDS = 0.25
+# A worker past this resident size after a lint is replaced (a huge document's heap is not
+# given back to the system); a fresh one starts in well under a second.
+WORKER_RSS_KIB = 512 * 1024
+# Worker starts that fail in a row before the server stops trying (and says so).
+WORKER_START_TRIES = 3
 # Past either budget a document is linted on open and save only, and the user is told why.
 LIVE_SECONDS = 2.0
 LIVE_BYTES = 1024 * 1024
 SETTINGS_FILES = ("pyproject.toml", ".tpcheck.toml")
 CONFIG_WAIT_SECONDS = 2.0
+STATUS = "tpcheck/status"  # a request: what the server holds per document, and its workers
+
+
+@record
+class Run:
+    """One lint under way: the document (and which opening of it), its version and worker."""
+
+    uri: str
+    generation: int
+    version: int | None
+    worker: Worker
+    job: int
 
 
 @record
@@ -68,14 +95,18 @@ class TpcheckServer(LanguageServer):
                          text_document_sync_kind=lsp.TextDocumentSyncKind.Incremental,
                          protocol_cls=wire.Protocol)
         self.exit_code = 0
-        # A few lint threads, each with its own warm DocumentLinter: one slow document takes
-        # one thread, the others keep being linted. One lint per document at a time.
-        self.lint_pool = ThreadPoolExecutor(max_workers=LINT_THREADS,
-                                            thread_name_prefix="tpcheck-lint")
-        self.thread_linters = threading.local()
-        self.running: set[str] = set()
-        self.rerun: set[str] = set()
+        self.workers: list[Worker] = []
+        self.starting = 0
+        self.start_failures = 0
+        self.stopped = False
+        self.jobs = 0
+        self.wanted: dict[str, None] = {}  # documents due a lint, in order, waiting for a worker
+        self.running: dict[str, Run] = {}  # one lint per document at a time
+        self.generation: dict[str, int] = {}  # which opening of the document (reopened: new)
+        self.openings = 0
+        self.slow_docs: set[str] = set()
         self.on_save_only: set[str] = set()
+        self.config_timer: asyncio.TimerHandle | None = None
         self.action_pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="tpcheck-fix")
         self.config = EditorConfig()
         self.config_problems: list[str] = []
@@ -106,6 +137,7 @@ class TpcheckServer(LanguageServer):
         except BrokenPipeError:
             log.error("the client closed the connection")
         finally:
+            self.stop_workers()
             self.shutdown()  # type: ignore[no-untyped-call]
 
     # ---- settings ---------------------------------------------------------------------------
@@ -173,11 +205,15 @@ class TpcheckServer(LanguageServer):
             self.relint_all(but=uri)
 
     def forget(self, uri: str) -> None:
-        """A closed document: its results go; a closed settings file's disk text applies again
-        (the client's buffer is no longer read)."""
+        """A closed document: its lint stops, its results and state go; a closed settings
+        file's disk text applies again (the client's buffer is no longer read)."""
         timer = self.timers.pop(uri, None)
         if timer is not None:
             timer.cancel()
+        self.cancel(uri)
+        self.wanted.pop(uri, None)
+        self.generation.pop(uri, None)
+        self.slow_docs.discard(uri)
         self.published.pop(uri, None)
         self.on_save_only.discard(uri)
         self.doc_settings.pop(uri, None)
@@ -212,14 +248,15 @@ class TpcheckServer(LanguageServer):
             log.warning("workspace/configuration failed: %s", e)
         finally:
             self.config_ready = True
-
-    async def wait_config(self) -> None:
-        waited = 0.0
-        while not self.config_ready and waited < CONFIG_WAIT_SECONDS:
-            await asyncio.sleep(0.01)
-            waited += 0.01
+            self.pump()
 
     # ---- linting ----------------------------------------------------------------------------
+    def opened(self, uri: str) -> None:
+        """A new opening of ``uri``: nothing linted for an earlier one may land on it."""
+        self.openings += 1
+        self.generation[uri] = self.openings
+        self.schedule(uri, 0)
+
     def schedule(self, uri: str, delay: float) -> None:
         old = self.timers.pop(uri, None)
         if old is not None:
@@ -228,26 +265,19 @@ class TpcheckServer(LanguageServer):
         self.timers[uri] = loop.call_later(delay, self._start, uri)
 
     def _start(self, uri: str) -> None:
+        """The debounce is over: ``uri`` is due a lint of the text it has now."""
         self.timers.pop(uri, None)
-        task = asyncio.get_running_loop().create_task(self.lint_and_publish(uri))
-        self.tasks.add(task)
-        task.add_done_callback(self.tasks.discard)
+        self.wanted[uri] = None
+        self.cancel(uri)  # a lint of older text or settings is moot
+        self.pump()
 
-    def linter(self) -> DocumentLinter:
-        """This lint thread's own linter (a DocumentLinter is used by one thread at a time)."""
-        mine: DocumentLinter | None = getattr(self.thread_linters, "linter", None)
-        if mine is None:
-            mine = self.thread_linters.linter = DocumentLinter()
-        return mine
-
-    def _lint_timed(self, path: str, text: str, language_id: str | None,
-                    config: EditorConfig, buffers: dict[str, str]) -> tuple[DocResult, float]:
-        start = time.perf_counter()
-        result = self.linter().lint(path, text, language_id=language_id, config=config,
-                                    buffers=buffers)
-        return result, time.perf_counter() - start
+    def cancel(self, uri: str) -> None:
+        run = self.running.get(uri)
+        if run is not None:
+            run.worker.cancel(run.job)
 
     def on_change(self, uri: str) -> None:
+        self.cancel(uri)  # that text is gone: stop linting it now, not after the debounce
         if uri not in self.on_save_only:
             self.schedule(uri, self.debounce)
 
@@ -263,48 +293,185 @@ class TpcheckServer(LanguageServer):
                   f"tpcheck: {Path(name).name} {why} budget for linting as you type; it is now "
                   "linted when opened or saved")
 
-    async def lint_and_publish(self, uri: str) -> None:
-        if uri in self.running:
-            self.rerun.add(uri)  # the running lint's result is stale: lint again after it
+    def pump(self) -> None:
+        """Give each document due a lint to a free worker, in the order they became due."""
+        if self.stopped:
             return
-        self.running.add(uri)
-        try:
-            await self._lint_and_publish(uri)
-        finally:
-            self.running.discard(uri)
-            if uri in self.rerun:
-                self.rerun.discard(uri)
-                self.schedule(uri, 0)
-
-    async def _lint_and_publish(self, uri: str) -> None:
-        try:
-            await self.wait_config()
+        if not self.config_ready:
+            if self.config_timer is None:  # a client that never says initialized
+                self.config_timer = asyncio.get_running_loop().call_later(
+                    CONFIG_WAIT_SECONDS, self._config_waited)
+            return
+        for uri in list(self.wanted):
+            if uri in self.running:
+                continue  # its cancelled lint has not answered yet
             doc = self.workspace.text_documents.get(uri)
             if doc is None or not wants(doc.path, doc.language_id):
-                return
-            self.poll_settings()
-            version, text = doc.version, doc.source
-            result, seconds = await asyncio.get_running_loop().run_in_executor(
-                self.lint_pool, partial(self._lint_timed, doc.path, text, doc.language_id,
-                                        self.config, self.settings_buffers()))
-            self.note_settings(uri, result)
-            self._budget(uri, result.name, len(text.encode("utf-8", "surrogatepass")), seconds)
-            current = self.workspace.text_documents.get(uri)
-            if current is None or current.version != version:
-                return  # the text moved on; its own lint is queued
-            lines = convert.split_lines(text)
-            enc = self.encoding()
-            diags = [convert.diagnostic(f, lines, uri, result.name, enc) for f in result.findings]
-            diags += [convert.error_diagnostic(e, lines, result.name, enc) for e in result.errors]
-            if result.settings_problem:
-                self.tell(lsp.MessageType.Error, f"tpcheck settings: {result.settings_problem}")
-            self.published[uri] = Published(version, text, result, tuple(diags))
-            self.text_document_publish_diagnostics(
-                lsp.PublishDiagnosticsParams(uri=uri, diagnostics=diags, version=version))
+                del self.wanted[uri]
+                continue
+            worker = self.free_worker(uri in self.slow_docs)
+            if worker is None:
+                continue
+            del self.wanted[uri]
+            self.dispatch(worker, uri, doc.path, doc.source, doc.version, doc.language_id)
+        self.grow()
+
+    def _config_waited(self) -> None:
+        self.config_ready = True
+        self.pump()
+
+    def free_worker(self, slow: bool) -> Worker | None:
+        """An idle worker; for a slow document only while another one stays for the rest."""
+        idle = [w for w in self.workers if w.idle]
+        if not idle:
+            return None
+        if slow and sum(1 for w in self.workers if w.job and w.slow) >= LINT_WORKERS - 1:
+            return None
+        return idle[0]
+
+    def grow(self) -> None:
+        """Keep one worker ready beyond the busy ones, up to LINT_WORKERS: the next document
+        need not wait for a process to start."""
+        alive = [w for w in self.workers if not w.dead]
+        if (self.stopped or self.starting or any(w.idle for w in alive)
+                or len(alive) >= LINT_WORKERS or self.start_failures >= WORKER_START_TRIES):
+            return
+        self.starting += 1
+        self._task(self._spawn())
+
+    def _task(self, coro: Any) -> None:
+        task = asyncio.get_running_loop().create_task(coro)
+        self.tasks.add(task)
+        task.add_done_callback(self.tasks.discard)
+
+    async def _spawn(self) -> None:
+        worker = Worker()
+        try:
+            await worker.start()
         except Exception as e:
-            log.exception("lint failed for %s", uri)
+            worker.stop()
+            self.start_failures += 1
+            log.error("a lint process did not start: %s", e)
+            if self.start_failures >= WORKER_START_TRIES:
+                self.tell(lsp.MessageType.Error,
+                          f"tpcheck: the lint process does not start ({e}); nothing is linted")
+            return
+        finally:
+            self.starting -= 1
+        self.start_failures = 0
+        if self.stopped:
+            worker.stop()
+            return
+        self.workers.append(worker)
+        self.pump()
+
+    def lost(self, worker: Worker) -> None:
+        worker.stop()
+        with contextlib.suppress(ValueError):
+            self.workers.remove(worker)
+
+    def dispatch(self, worker: Worker, uri: str, path: str, text: str, version: int | None,
+                 language_id: str | None) -> None:
+        self.poll_settings()
+        self.jobs += 1
+        run = Run(uri, self.generation.get(uri, 0), version, worker, self.jobs)
+        worker.job, worker.uri, worker.slow = run.job, uri, uri in self.slow_docs
+        self.running[uri] = run
+        self._task(self._lint(run, path, text, language_id, self.config,
+                              self.settings_buffers()))
+
+    def is_current(self, run: Run) -> bool:
+        """Whether the client still holds the text ``run`` linted (same opening, same version)."""
+        doc = self.workspace.text_documents.get(run.uri)
+        return (doc is not None and self.generation.get(run.uri) == run.generation
+                and doc.version == run.version)
+
+    async def _lint(self, run: Run, path: str, text: str, language_id: str | None,
+                    config: EditorConfig, buffers: dict[str, str]) -> None:
+        worker = run.worker
+        try:
+            got = await worker.lint(run.job, path, text, language_id, config, buffers)
+            if isinstance(got, Done):
+                if worker.rss_kib > WORKER_RSS_KIB:
+                    log.info("replacing a lint process of %d MiB", worker.rss_kib // 1024)
+                    self.lost(worker)
+                self.finish(run, text, got)
+            elif isinstance(got, Failed):
+                self.window_log_message(lsp.LogMessageParams(
+                    lsp.MessageType.Error, f"tpcheck: lint failed for {run.uri}: {got.message}"))
+        except WorkerCrashed as e:
+            self.lost(worker)
+            self.crashed(run, path, text, language_id, e)
+        except Exception as e:
+            log.exception("lint failed for %s", run.uri)
             self.window_log_message(lsp.LogMessageParams(
-                lsp.MessageType.Error, f"tpcheck: lint failed for {uri}: {type(e).__name__}: {e}"))
+                lsp.MessageType.Error,
+                f"tpcheck: lint failed for {run.uri}: {type(e).__name__}: {e}"))
+        finally:
+            if self.running.get(run.uri) is run:
+                del self.running[run.uri]
+            self.pump()
+
+    def finish(self, run: Run, text: str, done: Done) -> None:
+        """Publish a finished lint if its text is still the client's; learn its cost."""
+        uri, result = run.uri, done.result
+        if self.generation.get(uri) != run.generation:
+            return  # closed (and perhaps reopened) since: nothing of it is kept
+        if done.seconds > SLOW_SECONDS:
+            self.slow_docs.add(uri)
+        else:
+            self.slow_docs.discard(uri)
+        self.note_settings(uri, result)
+        self._budget(uri, result.name, len(text.encode("utf-8", "surrogatepass")), done.seconds)
+        if not self.is_current(run):
+            return  # the text moved on; its own lint is due
+        lines = convert.split_lines(text)
+        enc = self.encoding()
+        diags = [convert.diagnostic(f, lines, uri, result.name, enc) for f in result.findings]
+        diags += [convert.error_diagnostic(e, lines, result.name, enc) for e in result.errors]
+        if result.settings_problem:
+            self.tell(lsp.MessageType.Error, f"tpcheck settings: {result.settings_problem}")
+        self.published[uri] = Published(run.version, text, result, tuple(diags))
+        self.text_document_publish_diagnostics(
+            lsp.PublishDiagnosticsParams(uri=uri, diagnostics=diags, version=run.version))
+
+    def crashed(self, run: Run, path: str, text: str, language_id: str | None,
+                e: WorkerCrashed) -> None:
+        """The worker died on this document: one line says so where the user looks, and the
+        next worker is started by ``pump``."""
+        message = f"tpcheck could not lint this document: the lint process {e}; it was restarted"
+        self.window_log_message(lsp.LogMessageParams(
+            lsp.MessageType.Error, f"{message} ({run.uri}, version {run.version})"))
+        if not self.is_current(run):
+            return
+        from tpcheck.sources.base import SourceError
+
+        name = reader_name(path, language_id)
+        lines = convert.split_lines(text)
+        diag = convert.error_diagnostic(SourceError(name, 1, 1, message), lines, name,
+                                        self.encoding())
+        self.published.pop(run.uri, None)
+        self.text_document_publish_diagnostics(
+            lsp.PublishDiagnosticsParams(uri=run.uri, diagnostics=[diag], version=run.version))
+
+    def status(self) -> dict[str, object]:
+        """What the server holds (the ``tpcheck/status`` request: tests and bug reports)."""
+        return {
+            "open": len(self.workspace.text_documents),
+            "published": len(self.published), "timers": len(self.timers),
+            "wanted": len(self.wanted), "running": len(self.running),
+            "generations": len(self.generation), "slow": len(self.slow_docs),
+            "on_save_only": len(self.on_save_only), "settings": len(self.doc_settings),
+            "tasks": len(self.tasks),
+            "workers": [{"pid": w.pid, "busy": bool(w.job), "lints": w.lints,
+                         "rss_kib": w.rss_kib} for w in self.workers if not w.dead],
+        }
+
+    def stop_workers(self) -> None:
+        self.stopped = True
+        for w in self.workers:
+            w.stop()
+        self.workers.clear()
 
     def relint_all(self, delay: float = 0, but: str | None = None) -> None:
         for uri in list(self.workspace.text_documents):
@@ -491,10 +658,12 @@ def make_server() -> TpcheckServer:
 
     @server.feature(lsp.INITIALIZED)
     async def initialized(ls: TpcheckServer, params: lsp.InitializedParams) -> None:
+        ls.grow()  # the first lint process starts while the client is still busy
         if ls.supports_configuration():
             await ls.pull_config()
         else:
             ls.config_ready = True
+            ls.pump()
         await ls.watch_settings()
 
     @server.feature(lsp.WORKSPACE_DID_CHANGE_WATCHED_FILES)
@@ -513,7 +682,7 @@ def make_server() -> TpcheckServer:
 
     @server.feature(lsp.TEXT_DOCUMENT_DID_OPEN)
     def did_open(ls: TpcheckServer, params: lsp.DidOpenTextDocumentParams) -> None:
-        ls.schedule(params.text_document.uri, 0)
+        ls.opened(params.text_document.uri)
 
     @server.feature(lsp.TEXT_DOCUMENT_DID_CHANGE)
     def did_change(ls: TpcheckServer, params: lsp.DidChangeTextDocumentParams) -> None:
@@ -541,28 +710,20 @@ def make_server() -> TpcheckServer:
                           params: lsp.CodeActionParams) -> list[lsp.CodeAction] | None:
         return await ls.code_actions(params)
 
+    @server.feature(STATUS)
+    def status(ls: TpcheckServer, params: Any) -> dict[str, object]:
+        return ls.status()
+
     @server.feature(lsp.SHUTDOWN)
     def shutdown(ls: TpcheckServer, *args: Any) -> None:
         for timer in ls.timers.values():
             timer.cancel()
         ls.timers.clear()
-        for pool in (ls.lint_pool, ls.action_pool):
-            with contextlib.suppress(Exception):
-                pool.shutdown(wait=False, cancel_futures=True)
+        ls.stop_workers()
+        with contextlib.suppress(Exception):
+            ls.action_pool.shutdown(wait=False, cancel_futures=True)
 
     return server
-
-
-def tune_gc() -> None:
-    """As the CLI does: the imported modules' objects are set aside from collection and the
-    young generation is collected every 10,000 allocations instead of 700 (a re-lint allocates
-    and frees nodes by the thousand; issue 20 measured p90 re-diagnose of a 2,000-line manifest
-    at 12-16 ms before, 3.6 ms after)."""
-    import gc
-
-    gc.collect()
-    gc.freeze()
-    gc.set_threshold(10_000, 10, 10)
 
 
 def serve() -> int:
