@@ -38,14 +38,14 @@ class WorkerCrashed(Exception):
 
 def describe_exit(returncode: int | None) -> str:
     if returncode is None:
-        return "it stopped answering"
+        return "stopped answering"
     if returncode < 0:
         try:
             name = signal.Signals(-returncode).name
         except ValueError:
             name = f"signal {-returncode}"
-        return f"it was stopped by {name}"
-    return f"it exited with status {returncode}"
+        return f"was stopped by {name}"
+    return f"exited with status {returncode}"
 
 
 @record

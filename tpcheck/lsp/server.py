@@ -55,6 +55,10 @@ LINT_WORKERS = 2
 # A document whose last lint took longer than this is "slow" for that rule (the 200-line
 # manifest of bench/lsp_bench.py lints in about 3 ms; a 28,000-line chart in about 0.5 s).
 SLOW_SECONDS = 0.25
+# Before its first lint a document is presumed slow past this size (a session restoring ten
+# large tabs must not take every worker): the 200-line manifest is 6 KiB, the 1,000-launch
+# script of tests/lsp 60 KiB.
+PRESUME_SLOW_CHARS = 32 * 1024
 # A worker past this resident size after a lint is replaced (a huge document's heap is not
 # given back to the system); a fresh one starts in well under a second.
 WORKER_RSS_KIB = 512 * 1024
@@ -104,7 +108,8 @@ class TpcheckServer(LanguageServer):
         self.running: dict[str, Run] = {}  # one lint per document at a time
         self.generation: dict[str, int] = {}  # which opening of the document (reopened: new)
         self.openings = 0
-        self.slow_docs: set[str] = set()
+        self.slow_docs: dict[str, bool] = {}  # whether the last lint was slow
+        self.cancelled = 0
         self.on_save_only: set[str] = set()
         self.config_timer: asyncio.TimerHandle | None = None
         self.action_pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="tpcheck-fix")
@@ -213,7 +218,7 @@ class TpcheckServer(LanguageServer):
         self.cancel(uri)
         self.wanted.pop(uri, None)
         self.generation.pop(uri, None)
-        self.slow_docs.discard(uri)
+        self.slow_docs.pop(uri, None)
         self.published.pop(uri, None)
         self.on_save_only.discard(uri)
         self.doc_settings.pop(uri, None)
@@ -309,11 +314,13 @@ class TpcheckServer(LanguageServer):
             if doc is None or not wants(doc.path, doc.language_id):
                 del self.wanted[uri]
                 continue
-            worker = self.free_worker(uri in self.slow_docs)
+            slow = self.slow_docs.get(uri, len(doc.source) > PRESUME_SLOW_CHARS)
+            worker = self.free_worker(slow)
             if worker is None:
                 continue
             del self.wanted[uri]
-            self.dispatch(worker, uri, doc.path, doc.source, doc.version, doc.language_id)
+            self.dispatch(worker, uri, doc.path, doc.source, doc.version, doc.language_id,
+                          slow)
         self.grow()
 
     def _config_waited(self) -> None:
@@ -330,14 +337,13 @@ class TpcheckServer(LanguageServer):
         return idle[0]
 
     def grow(self) -> None:
-        """Keep one worker ready beyond the busy ones, up to LINT_WORKERS: the next document
-        need not wait for a process to start."""
-        alive = [w for w in self.workers if not w.dead]
-        if (self.stopped or self.starting or any(w.idle for w in alive)
-                or len(alive) >= LINT_WORKERS or self.start_failures >= WORKER_START_TRIES):
-            return
-        self.starting += 1
-        self._task(self._spawn())
+        """Keep LINT_WORKERS workers (started with the session, replaced when one dies): a
+        document never waits for a process to start while a slow one holds the other."""
+        alive = sum(1 for w in self.workers if not w.dead)
+        while (not self.stopped and alive + self.starting < LINT_WORKERS
+               and self.start_failures < WORKER_START_TRIES):
+            self.starting += 1
+            self._task(self._spawn())
 
     def _task(self, coro: Any) -> None:
         task = asyncio.get_running_loop().create_task(coro)
@@ -371,11 +377,11 @@ class TpcheckServer(LanguageServer):
             self.workers.remove(worker)
 
     def dispatch(self, worker: Worker, uri: str, path: str, text: str, version: int | None,
-                 language_id: str | None) -> None:
+                 language_id: str | None, slow: bool) -> None:
         self.poll_settings()
         self.jobs += 1
         run = Run(uri, self.generation.get(uri, 0), version, worker, self.jobs)
-        worker.job, worker.uri, worker.slow = run.job, uri, uri in self.slow_docs
+        worker.job, worker.uri, worker.slow = run.job, uri, slow
         self.running[uri] = run
         self._task(self._lint(run, path, text, language_id, self.config,
                               self.settings_buffers()))
@@ -396,6 +402,8 @@ class TpcheckServer(LanguageServer):
                     log.info("replacing a lint process of %d MiB", worker.rss_kib // 1024)
                     self.lost(worker)
                 self.finish(run, text, got)
+            elif got is None:
+                self.cancelled += 1
             elif isinstance(got, Failed):
                 self.window_log_message(lsp.LogMessageParams(
                     lsp.MessageType.Error, f"tpcheck: lint failed for {run.uri}: {got.message}"))
@@ -417,10 +425,7 @@ class TpcheckServer(LanguageServer):
         uri, result = run.uri, done.result
         if self.generation.get(uri) != run.generation:
             return  # closed (and perhaps reopened) since: nothing of it is kept
-        if done.seconds > SLOW_SECONDS:
-            self.slow_docs.add(uri)
-        else:
-            self.slow_docs.discard(uri)
+        self.slow_docs[uri] = done.seconds > SLOW_SECONDS
         self.note_settings(uri, result)
         self._budget(uri, result.name, len(text.encode("utf-8", "surrogatepass")), done.seconds)
         if not self.is_current(run):
@@ -460,7 +465,8 @@ class TpcheckServer(LanguageServer):
             "open": len(self.workspace.text_documents),
             "published": len(self.published), "timers": len(self.timers),
             "wanted": len(self.wanted), "running": len(self.running),
-            "generations": len(self.generation), "slow": len(self.slow_docs),
+            "generations": len(self.generation), "costs": len(self.slow_docs),
+            "cancelled": self.cancelled,
             "on_save_only": len(self.on_save_only), "settings": len(self.doc_settings),
             "tasks": len(self.tasks),
             "workers": [{"pid": w.pid, "busy": bool(w.job), "lints": w.lints,
@@ -733,4 +739,4 @@ def serve() -> int:
     return server.exit_code
 
 
-__all__ = ["TpcheckServer", "make_server", "serve"]
+__all__ = ["TpcheckServer", "make_server", "serve", "tune_gc"]
