@@ -16,11 +16,11 @@ document is re-linted after each of its own changes; then the server's resident 
 (VmRSS, the server alone and with its lint processes) over ``--edits`` edits. Targets: the
 two-document median within 2x the one-document one; memory flat over 5,000 edits.
 
-The slow document must stay slow *and* inside the live budget (2 s, 1 MiB: past it the server
-lints it on save only, and nothing is slow any more). ``--slow helm`` (the default) is a
+The slow document is saved after each change, so it is linted each time even when it is past
+the live budget (2 s or 1 MiB: then it is linted on open and save only). ``--slow helm`` is a
 rendered Helm chart of ``--slow-size`` Deployments (800: 28,000 lines, 607 KiB, about 0.5 s a
-lint), ``--slow python`` a launch script of ``--slow-size`` ``LLM(...)`` calls (hostile but
-valid: each one a deployment to check; 500 take about 1 s).
+lint; the default), ``--slow python`` a launch script of ``--slow-size`` ``LLM(...)`` calls
+(hostile but valid: each one a deployment to check; 500 take about 1 s).
 
     python bench/lsp_bench.py --stdio [-n 40] [--slow helm|python] [--slow-size N] [--edits 5000]
 """
@@ -170,6 +170,7 @@ class Client:
         return own, own + sum(rss(c) for c in children)
 
 
+DEBOUNCE_MS = 150  # tpcheck lsp --debounce-ms's default
 MODELS = ("Qwen/Qwen3-32B", "meta-llama/Llama-3.1-8B-Instruct", "Qwen/Qwen2.5-72B-Instruct",
           "mistralai/Mistral-7B-Instruct-v0.3")
 
@@ -247,17 +248,22 @@ def stdio(args: argparse.Namespace) -> None:
         seen_before = c.seen.get(b_uri, 0)
         both = []
         for i in range(args.n):
-            b_version += 1  # the slow document changes first, then the manifest
+            b_version += 1  # the slow document is changed and saved, then the manifest edited
             c.send("textDocument/didChange", {
                 "textDocument": {"uri": b_uri, "version": b_version},
                 "contentChanges": [{"text": slow + f"# edit {i}\n"}]})
-            time.sleep(0.2)  # past the debounce: the slow lint is under way
+            c.send("textDocument/didSave", {"textDocument": {"uri": b_uri}})
+            time.sleep(0.1)  # a save lints at once (even past the live budget): under way now
             both.append(edit_a())
         both.sort()
         ratio = statistics.median(both) / statistics.median(alone)
+        # Past the debounce (the server's default 150 ms): the server's own work and waits.
+        past = ((statistics.median(both) - DEBOUNCE_MS)
+                / max(statistics.median(alone) - DEBOUNCE_MS, 0.1))
         print(f"[stdio] the same while the {slow_name} is re-linted after each of its changes: "
               f"median {statistics.median(both):.1f} ms, p90 "
-              f"{both[round(0.9 * (len(both) - 1))]:.1f} ms, {ratio:.2f}x alone (target <= 2x); "
+              f"{both[round(0.9 * (len(both) - 1))]:.1f} ms, {ratio:.2f}x alone (target <= 2x), "
+              f"{past:.1f}x alone past the debounce; "
               f"the slow document published {c.seen.get(b_uri, 0) - seen_before} times meanwhile")
         c.send("textDocument/didClose", {"textDocument": {"uri": b_uri}})
         marks = [(0, c.rss_kib())]

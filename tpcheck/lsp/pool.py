@@ -133,7 +133,7 @@ class Worker:
         self.dead = True
         if self.proc is None or self.proc.returncode is not None:
             return
-        with contextlib.suppress(ProcessLookupError):
+        with contextlib.suppress(ProcessLookupError, RuntimeError, OSError):
             self.proc.kill()
 
     async def _read(self) -> Any:
