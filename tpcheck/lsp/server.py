@@ -361,6 +361,8 @@ class TpcheckServer(LanguageServer):
             if self.start_failures >= WORKER_START_TRIES:
                 self.tell(lsp.MessageType.Error,
                           f"tpcheck: the lint process does not start ({e}); nothing is linted")
+            else:
+                self.grow()
             return
         finally:
             self.starting -= 1
@@ -473,11 +475,13 @@ class TpcheckServer(LanguageServer):
                          "rss_kib": w.rss_kib} for w in self.workers if not w.dead],
         }
 
-    def stop_workers(self) -> None:
+    def stop_workers(self) -> list[Worker]:
         self.stopped = True
-        for w in self.workers:
+        gone = list(self.workers)
+        for w in gone:
             w.stop()
         self.workers.clear()
+        return gone
 
     def relint_all(self, delay: float = 0, but: str | None = None) -> None:
         for uri in list(self.workspace.text_documents):
@@ -721,11 +725,14 @@ def make_server() -> TpcheckServer:
         return ls.status()
 
     @server.feature(lsp.SHUTDOWN)
-    def shutdown(ls: TpcheckServer, *args: Any) -> None:
+    async def shutdown(ls: TpcheckServer, *args: Any) -> None:
         for timer in ls.timers.values():
             timer.cancel()
         ls.timers.clear()
-        ls.stop_workers()
+        # Reaped before the reply: the client's exit may close the event loop right after.
+        waits = [w.proc.wait() for w in ls.stop_workers() if w.proc is not None]
+        with contextlib.suppress(Exception):
+            await asyncio.wait_for(asyncio.gather(*waits), timeout=2)
         with contextlib.suppress(Exception):
             ls.action_pool.shutdown(wait=False, cancel_futures=True)
 
