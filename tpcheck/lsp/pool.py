@@ -50,9 +50,12 @@ def describe_exit(returncode: int | None) -> str:
 
 @record
 class Done:
-    """A finished lint: the result, the worker's time on it, and the worker's memory after."""
+    """A finished lint: the result (its findings apart, pickled), the diagnostics as JSON, the
+    worker's time on it and the worker's memory after."""
 
     result: DocResult
+    findings: bytes
+    diagnostics: str
     seconds: float
     rss_kib: int
 
@@ -94,13 +97,14 @@ class Worker:
         self.ready = True
 
     async def lint(self, job: int, path: str, text: str, language_id: str | None,
-                   config: EditorConfig, buffers: dict[str, str]) -> Done | Failed | None:
+                   config: EditorConfig, buffers: dict[str, str], uri: str,
+                   encoding: str) -> Done | Failed | None:
         """Lint on the worker; None when the job was cancelled."""
         assert self.proc is not None and self.proc.stdin is not None
         self.job = job
         try:
             self.proc.stdin.write(frame(("lint", job, path, text, language_id, config,
-                                         buffers)))
+                                         buffers, uri, encoding)))
             await self.proc.stdin.drain()
             while True:
                 msg = await self._read()
@@ -110,8 +114,8 @@ class Worker:
                     continue  # an answer to an earlier job (cannot happen: one at a time)
                 self.lints += 1
                 if msg[0] == "done":
-                    self.rss_kib = msg[4]
-                    return Done(msg[2], msg[3], msg[4])
+                    self.rss_kib = msg[6]
+                    return Done(*msg[2:7])
                 if msg[0] == "failed":
                     return Failed(msg[2])
                 return None

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import json
 import logging
 import os
 import sys
@@ -81,16 +82,44 @@ class Run:
     version: int | None
     worker: Worker
     job: int
+    encoding: str
 
 
-@record
 class Published:
-    """The diagnostics of one document version, with the findings behind them."""
+    """The diagnostics of one document version, with the findings behind them. Both come from
+    the lint process packed (a pickle, JSON) and are unpacked at the first hover or code action
+    on this version: most versions get neither."""
 
-    version: int | None
-    text: str
-    result: DocResult
-    diagnostics: tuple[lsp.Diagnostic, ...]
+    __slots__ = ("_diagnostics", "_findings", "packed_diagnostics", "packed_findings",
+                 "result", "text", "version")
+
+    def __init__(self, version: int | None, text: str, result: DocResult, findings: bytes,
+                 diagnostics: str) -> None:
+        self.version, self.text, self.result = version, text, result
+        self.packed_findings, self.packed_diagnostics = findings, diagnostics
+        self._findings: tuple[Finding, ...] | None = None
+        self._diagnostics: tuple[lsp.Diagnostic, ...] | None = None
+
+    @property
+    def findings(self) -> tuple[Finding, ...]:
+        if self._findings is None:
+            import pickle  # the lint process's own pickle of tpcheck's records
+
+            self._findings = pickle.loads(self.packed_findings)
+            self.packed_findings = b""
+        return self._findings
+
+    @property
+    def diagnostics(self) -> tuple[lsp.Diagnostic, ...]:
+        if self._diagnostics is None:
+            import json
+
+            from lsprotocol.converters import get_converter
+
+            self._diagnostics = tuple(get_converter().structure(
+                json.loads(self.packed_diagnostics), list[lsp.Diagnostic]))
+            self.packed_diagnostics = ""
+        return self._diagnostics
 
 
 class TpcheckServer(LanguageServer):
@@ -108,7 +137,7 @@ class TpcheckServer(LanguageServer):
         self.running: dict[str, Run] = {}  # one lint per document at a time
         self.generation: dict[str, int] = {}  # which opening of the document (reopened: new)
         self.openings = 0
-        self.slow_docs: dict[str, bool] = {}  # whether the last lint was slow
+        self.slow_docs: dict[str, int] = {}  # lints in a row that took over SLOW_SECONDS
         self.cancelled = 0
         self.on_save_only: set[str] = set()
         self.config_timer: asyncio.TimerHandle | None = None
@@ -314,7 +343,7 @@ class TpcheckServer(LanguageServer):
             if doc is None or not wants(doc.path, doc.language_id):
                 del self.wanted[uri]
                 continue
-            slow = self.slow_docs.get(uri, len(doc.source) > PRESUME_SLOW_CHARS)
+            slow = self.is_slow(uri, len(doc.source))
             worker = self.free_worker(slow)
             if worker is None:
                 continue
@@ -326,6 +355,13 @@ class TpcheckServer(LanguageServer):
     def _config_waited(self) -> None:
         self.config_ready = True
         self.pump()
+
+    def is_slow(self, uri: str, size: int) -> bool:
+        """Slow: two lints in a row over SLOW_SECONDS (one can be a cold process's first:
+        imports, the model catalog), or one for a large document; before any, large."""
+        big = size > PRESUME_SLOW_CHARS
+        streak = self.slow_docs.get(uri)
+        return big if streak is None else streak >= 2 or (big and streak >= 1)
 
     def free_worker(self, slow: bool) -> Worker | None:
         """An idle worker; for a slow document only while another one stays for the rest."""
@@ -382,7 +418,7 @@ class TpcheckServer(LanguageServer):
                  language_id: str | None, slow: bool) -> None:
         self.poll_settings()
         self.jobs += 1
-        run = Run(uri, self.generation.get(uri, 0), version, worker, self.jobs)
+        run = Run(uri, self.generation.get(uri, 0), version, worker, self.jobs, self.encoding())
         worker.job, worker.uri, worker.slow = run.job, uri, slow
         self.running[uri] = run
         self._task(self._lint(run, path, text, language_id, self.config,
@@ -398,7 +434,8 @@ class TpcheckServer(LanguageServer):
                     config: EditorConfig, buffers: dict[str, str]) -> None:
         worker = run.worker
         try:
-            got = await worker.lint(run.job, path, text, language_id, config, buffers)
+            got = await worker.lint(run.job, path, text, language_id, config, buffers, run.uri,
+                                    run.encoding)
             if isinstance(got, Done):
                 if worker.rss_kib > WORKER_RSS_KIB:
                     log.info("replacing a lint process of %d MiB", worker.rss_kib // 1024)
@@ -427,20 +464,19 @@ class TpcheckServer(LanguageServer):
         uri, result = run.uri, done.result
         if self.generation.get(uri) != run.generation:
             return  # closed (and perhaps reopened) since: nothing of it is kept
-        self.slow_docs[uri] = done.seconds > SLOW_SECONDS
+        self.slow_docs[uri] = self.slow_docs.get(uri, 0) + 1 if done.seconds > SLOW_SECONDS else 0
         self.note_settings(uri, result)
         self._budget(uri, result.name, len(text.encode("utf-8", "surrogatepass")), done.seconds)
-        if not self.is_current(run):
+        if not self.is_current(run) or run.encoding != self.encoding():
             return  # the text moved on; its own lint is due
-        lines = convert.split_lines(text)
-        enc = self.encoding()
-        diags = [convert.diagnostic(f, lines, uri, result.name, enc) for f in result.findings]
-        diags += [convert.error_diagnostic(e, lines, result.name, enc) for e in result.errors]
         if result.settings_problem:
             self.tell(lsp.MessageType.Error, f"tpcheck settings: {result.settings_problem}")
-        self.published[uri] = Published(run.version, text, result, tuple(diags))
-        self.text_document_publish_diagnostics(
-            lsp.PublishDiagnosticsParams(uri=uri, diagnostics=diags, version=run.version))
+        self.published[uri] = Published(run.version, text, result, done.findings,
+                                        done.diagnostics)
+        assert isinstance(self.protocol, wire.Protocol)
+        self.protocol.notify_json(lsp.TEXT_DOCUMENT_PUBLISH_DIAGNOSTICS, (
+            f'{{"uri":{json.dumps(uri)},"version":{json.dumps(run.version)},'
+            f'"diagnostics":{done.diagnostics}}}'))
 
     def crashed(self, run: Run, path: str, text: str, language_id: str | None,
                 e: WorkerCrashed) -> None:
@@ -510,7 +546,7 @@ class TpcheckServer(LanguageServer):
         if line0 >= len(lines):
             return None
         col0 = convert.code_points(lines[line0], params.position.character, self.encoding())
-        hits = [f for f in pub.result.findings if convert.contains(f.span, line0, col0)]
+        hits = [f for f in pub.findings if convert.contains(f.span, line0, col0)]
         if not hits:
             return None
         return lsp.Hover(
@@ -552,7 +588,7 @@ class TpcheckServer(LanguageServer):
         r = params.range
         asked = {(d.range.start.line, str(d.code)) for d in params.context.diagnostics or ()}
         out = []
-        for f, d in zip(pub.result.findings, pub.diagnostics, strict=False):
+        for f, d in zip(pub.findings, pub.diagnostics, strict=False):
             on_lines = r.start.line <= d.range.start.line <= r.end.line or (
                 d.range.start.line <= r.start.line <= d.range.end.line)
             if on_lines or (d.range.start.line, f.code) in asked:

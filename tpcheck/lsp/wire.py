@@ -57,6 +57,15 @@ class Protocol(LanguageServerProtocol):
             return
         yield from super().lsp_text_document__did_change(params)
 
+    def notify_json(self, method: str, params: str) -> None:
+        """A notification whose params are JSON already (diagnostics a lint process rendered):
+        written as one message, as pygls writes its own."""
+        body = f'{{"jsonrpc":"2.0","method":{json.dumps(method)},"params":{params}}}'.encode()
+        if self.writer is None:
+            log.error("no transport for %s", method)
+            return
+        self.writer.write(b"Content-Length: %d\r\n\r\n" % len(body) + body)
+
     def reply_error(self, msg_id: int | str | None, code: int, message: str) -> None:
         self._send_response(msg_id, error=lsp.ResponseError(code=code, message=message))  # type: ignore[arg-type]
 
