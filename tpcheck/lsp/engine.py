@@ -1,8 +1,9 @@
 """Lint one open document from its in-memory text, with the editor's settings on top.
 
-The server calls ``DocumentLinter.lint`` on a worker thread for every open, save and (debounced)
-change. It keeps one ``Linter`` per settings combination, so the resolver's lookups and the parsed
-model shapes stay warm between keystrokes; a re-lint then costs one read and the rules.
+A lint process of the server (tpcheck.lsp.worker) calls ``DocumentLinter.lint`` for every
+open, save and (debounced) change. It keeps one ``Linter`` per settings combination, so the
+resolver's lookups and the parsed model shapes stay warm between keystrokes; a re-lint then
+costs one read and the rules.
 """
 
 from __future__ import annotations

@@ -507,6 +507,7 @@ class TpcheckServer(LanguageServer):
             "cancelled": self.cancelled,
             "on_save_only": len(self.on_save_only), "settings": len(self.doc_settings),
             "tasks": len(self.tasks),
+            "futures": len(getattr(self.protocol, "_request_futures", ())),
             "workers": [{"pid": w.pid, "busy": bool(w.job), "lints": w.lints,
                          "rss_kib": w.rss_kib} for w in self.workers if not w.dead],
         }
