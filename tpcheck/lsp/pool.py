@@ -78,6 +78,7 @@ class Worker:
         self.job = 0  # the job it holds, 0 when idle
         self.uri = ""  # the document of that job
         self.slow = False  # the document is known to lint slowly
+        self.last_uri = ""  # the document it linted last
         self.lints = 0
         self.rss_kib = 0
 

@@ -344,7 +344,7 @@ class TpcheckServer(LanguageServer):
                 del self.wanted[uri]
                 continue
             slow = self.is_slow(uri, len(doc.source))
-            worker = self.free_worker(slow)
+            worker = self.free_worker(slow, uri)
             if worker is None:
                 continue
             del self.wanted[uri]
@@ -363,14 +363,16 @@ class TpcheckServer(LanguageServer):
         streak = self.slow_docs.get(uri)
         return big if streak is None else streak >= 2 or (big and streak >= 1)
 
-    def free_worker(self, slow: bool) -> Worker | None:
-        """An idle worker; for a slow document only while another one stays for the rest."""
+    def free_worker(self, slow: bool, uri: str) -> Worker | None:
+        """An idle worker, the one that linted ``uri`` last if it is free (its caches hold that
+        document's models; a worker starts afresh after a cancel, which the slow document's
+        edits cause); for a slow document only while another one stays for the rest."""
         idle = [w for w in self.workers if w.idle]
         if not idle:
             return None
         if slow and sum(1 for w in self.workers if w.job and w.slow) >= LINT_WORKERS - 1:
             return None
-        return idle[0]
+        return next((w for w in idle if w.last_uri == uri), idle[0])
 
     def grow(self) -> None:
         """Keep LINT_WORKERS workers (started with the session, replaced when one dies): a
@@ -419,7 +421,7 @@ class TpcheckServer(LanguageServer):
         self.poll_settings()
         self.jobs += 1
         run = Run(uri, self.generation.get(uri, 0), version, worker, self.jobs, self.encoding())
-        worker.job, worker.uri, worker.slow = run.job, uri, slow
+        worker.job, worker.uri, worker.slow, worker.last_uri = run.job, uri, slow, uri
         self.running[uri] = run
         self._task(self._lint(run, path, text, language_id, self.config,
                               self.settings_buffers()))

@@ -57,8 +57,8 @@ class Protocol(LanguageServerProtocol):
         def done(future: Any) -> None:
             try:
                 callback(future)
-            finally:
-                if self._request_futures.get(msg_id) is future:
+            finally:  # a cancelled one is left: shutdown cancels them all while iterating
+                if not future.cancelled() and self._request_futures.get(msg_id) is future:
                     del self._request_futures[msg_id]
 
         super()._execute_handler(msg_id, handler, done, args, kwargs)
