@@ -19,6 +19,7 @@ from tpcheck.checks._options import refused as refused_value
 from tpcheck.checks._options import root_cause
 from tpcheck.checks.base import Finding, Severity
 from tpcheck.checks.context import CheckContext
+from tpcheck.deferred import lazy_re
 from tpcheck.errors import UsageError
 from tpcheck.hardware.gpus import GPU, find_gpu
 from tpcheck.models.shape import ModelShape
@@ -46,7 +47,7 @@ if TYPE_CHECKING:
     # (model, revision, the file's folder, served name, the file's other model hints)
     ResolveKey = tuple[str, str | None, str | None, str | None, tuple[ModelHint, ...]]
 
-IGNORE_RE = re.compile(r"#\s*tpcheck:\s*ignore(?:\[([A-Za-z0-9_,\s]*)\])?", re.IGNORECASE)
+IGNORE_RE = lazy_re(r"#\s*tpcheck:\s*ignore(?:\[([A-Za-z0-9_,\s]*)\])?", re.IGNORECASE)
 # `nvidia-smi topo -m` prints a few KiB even on a 72-GPU NVL rack; 1 MiB bounds what is read.
 MAX_TOPOLOGY_BYTES = 1024 * 1024
 
@@ -600,8 +601,8 @@ def _refused_value(d: Deployment, ctx: CheckContext) -> tuple[str, str] | Source
 _PHYSICS_NAMES = ("quantization", "dtype", "kv_cache_dtype")
 
 
-_MISSING_FIELD = re.compile(r"missing field (\S+)")
-_JSON_AT = re.compile(r":(\d+):(\d+): malformed JSON")
+_MISSING_FIELD = lazy_re(r"missing field (\S+)")
+_JSON_AT = lazy_re(r":(\d+):(\d+): malformed JSON")
 
 
 def _problem_file(message: str) -> str:

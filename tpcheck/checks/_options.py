@@ -15,6 +15,7 @@ from collections.abc import Iterator
 from tpcheck.checks.base import Assumption, Edit, Finding, Severity
 from tpcheck.checks.context import CheckContext
 from tpcheck.checks.registry import Rule
+from tpcheck.deferred import lazy_re
 from tpcheck.engines.flags import (
     Option,
     OptionTable,
@@ -37,7 +38,7 @@ if TYPE_CHECKING:
 # How each engine names its parser in its error lines (argparse's ``prog``).
 PROG = {"vllm": "vllm serve", "sglang": "sglang serve"}
 KEYWORD_OWNER = {"vllm": "EngineArgs.__init__()", "sglang": "ServerArgs.__init__()"}
-_HUMAN = re.compile(r"^-?\d+(\.\d+)?[kKmMgGtT]?$")
+_HUMAN = lazy_re(r"^-?\d+(\.\d+)?[kKmMgGtT]?$")
 
 
 @record
