@@ -161,10 +161,11 @@ print(rc, real)
 # What click, pathlib and PyYAML import for features a lint never reaches (tpcheck.deferred,
 # tpcheck.sources.pyyaml): help pages (inspect, ast, dis, tokenize), a spell-check of every
 # short option (difflib), Path.as_uri (urllib.parse, ipaddress), threads, click's UUID type's
-# platform, PyYAML's timestamps (datetime.py), translations of click's messages (gettext,
-# locale).
+# platform, PyYAML's timestamps (datetime.py) and binary values (base64, struct), translations
+# of click's messages (gettext, locale).
 NOT_ON_THE_LINT_PATH = ("inspect", "ast", "dis", "tokenize", "difflib", "threading",
-                        "urllib.parse", "ipaddress", "platform", "datetime", "gettext", "locale")
+                        "urllib.parse", "ipaddress", "platform", "datetime", "base64", "struct",
+                        "gettext", "locale")
 
 
 def _probe(code: str) -> str:
@@ -226,12 +227,13 @@ def test_the_later_deferred_features_still_work() -> None:
             "from tpcheck.deferred import lazy_re\n"
             "u = click.UUID.convert('12345678-1234-5678-1234-567812345678', None, None)\n"
             "y = yaml.safe_load('a: 2001-12-14')['a']\n"
+            "b = yaml.safe_load('b: !!binary aGk=')['b']\n"
             "p = lazy_re(r'(\\d+)x')\n"
             "print(type(u) is uuid.UUID, uuid._platform_system == platform.system(),"
-            " type(y) is datetime.date, yaml.safe_dump({'d': y}).strip(),"
+            " type(y) is datetime.date, yaml.safe_dump({'d': y}).strip(), b,"
             " click.exceptions.NoSuchOption('--x').message, p.sub('<\\\\1>', 'a 8x b'),"
             " p.pattern, p.search('c').__class__.__name__)")
-    assert _probe(code) == ("True True True d: 2001-12-14 No such option '--x'. a <8> b (\\d+)x "
+    assert _probe(code) == ("True True True d: 2001-12-14 b'hi' No such option '--x'. a <8> b (\\d+)x "
                             "NoneType")
 
 

@@ -63,11 +63,15 @@ def _load(name: str) -> ModuleType:
         import gettext
 
         return gettext
+    if name == "base64":
+        import base64
+
+        return base64
     raise ImportError(f"{name} is not a module tpcheck defers")
 
 
 DEFERRABLE = ("inspect", "threading", "urllib.parse", "platform", "datetime",
-              "gettext")
+              "gettext", "base64")
 
 
 def real(name: str, stand_in: ModuleType | None = None) -> ModuleType:

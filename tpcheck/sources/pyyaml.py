@@ -104,8 +104,10 @@ def _yaml() -> None:
 # PyYAML's representer registers datetime.date and datetime.datetime at import; the module
 # datetime.py itself (~6.6 million instructions, pure Python before its C accelerator replaces
 # it) only serves a timestamp value, which composing never builds. Its classes are _datetime's.
+# base64 (and struct) serves a !!binary value alone, inside the functions that build one.
 import_deferring("yaml", _yaml, {"datetime": {"date": _datetime.date,
-                                              "datetime": _datetime.datetime}})
+                                              "datetime": _datetime.datetime},
+                                 "base64": {}})
 
 import yaml  # noqa: E402 - after the seeding, which is the point
 from yaml.reader import ReaderError  # noqa: E402
