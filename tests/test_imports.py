@@ -233,8 +233,8 @@ def test_the_later_deferred_features_still_work() -> None:
             " type(y) is datetime.date, yaml.safe_dump({'d': y}).strip(), b,"
             " click.exceptions.NoSuchOption('--x').message, p.sub('<\\\\1>', 'a 8x b'),"
             " p.pattern, p.search('c').__class__.__name__)")
-    assert _probe(code) == ("True True True d: 2001-12-14 b'hi' No such option '--x'. a <8> b (\\d+)x "
-                            "NoneType")
+    assert _probe(code) == ("True True True d: 2001-12-14 b'hi' No such option '--x'. "
+                            "a <8> b (\\d+)x NoneType")
 
 
 # The direction imports take (DESIGN's data flow): the command line and its commands over the
