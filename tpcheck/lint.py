@@ -11,6 +11,7 @@ import fnmatch
 import math
 import os
 import re
+from collections import Counter
 from collections.abc import Callable, Iterable, Mapping
 from pathlib import Path
 
@@ -721,14 +722,15 @@ def run_with_nearest_settings(paths: Iterable[str], linter_for: Callable[[Path |
     report's order (files by path, as the sorted report has them), and the result keeps none
     of them: memory stays flat however many files there are (``report.stream``)."""
     out = LintResult()
-    groups: dict[Path | None, list[str]] = {}
     nearest: dict[str, Path | None] = {}
+    if sink is not None:
+        _stream(((p, settings_file_for(p, stdin_filename, nearest))
+                 for p in iter_files(paths, out.errors)), linter_for, out, sink,
+                stdin_text=stdin_text, stdin_filename=stdin_filename)
+        return out
+    groups: dict[Path | None, list[str]] = {}
     for p in iter_files(paths, out.errors):
         groups.setdefault(settings_file_for(p, stdin_filename, nearest), []).append(p)
-    if sink is not None:
-        _stream(groups, linter_for, out, sink, stdin_text=stdin_text,
-                stdin_filename=stdin_filename)
-        return out
     for sfile, files in groups.items():
         linter = _linter_or_error(sfile, len(files), linter_for, out)
         if linter is not None:
@@ -752,17 +754,19 @@ def _linter_or_error(sfile: Path | None, n: int, linter_for: Callable[[Path | No
         return None
 
 
-def _stream(groups: dict[Path | None, list[str]], linter_for: Callable[[Path | None], Linter],
-            out: LintResult, sink: Callable[[list[Finding]], None], *,
-            stdin_text: str | bytes | None, stdin_filename: str | None) -> None:
+def _stream(files: Iterable[tuple[str, Path | None]],
+            linter_for: Callable[[Path | None], Linter], out: LintResult,
+            sink: Callable[[list[Finding]], None], *, stdin_text: str | bytes | None,
+            stdin_filename: str | None) -> None:
     """``run_with_nearest_settings`` file by file, in path order, each file's findings sorted
-    and handed to ``sink``."""
-    order = sorted(((p, sfile) for sfile, files in groups.items() for p in files),
-                   key=lambda pair: pair[0])
+    and handed to ``sink``. Only the (path, settings file) pairs are held: the path order needs
+    every name before the first file is read."""
+    order = sorted(files, key=lambda pair: pair[0])
+    governed = Counter(sfile for _, sfile in order)
     linters: dict[Path | None, Linter | None] = {}
     for p, sfile in order:
         if sfile not in linters:
-            linter = linters[sfile] = _linter_or_error(sfile, len(groups[sfile]), linter_for, out)
+            linter = linters[sfile] = _linter_or_error(sfile, governed[sfile], linter_for, out)
             if linter is not None and linter.topology_error is not None \
                     and linter.topology_error not in out.errors:
                 out.errors.append(linter.topology_error)
