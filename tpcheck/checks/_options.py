@@ -26,7 +26,13 @@ from tpcheck.engines.flags import (
 from tpcheck.engines.release import Release, resolve
 from tpcheck.record import record, replace
 from tpcheck.sources.argv import PASSTHROUGH_NOTE
-from tpcheck.sources.base import RECOVERED_NOTE, RUNTIME_WORDS_NOTE, Deployment, OptionUse
+from tpcheck.sources.base import (
+    RECOVERED_NOTE,
+    RUNTIME_WORDS_NOTE,
+    Deployment,
+    OptionUse,
+    Span,
+)
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -186,8 +192,13 @@ def _verdict(engine: str, table: OptionTable, use: OptionUse) -> Verdict | None:
         return None if v is None else replace(v, use=use)
     v = _judge(engine, table, use)
     if len(_JUDGED) < 8192:  # bounded: a hostile file cannot grow it without limit
-        _JUDGED[key] = v
+        # kept without the use itself (a hit puts its own in): the use's ``locate`` holds the
+        # file's words, and 8,192 files' words were most of a large run's memory
+        _JUDGED[key] = None if v is None else replace(v, use=_DETACHED)
     return v
+
+
+_DETACHED = OptionUse("", None, lambda: (Span("", 1, 1, 1, 1), None))
 
 
 def _judge(engine: str, table: OptionTable, use: OptionUse) -> Verdict | None:
