@@ -160,9 +160,12 @@ print(rc, real)
 
 # What click, pathlib and PyYAML import for features a lint never reaches (tpcheck.deferred,
 # tpcheck.sources.pyyaml): help pages (inspect, ast, dis, tokenize), a spell-check of every
-# short option (difflib), Path.as_uri (urllib.parse, ipaddress), threads.
+# short option (difflib), Path.as_uri (urllib.parse, ipaddress), threads, click's UUID type's
+# platform, PyYAML's timestamps (datetime.py) and binary values (base64, struct), translations
+# of click's messages (gettext, locale).
 NOT_ON_THE_LINT_PATH = ("inspect", "ast", "dis", "tokenize", "difflib", "threading",
-                        "urllib.parse", "ipaddress")
+                        "urllib.parse", "ipaddress", "platform", "datetime", "base64", "struct",
+                        "gettext", "locale")
 
 
 def _probe(code: str) -> str:
@@ -213,6 +216,25 @@ def test_clicks_deferred_features_still_work() -> None:
             " threading.local, pathlib.Path('/a b').as_uri(), type(inspect).__name__,"
             " callable(inspect.signature))")
     assert _probe(code) == ("'a\\nb' ['--context', '--color'] True file:///a%20b module True")
+
+
+def test_the_later_deferred_features_still_work() -> None:
+    """click's UUID type (uuid, which asked platform for the system's name), a YAML timestamp
+    and dump (datetime's classes), click's messages (gettext, which has no catalog here), and a
+    module's pattern compiled on first use."""
+    code = (LINT_PROBE.format(path=QWEN_TP16, names=()) +
+            "import click, datetime, platform, uuid, yaml\n"
+            "from tpcheck.deferred import lazy_re\n"
+            "u = click.UUID.convert('12345678-1234-5678-1234-567812345678', None, None)\n"
+            "y = yaml.safe_load('a: 2001-12-14')['a']\n"
+            "b = yaml.safe_load('b: !!binary aGk=')['b']\n"
+            "p = lazy_re(r'(\\d+)x')\n"
+            "print(type(u) is uuid.UUID, uuid._platform_system == platform.system(),"
+            " type(y) is datetime.date, yaml.safe_dump({'d': y}).strip(), b,"
+            " click.exceptions.NoSuchOption('--x').message, p.sub('<\\\\1>', 'a 8x b'),"
+            " p.pattern, p.search('c').__class__.__name__)")
+    assert _probe(code) == ("True True True d: 2001-12-14 b'hi' No such option '--x'. "
+                            "a <8> b (\\d+)x NoneType")
 
 
 # The direction imports take (DESIGN's data flow): the command line and its commands over the

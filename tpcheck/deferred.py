@@ -18,9 +18,13 @@ features still work.
 from __future__ import annotations
 
 import sys
-from collections.abc import Callable
 from types import ModuleType
-from typing import Any
+
+TYPE_CHECKING = False  # typing's constant without importing typing (readers import this too)
+if TYPE_CHECKING:
+    import re
+    from collections.abc import Callable
+    from typing import Any
 
 
 class DeferredModule(ModuleType):
@@ -47,10 +51,27 @@ def _load(name: str) -> ModuleType:
         import urllib.parse
 
         return urllib.parse
+    if name == "platform":
+        import platform
+
+        return platform
+    if name == "datetime":
+        import datetime
+
+        return datetime
+    if name == "gettext":
+        import gettext
+
+        return gettext
+    if name == "base64":
+        import base64
+
+        return base64
     raise ImportError(f"{name} is not a module tpcheck defers")
 
 
-DEFERRABLE = ("inspect", "threading", "urllib.parse")
+DEFERRABLE = ("inspect", "threading", "urllib.parse", "platform", "datetime",
+              "gettext", "base64")
 
 
 def real(name: str, stand_in: ModuleType | None = None) -> ModuleType:
@@ -71,6 +92,54 @@ def calling_real(module: str, name: str) -> Callable[..., Any]:
 
     call.__name__ = call.__qualname__ = name
     return call
+
+
+def platform_system() -> str:
+    """``platform.system()`` without importing ``platform`` (~9 million instructions, for
+    ``uuid``'s one call at import): ``os.uname()``'s system name, which ``platform.uname`` keeps
+    as it is except when empty or one it renames (Microsoft, OpenVMS); those go to the real
+    one."""
+    import os
+
+    name = os.uname().sysname if hasattr(os, "uname") else ""
+    if name in ("", "Microsoft", "OpenVMS"):
+        found: str = real("platform").system()
+        return found
+    return name
+
+
+_CATALOGS: list[bool] = []  # whether Python's own locale folder exists, looked at once
+
+
+def _translated() -> bool:
+    """Whether ``gettext`` could translate click's messages: only when the real module is
+    loaded (someone may have bound a domain) or Python's ``share/locale`` folder exists, where
+    ``gettext.find`` looks for a catalog. Otherwise every lookup ends in ``NullTranslations``,
+    which returns the message as given."""
+    if type(sys.modules.get("gettext")) is ModuleType:
+        return True
+    if not _CATALOGS:
+        import os
+
+        _CATALOGS.append(os.path.isdir(os.path.join(sys.base_prefix, "share", "locale")))
+    return _CATALOGS[0]
+
+
+def gettext(message: str) -> str:
+    """``gettext.gettext`` (click wraps every message and help text in it, ~40 us a call, and
+    the module imports ``locale``): the message itself when no catalog can exist."""
+    if _translated():
+        done: str = real("gettext").gettext(message)
+        return done
+    return message
+
+
+def ngettext(singular: str, plural: str, n: int) -> str:
+    """``gettext.ngettext``, likewise: ``NullTranslations``' choice when no catalog can exist."""
+    if _translated():
+        done: str = real("gettext").ngettext(singular, plural, n)
+        return done
+    return singular if n == 1 else plural
 
 
 def import_deferring(library: str, load: Callable[[], object],
@@ -94,3 +163,37 @@ def import_deferring(library: str, load: Callable[[], object],
         for module in placed:
             if sys.modules.get(module.__name__) is module:
                 del sys.modules[module.__name__]
+
+
+class LazyPattern:
+    """``re.compile(source, flags)``, compiled on the first attribute asked for. A module's
+    patterns are compiled when it is imported, each ~0.1-1.3 million instructions in ``re``'s
+    pure-Python compiler, and a one-file lint imports ~50 of them, most for inputs it is not
+    reading (a Makefile's assignments, a Dockerfile's instructions). After the first use the
+    real pattern's methods sit in the instance, so later calls cost what a pattern's do."""
+
+    def __init__(self, source: str, flags: int = 0) -> None:
+        self._source = source
+        self._flags = flags
+
+    def __getattr__(self, name: str) -> Any:
+        if name.startswith("__"):
+            raise AttributeError(name)
+        import re
+
+        p = re.compile(self._source, self._flags)
+        self.__dict__.update({k: getattr(p, k) for k in _PATTERN_ATTRS})
+        return getattr(p, name)
+
+    def __repr__(self) -> str:
+        return f"LazyPattern({self._source!r}, {self._flags})"
+
+
+_PATTERN_ATTRS = ("match", "search", "fullmatch", "sub", "subn", "split", "findall", "finditer",
+                  "scanner", "pattern", "flags", "groups", "groupindex")
+
+
+def lazy_re(source: str, flags: int = 0) -> re.Pattern[str]:
+    """A module-level pattern that costs nothing until it is used (``LazyPattern``)."""
+    lazy: Any = LazyPattern(source, flags)
+    return lazy  # type: ignore[no-any-return]

@@ -11,6 +11,7 @@ import fnmatch
 import math
 import os
 import re
+from collections import Counter
 from collections.abc import Callable, Iterable, Mapping
 from pathlib import Path
 
@@ -19,6 +20,7 @@ from tpcheck.checks._options import refused as refused_value
 from tpcheck.checks._options import root_cause
 from tpcheck.checks.base import Finding, Severity
 from tpcheck.checks.context import CheckContext
+from tpcheck.deferred import lazy_re
 from tpcheck.errors import UsageError
 from tpcheck.hardware.gpus import GPU, find_gpu
 from tpcheck.models.shape import ModelShape
@@ -46,7 +48,7 @@ if TYPE_CHECKING:
     # (model, revision, the file's folder, served name, the file's other model hints)
     ResolveKey = tuple[str, str | None, str | None, str | None, tuple[ModelHint, ...]]
 
-IGNORE_RE = re.compile(r"#\s*tpcheck:\s*ignore(?:\[([A-Za-z0-9_,\s]*)\])?", re.IGNORECASE)
+IGNORE_RE = lazy_re(r"#\s*tpcheck:\s*ignore(?:\[([A-Za-z0-9_,\s]*)\])?", re.IGNORECASE)
 # `nvidia-smi topo -m` prints a few KiB even on a 72-GPU NVL rack; 1 MiB bounds what is read.
 MAX_TOPOLOGY_BYTES = 1024 * 1024
 
@@ -455,14 +457,24 @@ class Linter:
         if self.topology_error is not None:
             out.errors.append(self.topology_error)
         for p in iter_files(paths, out.errors):
-            if p == "-":
-                rr = read_path("-", stdin_text or "", stdin_filename=stdin_filename or "stdin",
-                               max_bytes=self.settings.max_file_size)
-            else:
-                rr = read_path(p, max_bytes=self.settings.max_file_size)
-            self.lint_read(rr, out)
-        out.findings.sort(key=lambda f: (f.span.path, f.span.line, f.span.column, f.code))
+            self.lint_path(p, out, stdin_text=stdin_text, stdin_filename=stdin_filename)
+        out.findings.sort(key=finding_order)
         return out
+
+    def lint_path(self, p: str, out: LintResult, *, stdin_text: str | bytes | None = None,
+                  stdin_filename: str | None = None) -> None:
+        """Read and check one file (``-``: ``stdin_text``) into ``out``."""
+        if p == "-":
+            rr = read_path("-", stdin_text or "", stdin_filename=stdin_filename or "stdin",
+                           max_bytes=self.settings.max_file_size)
+        else:
+            rr = read_path(p, max_bytes=self.settings.max_file_size)
+        self.lint_read(rr, out)
+
+
+def finding_order(f: Finding) -> tuple[str, int, int, str]:
+    """The order findings are reported in: by file, position, then code."""
+    return (f.span.path, f.span.line, f.span.column, f.code)
 
 
 def merge_groups(linted: list[tuple[Deployment, list[Finding]]]
@@ -600,8 +612,8 @@ def _refused_value(d: Deployment, ctx: CheckContext) -> tuple[str, str] | Source
 _PHYSICS_NAMES = ("quantization", "dtype", "kv_cache_dtype")
 
 
-_MISSING_FIELD = re.compile(r"missing field (\S+)")
-_JSON_AT = re.compile(r":(\d+):(\d+): malformed JSON")
+_MISSING_FIELD = lazy_re(r"missing field (\S+)")
+_JSON_AT = lazy_re(r":(\d+):(\d+): malformed JSON")
 
 
 def _problem_file(message: str) -> str:
@@ -667,11 +679,14 @@ def _gpu_or_error(name: str, where: str) -> GPU:
     return g
 
 
-def exit_code(result: LintResult, fail_on: str) -> int:
+def exit_code(result: LintResult, fail_on: str, streamed: Iterable[Severity] = ()) -> int:
+    """2 on an input error, 1 on a finding at or above ``fail_on`` (among ``result``'s and the
+    severities of those already written and let go, ``streamed``), else 0."""
     if result.errors:
         return 2
     level = Severity(fail_on).rank
-    return 1 if any(f.severity.rank >= level for f in result.findings) else 0
+    return 1 if any(s.rank >= level for s in
+                    (*streamed, *(f.severity for f in result.findings))) else 0
 
 
 __all__ = ["LintResult", "Linter", "exit_code", "inline_suppressions", "settings_file_for"]
@@ -696,28 +711,71 @@ def settings_file_for(path: str, stdin_filename: str | None = None,
 
 def run_with_nearest_settings(paths: Iterable[str], linter_for: Callable[[Path | None], Linter],
                               *, stdin_text: str | bytes | None = None,
-                              stdin_filename: str | None = None) -> LintResult:
+                              stdin_filename: str | None = None,
+                              sink: Callable[[list[Finding]], None] | None = None) -> LintResult:
     """Check each file with the settings nearest to it, as the editor does and as ruff does:
     the closest ``.tpcheck.toml`` or ``pyproject.toml`` with [tool.tpcheck] above the file (for
     stdin, above ``--stdin-filename``, else the current folder). ``linter_for`` builds the
-    linter for one settings file (None: no settings file)."""
+    linter for one settings file (None: no settings file).
+
+    With ``sink``, each file's findings go to it as soon as that file is checked, in the
+    report's order (files by path, as the sorted report has them), and the result keeps none
+    of them: memory stays flat however many files there are (``report.stream``)."""
     out = LintResult()
-    groups: dict[Path | None, list[str]] = {}
     nearest: dict[str, Path | None] = {}
+    if sink is not None:
+        _stream(((p, settings_file_for(p, stdin_filename, nearest))
+                 for p in iter_files(paths, out.errors)), linter_for, out, sink,
+                stdin_text=stdin_text, stdin_filename=stdin_filename)
+        return out
+    groups: dict[Path | None, list[str]] = {}
     for p in iter_files(paths, out.errors):
         groups.setdefault(settings_file_for(p, stdin_filename, nearest), []).append(p)
     for sfile, files in groups.items():
-        try:
-            linter = linter_for(sfile)
-        except UsageError as e:
-            if sfile is None:
-                raise
-            # A broken settings file deeper in the tree costs its own files, not the run's:
-            # one error naming it, and every other folder is still checked.
-            problem = str(e).removeprefix(f"{sfile}: ")
-            out.errors.append(SourceError(str(sfile), 1, 1, f"{problem}; the {len(files)} "
-                                          f"file(s) it governs were not checked"))
-            continue
-        out.merge(linter.run(files, stdin_text=stdin_text, stdin_filename=stdin_filename))
-    out.findings.sort(key=lambda f: (f.span.path, f.span.line, f.span.column, f.code))
+        linter = _linter_or_error(sfile, len(files), linter_for, out)
+        if linter is not None:
+            out.merge(linter.run(files, stdin_text=stdin_text, stdin_filename=stdin_filename))
+    out.findings.sort(key=finding_order)
     return out
+
+
+def _linter_or_error(sfile: Path | None, n: int, linter_for: Callable[[Path | None], Linter],
+                     out: LintResult) -> Linter | None:
+    try:
+        return linter_for(sfile)
+    except UsageError as e:
+        if sfile is None:
+            raise
+        # A broken settings file deeper in the tree costs its own files, not the run's:
+        # one error naming it, and every other folder is still checked.
+        problem = str(e).removeprefix(f"{sfile}: ")
+        out.errors.append(SourceError(str(sfile), 1, 1, f"{problem}; the {n} "
+                                      f"file(s) it governs were not checked"))
+        return None
+
+
+def _stream(files: Iterable[tuple[str, Path | None]],
+            linter_for: Callable[[Path | None], Linter], out: LintResult,
+            sink: Callable[[list[Finding]], None], *, stdin_text: str | bytes | None,
+            stdin_filename: str | None) -> None:
+    """``run_with_nearest_settings`` file by file, in path order, each file's findings sorted
+    and handed to ``sink``. Only the (path, settings file) pairs are held: the path order needs
+    every name before the first file is read."""
+    order = sorted(files, key=lambda pair: pair[0])
+    governed = Counter(sfile for _, sfile in order)
+    linters: dict[Path | None, Linter | None] = {}
+    for p, sfile in order:
+        if sfile not in linters:
+            linter = linters[sfile] = _linter_or_error(sfile, governed[sfile], linter_for, out)
+            if linter is not None and linter.topology_error is not None \
+                    and linter.topology_error not in out.errors:
+                out.errors.append(linter.topology_error)
+        linter = linters[sfile]
+        if linter is None:
+            continue
+        start = len(out.findings)
+        linter.lint_path(p, out, stdin_text=stdin_text, stdin_filename=stdin_filename)
+        found = out.findings[start:]
+        del out.findings[start:]
+        found.sort(key=finding_order)
+        sink(found)

@@ -11,6 +11,7 @@ import sys
 from collections.abc import Callable, Mapping
 from pathlib import Path
 
+from tpcheck.deferred import lazy_re
 from tpcheck.record import field, record, replace
 
 TYPE_CHECKING = False  # typing's constant without importing typing (start-up, issue 8)
@@ -73,7 +74,7 @@ _KEYS: dict[str, type | tuple[type, ...]] = {
 
 # [tool.tpcheck], tool.tpcheck.x = ..., or a bare [tool] table that might hold tpcheck: only then
 # is a pyproject.toml parsed (tomllib and the datetime it imports cost ~9 ms of start-up).
-_MENTIONS_TOOL_TPCHECK = re.compile(r"""tool\s*\.\s*["']?tpcheck|^\s*\[\s*tool\s*\]""", re.M)
+_MENTIONS_TOOL_TPCHECK = lazy_re(r"""tool\s*\.\s*["']?tpcheck|^\s*\[\s*tool\s*\]""", re.M)
 
 
 def find_settings_file(start: Path) -> Path | None:
@@ -256,7 +257,7 @@ def has_release_number(text: str) -> bool:
     return _RELEASE.search(text) is not None
 
 
-_RELEASE = re.compile(r"\d+\.\d+")
+_RELEASE = lazy_re(r"\d+\.\d+")
 
 
 def _codes(value: Any, where: str, key: str) -> list[str]:

@@ -136,3 +136,32 @@ def test_plan_header_names_the_release_and_each_default_once() -> None:
     [line] = [x for x in p.stdout.splitlines() if "default max_num_batched_tokens" in x]
     assert line.strip().startswith("default max_num_batched_tokens = 8192 (vllm 0.9.2 ")
     assert "0.33.0" not in line
+
+
+def test_another_release_is_asked_only_for_its_verdict() -> None:
+    """An unpinned TP205 asks each other known release whether it fires (issue 30): that
+    evaluates the written layout once per release, not the what-fits-instead scan (wider TP,
+    more stages, fp8 weights) the finding's fix is built from."""
+    from tpcheck.checks import BY_CODE
+    from tpcheck.checks.context import CheckContext
+    from tpcheck.lint import Linter
+    from tpcheck.settings import Settings
+    from tpcheck.sources import read_path
+
+    linter = Linter(Settings(offline=True), gpu_flag="h100-sxm")
+    # Llama-3.1-70B at t = 1: 141 GB of bf16 weights on an 80 GB H100, with every release
+    [d] = read_path("run.sh", "vllm serve meta-llama/Llama-3.1-70B-Instruct\n").deployments
+    shape, problem, _ = linter.shape_for(d)
+    assert shape is not None and problem is None
+    gpu, origin = linter.gpu_for(d)
+    memo = linter._evaluations
+    ctx = CheckContext(d, shape=shape, settings=linter.settings, gpu=gpu, gpu_origin=origin,
+                       evaluations=memo)
+    rule = BY_CODE["TP205"]
+    assert ctx.fires_with(rule, "0.20.0")
+    # the written layout (t = 1, p = 1) at 0.20.0, capacity and whole: nothing else
+    assert {(t, o.pp, o.engine_version) for _, t, o, _ in memo} == {(1, 1, "0.20.0")}
+    [f] = rule.check(ctx)  # the finding itself still scans what fits instead
+    assert f.fix is not None and "--tensor-parallel-size 2" in f.fix
+    assert "the verdict holds for every known release (0.10.1 to 0.33.0)" in said(f.to_json())
+    assert len({t for _, t, _, _ in memo}) > 1

@@ -15,6 +15,7 @@ from collections.abc import Iterator
 from tpcheck.checks.base import Assumption, Edit, Finding, Severity
 from tpcheck.checks.context import CheckContext
 from tpcheck.checks.registry import Rule
+from tpcheck.deferred import lazy_re
 from tpcheck.engines.flags import (
     Option,
     OptionTable,
@@ -25,7 +26,13 @@ from tpcheck.engines.flags import (
 from tpcheck.engines.release import Release, resolve
 from tpcheck.record import record, replace
 from tpcheck.sources.argv import PASSTHROUGH_NOTE
-from tpcheck.sources.base import RECOVERED_NOTE, RUNTIME_WORDS_NOTE, Deployment, OptionUse
+from tpcheck.sources.base import (
+    RECOVERED_NOTE,
+    RUNTIME_WORDS_NOTE,
+    Deployment,
+    OptionUse,
+    Span,
+)
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -37,7 +44,7 @@ if TYPE_CHECKING:
 # How each engine names its parser in its error lines (argparse's ``prog``).
 PROG = {"vllm": "vllm serve", "sglang": "sglang serve"}
 KEYWORD_OWNER = {"vllm": "EngineArgs.__init__()", "sglang": "ServerArgs.__init__()"}
-_HUMAN = re.compile(r"^-?\d+(\.\d+)?[kKmMgGtT]?$")
+_HUMAN = lazy_re(r"^-?\d+(\.\d+)?[kKmMgGtT]?$")
 
 
 @record
@@ -185,8 +192,13 @@ def _verdict(engine: str, table: OptionTable, use: OptionUse) -> Verdict | None:
         return None if v is None else replace(v, use=use)
     v = _judge(engine, table, use)
     if len(_JUDGED) < 8192:  # bounded: a hostile file cannot grow it without limit
-        _JUDGED[key] = v
+        # kept without the use itself (a hit puts its own in): the use's ``locate`` holds the
+        # file's words, and 8,192 files' words were most of a large run's memory
+        _JUDGED[key] = None if v is None else replace(v, use=_DETACHED)
     return v
+
+
+_DETACHED = OptionUse("", None, lambda: (Span("", 1, 1, 1, 1), None))
 
 
 def _judge(engine: str, table: OptionTable, use: OptionUse) -> Verdict | None:

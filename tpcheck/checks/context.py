@@ -26,6 +26,10 @@ if TYPE_CHECKING:
 
     from tpcheck.checks.registry import Rule
 
+class _VerdictHolds(Exception):
+    """Ends a rule's check in a context that only asks whether it fires (``fires_with``)."""
+
+
 AUTO_FIT = -1  # vLLM's --max-model-len -1 / auto (vllm 0.33.0 utils/argparse_utils.py:91-92)
 
 
@@ -58,6 +62,14 @@ class CheckContext:
         # Shared by a run's contexts: manifests repeat layouts, and rules ask the same what-ifs
         # (t = h_kv, an fp8 cache) for every deployment of a model (plan.Memo, bounded).
         self._evaluations = evaluations if evaluations is not None else Memo()
+        self.verdict_only = False  # fires_with's contexts: the evidence is never built
+
+    def verdict_holds(self) -> None:
+        """A refusal-verdict rule calls this once its verdict holds, before it builds the
+        evidence (TP205's what-fits-instead scan alone evaluates up to 15 layouts). When the
+        context only asks whether the rule fires with another release, that ends the check."""
+        if self.verdict_only:
+            raise _VerdictHolds
 
     # ---- layout -------------------------------------------------------------------------
     @property
@@ -188,7 +200,11 @@ class CheckContext:
                              model_source=self.model_source, model_fix=self.model_fix,
                              model_hint=self.model_hint,
                              topology=self.topology, evaluations=self._evaluations)
-        return any(True for _ in rule.check(other))
+        other.verdict_only = True
+        try:
+            return any(True for _ in rule.check(other))
+        except _VerdictHolds:
+            return True
 
     def _say_release(self, rule: Rule,
                      severity: Severity) -> tuple[tuple[Assumption, ...], Severity]:

@@ -24,6 +24,7 @@ def check(ctx: CheckContext, rule: Rule) -> Iterator[Finding]:
     need_tokens = -(-c // ev.block) * ev.block
     if tokens >= need_tokens:
         return
+    ctx.verdict_holds()
     d = ctx.deployment
     need = Formula(
         "kv_needed_bytes",

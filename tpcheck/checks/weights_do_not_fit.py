@@ -61,6 +61,7 @@ def check(ctx: CheckContext, rule: Rule) -> Iterator[Finding]:
     m, u, w = ev.memory.result, ev.utilization.result, ev.weights.result
     if w <= budget.result:
         return
+    ctx.verdict_holds()
     s = ctx.shape
     assert s is not None
     gpu = ctx.gpu.key if ctx.gpu else "the given memory"

@@ -7,9 +7,17 @@ Importing this package imports click and pathlib without what a lint never uses
 
 from __future__ import annotations
 
+import _datetime  # type: ignore[import-not-found]  # (no stub: the C half of datetime)
 import _thread
 
-from tpcheck.deferred import calling_real, import_deferring, real
+from tpcheck.deferred import (
+    calling_real,
+    gettext,
+    import_deferring,
+    ngettext,
+    platform_system,
+    real,
+)
 
 
 def cleandoc(doc: str) -> str:
@@ -29,7 +37,12 @@ def _pathlib() -> None:
     import pathlib  # noqa: F401
 
 
-import_deferring("click", _click, {"inspect": {"cleandoc": cleandoc},
-                                   "threading": {"local": _thread._local}})  # threading.local
+import_deferring("click", _click, {
+    "inspect": {"cleandoc": cleandoc},
+    "threading": {"local": _thread._local},  # what threading.local is
+    "platform": {"system": platform_system},  # for uuid (click.UUID): one call at import
+    "datetime": {"datetime": _datetime.datetime},  # the class datetime.py re-exports
+    "gettext": {"gettext": gettext, "ngettext": ngettext},  # help texts, messages
+})
 import_deferring("pathlib", _pathlib, {"urllib.parse": {
     "quote_from_bytes": calling_real("urllib.parse", "quote_from_bytes")}})

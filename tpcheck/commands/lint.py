@@ -75,6 +75,7 @@ def run(args: base.Args) -> int:
     from tpcheck.checks import UnknownRule
     from tpcheck.lint import Linter, exit_code, run_with_nearest_settings
     from tpcheck.report import render
+    from tpcheck.report.stream import STREAMED, Stream
     from tpcheck.settings import Settings, SettingsError, load_settings
     from tpcheck.sources import read_stdin
 
@@ -128,26 +129,33 @@ def run(args: base.Args) -> int:
         if args.diff:
             return _say_diff(outcome)
         result = outcome.result
-    else:
-        outcome = None
-        result = run_with_nearest_settings(paths, linter_for, stdin_text=stdin_text,
-                                           stdin_filename=args.stdin_filename)
     color: bool | None = args.color
     if color is None:
         color = sys.stdout.isatty() and not os.environ.get("NO_COLOR")
     sarif = {"scope": settings.root if settings.source else None,
              "category": args.sarif_category}
-    text = render(fmt, result, color=color, statistics=args.statistics, quiet=args.quiet,
-                  scope=sarif["scope"], category=sarif["category"],
-                  concise=args.output_format == "concise")
-    if text:
-        sys.stdout.write(text)
+    style = {"color": color, "statistics": args.statistics, "quiet": args.quiet,
+             "concise": args.output_format == "concise"}
+    stream = None
+    if not (args.fix or args.diff):
+        outcome = None
+        # written file by file, unless a side report needs the whole run (SARIF, markdown)
+        if fmt in STREAMED and args.sarif_file is None and args.summary_file is None:
+            stream = Stream(fmt, sys.stdout.write, flush=sys.stdout.flush, **style)
+        result = run_with_nearest_settings(paths, linter_for, stdin_text=stdin_text,
+                                           stdin_filename=args.stdin_filename, sink=stream)
+    if stream is not None:
+        stream.close(result)
+    else:
+        text = render(fmt, result, scope=sarif["scope"], category=sarif["category"], **style)
+        if text:
+            sys.stdout.write(text)
     for note in result.notes:  # every format: stderr is not the report
         sys.stderr.write(f"tpcheck: note: {one_line(str(note))}\n")
     if fmt in ("text", "github"):
         for problem in result.errors:
             sys.stderr.write(f"tpcheck: {one_line(str(problem))}\n")
-    code = exit_code(result, settings.fail_on)
+    code = exit_code(result, settings.fail_on, stream.severities if stream else ())
     if outcome is not None and not _say_fixed(outcome, fmt):
         code = 2
     if args.sarif_file is not None and not _write_sarif(args.sarif_file, result, fmt, **sarif):

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import re
 
+from tpcheck.deferred import lazy_re
 from tpcheck.record import record
 
 GB = 10**9
@@ -512,7 +513,7 @@ def gpu_names() -> tuple[str, ...]:
     return tuple(g.key for g in GPUS)
 
 
-_SIZE = re.compile(
+_SIZE = lazy_re(
     r"^\s*(?P<num>\d+(?:\.\d*)?|\.\d+)\s*(?P<unit>[kmgtp]i?b?|b|bytes?)?\s*$", re.IGNORECASE
 )
 _MULT = {"": 1, "b": 1, "byte": 1, "bytes": 1}

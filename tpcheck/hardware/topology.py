@@ -11,19 +11,19 @@ matrix); all of those are accepted, anything else is a one-line TopologyError.
 
 from __future__ import annotations
 
-import re
 from collections.abc import Sequence
 from itertools import combinations
 
+from tpcheck.deferred import lazy_re
 from tpcheck.record import record
 
 # Strength of a path, higher is better; NV# ranks above every PCIe path, more links higher.
 _PCIE_RANK = {"PIX": 5, "PXB": 4, "PHB": 3, "NODE": 2, "SYS": 1}
 _ALIASES = {"SOC": "SYS"}  # drivers before 2017 printed SOC for SYS
-_NV = re.compile(r"^NV(\d+)$")
-_ANSI = re.compile(r"\x1b\[[0-9;]*m")
-_EXTRA = re.compile(r"CPU Affinity|NUMA Affinity|GPU NUMA ID|\S+")
-_GPU = re.compile(r"^GPU(\d+)$")
+_NV = lazy_re(r"^NV(\d+)$")
+_ANSI = lazy_re(r"\x1b\[[0-9;]*m")
+_EXTRA = lazy_re(r"CPU Affinity|NUMA Affinity|GPU NUMA ID|\S+")
+_GPU = lazy_re(r"^GPU(\d+)$")
 
 
 class TopologyError(ValueError):

@@ -10,14 +10,14 @@ not spell a catalog name, or spells one held by several orgs, gives no hint.
 
 from __future__ import annotations
 
-import re
 from functools import lru_cache
 
+from tpcheck.deferred import lazy_re
 from tpcheck.models import catalog
 
-_SEPARATORS = re.compile(r"[/\\]+")
+_SEPARATORS = lazy_re(r"[/\\]+")
 _CACHE_PREFIX = "models--"  # huggingface_hub's cache folder: models--{org}--{name}
-_REPO_PART = re.compile(r"[A-Za-z0-9][\w.\-]*")
+_REPO_PART = lazy_re(r"[A-Za-z0-9][\w.\-]*")
 
 
 def _norm(name: str) -> str:

@@ -31,6 +31,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 
 from tpcheck import safewrite
+from tpcheck.deferred import lazy_re
 from tpcheck.models import catalog, hints
 from tpcheck.models.resolve import (
     MAX_CONFIG_BYTES,
@@ -236,9 +237,9 @@ def _new_settings_file(here: Path) -> Path:
 
 # ---- editing the settings file ---------------------------------------------------------------
 
-_HEADER = re.compile(r"^[ \t]*\[[ \t]*(?P<name>[^\[\]#]+?)[ \t]*\][ \t]*(?:#.*)?$")
-_ARRAY_HEADER = re.compile(r"^[ \t]*\[\[")
-_KEY = re.compile(r"""^[ \t]*(?P<key>"(?:[^"\\]|\\.)*"|'[^']*'|[A-Za-z0-9_-]+)[ \t]*=""")
+_HEADER = lazy_re(r"^[ \t]*\[[ \t]*(?P<name>[^\[\]#]+?)[ \t]*\][ \t]*(?:#.*)?$")
+_ARRAY_HEADER = lazy_re(r"^[ \t]*\[\[")
+_KEY = lazy_re(r"""^[ \t]*(?P<key>"(?:[^"\\]|\\.)*"|'[^']*'|[A-Za-z0-9_-]+)[ \t]*=""")
 
 
 def _toml() -> Any:

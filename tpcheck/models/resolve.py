@@ -43,6 +43,7 @@ import time
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 
+from tpcheck.deferred import lazy_re
 from tpcheck.models import catalog, hints
 from tpcheck.record import record
 
@@ -60,9 +61,9 @@ QUANT_NAME = "hf_quant_config.json"
 
 _TRUE = {"1", "ON", "YES", "TRUE"}
 # $(VAR) (k8s), ${VAR} / $VAR (shell, compose), {{ ... }} / {% ... %} (helm, jinja)
-_EXPRESSION = re.compile(r"\$\(|\$\{|\$[A-Za-z_]|\{\{|\{%")
+_EXPRESSION = lazy_re(r"\$\(|\$\{|\$[A-Za-z_]|\{\{|\{%")
 # Hub ids: "name" or "org/name"; letters, digits, "-", "_", "."; no "--" or ".." (the hub's rule).
-_REPO_ID = re.compile(r"[A-Za-z0-9][\w.\-]*(/[A-Za-z0-9][\w.\-]*)?")
+_REPO_ID = lazy_re(r"[A-Za-z0-9][\w.\-]*(/[A-Za-z0-9][\w.\-]*)?")
 
 
 @record
@@ -187,11 +188,11 @@ def _config_in(path: Path) -> Path | None:
 
 
 # user:password@ in any URL, and anything shaped like a hub token, wherever a message quotes them
-_USERINFO = re.compile(r"(?<=://)[^/@\s'\"]+@")
-_HUB_TOKEN = re.compile(r"\bhf_[A-Za-z0-9]{8,}")
+_USERINFO = lazy_re(r"(?<=://)[^/@\s'\"]+@")
+_HUB_TOKEN = lazy_re(r"\bhf_[A-Za-z0-9]{8,}")
 # a URL's query (?token=..., &sig=...): the names stay, every value goes
-_URL = re.compile(r"[A-Za-z][A-Za-z0-9+.-]*://[^\s'\"<>]+")
-_QUERY_VALUE = re.compile(r"(?<=[?&;])([^=&;#]*)=[^&;#]*")
+_URL = lazy_re(r"[A-Za-z][A-Za-z0-9+.-]*://[^\s'\"<>]+")
+_QUERY_VALUE = lazy_re(r"(?<=[?&;])([^=&;#]*)=[^&;#]*")
 
 
 def redact(text: str) -> str:

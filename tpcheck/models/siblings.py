@@ -30,16 +30,16 @@ is missing; no relative is taken.
 
 from __future__ import annotations
 
-import re
 from functools import lru_cache
 
+from tpcheck.deferred import lazy_re
 from tpcheck.models import catalog
 
 TUNING = frozenset({"instruct", "chat", "it", "base", "hf"})
 # the word sets that mark a quantized checkpoint in hub names (FP8, AWQ, GPTQ-Int4, w4a16, …)
-QUANT = re.compile(r"fp8|fp4|nvfp4|mxfp4|awq|gptq|int[348]|w\d+a\d+|\d+bits?|bnb|gguf|exl2"
+QUANT = lazy_re(r"fp8|fp4|nvfp4|mxfp4|awq|gptq|int[348]|w\d+a\d+|\d+bits?|bnb|gguf|exl2"
                    r"|quantized.*|dynamic|block|kv")
-_DATE = re.compile(r"\d{4}|\d{6}|\d{8}")
+_DATE = lazy_re(r"\d{4}|\d{6}|\d{8}")
 # re-releases published with the config of an earlier release (stem -> stem). DeepSeek-V3.1 and
 # V3.1-Terminus ship V3's DeepseekV3ForCausalLM config (61 layers, hidden 7168, 256 routed
 # experts, MLA rank 512); V3.2 adds the sparse-attention indexer and is not in this table.

@@ -13,21 +13,26 @@ from tpcheck.result import LintResult
 
 
 def render_json(result: LintResult) -> str:
+    return '{\n  "findings": ' + _rows([f.to_json() for f in result.findings]) + tail(result)
+
+
+def tail(result: LintResult) -> str:
+    """What follows the findings: the errors and the summary (``report.stream`` writes the
+    findings before it, file by file)."""
     summary = {"files": result.files, "deployments": result.deployments,
                "suppressed": result.suppressed}
-    return ('{\n  "findings": ' + _rows([f.to_json() for f in result.findings])
-            + ',\n  "errors": ' + _rows([e.to_json() for e in result.errors])
-            + ',\n  "summary": ' + _dumps(summary) + "\n}\n")
+    return (',\n  "errors": ' + _rows([e.to_json() for e in result.errors])
+            + ',\n  "summary": ' + dumps(summary) + "\n}\n")
 
 
 def _rows(items: list[dict[str, object]]) -> str:
     """A list with one compact item a line, indented under its key."""
     if not items:
         return "[]"
-    return "[\n    " + ",\n    ".join(_dumps(i) for i in items) + "\n  ]"
+    return "[\n    " + ",\n    ".join(dumps(i) for i in items) + "\n  ]"
 
 
-def _dumps(o: object) -> str:
+def dumps(o: object) -> str:
     return json.dumps(o, default=_default)
 
 

@@ -16,7 +16,6 @@ from __future__ import annotations
 import hashlib
 import json
 import os
-import re
 from collections import Counter
 from pathlib import Path
 from urllib.parse import quote
@@ -24,6 +23,7 @@ from urllib.parse import quote
 from tpcheck import __version__
 from tpcheck.checks import RULES
 from tpcheck.checks.base import Edit, Finding
+from tpcheck.deferred import lazy_re
 from tpcheck.report.paths import relative_to_root, source_root
 from tpcheck.result import LintResult
 from tpcheck.ruledocs import DOC_URL, NOTICES, doc, section
@@ -63,7 +63,7 @@ def automation_id(scope: str | None, root: Path) -> str:
     return f"tpcheck/{_text(rel).strip('/')}/"
 
 
-_SURROGATE = re.compile("[\ud800-\udfff]")
+_SURROGATE = lazy_re("[\ud800-\udfff]")
 
 
 def _text(s: str) -> str:

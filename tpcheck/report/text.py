@@ -82,10 +82,34 @@ def evidence_lines(f: Finding, width: int, *, fix: bool = True) -> list[str]:
 
 def render_text(result: LintResult, *, color: bool = False, statistics: bool = False,
                 quiet: bool = False, concise: bool = False, width: int | None = None) -> str:
-    width = min(width or terminal_width(), MAX_WIDTH)
-    out: list[str] = []
-    lead: Finding | None = None
-    for f in result.findings:
+    text = TextLines(color=color, quiet=quiet, concise=concise, width=width)
+    out = text.findings(result.findings)
+    counts = Counter((f.code, f.name) for f in result.findings) if statistics else None
+    out += text.tail(result, len(result.findings), counts,
+                     sum(f.fixable for f in result.findings))
+    return "\n".join(out) + ("\n" if out else "")
+
+
+class TextLines:
+    """The text report's lines, finding by finding (a run's findings may come file by file:
+    ``report.stream``), then its tail. It remembers the last headline, so another refusal of
+    the same token with the same fix is said under it, whichever batch it came in."""
+
+    def __init__(self, *, color: bool = False, quiet: bool = False, concise: bool = False,
+                 width: int | None = None) -> None:
+        self.width = min(width or terminal_width(), MAX_WIDTH)
+        self.color, self.quiet, self.concise = color, quiet, concise
+        self.lead: Finding | None = None
+
+    def findings(self, found: list[Finding]) -> list[str]:
+        out: list[str] = []
+        for f in found:
+            self._one(f, out)
+        return out
+
+    def _one(self, f: Finding, out: list[str]) -> None:
+        color, quiet, concise, width, lead = (self.color, self.quiet, self.concise, self.width,
+                                              self.lead)
         s = f.span
         sev = f.severity.value
         code = f"{COLORS[sev]}{f.code}{RESET}" if color else f.code
@@ -100,8 +124,8 @@ def render_text(result: LintResult, *, color: bool = False, statistics: bool = F
                               assumptions=tuple(a for a in f.assumptions
                                                 if a not in lead.assumptions))
                 out += _dim(evidence_lines(own, width, fix=False), color)
-            continue
-        lead = f
+            return
+        self.lead = f
         loc = f"{one_line(s.path)}:{s.line}:{s.column}:"  # a path or value never breaks the line
         star = "[*] " if f.fixable else ""  # ruff's mark: --fix can make this one's edit
         if color:
@@ -109,35 +133,39 @@ def render_text(result: LintResult, *, color: bool = False, statistics: bool = F
         else:
             out.append(f"{loc} {code} {star}[{sev}] {headline}")
         if concise:
-            continue
+            return
         if quiet:
             if f.fix:
                 out += wrap(f.fix, width, INDENT + "fix: ", INDENT + "  ")
-            continue
+            return
         detail = evidence_lines(f, width, fix=False)
         out += _dim(detail, color)
         if f.fix:
             out += wrap(f.fix, width, INDENT + "fix: ", INDENT + "  ")
-    for upath, uline, utext in result.unused_ignores:
-        out.append(one_line(f"{upath}:{uline}:1: unused suppression: {utext}"))
-    if statistics and result.findings:
-        counts = Counter((f.code, f.name) for f in result.findings)
-        out.append("")
-        for (c, name), n in sorted(counts.items()):
-            out.append(f"{n:>5}  {c}  {name}")
-    if not quiet and not concise:
-        n = len(result.findings)
-        tail = (f"{n} finding{'s' if n != 1 else ''} in {result.deployments} "
-                f"deployment{'s' if result.deployments != 1 else ''} "
-                f"({result.files} file{'s' if result.files != 1 else ''} read")
-        if result.suppressed:
-            tail += f", {result.suppressed} suppressed"
-        tail += ")"
-        out.append(tail)
-        fixable = sum(f.fixable for f in result.findings)
-        if fixable:
-            out.append(f"[*] {fixable} fixable with --fix (--diff shows the change)")
-    return "\n".join(out) + ("\n" if out else "")
+
+    def tail(self, result: LintResult, n: int, counts: Counter[tuple[str, str]] | None,
+             fixable: int) -> list[str]:
+        """After the findings: unused suppressions, the statistics (``counts`` per code and
+        name, None when not asked for) and the summary line of ``n`` findings, ``fixable`` of
+        them with --fix."""
+        out: list[str] = []
+        for upath, uline, utext in result.unused_ignores:
+            out.append(one_line(f"{upath}:{uline}:1: unused suppression: {utext}"))
+        if counts:
+            out.append("")
+            for (c, name), k in sorted(counts.items()):
+                out.append(f"{k:>5}  {c}  {name}")
+        if not self.quiet and not self.concise:
+            tail = (f"{n} finding{'s' if n != 1 else ''} in {result.deployments} "
+                    f"deployment{'s' if result.deployments != 1 else ''} "
+                    f"({result.files} file{'s' if result.files != 1 else ''} read")
+            if result.suppressed:
+                tail += f", {result.suppressed} suppressed"
+            tail += ")"
+            out.append(tail)
+            if fixable:
+                out.append(f"[*] {fixable} fixable with --fix (--diff shows the change)")
+        return out
 
 
 def _dim(lines: list[str], color: bool) -> list[str]:

@@ -7,9 +7,9 @@ fills a Deployment with each value and the span of the token that set it.
 
 from __future__ import annotations
 
-import re
 from collections.abc import Mapping, Sequence
 
+from tpcheck.deferred import lazy_re
 from tpcheck.engines.flags import ENGINE_ONLY_FLAGS, Flag, Resolved, resolve
 from tpcheck.record import field, fields, record
 from tpcheck.sources.base import RUNTIME_WORDS_NOTE, Deployment, OptionUse, Span
@@ -35,7 +35,7 @@ SGLANG_MODULES = frozenset(
 # engine does not know may be theirs, so TP001/TP002/TP004 stay quiet (issue 17).
 PASSTHROUGH_MODULES = frozenset({"dynamo.vllm", "dynamo.sglang", "sglang_router.launch_server"})
 PASSTHROUGH_NOTE = "the launcher adds options of its own to the engine's"
-_OPTION_WORD = re.compile(r"^--?[A-Za-z][\w.-]*$")
+_OPTION_WORD = lazy_re(r"^--?[A-Za-z][\w.-]*$")
 
 _NOT_LAUNCHERS = frozenset({"echo", "printf", "cat", "grep", "#", "test", "[", "curl", "wget"})
 
@@ -96,7 +96,7 @@ def infer_engine(values: Sequence[str], image: str | None) -> Engine | None:
     return None
 
 
-_HUMAN = re.compile(r"^(\d+(?:\.\d+)?)([kKmMgGtT])$")
+_HUMAN = lazy_re(r"^(\d+(?:\.\d+)?)([kKmMgGtT])$")
 
 
 def parse_value(kind: Kind, value: str) -> Any:
@@ -292,8 +292,8 @@ def post_process(engine: Engine, f: Fields) -> None:
             f.spans.setdefault("enable_dp_attention", f.spans["data_parallel_size"])
 
 
-_KV_CONNECTOR = re.compile(r"""["']?kv_connector["']?\s*:\s*["']?([A-Za-z0-9_.]+)""")
-_KV_ROLE = re.compile(r"""["']?kv_role["']?\s*:\s*["']?(kv_producer|kv_consumer|kv_both)""")
+_KV_CONNECTOR = lazy_re(r"""["']?kv_connector["']?\s*:\s*["']?([A-Za-z0-9_.]+)""")
+_KV_ROLE = lazy_re(r"""["']?kv_role["']?\s*:\s*["']?(kv_producer|kv_consumer|kv_both)""")
 _PD_ROLES = {"prefill": "prefill", "decode": "decode", "kv_producer": "prefill",
              "kv_consumer": "decode"}
 

@@ -20,6 +20,7 @@ from __future__ import annotations
 import re
 from collections.abc import Callable
 
+from tpcheck.deferred import lazy_re
 from tpcheck.record import record
 
 MAX_TEXT = 4096  # characters between $(( and )): a real launch line uses a few dozen
@@ -27,7 +28,7 @@ MAX_DEPTH = 64  # nested parentheses and unary signs
 INT_MAX = 2**63 - 1
 INT_MIN = -(2**63)
 
-_TOKEN = re.compile(
+_TOKEN = lazy_re(
     r"""\s*(?:
       (?P<num>0[xX][0-9A-Fa-f]+|[0-9]+)
     | \$\{(?P<bname>[A-Za-z_][A-Za-z0-9_]*)(?::-(?P<default>[^}]*))?\}
@@ -37,7 +38,7 @@ _TOKEN = re.compile(
     )""",
     re.X,
 )
-_INT = re.compile(r"\s*([-+]?)\s*(0[xX][0-9A-Fa-f]+|[0-9]+)\s*")
+_INT = lazy_re(r"\s*([-+]?)\s*(0[xX][0-9A-Fa-f]+|[0-9]+)\s*")
 
 
 @record

@@ -26,18 +26,19 @@ import json
 import re
 from collections.abc import Callable, Iterable
 
+from tpcheck.deferred import lazy_re
 from tpcheck.record import replace
 from tpcheck.sources.base import Deployment, ReadResult
 
-_INSTRUCTION = re.compile(r"[ \t]*([A-Za-z]+)([ \t]+|$)")
-_ASSIGN_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
+_INSTRUCTION = lazy_re(r"[ \t]*([A-Za-z]+)([ \t]+|$)")
+_ASSIGN_NAME = lazy_re(r"[A-Za-z_][A-Za-z0-9_]*")
 _KEEP = frozenset({"RUN", "ENTRYPOINT", "CMD"})
-_ARG_DEFAULT = re.compile(r"([A-Za-z_][A-Za-z0-9_]*)=(\S+)")
+_ARG_DEFAULT = lazy_re(r"([A-Za-z_][A-Za-z0-9_]*)=(\S+)")
 # $NAME, ${NAME}, ${NAME:-default} in a FROM line
-_REF = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*)(?::-([^}]*))?\}|\$([A-Za-z_][A-Za-z0-9_]*)")
+_REF = lazy_re(r"\$\{([A-Za-z_][A-Za-z0-9_]*)(?::-([^}]*))?\}|\$([A-Za-z_][A-Za-z0-9_]*)")
 # pip/uv pins of an engine: vllm==0.6.3, "sglang[all]==0.4.2.post4", vllm===0.8.5
-PIN = re.compile(r"""(?<![\w.-])(vllm|sglang)(?:\[[^\]]*\])?===?([0-9][0-9A-Za-z.+\-]*)""")
-_PIP = re.compile(r"\bpip3?\s+install\b|\buv\s+pip\s+install\b|\buv\s+add\b")
+PIN = lazy_re(r"""(?<![\w.-])(vllm|sglang)(?:\[[^\]]*\])?===?([0-9][0-9A-Za-z.+\-]*)""")
+_PIP = lazy_re(r"\bpip3?\s+install\b|\buv\s+pip\s+install\b|\buv\s+add\b")
 
 
 def is_dockerfile(name: str) -> bool:
@@ -216,8 +217,8 @@ def _assignments(text: str, out: list[str], a: int, b: int, *, legacy: bool) -> 
     _blank(out, a, b)
 
 
-_MAKE_ASSIGN = re.compile(r"([A-Za-z_][A-Za-z0-9_]*)[ \t]*(\?=|:=|::=|\+=|=)[ \t]*")
-_MAKE_REF = re.compile(r"\$\(([A-Za-z_][A-Za-z0-9_]*)\)")
+_MAKE_ASSIGN = lazy_re(r"([A-Za-z_][A-Za-z0-9_]*)[ \t]*(\?=|:=|::=|\+=|=)[ \t]*")
+_MAKE_REF = lazy_re(r"\$\(([A-Za-z_][A-Za-z0-9_]*)\)")
 
 
 def makefile_to_shell(text: str) -> str:
@@ -251,8 +252,8 @@ def makefile_to_shell(text: str) -> str:
     return "\n".join(out)
 
 
-_PS_ASSIGN = re.compile(r"([ \t]*)\$(?:env:)?([A-Za-z_][A-Za-z0-9_]*)[ \t]*=[ \t]*")
-_PS_ENV = re.compile(r"\$env:([A-Za-z_][A-Za-z0-9_]*)", re.IGNORECASE)
+_PS_ASSIGN = lazy_re(r"([ \t]*)\$(?:env:)?([A-Za-z_][A-Za-z0-9_]*)[ \t]*=[ \t]*")
+_PS_ENV = lazy_re(r"\$env:([A-Za-z_][A-Za-z0-9_]*)", re.IGNORECASE)
 
 
 def powershell_to_shell(text: str) -> str:

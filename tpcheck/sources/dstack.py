@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import re
 
+from tpcheck.deferred import lazy_re
 from tpcheck.sources.base import Deployment, Span
 from tpcheck.sources.positions import Located
 from tpcheck.sources.pyyaml import yaml
@@ -23,7 +24,7 @@ if TYPE_CHECKING:
     from typing import Any
 
 CONFIG_TYPES = frozenset({"service", "task", "dev-environment"})
-_MEMORY = re.compile(r"^\d+(?:\.\d+)?\s*(?:GB|MB|TB)(?:\.\.\d*(?:GB|MB|TB)?)?$", re.I)
+_MEMORY = lazy_re(r"^\d+(?:\.\d+)?\s*(?:GB|MB|TB)(?:\.\.\d*(?:GB|MB|TB)?)?$", re.I)
 
 
 def is_dstack(root: Any) -> bool:

@@ -26,6 +26,7 @@ import os
 import re
 from bisect import bisect_right
 
+from tpcheck.deferred import lazy_re
 from tpcheck.sources.base import MAX_BYTES, NOT_WRITTEN, SourceError, Span
 from tpcheck.sources.positions import LineIndex, Located, Pos
 
@@ -34,13 +35,13 @@ if TYPE_CHECKING:
     from collections.abc import Callable, Mapping
     from typing import Any
 
-_PLAIN_RUN = re.compile(r"[^`\"}/]+")  # characters inside an action that need no care
+_PLAIN_RUN = lazy_re(r"[^`\"}/]+")  # characters inside an action that need no care
 # Real templates are a few KB; every character's position is a tuple, and the YAML of a
 # rendered template is composed again: 256 KiB reads in well under a second.
 MAX_TEMPLATE_BYTES = 256 * 1024
-_TOKEN = re.compile(r"`[^`]*`|\"(?:\\.|[^\"\\])*\"|[^\s|()]+|\||\(|\)")
-_PATH = re.compile(r"^(\$?[A-Za-z0-9_]*)((?:\.[A-Za-z0-9_-]+)*)$")
-_SAFE = re.compile(r"[A-Za-z0-9_./:@+=%~-]*")
+_TOKEN = lazy_re(r"`[^`]*`|\"(?:\\.|[^\"\\])*\"|[^\s|()]+|\||\(|\)")
+_PATH = lazy_re(r"^(\$?[A-Za-z0-9_]*)((?:\.[A-Za-z0-9_-]+)*)$")
+_SAFE = lazy_re(r"[A-Za-z0-9_./:@+=%~-]*")
 _BLOCK_FUNCS = frozenset({"include", "template", "toYaml", "nindent", "indent", "tpl"})
 _CONTROL = frozenset({"if", "else", "end", "range", "with", "define", "block", "break",
                       "continue"})
@@ -53,7 +54,7 @@ MAX_INDENT = 1024
 MAX_INT_DIGITS = 4000
 MAX_RANGE_ITEMS = 256  # a range is unrolled over at most this many values items
 MAX_CHART_DEPTH = 8  # folders walked up from a template to find Chart.yaml
-PLACEHOLDER = re.compile(r"\$\(_H([0-9]+)_*\)")
+PLACEHOLDER = lazy_re(r"\$\(_H([0-9]+)_*\)")
 
 _MISSING = object()  # a values path that is not set
 # Functions whose output is their input as written (a value set through them is fixed in place)

@@ -9,8 +9,7 @@ The chart renders ``vllmConfig`` keys into flags
 
 from __future__ import annotations
 
-import re
-
+from tpcheck.deferred import lazy_re
 from tpcheck.sources.argv import Fields, deployment_from_fields, parse_args, set_typed
 from tpcheck.sources.base import Deployment, Span
 from tpcheck.sources.pyyaml import yaml
@@ -195,4 +194,4 @@ def read_role_config(m: Any, keys: dict[str, Any], ctx: Ctx, walker: Walker,
                                   extra_spans=spans, notes=["SGLang LWS chart values"])
 
 
-_KEBAB = re.compile(r"([a-z0-9])([A-Z])")
+_KEBAB = lazy_re(r"([a-z0-9])([A-Z])")

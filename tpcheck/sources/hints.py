@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import re
 
+from tpcheck.deferred import lazy_re
 from tpcheck.engines.flags import ENGINE_ONLY_FLAGS
 
 # What a subtree's raw text must contain for the walk to find anything in it: an engine name
@@ -27,7 +28,7 @@ _HINT_FLAGS = (
 # Long options, and the few one-dash ones by name: a generic ``-x`` would match inside every
 # hyphenated word (vllm-openai, llama-3) and triple the candidates checked in Python.
 _SHORT = "|".join(sorted(re.escape(f[1:]) for f in _HINT_FLAGS if not f.startswith("--")))
-_OPTION = re.compile(rf"--[A-Za-z][\w-]*|-(?:{_SHORT})(?![\w-])")
+_OPTION = lazy_re(rf"--[A-Za-z][\w-]*|-(?:{_SHORT})(?![\w-])")
 
 
 def hint_offsets(text: str) -> list[int]:

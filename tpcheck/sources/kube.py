@@ -10,10 +10,10 @@ The walk visits each node once (an alias is the same node object), so alias bomb
 from __future__ import annotations
 
 import json
-import re
 from bisect import bisect_left
 from collections.abc import Callable, Iterator, Mapping, MutableMapping
 
+from tpcheck.deferred import lazy_re
 from tpcheck.engines.flags import SGLANG_KWARGS, VLLM_KWARGS
 from tpcheck.sources.argv import (
     Fields,
@@ -48,14 +48,14 @@ GPU_KEYS = ("nvidia.com/gpu", "amd.com/gpu")
 # NIC resources a pod can request (AWS EFA, the RDMA device plugins, NVIDIA's network operator)
 GKE_INTERFACES = "networking.gke.io/interfaces"
 GKE_DEFAULT_INTERFACE = "networking.gke.io/default-interface"
-NET_RESOURCE = re.compile(r"vpc\.amazonaws\.com/efa|rdma/.+|nvidia\.com/(?:rdma|mlnx|hostdev|"
+NET_RESOURCE = lazy_re(r"vpc\.amazonaws\.com/efa|rdma/.+|nvidia\.com/(?:rdma|mlnx|hostdev|"
                           r"sriov).*")
 # Injected by LeaderWorkerSet with a value that differs between the pods of a group (LWS docs,
 # reference/labels-annotations-and-environment-variables): never a ``:-`` default, never known.
 LWS_PER_POD = frozenset({"LWS_LEADER_ADDRESS", "LWS_WORKER_INDEX"})
 # Exported by SkyPilot to each node's run with a value of its own (environment-variables docs)
 SKYPILOT_PER_NODE = frozenset({"SKYPILOT_NODE_RANK", "SKYPILOT_NODE_IPS"})
-LAUNCH_HINT = re.compile(
+LAUNCH_HINT = lazy_re(
     r"vllm\s+serve|sglang\s+serve|vllm\.entrypoints|sglang\.launch_server|dynamo\.(?:vllm|sglang)"
 )
 

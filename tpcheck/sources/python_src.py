@@ -13,9 +13,9 @@ so, since the environment may name another), for other options as the value, wit
 
 from __future__ import annotations
 
-import re
 from collections.abc import Iterable, Mapping
 
+from tpcheck.deferred import lazy_re
 from tpcheck.engines.flags import SGLANG_KWARGS, VLLM_KWARGS
 from tpcheck.sources.argv import (
     Fields,
@@ -49,7 +49,7 @@ SUBPROCESS = frozenset({"run", "Popen", "call", "check_call", "check_output", "e
 # with depth (a 2,000-term `1+1+...` chain takes seconds); real launch code nests a few dozen.
 MAX_DEPTH = 200
 # An integer literal longer than int's default conversion limit (4,300 digits)
-_LONG_INT = re.compile(r"(?<![\w.])[0-9][0-9_]{4000,}(?![\w.])")
+_LONG_INT = lazy_re(r"(?<![\w.])[0-9][0-9_]{4000,}(?![\w.])")
 
 
 def _screen(path: str, text: str) -> SourceError | int | None:
@@ -168,7 +168,7 @@ def read_python(path: str, text: str) -> ReadResult:
     return ReadResult(path, _python_pins(reader.found, text, path), tuple(stops), text)
 
 
-_PIP_CALL = re.compile(r"\b(?:uv_)?pip_install\(")
+_PIP_CALL = lazy_re(r"\b(?:uv_)?pip_install\(")
 
 
 def _python_pins(found: list[Deployment], text: str, path: str) -> tuple[Deployment, ...]:
@@ -226,7 +226,7 @@ _INSIDE = ("the file is longer than tpcheck reads as Python and line {} is insid
 MAX_NODES = 50_000
 # A line that can start a top-level statement the prefix before it can end without: not a
 # continuation clause (else, elif, except, finally), not after a decorator or a backslash.
-_TOP_LINE = re.compile(r"\n(?![ \t\n#@)\]}]|else\b|elif\b|except\b|finally\b)")
+_TOP_LINE = lazy_re(r"\n(?![ \t\n#@)\]}]|else\b|elif\b|except\b|finally\b)")
 
 
 def _cut(text: str) -> int | None:

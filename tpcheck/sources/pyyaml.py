@@ -11,13 +11,18 @@ fallback loader then pays, once). The stand-in goes through ``re``'s own cache, 
 ``re.compile`` consults first; when this Python's cache does not answer as expected (a probe
 checks), nothing is seeded and the import is PyYAML's ordinary one.
 
+While PyYAML imports, ``datetime`` is a stand-in too (``tpcheck.deferred``).
+
 Every tpcheck module takes ``yaml`` from here (``from tpcheck.sources.pyyaml import yaml``).
 """
 
 from __future__ import annotations
 
+import _datetime  # type: ignore[import-not-found]  # (no stub: the C half of datetime)
 import re
 import sys
+
+from tpcheck.deferred import import_deferring
 
 TYPE_CHECKING = False  # typing's constant without importing typing (the library lint path)
 if TYPE_CHECKING:
@@ -89,6 +94,20 @@ def _seeded(stand_ins: list[DeferredPattern]) -> bool:
 
 _STAND_INS = [DeferredPattern(source, flags) for source, flags in DEFERRED]
 _SEEDED = "yaml" not in sys.modules and _seeded(_STAND_INS)
+
+
+
+def _yaml() -> None:
+    import yaml  # noqa: F401 - imported for what it leaves in sys.modules
+
+
+# PyYAML's representer registers datetime.date and datetime.datetime at import; the module
+# datetime.py itself (~6.6 million instructions, pure Python before its C accelerator replaces
+# it) only serves a timestamp value, which composing never builds. Its classes are _datetime's.
+# base64 (and struct) serves a !!binary value alone, inside the functions that build one.
+import_deferring("yaml", _yaml, {"datetime": {"date": _datetime.date,
+                                              "datetime": _datetime.datetime},
+                                 "base64": {}})
 
 import yaml  # noqa: E402 - after the seeding, which is the point
 from yaml.reader import ReaderError  # noqa: E402

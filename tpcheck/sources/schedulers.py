@@ -12,14 +12,15 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable
 
+from tpcheck.deferred import lazy_re
 from tpcheck.record import replace
 from tpcheck.sources.base import Deployment, Span
 
-_SBATCH = re.compile(r"#SBATCH[ \t]+(.*)")
-_OPT = re.compile(r"(--[a-z-]+|-[A-Za-z])(?:[= \t]+(\S+))?")
+_SBATCH = lazy_re(r"#SBATCH[ \t]+(.*)")
+_OPT = lazy_re(r"(--[a-z-]+|-[A-Za-z])(?:[= \t]+(\S+))?")
 # gpu[:TYPE]:N inside a --gres list (gpu:a100:4,shard:2)
-_GRES = re.compile(r"(?:^|,)gpu(?::([A-Za-z0-9_.\-]+))?:(\d+)")
-_TYPED = re.compile(r"(?:([A-Za-z][A-Za-z0-9_.\-]*):)?(\d+)$")
+_GRES = lazy_re(r"(?:^|,)gpu(?::([A-Za-z0-9_.\-]+))?:(\d+)")
+_TYPED = lazy_re(r"(?:([A-Za-z][A-Za-z0-9_.\-]*):)?(\d+)$")
 
 
 def slurm_gpus(path: str, text: str) -> tuple[dict[str, object], dict[str, Span]]:

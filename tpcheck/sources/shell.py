@@ -13,6 +13,7 @@ import re
 from collections import ChainMap
 from collections.abc import Generator, Iterator, Mapping, MutableMapping, Sequence
 
+from tpcheck.deferred import lazy_re
 from tpcheck.record import field, record
 from tpcheck.sources.arith import evaluate
 from tpcheck.sources.base import Deployment, Span
@@ -25,12 +26,12 @@ TYPE_CHECKING = False  # typing's constant without importing typing (start-up, i
 if TYPE_CHECKING:
     from tpcheck.sources.argv import Launch
 
-_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
+_NAME = lazy_re(r"[A-Za-z_][A-Za-z0-9_]*")
 # Runs the tokenizer can copy whole: no quote, expansion, escape, separator or operator.
-_PLAIN = re.compile(r"[^ \t\r\n;&|()<>'\"$`\\]+")
-_DQ_PLAIN = re.compile(r'[^"\\$`]+')
-_CMD_END = re.compile(r"[\n;&|]")
-_BLANKS = re.compile(r"[ \t\r]+")
+_PLAIN = lazy_re(r"[^ \t\r\n;&|()<>'\"$`\\]+")
+_DQ_PLAIN = lazy_re(r'[^"\\$`]+')
+_CMD_END = lazy_re(r"[\n;&|]")
+_BLANKS = lazy_re(r"[ \t\r]+")
 # Work limits, so a hostile script (a 2-MB line, a million commands) is read in well under a
 # second and bounded memory. A real launch has a few dozen words; past MAX_COMMAND_WORDS the
 # rest of that command is skipped to its end; past MAX_WORDS the rest of the text is not read,
@@ -42,8 +43,8 @@ MAX_WORDS = 50_000
 MAX_HEREDOC_DEPTH = 2  # a script that writes a script that writes one: deeper is not read
 _INTERPRETERS = ("python", "perl", "ruby", "node", "psql", "mysql", "sqlite")
 _SCRIPT_TAKERS = frozenset({"sh", "bash", "dash", "zsh", "ash", "ksh", "tee"})
-_INTEGER = re.compile(r"-?[0-9]+")
-_ASSIGN = re.compile(r"^([A-Za-z_][A-Za-z0-9_]*)=(.*)$", re.S)
+_INTEGER = lazy_re(r"-?[0-9]+")
+_ASSIGN = lazy_re(r"^([A-Za-z_][A-Za-z0-9_]*)=(.*)$", re.S)
 _WRAPPERS = frozenset({"exec", "nohup", "time", "env", "sudo", "command", "stdbuf", "setsid"})
 SHELLS = frozenset({"sh", "bash", "dash", "zsh", "ash", "ksh"})
 
@@ -724,7 +725,7 @@ def read_shell(path: str, text: str) -> list[Deployment]:
 _RUN_FLAGS = frozenset({"--rm", "-d", "--detach", "-i", "--interactive", "-t", "--tty", "-it",
                         "-ti", "-itd", "-dit", "--privileged", "--init", "-P", "--publish-all",
                         "--read-only", "--sig-proxy", "--no-healthcheck", "-q", "--quiet"})
-_DEVICES = re.compile(r"""["']*device=([0-9,]+)["']*$""")
+_DEVICES = lazy_re(r"""["']*device=([0-9,]+)["']*$""")
 
 
 def container_run(words: list[Word]

@@ -3,9 +3,9 @@
 from __future__ import annotations
 
 import os
-import re
 from collections.abc import Callable, Mapping
 
+from tpcheck.deferred import lazy_re
 from tpcheck.sources.base import (
     MAX_LAUNCHES,
     RECOVERED_NOTE,
@@ -145,10 +145,10 @@ def restored(d: Deployment, restore: Callable[[str], str], note: str,
     return replace(d, **kw)
 
 
-_KEY = re.compile(r"^\s*(?:-\s+)?(?:[A-Za-z0-9_.\-/\"']+:(?:\s+|$))?(?:[|>][-+0-9]*\s*$)?")
+_KEY = lazy_re(r"^\s*(?:-\s+)?(?:[A-Za-z0-9_.\-/\"']+:(?:\s+|$))?(?:[|>][-+0-9]*\s*$)?")
 
 
-_COMMENT_START = re.compile(r"(?:^|(?<=\s))#")
+_COMMENT_START = lazy_re(r"(?:^|(?<=\s))#")
 
 
 def _recover(path: str, index: LineIndex) -> list[Deployment]:

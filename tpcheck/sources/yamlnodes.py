@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import re
 
+from tpcheck.deferred import lazy_re
 from tpcheck.sources.pyyaml import yaml
 
 TYPE_CHECKING = False  # typing's constant without importing typing (start-up, issue 8)
@@ -27,7 +28,7 @@ PRODUCT_LABELS = (
 )
 # The release at the start of a tag (up to four numbers, then PEP 440 rc/post/dev parts), and
 # whatever build suffix follows a separator: v0.5.2rc2-cu126, 0.5.10.post1-cu124, v0.7.3.self.post1.
-_IMAGE_VERSION = re.compile(
+_IMAGE_VERSION = lazy_re(
     r"v?(\d+\.\d+(?:\.\d+){0,2}(?:(?:a|b|rc)\d+)?(?:\.?post\d+)?(?:\.?dev\d+)?)(?:[-+_]|\.(?!\d)|$)"
 )
 
