@@ -10,6 +10,7 @@ from typing import Any
 import click
 
 from tpcheck.commands import base
+from tpcheck.commands.lint import checked_network, codes
 from tpcheck.errors import UsageError
 from tpcheck.oneline import one_line
 
@@ -95,10 +96,10 @@ def _linters(args: base.Args) -> Any:
         if key not in made:
             try:
                 settings = load_settings(key).with_flags(
-                    select=_codes(args.select), ignore=_codes(args.ignore),
+                    select=codes(args.select), ignore=codes(args.ignore),
                     context=args.context, topology=args.topology,
                     model_config=args.model_config, offline=args.offline,
-                    engine_version=args.engine_version, network=_network(args.network))
+                    engine_version=args.engine_version, network=checked_network(args.network))
                 made[key] = Linter(settings, gpu_flag=args.gpu)
             except SettingsError as err:
                 raise UsageError(str(err)) from None
@@ -107,18 +108,3 @@ def _linters(args: base.Args) -> Any:
         return made[key]
 
     return linter_for
-
-
-def _codes(text: str | None) -> tuple[str, ...]:
-    return tuple(c.strip().upper() for c in (text or "").split(",") if c.strip())
-
-
-def _network(value: str | None) -> str | None:
-    if value is None:
-        return None
-    from tpcheck.hardware.network import parse_network
-
-    if parse_network(value) is None:
-        raise UsageError(f"{value!r} is not NICs per node such as 8x400G-ib "
-                         "(kinds: ib, roce, efa, tcpxo, tcp)", "--network")
-    return value

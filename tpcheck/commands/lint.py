@@ -86,15 +86,15 @@ def run(args: base.Args) -> int:
 
     def settings_from(sfile: Path | None) -> Settings:
         return load_settings(sfile).with_flags(
-            select=_codes(args.select),
-            ignore=_codes(args.ignore),
+            select=codes(args.select),
+            ignore=codes(args.ignore),
             fail_on=args.fail_on,
             context=args.context,
             topology=args.topology,
             model_config=args.model_config,
             offline=args.offline,
             engine_version=args.engine_version,
-            network=_network(args.network),
+            network=checked_network(args.network),
         )
 
     def linter_for(sfile: Path | None) -> Linter:
@@ -241,13 +241,14 @@ def _write_sarif(path: Path, result: LintResult, fmt: str, **names: str | None) 
     return True
 
 
-def _codes(text: str | None) -> tuple[str, ...]:
+def codes(text: str | None) -> tuple[str, ...]:
+    """--select / --ignore: comma-separated codes or prefixes, upper-cased."""
     if not text:
         return ()
     return tuple(c.strip().upper() for c in text.split(",") if c.strip())
 
 
-def _network(value: str | None) -> str | None:
+def checked_network(value: str | None) -> str | None:
     """--network as given, after checking it parses (a usage error otherwise)."""
     if value is None:
         return None
