@@ -167,62 +167,78 @@ def load_settings(path: Path | None, text: str | None = None) -> Settings:
 
 def settings_from_table(table: Mapping[str, Any], where: str) -> Settings:
     kw: dict[str, Any] = {"source": where, "root": str(Path(where).parent)}
-    value: Any
     _given_once(table, where)
-    for raw_key, value in table.items():
+    for raw_key in table:
         key = raw_key.replace("_", "-")
-        if key not in _KEYS:
-            raise SettingsError(f"{where}: unknown key {raw_key!r} in [tool.tpcheck] "
-                                f"(known: {', '.join(sorted(_KEYS))})")
-        want = _KEYS[key]
-        if isinstance(value, bool) and want is not bool:
-            raise SettingsError(f"{where}: {raw_key} must be {_tname(want)}, got a boolean")
-        if not isinstance(value, want):
-            raise SettingsError(f"{where}: {raw_key} must be {_tname(want)}, "
-                                f"got {type(value).__name__}")
+        _check_type(key, raw_key, table[raw_key], where)
         attr = key.replace("-", "_")
-        value = table[raw_key]  # re-read untyped: isinstance(value, want) narrows it to object
-        if key in ("select", "ignore"):
-            kw[attr] = tuple(_codes(value, where, raw_key))
-        elif key == "fail-on":
-            if value not in SEVERITIES:
-                raise SettingsError(f"{where}: fail-on must be one of {', '.join(SEVERITIES)}")
-            kw[attr] = value
-        elif key == "models":
-            kw[attr] = _models(value, where)
-        elif key == "rules":
-            for code, options in value.items():
-                if not isinstance(options, dict):
-                    raise SettingsError(f"{where}: rules.{code} must be a table of the rule's "
-                                        "options ([tool.tpcheck.rules.CODE] in pyproject.toml, "
-                                        "[rules.CODE] in .tpcheck.toml)")
-            kw[attr] = {str(k): dict(v) for k, v in value.items()}
-        elif key == "per-file-ignores":
-            kw[attr] = {str(k): tuple(_codes(v, where, f"per-file-ignores.{k}"))
-                        for k, v in value.items()}
-        elif key == "context" and value < 1:
-            raise SettingsError(f"{where}: context must be a positive number of tokens")
-        elif key == "hub-timeout" and not 0 < value <= MAX_HUB_TIMEOUT:  # False for nan too
-            raise SettingsError(f"{where}: {raw_key} must be a number of seconds above 0 and at "
-                                f"most {MAX_HUB_TIMEOUT:g}, got {value}")
-        elif key == "max-file-size" and value < 1:  # 0 would skip every file as too big
-            raise SettingsError(f"{where}: {raw_key} must be a positive number of bytes, "
-                                f"got {value}")
-        elif key == "engine-version" and not has_release_number(value):
-            raise SettingsError(f"{where}: {raw_key} must be a release number such as 0.8.5 or "
-                                f"v0.8.5, got {value!r}")
-        elif key == "alpha" and not 0 <= value < MAX_ALPHA:  # False for nan too
-            raise SettingsError(f"{where}: {raw_key} must be a number of seconds from 0 to "
-                                f"under {MAX_ALPHA:g} (a collective's fixed cost is µs), "
-                                f"got {value}")
-        elif key == "network" and _bad_network(value):
-            raise SettingsError(f"{where}: {raw_key} must name the NICs per node, e.g. "
-                                f"\"8x400G-ib\" (kinds: ib, roce, efa, tcpxo, tcp), got {value!r}")
+        value: Any = table[raw_key]  # untyped: isinstance(value, want) would narrow it to object
+        if key in _STRUCTURED:
+            kw[attr] = _structured(key, raw_key, value, where)
         else:
+            _check_range(key, raw_key, value, where)
             kw[attr] = float(value) if key in ("hub-timeout", "alpha") else value
     if "engine_version" in kw:
         kw["engine_version_from"] = f"[tool.tpcheck] engine-version in {Path(where).name}"
     return Settings(**kw)
+
+
+def _check_type(key: str, raw_key: str, value: object, where: str) -> None:
+    """A known key with a value of its type (a boolean is no number here)."""
+    if key not in _KEYS:
+        raise SettingsError(f"{where}: unknown key {raw_key!r} in [tool.tpcheck] "
+                            f"(known: {', '.join(sorted(_KEYS))})")
+    want = _KEYS[key]
+    if isinstance(value, bool) and want is not bool:
+        raise SettingsError(f"{where}: {raw_key} must be {_tname(want)}, got a boolean")
+    if not isinstance(value, want):
+        raise SettingsError(f"{where}: {raw_key} must be {_tname(want)}, "
+                            f"got {type(value).__name__}")
+
+
+_STRUCTURED = frozenset({"select", "ignore", "fail-on", "models", "rules", "per-file-ignores"})
+
+
+def _structured(key: str, raw_key: str, value: Any, where: str) -> Any:
+    """The value of a key that holds codes, a severity or tables, as Settings keeps it."""
+    if key in ("select", "ignore"):
+        return tuple(_codes(value, where, raw_key))
+    if key == "fail-on":
+        if value not in SEVERITIES:
+            raise SettingsError(f"{where}: fail-on must be one of {', '.join(SEVERITIES)}")
+        return value
+    if key == "models":
+        return _models(value, where)
+    if key == "rules":
+        for code, options in value.items():
+            if not isinstance(options, dict):
+                raise SettingsError(f"{where}: rules.{code} must be a table of the rule's "
+                                    "options ([tool.tpcheck.rules.CODE] in pyproject.toml, "
+                                    "[rules.CODE] in .tpcheck.toml)")
+        return {str(k): dict(v) for k, v in value.items()}
+    return {str(k): tuple(_codes(v, where, f"per-file-ignores.{k}")) for k, v in value.items()}
+
+
+def _check_range(key: str, raw_key: str, value: Any, where: str) -> None:
+    """A scalar outside what its key allows is an error naming the file and the key."""
+    if key == "context" and value < 1:
+        raise SettingsError(f"{where}: context must be a positive number of tokens")
+    if key == "hub-timeout" and not 0 < value <= MAX_HUB_TIMEOUT:  # False for nan too
+        raise SettingsError(f"{where}: {raw_key} must be a number of seconds above 0 and at "
+                            f"most {MAX_HUB_TIMEOUT:g}, got {value}")
+    if key == "max-file-size" and value < 1:  # 0 would skip every file as too big
+        raise SettingsError(f"{where}: {raw_key} must be a positive number of bytes, "
+                            f"got {value}")
+    if key == "engine-version" and not has_release_number(value):
+        raise SettingsError(f"{where}: {raw_key} must be a release number such as 0.8.5 or "
+                            f"v0.8.5, got {value!r}")
+    if key == "alpha" and not 0 <= value < MAX_ALPHA:  # False for nan too
+        raise SettingsError(f"{where}: {raw_key} must be a number of seconds from 0 to "
+                            f"under {MAX_ALPHA:g} (a collective's fixed cost is µs), "
+                            f"got {value}")
+    if key == "network" and _bad_network(value):
+        raise SettingsError(f"{where}: {raw_key} must name the NICs per node, e.g. "
+                            f"\"8x400G-ib\" (kinds: ib, roce, efa, tcpxo, tcp), got {value!r}")
 
 
 def _bad_network(value: str) -> bool:

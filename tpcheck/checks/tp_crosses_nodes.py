@@ -19,11 +19,12 @@ from __future__ import annotations
 from collections.abc import Iterator
 
 from tpcheck.checks._links import describe, link_costs
-from tpcheck.checks._nodes import network, node_size, nvlink_domain
+from tpcheck.checks._nodes import NodeSize, network, node_size, nvlink_domain
 from tpcheck.checks.base import Assumption, Finding
 from tpcheck.checks.context import CheckContext
 from tpcheck.checks.registry import Rule
 from tpcheck.formula import Formula
+from tpcheck.sources.base import Span
 
 SRC_ORDER = ("vllm 0.33.0 distributed/parallel_state.py initialize_model_parallel "
              "(ranks: TP innermost, then PP, then DP); sglang 0.5.23 the same")
@@ -78,56 +79,88 @@ def check(ctx: CheckContext, rule: Rule) -> Iterator[Finding]:
     if size is None:
         return
     world = t * ctx.pp * ctx.dp_replicas
-    split = split_groups(width, max(world // width, 1), size.per_node) if width > 1 else []
-    bad = next((g for g in split if len(g) > 1), None)
-    domain = nvlink_domain(ctx)
-    if bad is not None and domain > size.per_node and all(
-            len(g) == 1 for g in split_groups(width, max(world // width, 1), domain)):
-        return  # rack-scale NVLink (GB200 NVL72): the NVLink domain is the boundary
-    if bad is None:
-        return  # the experts' all-to-all across nodes is TP303's (info)
     n_groups = max(world // width, 1)
+    split = _spanning(ctx, width, n_groups, size.per_node)
+    if split is None:
+        return
+    bad = next(g for g in split if len(g) > 1)
     nodes = len({n for g in split for n, _, _ in g})
-    where = "; ".join(
-        f"TP rank{'s' if a != b else ''} {a}{f'–{b}' if a != b else ''} on node {n}"
-        for n, a, b in bad)
     layout = Formula("nodes", "ceil(t·p·dp / gpus_per_node)",
                      {"t": t, "p": ctx.pp, "dp": ctx.dp_replicas, "gpus_per_node": size.per_node},
                      nodes, "nodes", SRC_ORDER, (size.formula,))
     use = network(ctx)
     full = width == t and groups.allreduce_what == "TP group"
     costs = link_costs(ctx, use) if full else ()
-    n_ar = f"{2 * ctx.shape.layers + 1} " if ctx.shape and full else ""
-    if costs:
-        tail = describe(costs)
-    elif not full:
-        tail = ["the cost figures are for a t-wide all-reduce in every layer, which this "
-                "layout does not run, so none are given"]
-    elif ctx.shape is None:
-        tail = ["the model's config.json was not found, so no cost figures"]
-    else:
-        tail = ["give --gpu for the cost figures"]
-    n_bad = sum(len(g) > 1 for g in split)
     what = groups.allreduce_what
-    grp = ("the TP group" if full else "it") if n_groups == 1 else (
-        f"{n_bad} of {n_groups} TP groups" if full else f"{n_bad} of {n_groups} such groups")
-    related = (((size.span, size.label),)
-               if size.span is not None and size.span != ctx.tp_span else ())
+    grp = _scope(full, n_groups, sum(len(g) > 1 for g in split))
     who = f"t={t}" if full else f"the {what.partition(' (')[0]} of {width} ranks"
     yield ctx.finding(
         rule,
         f"{who} spans {nodes} nodes of {size.per_node} GPUs: its all-reduces cross the network",
-        notes=(f"{size.label}: {grp} spans nodes — {where}"
+        notes=(f"{size.label}: {grp} spans nodes — {_where(bad)}"
                + ("" if full else f"; the wide group is the {what}"),
-               f"its {n_ar}all-reduces per forward pass run on {use.label}"
-               + (" (assumed: no instance type in the manifest)" if use.assumed else ""), *tail),
+               f"its {_count(ctx, full=full)}all-reduces per forward pass run on {use.label}"
+               + (" (assumed: no instance type in the manifest)" if use.assumed else ""),
+               *_cost_notes(ctx, costs, full=full)),
         assumptions=(Assumption("link", f"{use.link.name} between the nodes: no instance "
                                 "type in the manifest"),) if use.assumed else (),
         formulas=(layout, *(() if full else (groups.formula,)), use.bandwidth, use.alpha,
                   *costs),
         fix=_group_fix(ctx, what) or _fix(ctx, size.per_node),
-        related=related,
+        related=_related(ctx, size),
     )
+
+
+def _count(ctx: CheckContext, *, full: bool) -> str:
+    """The all-reduces a forward pass runs (2 per layer and 1 more), said only when the wide
+    group is the TP group and the model's layers are known."""
+    return f"{2 * ctx.shape.layers + 1} " if ctx.shape and full else ""
+
+
+def _related(ctx: CheckContext, size: NodeSize) -> tuple[tuple[Span, str], ...]:
+    """Where the node size was written, when that is not the TP flag itself."""
+    if size.span is not None and size.span != ctx.tp_span:
+        return ((size.span, size.label),)
+    return ()
+
+
+def _spanning(ctx: CheckContext, width: int, n_groups: int,
+              per_node: int) -> list[list[tuple[int, int, int]]] | None:
+    """The all-reduce groups' runs over nodes when one of them spans two nodes; None when all
+    stay inside one node, or inside one rack-scale NVLink domain (GB200 NVL72)."""
+    split = split_groups(width, n_groups, per_node)
+    if not any(len(g) > 1 for g in split):
+        return None  # the experts' all-to-all across nodes is TP303's (info)
+    domain = nvlink_domain(ctx)
+    if domain > per_node and all(len(g) == 1 for g in split_groups(width, n_groups, domain)):
+        return None  # rack-scale NVLink (GB200 NVL72): the NVLink domain is the boundary
+    return split
+
+
+def _where(bad: list[tuple[int, int, int]]) -> str:
+    """Which TP ranks of the spanning group sit on which node."""
+    return "; ".join(
+        f"TP rank{'s' if a != b else ''} {a}{f'–{b}' if a != b else ''} on node {n}"
+        for n, a, b in bad)
+
+
+def _scope(full: bool, n_groups: int, n_bad: int) -> str:
+    """The subject of the spanning note: the one group, or how many of the groups span."""
+    if n_groups == 1:
+        return "the TP group" if full else "it"
+    return f"{n_bad} of {n_groups} TP groups" if full else f"{n_bad} of {n_groups} such groups"
+
+
+def _cost_notes(ctx: CheckContext, costs: tuple[Formula, ...], *, full: bool) -> list[str]:
+    """The all-reduce cost lines, or why there are none."""
+    if costs:
+        return describe(costs)
+    if not full:
+        return ["the cost figures are for a t-wide all-reduce in every layer, which this "
+                "layout does not run, so none are given"]
+    if ctx.shape is None:
+        return ["the model's config.json was not found, so no cost figures"]
+    return ["give --gpu for the cost figures"]
 
 
 def _group_fix(ctx: CheckContext, what: str) -> str | None:

@@ -108,8 +108,7 @@ def check(ctx: CheckContext, rule: Rule) -> Iterator[Finding]:
     except ValueError:
         return  # UUIDs, MIG ids or indices this matrix does not have: nothing to place
     group, cls, (a, b) = found
-    nvlink_expected = any(is_nvlink(c) for row in topo.matrix for c in row) or bool(
-        ctx.gpu is not None and ctx.gpu.link.startswith("nvlink") and ctx.gpu.nvlink_domain > 1)
+    nvlink_expected = _nvlink_expected(ctx, topo)
     if _ok(cls, nvlink_expected):
         return
     glink = gpu_link_of(ctx, topo)
@@ -129,35 +128,8 @@ def check(ctx: CheckContext, rule: Rule) -> Iterator[Finding]:
     path_f = Formula("weakest_path", "min over pairs of the TP group", {
         "group": _ids(group), "pair": f"GPU{a}-GPU{b}", "path": cls}, link_rank(cls), "rank",
         f"{where}; {SRC_TOPO}")
-    best_nv = max((c for row in topo.matrix for c in row if is_nvlink(c)), key=link_rank,
-                  default=None)
-    instead = ""
-    if best_nv is not None:
-        nv = path_link(best_nv, glink)
-        instead = f" instead of {nv.name} at {nv.bandwidth / 1e9:,.0f} GB/s"
-    if costs:
-        tail = describe(costs)
-    elif t != ctx.tp:
-        tail = [f"this {t}-rank group is the widest that all-reduces (DP-attention/EP), and "
-                "the cost figures are for a t-wide group in every layer, so none are given"]
-    elif ctx.shape is None:
-        tail = ["the model's config.json was not found, so no cost figures"]
-    else:
-        tail = ["give --gpu for the cost figures"]
-    legal = [x for x in range(2, t) if ctx.shape is None or not ctx.evaluate_at(x).refusals]
-    bg = best_group(topo, t)
-    if bg is not None and link_rank(bg[1]) > link_rank(cls):
-        fix = (f"set CUDA_VISIBLE_DEVICES={_ids(bg[0])}: those {t} GPUs are joined by "
-               f"{bg[1]} at worst" + (" (one socket)" if not crosses_socket(bg[1]) else ""))
-    else:
-        smaller = largest_clean_t(topo, t, nvlink_expected, legal)
-        if smaller is not None:
-            k, ids = smaller
-            fix = (f"no {t} GPUs of this machine avoid {cls}: use TP {k} on "
-                   f"CUDA_VISIBLE_DEVICES={_ids(ids)} (one socket/NVLink island) with "
-                   f"data-parallel replicas or PP for the rest")
-        else:
-            fix = "pick GPUs under one socket or NVLink island, or a smaller TP"
+    tail = _cost_notes(ctx, costs, t)
+    fix = _fix(ctx, topo, t, cls, nvlink_expected)
     short = "the CPU sockets (SYS)" if crosses_socket(cls) else f"PCIe ({cls})"
     yield ctx.finding(
         rule,
@@ -165,9 +137,55 @@ def check(ctx: CheckContext, rule: Rule) -> Iterator[Finding]:
         f"{use.bandwidth.result / 1e9:,.1f} GB/s",
         notes=(f"the TP group {list(group)} ({chosen}) includes GPU{a}–GPU{b}, joined {what} "
                f"in {where}",
-               f"all-reduces run at {use.label}{instead}"
+               f"all-reduces run at {use.label}{_instead(topo, glink)}"
                + (f" ({lk.source.split('; ', 1)[1]})" if crosses_socket(cls) else ""), *tail),
         formulas=(path_f, *((ctx.groups.formula,) if t != ctx.tp else ()), use.bandwidth,
                   use.alpha, *costs),
         fix=fix,
     )
+
+
+def _nvlink_expected(ctx: CheckContext, topo: Topology) -> bool:
+    """Whether this machine has NVLink between some GPUs (in its matrix, or by its GPU type),
+    so a PCIe path in the group is a finding too."""
+    return any(is_nvlink(c) for row in topo.matrix for c in row) or bool(
+        ctx.gpu is not None and ctx.gpu.link.startswith("nvlink") and ctx.gpu.nvlink_domain > 1)
+
+
+def _instead(topo: Topology, glink: str | None) -> str:
+    """The best NVLink path of the matrix, to say what the all-reduces could run at."""
+    best_nv = max((c for row in topo.matrix for c in row if is_nvlink(c)), key=link_rank,
+                  default=None)
+    if best_nv is None:
+        return ""
+    nv = path_link(best_nv, glink)
+    return f" instead of {nv.name} at {nv.bandwidth / 1e9:,.0f} GB/s"
+
+
+def _cost_notes(ctx: CheckContext, costs: tuple[Formula, ...], t: int) -> list[str]:
+    """The all-reduce cost lines, or why there are none."""
+    if costs:
+        return describe(costs)
+    if t != ctx.tp:
+        return [f"this {t}-rank group is the widest that all-reduces (DP-attention/EP), and "
+                "the cost figures are for a t-wide group in every layer, so none are given"]
+    if ctx.shape is None:
+        return ["the model's config.json was not found, so no cost figures"]
+    return ["give --gpu for the cost figures"]
+
+
+def _fix(ctx: CheckContext, topo: Topology, t: int, cls: str, nvlink_expected: bool) -> str:
+    """Other GPUs of this machine for the same t when some are better joined; else the largest
+    legal t that one socket or NVLink island holds; else the general advice."""
+    legal = [x for x in range(2, t) if ctx.shape is None or not ctx.evaluate_at(x).refusals]
+    bg = best_group(topo, t)
+    if bg is not None and link_rank(bg[1]) > link_rank(cls):
+        return (f"set CUDA_VISIBLE_DEVICES={_ids(bg[0])}: those {t} GPUs are joined by "
+                f"{bg[1]} at worst" + (" (one socket)" if not crosses_socket(bg[1]) else ""))
+    smaller = largest_clean_t(topo, t, nvlink_expected, legal)
+    if smaller is not None:
+        k, ids = smaller
+        return (f"no {t} GPUs of this machine avoid {cls}: use TP {k} on "
+                f"CUDA_VISIBLE_DEVICES={_ids(ids)} (one socket/NVLink island) with "
+                f"data-parallel replicas or PP for the rest")
+    return "pick GPUs under one socket or NVLink island, or a smaller TP"

@@ -65,44 +65,72 @@ def sentence(d: DeploymentDiff) -> str:
     if b is None:
         return f"removed (was {state(a)})"
     changed = {c.field for c in d.changes}
+    seats = "seats" in changed and a.seats is not None and b.seats is not None
+    head = _layout_changes(a, b, changed, seats=seats)
+    effects = _effects(a, b, changed, seats=seats)
+    if not head and not effects:
+        return ", ".join(f"{c.field} {_n(c.before)} → {_n(c.after)}" for c in d.changes)
+    return ": ".join(x for x in (", ".join(head), "; ".join(effects)) if x)
+
+
+def _layout_changes(a: Figures, b: Figures, changed: set[str], *, seats: bool) -> list[str]:
+    """The layout fields that changed, in LAYOUT's order; the GPU count only when no seats
+    clause will carry it."""
     head = [f"{label} {_n(getattr(a, name), name)} → {_n(getattr(b, name), name)}"
             for name, label in LAYOUT if name in changed]
-    effects: list[str] = []
-    seats = "seats" in changed and a.seats is not None and b.seats is not None
     if "gpus" in changed and not seats:
         head.append(f"GPUs {a.gpus} → {b.gpus}")
+    return head
+
+
+def _effects(a: Figures, b: Figures, changed: set[str], *, seats: bool) -> list[str]:
+    """The clauses after the layout: whether it starts or is refused, then the figures."""
+    effects: list[str] = []
     if "problem" in changed and b.problem:
         effects.append(f"no capacity figures: {b.problem}")
     if "refusals" in changed:
-        if b.refusals and not a.refusals:
-            effects.append(f"now refused ({', '.join(b.refusals)})")
-        elif a.refusals and not b.refusals:
-            effects.append("no longer refused")
-        else:
-            effects.append(f"refused for {', '.join(b.refusals)}, not {', '.join(a.refusals)}")
+        effects.append(_refusal_change(a, b))
     elif "starts" in changed and b.starts is not None and a.starts is not None:
         effects.append("now starts" if b.starts else
                        "no longer starts: the weights leave no KV pool")
     if seats:
-        assert a.seats is not None and b.seats is not None
-        gain = f" ({_times(b.seats / a.seats)})" if a.seats > 0 else ""
-        gpus = (f" for {_times(b.gpus / a.gpus)} the GPUs ({a.gpus} → {b.gpus})"
-                if "gpus" in changed and a.gpus else "")
-        effects.append(f"seats {a.seats:,} → {b.seats:,}{gain}{gpus}")
+        effects.append(_seats_change(a, b, changed))
     if "kv_tokens" in changed and a.pool_bytes is not None and b.pool_bytes is not None:
         effects.append(f"KV pool {_gib(a.pool_bytes)} → {_gib(b.pool_bytes)} GiB per GPU "
                        f"({_n(a.kv_tokens)} → {_n(b.kv_tokens)} tokens)")
     if "tokens_per_second" in changed:
-        if a.tokens_per_second and b.tokens_per_second:
-            basis = b.speed_basis if a.speed_basis == b.speed_basis else \
-                f"{a.speed_basis} → {b.speed_basis}"
-            effects.append(f"decode {_speed(a)} → {_speed(b)} tokens/s "
-                           f"({_times(b.tokens_per_second / a.tokens_per_second)}, {basis})")
-        elif b.tokens_per_second:
-            effects.append(f"decode {_speed(b)} tokens/s ({b.speed_basis})")
-    if not head and not effects:
-        return ", ".join(f"{c.field} {_n(c.before)} → {_n(c.after)}" for c in d.changes)
-    return ": ".join(x for x in (", ".join(head), "; ".join(effects)) if x)
+        effects += _speed_change(a, b)
+    return effects
+
+
+def _refusal_change(a: Figures, b: Figures) -> str:
+    """Newly refused, no longer refused, or refused for other reasons."""
+    if b.refusals and not a.refusals:
+        return f"now refused ({', '.join(b.refusals)})"
+    if a.refusals and not b.refusals:
+        return "no longer refused"
+    return f"refused for {', '.join(b.refusals)}, not {', '.join(a.refusals)}"
+
+
+def _seats_change(a: Figures, b: Figures, changed: set[str]) -> str:
+    """Seats before and after, their ratio, and the GPU ratio that bought it."""
+    assert a.seats is not None and b.seats is not None
+    gain = f" ({_times(b.seats / a.seats)})" if a.seats > 0 else ""
+    gpus = (f" for {_times(b.gpus / a.gpus)} the GPUs ({a.gpus} → {b.gpus})"
+            if "gpus" in changed and a.gpus else "")
+    return f"seats {a.seats:,} → {b.seats:,}{gain}{gpus}"
+
+
+def _speed_change(a: Figures, b: Figures) -> list[str]:
+    """Decode speed before and after (with both bases when they differ), or the new one alone."""
+    if a.tokens_per_second and b.tokens_per_second:
+        basis = b.speed_basis if a.speed_basis == b.speed_basis else \
+            f"{a.speed_basis} → {b.speed_basis}"
+        return [f"decode {_speed(a)} → {_speed(b)} tokens/s "
+                f"({_times(b.tokens_per_second / a.tokens_per_second)}, {basis})"]
+    if b.tokens_per_second:
+        return [f"decode {_speed(b)} tokens/s ({b.speed_basis})"]
+    return []
 
 
 def label(f: FileDiff, d: DeploymentDiff) -> str:

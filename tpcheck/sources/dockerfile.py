@@ -98,36 +98,17 @@ def dockerfile_to_shell(text: str) -> tuple[str, str | None, tuple[int, int] | N
     while i < n:
         eol = text.find("\n", i)
         eol = n if eol == -1 else eol
-        line = text[i:eol]
-        stripped = line.lstrip()
+        stripped = text[i:eol].lstrip()
         if not stripped or stripped.startswith("#"):
             _blank(out, i, eol)
             i = eol + 1
             continue
-        # the instruction's extent: continuation lines end in a backslash; comment lines in it
-        # are dropped (they keep a backslash so the shell keeps joining)
-        end = eol
-        cont = _continued(text, i, end)
-        while end < n and cont:
-            nxt = text.find("\n", end + 1)
-            nxt = n if nxt == -1 else nxt
-            body = text[end + 1:nxt]
-            if body.lstrip().startswith("#"):
-                _blank(out, end + 1, nxt)
-                if nxt > end + 1:
-                    out[nxt - 1] = "\\"
-            else:
-                cont = _continued(text, end + 1, nxt)
-            end = nxt
+        end = _extent(text, out, i, eol)
         m = _INSTRUCTION.match(text, i, end)
         word = m.group(1).upper() if m else ""
         rest = m.end() if m else i
         if word == "FROM":
-            args = [a for a in text[rest:end].split() if not a.startswith("--")]
-            image = _REF.sub(lambda r: global_args.get(
-                r.group(1) or r.group(3), r.group(0) if r.group(2) is None else r.group(2)),
-                args[0]) if args else None
-            stage = _Stage(None if image is None or "$" in image else image)
+            stage = _Stage(_from_image(text[rest:end], global_args))
             seen_from = True
             _blank(out, i, end)
         elif word in ("ARG", "ENV"):
@@ -141,25 +122,70 @@ def dockerfile_to_shell(text: str) -> tuple[str, str | None, tuple[int, int] | N
             else:
                 _assignments(text, out, rest, end, legacy=word == "ENV")
         elif word in _KEEP:
-            _blank(out, i, rest)
-            body = text[rest:end].strip()
-            exec_form = body.startswith("[") and _exec_words(out, rest, end)
-            if word == "ENTRYPOINT":
-                stage.entrypoint = (rest, end, exec_form)
-            elif word == "CMD":
-                stage.cmd = (rest, end, exec_form)
+            _keep(text, out, stage, word, (i, rest, end))
         else:
             _blank(out, i, end)
         i = end + 1
-    bare: tuple[int, int] | None = None
+    bare = _final_command(out, stage)  # edits out: before the join
+    return "".join(out), stage.image, bare
+
+
+def _extent(text: str, out: list[str], i: int, eol: int) -> int:
+    """Where the instruction starting at ``i`` ends: continuation lines end in a backslash;
+    comment lines inside it are dropped (they keep a backslash so the shell keeps joining)."""
+    n = len(text)
+    end = eol
+    cont = _continued(text, i, end)
+    while end < n and cont:
+        nxt = text.find("\n", end + 1)
+        nxt = n if nxt == -1 else nxt
+        body = text[end + 1:nxt]
+        if body.lstrip().startswith("#"):
+            _blank(out, end + 1, nxt)
+            if nxt > end + 1:
+                out[nxt - 1] = "\\"
+        else:
+            cont = _continued(text, end + 1, nxt)
+        end = nxt
+    return end
+
+
+def _from_image(body: str, global_args: dict[str, str]) -> str | None:
+    """The image a ``FROM`` names, with the ARGs declared before it substituted; None when it
+    names none or a reference stays unresolved."""
+    args = [a for a in body.split() if not a.startswith("--")]
+    if not args:
+        return None
+    image = _REF.sub(lambda r: global_args.get(
+        r.group(1) or r.group(3), r.group(0) if r.group(2) is None else r.group(2)), args[0])
+    return None if "$" in image else image
+
+
+def _keep(text: str, out: list[str], stage: _Stage, word: str,
+          at: tuple[int, int, int]) -> None:
+    """A RUN, ENTRYPOINT or CMD: the keyword blanked, an exec form turned into quoted words,
+    and the stage's ENTRYPOINT/CMD remembered for joining."""
+    i, rest, end = at
+    _blank(out, i, rest)
+    body = text[rest:end].strip()
+    exec_form = body.startswith("[") and _exec_words(out, rest, end)
+    if word == "ENTRYPOINT":
+        stage.entrypoint = (rest, end, exec_form)
+    elif word == "CMD":
+        stage.cmd = (rest, end, exec_form)
+
+
+def _final_command(out: list[str], stage: _Stage) -> tuple[int, int] | None:
+    """Join the final stage's exec-form ENTRYPOINT to its CMD as Docker runs them; the CMD's
+    offsets when it stands alone (bare arguments to the image's own entrypoint)."""
     ep, cmd = stage.entrypoint, stage.cmd
     if ep is not None and cmd is not None and ep[2] and cmd[2] and ep[1] < cmd[0]:
         # ENTRYPOINT [...] then CMD [...]: one command, joined by continuations over the
         # lines between (each already blank, or a comment, in a final stage)
         _join(out, ep[1], cmd[0])
     elif ep is None and cmd is not None:
-        bare = (cmd[0], cmd[1])
-    return "".join(out), stage.image, bare
+        return (cmd[0], cmd[1])
+    return None
 
 
 def _continued(text: str, start: int, eol: int) -> bool:

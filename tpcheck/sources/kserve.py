@@ -269,29 +269,56 @@ def pair_kserve(path: str, text: str, result: ReadResult) -> ReadResult:
     folder = os.path.dirname(path)
     runtimes_beside, uses_beside = _index(folder, _stamp(folder))
     same = os.path.abspath(path)
-    # by name: this file's text wins over its copy on disk; a runtime the folder's kustomization
-    # builds (patched) over the file it comes from
-    named = {r.name: r for r in runtimes_beside if os.path.abspath(r.path) != same}
-    named.update({r.name: r for r in here})
-    runtimes = list(named.values())
-    pairs: list[tuple[Any, Runtime]] = []
+    runtimes = _known_runtimes(here, runtimes_beside, same)
     try:
-        for isvc in isvcs:
-            hit = _runtime_for(_use(_model(isvc)), runtimes)
-            if hit is not None and hit.node is None:
-                hit = replace(hit, node=_load(hit, folder, files))
-            if hit is not None and hit.node is not None:
-                pairs.append((isvc, hit))
+        pairs = _pairs(isvcs, runtimes, folder, files)
         read = _read_pairs(path, pairs, files) if pairs else []
     except (yaml.YAMLError, kz.KustomizeError, RecursionError):
         return result
     uses = [_use(_model(d)) for d in isvcs] + [u for p, u in uses_beside
                                                if os.path.abspath(p) != same]
     used = {hit.name for u in uses if (hit := _runtime_for(u, runtimes)) is not None}
+    drop, alone = _replaced(pairs, read, here, used)
+    return _kept_launches(result, path, read, drop=drop, alone=alone)
+
+
+def _replaced(pairs: list[tuple[Any, Runtime]], read: list[list[Deployment]],
+              here: list[Runtime], used: set[str]) -> tuple[list[Any], list[Any]]:
+    """(the documents whose own launches the pairs replace, this file's runtimes nothing
+    uses)."""
     # a pair with no engine launch (a runtime of another server) leaves the ISVC as it read
     drop = [isvc for (isvc, _), got in zip(pairs, read, strict=True) if got]
     drop += [r.node for r in here if r.name in used]
     alone = [r.node for r in here if r.name not in used]
+    return drop, alone
+
+
+def _known_runtimes(here: list[Runtime], beside: tuple[Runtime, ...], same: str) -> list[Runtime]:
+    """The runtimes an InferenceService may name, by name: this file's text wins over its copy
+    on disk; a runtime the folder's kustomization builds (patched) over the file it comes from."""
+    named = {r.name: r for r in beside if os.path.abspath(r.path) != same}
+    named.update({r.name: r for r in here})
+    return list(named.values())
+
+
+def _pairs(isvcs: list[Any], runtimes: list[Runtime], folder: str,
+           files: kz.Files) -> list[tuple[Any, Runtime]]:
+    """Each InferenceService with the runtime it names, loaded; those whose runtime is unknown
+    or unreadable are left out."""
+    pairs: list[tuple[Any, Runtime]] = []
+    for isvc in isvcs:
+        hit = _runtime_for(_use(_model(isvc)), runtimes)
+        if hit is not None and hit.node is None:
+            hit = replace(hit, node=_load(hit, folder, files))
+        if hit is not None and hit.node is not None:
+            pairs.append((isvc, hit))
+    return pairs
+
+
+def _kept_launches(result: ReadResult, path: str, read: list[list[Deployment]], *,
+            drop: list[Any], alone: list[Any]) -> ReadResult:
+    """The file's launches without those the pairs replace, a note on each runtime nothing
+    uses, and the paired launches, in file order (this file's first)."""
     kept: list[Deployment] = []
     for d in result.deployments:
         if any(_inside(d, doc, path) for doc in drop):
