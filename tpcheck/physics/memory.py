@@ -12,6 +12,7 @@ import math
 # as memory.X
 from tpcheck.engines.eras import ERA_V0, ERA_V1, engine_era, moe_workspace_persistent, sampler_era
 from tpcheck.engines.eras import ERA_V1_NO_GRAPHS as ERA_V1_NO_GRAPHS
+from tpcheck.engines.eras import NON_TORCH_COMMS as NON_TORCH_COMMS
 from tpcheck.engines.eras import PRINTED_BLOCKS as PRINTED_BLOCKS
 from tpcheck.engines.eras import PRINTED_CAPACITY as PRINTED_CAPACITY
 from tpcheck.engines.eras import SAMPLER_FLASHINFER as SAMPLER_FLASHINFER
@@ -22,8 +23,9 @@ from tpcheck.engines.eras import printed_tokens_release as printed_tokens_releas
 from tpcheck.formula import GIB, MIB, Formula
 from tpcheck.models.shape import ModelShape
 from tpcheck.physics.non_torch import NCCL_BYTES_PER_8_RANKS as NCCL_BYTES_PER_8_RANKS
+from tpcheck.physics.non_torch import NON_TORCH_FUSION as NON_TORCH_FUSION
+from tpcheck.physics.non_torch import NON_TORCH_MNNVL as NON_TORCH_MNNVL
 from tpcheck.physics.non_torch import (
-    NON_TORCH_COMMS,
     fusion_capability,
     fusion_workspace_bytes,
     non_torch_base,
@@ -31,8 +33,6 @@ from tpcheck.physics.non_torch import (
     non_torch_formula,
     non_torch_release,
 )
-from tpcheck.physics.non_torch import NON_TORCH_FUSION as NON_TORCH_FUSION
-from tpcheck.physics.non_torch import NON_TORCH_MNNVL as NON_TORCH_MNNVL
 from tpcheck.physics.non_torch import lazy_nccl_bytes as lazy_nccl_bytes
 
 TYPE_CHECKING = False  # typing's constant without importing typing (start-up, issue 8)
