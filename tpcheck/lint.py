@@ -21,6 +21,7 @@ from tpcheck.checks._options import root_cause
 from tpcheck.checks.base import Finding, Severity
 from tpcheck.checks.context import CheckContext
 from tpcheck.deferred import lazy_re
+from tpcheck.engines.versions import NEWEST
 from tpcheck.errors import UsageError
 from tpcheck.hardware.gpus import GPU, find_gpu
 from tpcheck.models.shape import ModelShape
@@ -580,7 +581,7 @@ def _below_minimum(d: Deployment) -> list[tuple[str, str, str]]:
             continue
         if d.engine == "sglang":
             out.append((name, f"{sflag} {v} is below {lowest:g}: nothing runs with it",
-                        f"sglang 0.5.23 {sbehaviour}"))
+                        f"sglang {NEWEST['sglang']} {sbehaviour}"))
         else:
             out.append((name, f"{vflag} {v} is below {lowest:g}: vllm 0.33 refuses it",
                         f"{vsrc}: \"Input should be greater than or equal to {lowest:g}\""))

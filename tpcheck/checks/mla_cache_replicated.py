@@ -62,8 +62,7 @@ def check(ctx: CheckContext, rule: Rule) -> Iterator[Finding]:
     extra = () if spent is None else (spent,)
     flag = (
         "--enable-dp-attention --dp "
-        if ctx.deployment.engine == "sglang"
-        and ctx.release.pinned and ctx.release.version.startswith("0.4")
+        if ctx.deployment.engine == "sglang" and ctx.release.dp_attention_by_dp_flag
         else "--attn-dp-size "
     )
     fix = (

@@ -79,6 +79,13 @@ class Release:
                 and version_key(self.version) < version_key("0.4.4.post1"))
 
     @property
+    def dp_attention_by_dp_flag(self) -> bool:
+        """A pinned SGLang 0.4.x turns attention DP on with ``--enable-dp-attention --dp N``;
+        0.5.23 deprecates that pair for ``--attn-dp-size N`` (server_args.py:419), which the
+        fixes of newer or unpinned releases name."""
+        return self.engine == "sglang" and self.pinned and self.version.startswith("0.4")
+
+    @property
     def physics_version(self) -> str | None:
         """The version the memory model is given: None (the newest rules) when nothing pins."""
         return self.version if self.pinned else None

@@ -25,6 +25,9 @@ from __future__ import annotations
 
 import math
 
+# ``X as X``: the release table moved to engines.eras (issue 29), still read as collective.X
+from tpcheck.engines.eras import Paths as Paths
+from tpcheck.engines.eras import vllm_paths as vllm_paths
 from tpcheck.formula import MIB, Formula
 from tpcheck.hardware.network import Network
 from tpcheck.record import record
@@ -133,43 +136,9 @@ CUSTOM_SRC = {"vllm": "vllm 0.33.0 custom_all_reduce.py should_custom_ar (l.496�
 # cuda_communicator.py all_reduce): FlashInfer's all-reduce, then the custom kernel, then
 # torch symmetric memory, then NCCL (pynccl). NCCL's own symmetric path
 # (VLLM_USE_NCCL_SYMM_MEM) is off by default in every release read, so it is not modelled.
+# Which release turns which on is data in engines.eras (VLLM_PATHS, vllm_paths).
 
 
-@record
-class Paths:
-    """The one-node all-reduce paths a vLLM release turns on by default."""
-
-    release: tuple[int, int, int]
-    flashinfer: bool  # standalone FlashInfer all-reduce (VLLM_ALLREDUCE_USE_FLASHINFER)
-    symm_mem: bool  # torch symmetric-memory all-reduce (VLLM_ALLREDUCE_USE_SYMM_MEM)
-    source: str
-
-
-VLLM_PATHS: tuple[Paths, ...] = (
-    Paths((0, 5, 4), False, False, "vllm 0.5.4 custom_all_reduce.py l.37 world sizes 2, 4, "
-          "6, 8, l.43 max 8 MiB, l.117 off for > 2 GPUs without full NVLink; no symm mem"),
-    Paths((0, 7, 2), False, False, "vllm 0.7.2 custom_all_reduce.py l.52, l.58 max 8 MiB, "
-          "l.255–256 (< max, 2 GPUs or full NVLink); no symm mem"),
-    Paths((0, 19, 0), False, True, "vllm 0.19.0 envs.py l.1479 VLLM_ALLREDUCE_USE_SYMM_MEM "
-          "default 1, l.1483 VLLM_ALLREDUCE_USE_FLASHINFER default 0; cuda_communicator.py "
-          "l.200–222 (FlashInfer, custom, symm mem, pynccl)"),
-    Paths((0, 33, 0), True, True, "vllm 0.33.0 envs.py l.1957 VLLM_ALLREDUCE_USE_SYMM_MEM "
-          "default 1, l.1961 VLLM_ALLREDUCE_USE_FLASHINFER default 1 (flashinfer-python is a "
-          "requirement); cuda_communicator.py l.362–446 (FlashInfer, custom, symm mem, pynccl)"),
-)
-
-
-def vllm_paths(version: str | None) -> Paths:
-    """The newest release read at or below ``version`` (the newest for None, the oldest below
-    them all): which defaults a release has between two read ones is assumed from the older."""
-    from tpcheck.engines.versions import parse_version
-
-    pv = parse_version(version)
-    if pv is None:
-        return VLLM_PATHS[-1]
-    rel = tuple((*pv, 0, 0)[:3])
-    older = [p for p in VLLM_PATHS if p.release <= rel]
-    return older[-1] if older else VLLM_PATHS[0]
 
 
 # FlashInfer's standalone all-reduce (vLLM 0.33 flashinfer_all_reduce.py l.420–446: inclusive

@@ -8,16 +8,24 @@ from __future__ import annotations
 
 import math
 
-from tpcheck.engines.defaults import parse_version
+# ``X as X``: release facts moved to engines.eras and physics.non_torch (issue 29), still read
+# as memory.X
+from tpcheck.engines.eras import ERA_V0, ERA_V1, engine_era, moe_workspace_persistent, sampler_era
+from tpcheck.engines.eras import ERA_V1_NO_GRAPHS as ERA_V1_NO_GRAPHS
+from tpcheck.engines.eras import NON_TORCH_COMMS as NON_TORCH_COMMS
+from tpcheck.engines.eras import PRINTED_BLOCKS as PRINTED_BLOCKS
+from tpcheck.engines.eras import PRINTED_CAPACITY as PRINTED_CAPACITY
+from tpcheck.engines.eras import SAMPLER_FLASHINFER as SAMPLER_FLASHINFER
+from tpcheck.engines.eras import SAMPLER_SORT as SAMPLER_SORT
+from tpcheck.engines.eras import SAMPLER_TRITON as SAMPLER_TRITON
+from tpcheck.engines.eras import VLLM_TOKENS as VLLM_TOKENS
+from tpcheck.engines.eras import printed_tokens_release as printed_tokens_release
 from tpcheck.formula import GIB, MIB, Formula
 from tpcheck.models.shape import ModelShape
-
-# ``X as X``: moved to physics.eras and physics.non_torch (issue 29), still read as memory.X
-from tpcheck.physics.eras import ERA_V0, ERA_V1, engine_era
-from tpcheck.physics.eras import ERA_V1_NO_GRAPHS as ERA_V1_NO_GRAPHS
 from tpcheck.physics.non_torch import NCCL_BYTES_PER_8_RANKS as NCCL_BYTES_PER_8_RANKS
+from tpcheck.physics.non_torch import NON_TORCH_FUSION as NON_TORCH_FUSION
+from tpcheck.physics.non_torch import NON_TORCH_MNNVL as NON_TORCH_MNNVL
 from tpcheck.physics.non_torch import (
-    NON_TORCH_COMMS,
     fusion_capability,
     fusion_workspace_bytes,
     non_torch_base,
@@ -25,8 +33,6 @@ from tpcheck.physics.non_torch import (
     non_torch_formula,
     non_torch_release,
 )
-from tpcheck.physics.non_torch import NON_TORCH_FUSION as NON_TORCH_FUSION
-from tpcheck.physics.non_torch import NON_TORCH_MNNVL as NON_TORCH_MNNVL
 from tpcheck.physics.non_torch import lazy_nccl_bytes as lazy_nccl_bytes
 
 TYPE_CHECKING = False  # typing's constant without importing typing (start-up, issue 8)
@@ -35,7 +41,6 @@ if TYPE_CHECKING:
     from tpcheck.hardware.gpus import GPU
 
 VLLM_BUDGET = "vllm 0.33.0 v1/worker/utils.py request_memory l.716-772; gpu_worker.py l.753-757"
-VLLM_TOKENS = "vllm 0.33.0 v1/core/kv_cache_utils.py get_kv_cache_capacity l.1119-1126"
 SGL_POOL = "sglang 0.5.23 mem_cache/kv_cache_configurator.py _profile_available_bytes l.2990"
 RESERVE_SRC = "vllm 0.33.0 v1/worker/gpu_worker.py determine_available_memory l.641-820"
 ACT_SRC = ("vllm 0.33.0 gpu_model_runner.py profile_run l.6072 (_dummy_run of "
@@ -53,8 +58,6 @@ MOE_WS_SRC = ("vllm 0.19.0 model_executor/layers/fused_moe/modular_kernel.py l.1
               "(M, k, max(N, K)), N = 2·f_e/t, K = d, the activation dtype), v1/worker/"
               "workspace.py l.90-110 (one persistent buffer, kept after the forward); 0.33.0 "
               "modular_kernel.py l.1207 (the same manager); unquantized experts only")
-# First release whose unquantized fused-MoE scratch is the persistent workspace (read in 0.19).
-MOE_WS_FIRST = (0, 19)
 
 # Constants. Each names its ground; those measured from published start-ups say which rows.
 # Peak activation of the dummy forward, elements per token: the rank's FFN slice as gate+up
@@ -79,37 +82,14 @@ SAMPLER_BYTES_FAST = 16
 #   and 12.9 B per logit beyond b (S = 1024 rows, N = 8192; A = 1.89, 2.21, 3.66, 3.65, 2.21
 #   GiB): 13 (bench/calibration_table.py refits it leaving each row out).
 SAMPLER_BYTES_TRITON = 13
-# Which implementation a release's V1 sampler runs on CUDA (v1/sample/ops/topk_topp_sampler.py):
-SAMPLER_SORT = "sort"  # PyTorch-native: logits.sort over the full vocabulary
-SAMPLER_FLASHINFER = "flashinfer"
-SAMPLER_TRITON = "triton"
-SAMPLER_RELEASES: tuple[tuple[tuple[int, ...], str, str], ...] = (
-    # (first release, implementation, where it was read), newest first.
-    ((0, 21), SAMPLER_FLASHINFER,
-     "vllm 0.21.0 envs.py l.729 (VLLM_USE_FLASHINFER_SAMPLER defaults to True); 0.33.0 "
-     "envs.py l.890, topk_topp_sampler.py l.120"),
-    ((0, 17), SAMPLER_TRITON,
-     "vllm 0.17.0 topk_topp_sampler.py l.50 (FlashInfer opt-in), l.252 "
-     "(apply_top_k_top_p_triton); same in 0.20.0"),
-    ((0, 12), SAMPLER_SORT,
-     "vllm 0.12.0 topk_topp_sampler.py l.35/46 (FlashInfer opt-in), l.258 (logits.sort); "
-     "same in 0.16.0 l.262"),
-    ((0, 8), SAMPLER_FLASHINFER,
-     "vllm 0.10.1 topk_topp_sampler.py l.41, 0.11.0 l.46 (FlashInfer used when installed "
-     "unless VLLM_USE_FLASHINFER_SAMPLER=0)"),
-    ((0, 0), SAMPLER_SORT, "V0 sampler (sort-based top-k/top-p)"),
-)
 
 
 def sampler_impl(version: str | None) -> tuple[str, int, str]:
     """(implementation, bytes per logit beyond b, source) of the release's sampler warm-up."""
-    pv = parse_version(version) or (99,)
-    for first, impl, src in SAMPLER_RELEASES:
-        if pv >= first:
-            extra = {SAMPLER_SORT: SAMPLER_BYTES_SORT,
-                     SAMPLER_TRITON: SAMPLER_BYTES_TRITON}.get(impl, SAMPLER_BYTES_FAST)
-            return impl, extra, src
-    raise AssertionError("SAMPLER_RELEASES ends with (0, 0)")
+    impl, src = sampler_era(version)
+    extra = {SAMPLER_SORT: SAMPLER_BYTES_SORT,
+             SAMPLER_TRITON: SAMPLER_BYTES_TRITON}.get(impl, SAMPLER_BYTES_FAST)
+    return impl, extra, src
 
 
 # How far the predicted pool may be from the engine's: the calibration bar (issue 19: no
@@ -247,8 +227,7 @@ def reserve_for(shape: ModelShape, t: int, *, b: float, max_num_batched_tokens: 
     moe = shape.moe
     dense = shape.ffn // t if shape.ffn else 0
     k = fe = 0
-    pv = parse_version(version) or (99,)
-    ws = moe is not None and shape.quant is None and pv >= MOE_WS_FIRST
+    ws = moe is not None and shape.quant is None and moe_workspace_persistent(version)
     if moe is not None:
         g = 1 if expert_parallel else (moe_group or t)
         k, fe = moe.experts_per_token, max(moe.expert_ffn // g, 1)
@@ -309,32 +288,7 @@ def seats(concurrency: float) -> Formula:
                    math.floor(concurrency), "sequences", "DESIGN.md")
 
 
-# What vLLM's "GPU KV cache size: N tokens" line prints, by release (newest first).
-PRINTED_CAPACITY = "capacity"  # int(max_concurrency · max_model_len), group-aware
-PRINTED_BLOCKS = "blocks"  # num_blocks // groups · block: every group's layers charged in full
-PRINTED_TOKENS_SRC_019 = (
-    "vllm 0.19.0 v1/core/kv_cache_utils.py _report_kv_cache_config l.1297-1306 (num_blocks // "
-    "groups · block), get_kv_cache_config_from_groups l.1134-1142 (num_blocks = pool // page "
-    "// group_size), unify_hybrid_kv_cache_specs l.1043-1060 (group_size = the fewer layers "
-    "of one type, the more when below 1.5×; each type padded to whole groups)")
-PRINTED_TOKENS_RELEASES: tuple[tuple[tuple[int, ...], str, str], ...] = (
-    ((0, 21), PRINTED_CAPACITY,
-     "vllm 0.21.0 v1/core/kv_cache_utils.py _report_kv_cache_config l.1697-1710 (num_tokens = "
-     "int(max_concurrency · max_model_len)); same in 0.26.0 l.1819-1829 and "
-     f"{VLLM_TOKENS}"),
-    ((0, 0), PRINTED_BLOCKS,
-     f"{PRINTED_TOKENS_SRC_019}; same in 0.20.0 kv_cache_utils.py l.1694-1698; releases "
-     "before 0.19 assumed alike"),
-)
 
-
-def printed_tokens_release(version: str | None) -> tuple[str, str]:
-    """(how the release prints its KV cache size, source)."""
-    pv = parse_version(version) or (99,)
-    for first, how, src in PRINTED_TOKENS_RELEASES:
-        if pv >= first:
-            return how, src
-    raise AssertionError("PRINTED_TOKENS_RELEASES ends with (0, 0)")
 
 
 def hybrid_groups(full_layers: int, sliding_layers: int) -> tuple[int, int]:

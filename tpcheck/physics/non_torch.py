@@ -2,39 +2,18 @@
 
 from __future__ import annotations
 
-from tpcheck.engines.defaults import parse_version
+# ``X as X``: the release table moved to engines.eras (issue 29), still read as non_torch.X
+from tpcheck.engines.eras import ERA_V0, NON_TORCH_COMMS, engine_era, logs_019_breakdown
+from tpcheck.engines.eras import NON_TORCH_FUSION as NON_TORCH_FUSION
+from tpcheck.engines.eras import NON_TORCH_MNNVL as NON_TORCH_MNNVL
+from tpcheck.engines.eras import non_torch_release as non_torch_release
 from tpcheck.formula import GIB, MIB, Formula
-from tpcheck.physics.eras import ERA_V0, engine_era
 
 TYPE_CHECKING = False  # typing's constant without importing typing (start-up, issue 8)
 if TYPE_CHECKING:
     from tpcheck.formula import Scalar
     from tpcheck.hardware.gpus import GPU
 
-NON_TORCH_SRC = ("vllm 0.33.0 gpu_worker.py init_device l.449-545 (snapshot after NCCL init "
-                 "and cuBLAS handles); distributed/device_communicators/custom_all_reduce.py "
-                 "l.138 (max_size 8 MiB), l.295 (meta + max_size), l.305 (buffer), l.316 "
-                 "(rank_data) at t > 1")
-# vLLM 0.19.0: the budget is ceil(total·u) − W − A − N − G, N the non-torch growth since the
-# snapshot that init_device takes after the communicators exist, so buffers made at start-up
-# (NCCL, custom all-reduce, symmetric memory) are outside N.
-NON_TORCH_SRC_019 = ("vllm 0.19.0 v1/worker/gpu_worker.py l.259-283 (init_worker_distributed_"
-                     "environment, then the snapshot and request_memory = ceil(total·u)), "
-                     "l.401 (N = non_torch_increase); utils/mem_utils.py memory_profiling l.274 "
-                     "(N = non-torch memory now − at the snapshot); distributed/"
-                     "device_communicators/cuda_communicator.py l.88/101 (symmetric-memory and "
-                     "custom all-reduce buffers made in the communicator, before the snapshot)")
-FUSION_SRC_019 = ("vllm 0.19.0 config/vllm.py l.116-135 enable_allreduce_rms_fusion (t > 1, "
-                  "CUDA capability 9.0 or 10.x, FlashInfer, dp = 1, pp = 1), l.208/227 (on at "
-                  "O2/O3), l.320 (O2 by default), l.847-853 (enforce_eager: no compilation); "
-                  "compilation/passes/fusion/allreduce_rms_fusion.py l.54-72 (max bytes per "
-                  "t: 9.0 {2: 64, 4: 2, 8: 0.5} MB, 10.0 {2: 64, 4: 32, 8: 1} MB), l.759-763 "
-                  "(tokens = min(max bytes // (d·b), N)); distributed/device_communicators/"
-                  "flashinfer_all_reduce.py l.92-107 (trtllm backend on one node), l.188-191 "
-                  "(the quant patterns reuse it); flashinfer-python 0.6.6 (vllm 0.19.0's pin) "
-                  "comm/trtllm_ar.py l.574-611 (buffers t·T·d·2, t·256·4, 3·t·T·d·2, each a "
-                  "SymmDeviceMemory), comm/mnnvl.py l.1131-1148 (size + 2048 rounded up to the "
-                  "multicast granularity)")
 
 # Non-torch memory the profile counts at t = 1 (cuBLAS/cuBLASLt workspaces, allocator
 # segments outside torch), by era. V0: 21.22 GiB requested − 17.06 GiB torch peak − 3.81 GiB KV
@@ -75,24 +54,6 @@ MNNVL_ONE_SHOT_THRESHOLD = 64 * 1024 * 8 * 2  # trtllm_mnnvl_ar.py l.51
 MNNVL_ALIGNMENT = 2 * 16  # TWOSHOT_NUM_STAGES · PACKED_ALIGNMENT_BYTES, l.63-64
 # How N grows at t > 1, by release (newest first): (first release, scheme, whether the fusion
 # needs pp = dp = 1, where it was read).
-NON_TORCH_MNNVL = "fusion workspace (MNNVL)"  # 0.33: one multicast buffer
-NON_TORCH_FUSION = "fusion workspace (trtllm)"  # 0.19: three buffers
-NON_TORCH_COMMS = "communicator buffers"  # not read: NCCL + custom all-reduce estimate
-FUSION_SRC_033 = (
-    "vllm 0.33.0 config/vllm.py l.179-203 enable_allreduce_rms_fusion (t > 1, CUDA capability "
-    "9.0 or 10.x, FlashInfer; no pp/dp condition), l.302/323 (O2/O3), l.435 (O2 by default); "
-    "compilation/passes/fusion/allreduce_rms_fusion.py l.104-125 (max bytes), l.1023-1028 "
-    "(tokens); distributed/device_communicators/flashinfer_all_reduce.py l.156-163 (MNNVL on "
-    "one node, trtllm where multicast fails); flashinfer-python 0.7.2 (its pin) comm/"
-    "trtllm_mnnvl_ar.py l.93-160 (3 × max(one-shot, two-shot) bytes in one McastGPUBuffer), "
-    "comm/mnnvl.py l.1024-1044 (+ 2048, rounded up to the multicast granularity)")
-NON_TORCH_RELEASES: tuple[tuple[tuple[int, ...], str, bool, str], ...] = (
-    ((0, 33), NON_TORCH_MNNVL, False, f"{NON_TORCH_SRC_019} (same flow in 0.33.0); "
-     f"{FUSION_SRC_033}"),
-    ((0, 19), NON_TORCH_FUSION, True,
-     f"{NON_TORCH_SRC_019}; {FUSION_SRC_019}; releases 0.20-0.32 not read: 0.19's assumed"),
-    ((0, 0), NON_TORCH_COMMS, True, NON_TORCH_SRC),
-)
 # 0.19: the TP group's torch ProcessGroupNCCL is made without device_id, so NCCL builds its
 # communicator at the group's first collective; pynccl's own is warmed up before the snapshot,
 # but the logits all-gather goes through torch (LAZY_NCCL_SRC), inside the profile run: its
@@ -112,14 +73,6 @@ LAZY_NCCL_SRC = ("vllm 0.19.0 distributed/parallel_state.py l.339-341 (device gr
                  "snapshot); vllm 0.33.0 distributed/parallel_state.py l.1749-1772 (eager "
                  "device_id binding) and cuda_communicator.py l.460 (all_gather through pynccl)")
 
-
-def non_torch_release(version: str | None) -> tuple[str, bool, str]:
-    """(how N grows with t, whether the fusion needs pp = dp = 1, source) for the release."""
-    pv = parse_version(version) or (99,)
-    for first, how, single, src in NON_TORCH_RELEASES:
-        if pv >= first:
-            return how, single, src
-    raise AssertionError("NON_TORCH_RELEASES ends with (0, 0)")
 
 
 def fusion_capability(gpu: GPU | None) -> int | None:
@@ -166,8 +119,7 @@ def non_torch_base(version: str | None) -> int:
     their pair of constants is kept as fitted)."""
     if engine_era(version) == ERA_V0:
         return NON_TORCH_BYTES
-    pv = parse_version(version) or (99,)
-    return NON_TORCH_BYTES_V1_019 if (0, 19) <= pv < (0, 21) else NON_TORCH_BYTES_V1
+    return NON_TORCH_BYTES_V1_019 if logs_019_breakdown(version) else NON_TORCH_BYTES_V1
 
 
 def non_torch_bytes(version: str | None, t: int, *, fusion: int = 0) -> int:

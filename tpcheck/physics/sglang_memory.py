@@ -29,29 +29,9 @@ taken out first) is ``sglang_pools``.
 
 from __future__ import annotations
 
-from tpcheck.engines.defaults import NEWEST, Default, parse_version
+from tpcheck.engines.defaults import Default
+from tpcheck.engines.sglang_rules import MFS_RESERVED, MFS_TP_TIERS, sglang_budget
 from tpcheck.formula import GIB, MIB, Formula
-
-# Releases whose budget was read, oldest first; a version uses the nearest one at or below it
-# (versions before the first use the first).
-RELEASES_READ: tuple[str, ...] = ("0.4.6", "0.5.2", "0.5.23")
-
-BUDGET_SRC: dict[str, str] = {
-    "0.4.6": "sglang 0.4.6 model_executor/model_runner.py profile_max_num_token l.689-711 "
-             "(T from init_torch_distributed l.375)",
-    "0.5.2": "sglang 0.5.2 model_executor/model_runner.py profile_max_num_token l.1092-1123 "
-             "(T from init_torch_distributed l.665)",
-    "0.5.23": "sglang 0.5.23 mem_cache/kv_cache_configurator.py _profile_available_bytes "
-              "l.2990-3060 (T from distributed/bootstrap.py measure_pre_model_load_memory "
-              "l.193)",
-}
-TOKENS_SRC: dict[str, str] = {
-    "0.4.6": "sglang 0.4.6 model_runner.py l.710 (int(rest // cell)), init_memory_pool l.782 "
-             "(// page_size · page_size)",
-    "0.5.2": "sglang 0.5.2 model_runner.py l.1123-1170 (// page_size · page_size)",
-    "0.5.23": "sglang 0.5.23 model_executor/pool_configurator.py calculate_pool_sizes l.637-647 "
-              "(available // cell), kv_cache_configurator.py config_from_budget l.3192",
-}
 
 # What the process cannot see free when T is taken, beyond the card's torch-visible total M:
 # the CUDA context and torch's own start-up, M − "Load weight begin. avail mem" − "Init torch
@@ -71,14 +51,7 @@ NVLINK_COMM_BYTES = round(1.88 * GIB)
 
 def release_read(version: str | None) -> str:
     """The release whose rules apply: the nearest read at or below ``version`` (newest if None)."""
-    pv = parse_version(version)
-    if pv is None:
-        return NEWEST["sglang"]
-    chosen = RELEASES_READ[0]
-    for r in RELEASES_READ:
-        if pv >= (parse_version(r) or (0,)):
-            chosen = r
-    return chosen
+    return sglang_budget(version).release
 
 
 def baseline_overhead(t: int, nvlink: bool, context_bytes: float | None = None) -> Formula:
@@ -103,15 +76,16 @@ def baseline_overhead(t: int, nvlink: bool, context_bytes: float | None = None) 
 def pool_per_gpu(*, memory: float, mfs: float, weights: float, t: int, nvlink: bool,
                  version: str | None = None, context_bytes: float | None = None) -> Formula:
     """rest = T·mfs − W with T = M − overhead: what profile_max_num_token leaves for the cells."""
-    rel = release_read(version)
+    rules = sglang_budget(version)
+    rel = rules.release
     over = baseline_overhead(t, nvlink, context_bytes)
     base = memory - over.result
     t_f = Formula("T", "M − overhead", {"M": memory, "overhead": over.result}, base, "B",
-                  BUDGET_SRC[rel], (over,))
+                  rules.budget_src, (over,))
     res = base * mfs - weights
     return Formula("pool_bytes_per_gpu", "T·mfs − W_gpu",
                    {"T": base, "mfs": mfs, "W_gpu": weights, "release": rel}, res, "B",
-                   BUDGET_SRC[rel], (t_f,))
+                   rules.budget_src, (t_f,))
 
 
 def pool_tokens(pool: float, cell_bytes: float, page_size: int = 1,
@@ -121,7 +95,7 @@ def pool_tokens(pool: float, cell_bytes: float, page_size: int = 1,
     n = 0 if pool <= 0 or cell_bytes <= 0 else int(pool // cell_bytes) // page * page
     return Formula("kv_pool_tokens", "floor(floor(rest / cell) / page)·page",
                    {"rest": pool, "cell": cell_bytes, "page": page}, n, "tokens",
-                   TOKENS_SRC[release_read(version)])
+                   sglang_budget(version).tokens_src)
 
 
 def _tiers_046(mem_mib: float, tp: int) -> float:
@@ -157,13 +131,13 @@ def default_mem_fraction(version: str | None, gpu_mem_bytes: int, tp: int,
     below 35 GiB, 9.5 + tp·pp/2 below 90, 12 + tp·pp/2 below 160, else 32 (+4 with DP
     attention); mfs = round((M − reserved)/M, 3).
     """
-    rel = release_read(version)
+    rules = sglang_budget(version)
     mem = gpu_mem_bytes / MIB
-    if rel == "0.4.6":
-        return Default(_tiers_046(mem, tp), "sglang 0.4.6 server_args.py l.224-238", rel)
-    if rel == "0.5.2":
-        return Default(_reserved_052(mem, tp, pp, attn_dp > 1),
-                       "sglang 0.5.2 server_args.py l.450-496", rel)
+    if rules.mem_fraction == MFS_TP_TIERS:
+        return Default(_tiers_046(mem, tp), rules.mem_fraction_src, rules.release)
+    if rules.mem_fraction == MFS_RESERVED:
+        return Default(_reserved_052(mem, tp, pp, attn_dp > 1), rules.mem_fraction_src,
+                       rules.release)
     return None
 
 
@@ -176,12 +150,9 @@ def default_max_running_requests(version: str | None, pool_tokens: int,
     request pool): 0.4.6 sizes that pool max_num_reqs + 1 (l.795; tp_worker.py l.110-118), so
     its logs print 2049; 0.5.2 sizes it max_num_reqs (l.1335; tp_worker.py l.137-145).
     """
-    rel = release_read(version)
-    if rel not in ("0.4.6", "0.5.2"):
+    rules = sglang_budget(version)
+    if not rules.max_requests_src:
         return None
     est = min(max(int(pool_tokens / max(context_len, 1) * 512), 2048), 4096)
-    slots = est + 1 if rel == "0.4.6" else est
-    src = ("sglang 0.4.6 model_runner.py l.736-745, l.795; managers/tp_worker.py l.110-118"
-           if rel == "0.4.6" else
-           "sglang 0.5.2 model_runner.py l.1252-1261, l.1335; managers/tp_worker.py l.137-145")
-    return Default(min(pool_tokens // 2, slots), src, rel)
+    slots = est + rules.request_pool_extra
+    return Default(min(pool_tokens // 2, slots), rules.max_requests_src, rules.release)

@@ -38,13 +38,17 @@ by, and what it takes out first. Read in the released wheels (facts only, file:l
 
 from __future__ import annotations
 
-from tpcheck.engines.defaults import NEWEST, parse_version
+from tpcheck.engines.sglang_rules import (
+    MAMBA_BUDGET,
+    MAMBA_BUDGET_PAD,
+    MAMBA_STATE_SRC,
+    SWA_GEMMA3,
+    SWA_LLAMA4_GPTOSS,
+    sglang_hybrid,
+)
 from tpcheck.formula import GIB, Formula
 from tpcheck.models.shape import ModelShape
 from tpcheck.physics import kv
-
-# Releases whose hybrid pools were read, oldest first (nearest at or below applies).
-HYBRID_READ: tuple[str, ...] = ("0.4.6", "0.4.10", "0.5.2", "0.5.10", "0.5.23")
 
 SWA_FULL_TOKENS_RATIO = 0.8  # 0.4.10 server_args.py l.88; 0.5.10 l.360; 0.5.23 schedule.py l.160
 MAMBA_FULL_MEMORY_RATIO = 0.9  # 0.5.10 server_args.py l.550; 0.5.23 fields/schedule.py l.225
@@ -52,44 +56,22 @@ MAMBA_SLOTS_052 = 512  # 0.5.2 model_runner.py l.318
 MAMBA_REQUEST_RATIO = 3  # 0.5.10 mixin l.64: mamba slots per admitted request (radix cache on)
 CONV_BYTES, SSM_BYTES = 2, 4  # bf16 conv state, fp32 temporal state (mamba_utils.py l.68, l.71)
 
-SWA_SRC: dict[str, str] = {
-    "0.4.10": "sglang 0.4.10.post2 model_executor/model_runner.py set_num_token_hybrid "
-              "l.1040-1072",
-    "0.5.10": "sglang 0.5.10.post1 model_executor/model_runner_kv_cache_mixin.py "
-              "_resolve_hybrid_swa_tokens l.287-371 (cell l.110-124)",
-    "0.5.23": "sglang 0.5.23 model_executor/pool_configurator.py HybridSWAPoolConfigurator "
-              "l.786-802, l.907-916",
-}
 FULL_CELL_SRC = ("sglang 0.5.10.post1 model_executor/model_runner_kv_cache_mixin.py "
                  "get_cell_size_per_token l.125-131 (no hybrid SWA pool: every layer in full)")
-MAMBA_SRC: dict[str, str] = {
-    "0.5.2": "sglang 0.5.2 model_executor/model_runner.py l.312-318, l.1126-1131; "
-             "configs/qwen3_next.py hybrid_gdn_params l.284-313",
-    "0.5.10": "sglang 0.5.10.post1 model_executor/model_runner_kv_cache_mixin.py "
-              "handle_max_mamba_cache l.214-238; configs/mamba_utils.py l.115-177",
-    "0.5.23": "sglang 0.5.23 mem_cache/kv_cache_configurator.py _handle_max_mamba_cache "
-              "l.3229, l.3346-3409",
-}
-
 _GEMMA = ("Gemma2ForCausalLM", "Gemma3ForCausalLM", "Gemma3ForConditionalGeneration",
           "Gemma3nForCausalLM", "Gemma3nForConditionalGeneration")
 
 
 def hybrid_release(version: str | None) -> str:
     """The release whose hybrid rules apply: the nearest read at or below (newest if None)."""
-    pv = parse_version(version or NEWEST["sglang"])
-    chosen = HYBRID_READ[0]
-    for r in HYBRID_READ:
-        if pv is not None and pv >= (parse_version(r) or (0,)):
-            chosen = r
-    return chosen
+    return sglang_hybrid(version).release
 
 
 def swa_split(shape: ModelShape, version: str | None) -> tuple[int, int] | None:
     """(full layers, SWA layers) when the release keeps separate pools for this model."""
-    rel = hybrid_release(version)
+    rules = sglang_hybrid(version)
     arch = set(shape.architectures)
-    if rel in ("0.5.10", "0.5.23"):
+    if rules.swa_models == SWA_LLAMA4_GPTOSS:
         if "Llama4ForConditionalGeneration" in arch:  # every fourth layer is full attention
             n_full = shape.layers // 4
             return n_full, shape.layers - n_full
@@ -99,7 +81,8 @@ def swa_split(shape: ModelShape, version: str | None) -> tuple[int, int] | None:
     # 0.4.10 and 0.5.2 split only models with a sliding-window method (gemma): gemma-2 is
     # switched off in both, gemma-3 in 0.5.2 too (server_args.py l.2500-2511)
     gemma3 = arch & (set(_GEMMA) - {"Gemma2ForCausalLM"})
-    if rel == "0.4.10" and gemma3 and shape.sliding_window and shape.sliding_layers:
+    if (rules.swa_models == SWA_GEMMA3 and gemma3 and shape.sliding_window
+            and shape.sliding_layers):
         return shape.layers - shape.sliding_layers, shape.sliding_layers
     return None
 
@@ -134,9 +117,9 @@ def cell_bytes(shape: ModelShape, t: int, *, kv_cache_dtype: str | None = None, 
     values = {"L_full": n_full, "L_swa": n_swa, "r": r, **values}
     expr = base.expression.replace("2·L·", "2·(L_full + r·L_swa)·").replace(
         "L·max", "(L_full + r·L_swa)·max")
-    rel = hybrid_release(version)
     return Formula("kv_bytes_per_token_per_gpu", expr, values,
-                   int(res) if float(res).is_integer() else res, "B", SWA_SRC[rel])
+                   int(res) if float(res).is_integer() else res, "B",
+                   sglang_hybrid(version).swa_src)
 
 
 def mamba_state_per_request(shape: ModelShape, t: int, *, pp: int = 1,
@@ -161,7 +144,7 @@ def mamba_state_per_request(shape: ModelShape, t: int, *, pp: int = 1,
         "L_lin·((h_v·d_v + 2·h_k·d_k)/t·(k − 1)·2 + (h_v/t)·d_v·d_k·4)",
         {"L_lin": layers, "h_v": la.num_value_heads, "d_v": la.value_head_dim,
          "h_k": groups, "d_k": la.key_head_dim, "k": la.conv_kernel, "t": ta},
-        layers * (conv + ssm), "B", MAMBA_SRC["0.5.10"],
+        layers * (conv + ssm), "B", MAMBA_STATE_SRC,
     )
 
 
@@ -175,29 +158,28 @@ def mamba_slots_and_state(rest: float, per_request: Formula, *, version: str | N
     or (K + 1)·s (0.5.23 l.3296-3304, l.3404-3408; the pool allocates K + 1 slots in every
     release, memory_pool.py l.255, l.269).
     """
-    rel = hybrid_release(version)
+    rules = sglang_hybrid(version)
     s = float(per_request.result)
     rho = MAMBA_FULL_MEMORY_RATIO if ratio is None else ratio
     if max_mamba_cache_size is not None:
         k = max_mamba_cache_size
-        pad = 1 if rel == "0.5.23" else 0
+        pad = 1 if rules.mamba == MAMBA_BUDGET_PAD else 0
         return k, Formula("mamba_state_bytes", "(K + 1)·s" if pad else "K·s",
-                          {"K": k, "s": s}, (k + pad) * s, "B",
-                          MAMBA_SRC.get(rel, MAMBA_SRC["0.5.2"]), (per_request,))
-    if rel not in ("0.5.10", "0.5.23"):  # 0.5.2 (Qwen3-Next's first releases): fixed slots
+                          {"K": k, "s": s}, (k + pad) * s, "B", rules.mamba_src, (per_request,))
+    if not rules.mamba_from_budget:  # 0.5.2 (Qwen3-Next's first releases): fixed slots
         k = max_running_requests or MAMBA_SLOTS_052
         return k, Formula("mamba_state_bytes", "K·s", {"K": k, "s": s}, k * s, "B",
-                          MAMBA_SRC["0.5.2"], (per_request,))
+                          rules.mamba_src, (per_request,))
     budget = max(rest, 0.0) * rho / (1 + rho)
-    if rel == "0.5.10":
+    if rules.mamba == MAMBA_BUDGET:
         k = int(budget // s)
         return k, Formula("mamba_state_bytes", "K·s, K = floor(rest·ρ/(1 + ρ)/s)",
                           {"rest": rest, "rho": rho, "s": s, "K": k}, k * s, "B",
-                          MAMBA_SRC[rel], (per_request,))
+                          rules.mamba_src, (per_request,))
     k = max(int((budget - s) // s), 0)
     return k, Formula("mamba_state_bytes", "(K + 1)·s, K = floor((rest·ρ/(1 + ρ) − s)/s)",
                       {"rest": rest, "rho": rho, "s": s, "K": k}, (k + 1) * s, "B",
-                      MAMBA_SRC[rel], (per_request,))
+                      rules.mamba_src, (per_request,))
 
 
 def pool_after_state(pool: Formula, state: Formula) -> Formula:
@@ -216,7 +198,7 @@ def mamba_request_cap(slots: int | None, version: str | None) -> Formula | None:
     """The scheduler's cap from the state pool: K // 3 (0.5.10+, radix cache on), K (0.5.2)."""
     if slots is None:
         return None
-    if hybrid_release(version) in ("0.5.10", "0.5.23"):
+    if sglang_hybrid(version).mamba_from_budget:
         return Formula("max_running_requests", "K // 3", {"K": slots}, slots // MAMBA_REQUEST_RATIO,
                        "sequences", "sglang 0.5.10.post1 model_executor/"
                        "model_runner_kv_cache_mixin.py l.64, l.373-385, l.853-857")
@@ -230,7 +212,6 @@ def swa_pool_tokens(full_tokens: int, *, swa_ratio: float | None = None, page_si
     r = SWA_FULL_TOKENS_RATIO if swa_ratio is None else swa_ratio
     page = max(page_size, 1)
     n = int(full_tokens * r) // page * page
-    rel = hybrid_release(version)
     return Formula("swa_pool_tokens", "floor(floor(full·r) / page)·page",
                    {"full": full_tokens, "r": r, "page": page}, n, "tokens",
-                   SWA_SRC.get(rel, SWA_SRC["0.5.10"]))
+                   sglang_hybrid(version).swa_src)

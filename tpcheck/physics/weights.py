@@ -7,6 +7,10 @@ every rank, and pipeline stages divide the layer weights.
 
 from __future__ import annotations
 
+# ``X as X``: the release table moved to engines.eras (issue 29), still read as weights.X
+from tpcheck.engines.eras import MXFP4_HOPPER_SRC_019, mxfp4_era
+from tpcheck.engines.eras import MXFP4_PADDED as MXFP4_PADDED
+from tpcheck.engines.eras import MXFP4_TRITON_HOPPER as MXFP4_TRITON_HOPPER
 from tpcheck.formula import Formula
 from tpcheck.record import record
 
@@ -167,14 +171,6 @@ GEMMA3_ROPE_SRC = ("vllm 0.19.0 model_executor/models/gemma3.py l.167-186 (slidi
                    "caches)")
 
 
-MXFP4_HOPPER_SRC_019 = (
-    "vllm 0.19.0 model_executor/layers/fused_moe/oracle/mxfp4.py l.174-184 (FlashInfer TRTLLM "
-    "first, then Triton on capability 9.0-10.x, l.204-207), l.398-399 (Triton: per-partition "
-    "width rounded up to 64, hidden kept), l.721-735 (weights and scales swizzled, biases fp32); "
-    "quantization/mxfp4.py l.297-307 (Triton: the swizzled tensors set beside the loaded "
-    "scales, which stay on the layer); third_party/triton_kernels/tensor_details/"
-    "layout_details/hopper_value.py l.128-134 (both byte dims padded to 64), hopper_scale.py "
-    "l.30-34 (rows padded to 2·8·2·8 = 256); releases 0.20-0.32 not read: 0.19's assumed")
 
 
 def _up(x: int, m: int) -> int:
@@ -207,27 +203,16 @@ def mxfp4_hopper_experts_019(*, hidden: int, expert_ffn: int, experts: int, laye
 # path; older ones (Ampere, Ada) fall back to Marlin. Keys from tpcheck.hardware.gpus.
 _HOPPER = ("h100", "h200", "h20", "h800", "gh200")
 _SM90_OR_NEWER = (*_HOPPER, "b200", "gb200", "b300", "gb300")
-# MXFP4 expert layouts by release (newest first): (first release, layout, where it was read).
-MXFP4_PADDED = "padded"  # hidden (and on Marlin the width) rounded up, stored as loaded
-MXFP4_TRITON_HOPPER = "triton-hopper"  # 0.19 on Hopper: swizzled, loaded scales kept
-MXFP4_RELEASES: tuple[tuple[tuple[int, ...], str, str], ...] = (
-    ((0, 33), MXFP4_PADDED, "vllm 0.33.0 fused_moe/oracle/mxfp4.py l.837-873"),
-    ((0, 19), MXFP4_TRITON_HOPPER, MXFP4_HOPPER_SRC_019),
-    ((0, 0), MXFP4_PADDED, "observation row 23 (0.12 on H100: 13.45 predicted, 13.47 logged)"),
-)
 
 
 def mxfp4_layout(version: str | None, gpu_key: str | None) -> str:
     """Which MXFP4 expert layout the release loads on the GPU (Triton's only on Hopper)."""
-    from tpcheck.engines.defaults import parse_version
+    how = mxfp4_era(version)
+    if how == MXFP4_TRITON_HOPPER and not (gpu_key or "").startswith(_HOPPER):
+        return MXFP4_PADDED
+    return how
 
-    pv = parse_version(version) or (99,)
-    for first, how, _src in MXFP4_RELEASES:
-        if pv >= first:
-            if how == MXFP4_TRITON_HOPPER and not (gpu_key or "").startswith(_HOPPER):
-                return MXFP4_PADDED
-            return how
-    return MXFP4_PADDED
+
 MXFP4_SRC = ("vllm 0.33.0 model_executor/layers/fused_moe/oracle/mxfp4.py "
              "mxfp4_round_up_hidden_size_and_intermediate_size")
 
