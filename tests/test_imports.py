@@ -245,6 +245,9 @@ LAYERS: dict[str, int] = {
     "tpcheck.cli": 7, "tpcheck.__main__": 7, "tpcheck.commands": 7,
     "tpcheck.report": 6, "tpcheck.lsp": 6,
     "tpcheck.lint": 5, "tpcheck.diff": 5,
+    # the linter's parts beside it (issue 29's split of lint.py)
+    "tpcheck.lint_config_fix": 5, "tpcheck.lint_groups": 5, "tpcheck.lint_ignores": 5,
+    "tpcheck.lint_nearest": 5, "tpcheck.lint_values": 5,
     "tpcheck.checks": 4, "tpcheck.result": 4,
     "tpcheck.physics": 3,
     "tpcheck.models": 2, "tpcheck.sources": 2, "tpcheck.settings": 2,

@@ -8,25 +8,33 @@ or a rule that fails on odd input, becomes a one-line error; the other files are
 from __future__ import annotations
 
 import fnmatch
-import math
 import os
 import re
-from collections import Counter
-from collections.abc import Callable, Iterable, Mapping
-from pathlib import Path
+from collections.abc import Iterable, Mapping
 
 from tpcheck.checks import Rule, UnknownRule, rule_options, selected
 from tpcheck.checks._options import refused as refused_value
 from tpcheck.checks._options import root_cause
 from tpcheck.checks.base import Finding, Severity
 from tpcheck.checks.context import CheckContext
-from tpcheck.deferred import lazy_re
-from tpcheck.engines.versions import NEWEST
 from tpcheck.errors import UsageError
 from tpcheck.hardware.gpus import GPU, find_gpu
+from tpcheck.lint_config_fix import problem_file, unusable_config_fix
+from tpcheck.lint_groups import merge_groups
+from tpcheck.lint_ignores import IGNORE_RE, Suppression, inline_suppressions, suppressed_by
+from tpcheck.lint_nearest import finding_order, run_with_nearest_settings, settings_file_for
+from tpcheck.lint_values import (
+    MAX_GROUP,
+    PHYSICS_NAMES,
+    absurd_size,
+    below_minimum,
+    is_tpu,
+    one_per_span,
+    physics_refusal,
+)
 from tpcheck.models.shape import ModelShape
 from tpcheck.physics.plan import Memo
-from tpcheck.record import record, replace
+from tpcheck.record import replace
 from tpcheck.result import LintResult
 from tpcheck.settings import Settings
 from tpcheck.sources import iter_files, read_path
@@ -37,7 +45,6 @@ from tpcheck.sources.base import (
     Deployment,
     ReadResult,
     SourceError,
-    Span,
 )
 
 TYPE_CHECKING = False  # typing's constant without importing typing (start-up, issue 8)
@@ -49,29 +56,8 @@ if TYPE_CHECKING:
     # (model, revision, the file's folder, served name, the file's other model hints)
     ResolveKey = tuple[str, str | None, str | None, str | None, tuple[ModelHint, ...]]
 
-IGNORE_RE = lazy_re(r"#\s*tpcheck:\s*ignore(?:\[([A-Za-z0-9_,\s]*)\])?", re.IGNORECASE)
 # `nvidia-smi topo -m` prints a few KiB even on a 72-GPU NVL rack; 1 MiB bounds what is read.
 MAX_TOPOLOGY_BYTES = 1024 * 1024
-
-
-@record
-class Suppression:
-    line: int
-    codes: frozenset[str] | None  # None: every code
-
-
-def inline_suppressions(text: str | None) -> list[Suppression]:
-    """``# tpcheck: ignore[TP201, TP203]`` or a bare ``# tpcheck: ignore`` comment per line."""
-    if not text or "tpcheck" not in text:
-        return []
-    out: list[Suppression] = []
-    for i, line in enumerate(text.splitlines(), start=1):
-        m = IGNORE_RE.search(line)
-        if m:
-            codes = None if m.group(1) is None else frozenset(
-                c.strip().upper() for c in m.group(1).split(",") if c.strip())
-            out.append(Suppression(i, codes))
-    return out
 
 
 class Linter:
@@ -226,7 +212,7 @@ class Linter:
                     return (f"correct the [tool.tpcheck.models] mapping of {model!r}: it names "
                             "a path with no config.json")
                 return None
-            problem, file = hit.message, _problem_file(hit.message)
+            problem, file = hit.message, problem_file(hit.message)
         elif hit is not None:
             parsed = self.shapes.get((hit.location, model or ""))
             if not isinstance(parsed, str):
@@ -234,7 +220,7 @@ class Linter:
             problem, origin, file = parsed, hit.source, hit.location
         else:
             return None
-        return _unusable_config_fix(problem, file, origin, model or "")
+        return unusable_config_fix(problem, file, origin, model or "")
 
     def gpu_for(self, d: Deployment) -> tuple[GPU | None, str]:
         """The manifest's own GPU wins (it is where the pod lands); --gpu, then the settings,
@@ -288,13 +274,13 @@ class Linter:
                 if f.span.path != rr.path:
                     # read through a kustomize overlay: the comment is looked for in the file
                     # that wrote the value (a base, a patch)
-                    if _suppressed_by(f, self._other_suppressions(f.span.path),
+                    if suppressed_by(f, self._other_suppressions(f.span.path),
                                       f.span.line) is not None:
                         out.suppressed += 1
                         continue
                     out.findings.append(f)
                     continue
-                hit = _suppressed_by(f, sups, d.span.line)
+                hit = suppressed_by(f, sups, d.span.line)
                 if hit is not None:
                     used.add(hit.line)
                     out.suppressed += 1
@@ -320,7 +306,7 @@ class Linter:
         return hit
 
     def lint_deployment(self, d: Deployment, out: LintResult) -> list[Finding]:
-        absurd = _absurd_size(d)
+        absurd = absurd_size(d)
         if absurd is not None:
             out.errors.append(absurd)
             return []
@@ -335,9 +321,10 @@ class Linter:
         found: list[Finding] = []
         late: list[Finding] = []  # after the rules: TP003 from the table words it better
         bad_value = self.by_outcome.get("bad_value")
-        below = _below_minimum(d)
+        below = below_minimum(d)
         tp_unknown = "tensor_parallel_size" in d.unresolved
         tpu = is_tpu(d)  # GPU memory and link physics do not apply to a TPU slice
+        physics = shape is not None and not tp_unknown and not tpu
         if below:
             # A size or limit the engine refuses: TP003 says so (issue 17: the manifest's
             # mistake, not tpcheck's input error). Only the command-line rules run on such a
@@ -345,25 +332,18 @@ class Linter:
             # Each bad value is its own finding (issue 28: an unknown --kv-cache-dtype beside
             # --gpu-memory-utilization 90 vanished): the names the physics refuses are looked
             # at with the refused sizes at the engine's defaults.
-            late.extend(self._below_findings(d, ctx, below, bad_value,
-                                             shape is not None and not tp_unknown and not tpu))
-            for rule in self.rules:
-                if "valid_layout" not in rule.needs:
-                    found.extend(rule.check(ctx))
-            return _one_per_span(found, late)
+            late.extend(self._below_findings(d, ctx, below, bad_value, physics))
+            return one_per_span(self._command_line_findings(ctx), late)
         cause = root_cause(d) if self.by_outcome else None
         if cause is not None and cause[0].outcome in self.by_outcome:
             # Root cause first: an option the capacity figures rest on is misspelt, ambiguous or
             # refused (``--tensor-parallel-sise 8``). Its finding says so; the capacity rules
             # would compute with the engine's default in its place (t = 1), so they stay silent.
-            for rule in self.rules:
-                if "valid_layout" not in rule.needs:
-                    found.extend(rule.check(ctx))
+            found = self._command_line_findings(ctx)
             # the names the physics refuses are bad values of their own (issue 28)
-            late = self._below_findings(d, ctx, [], bad_value,
-                                        shape is not None and not tp_unknown and not tpu)
-            return _one_per_span(found, late)
-        if shape is not None and not tp_unknown and not tpu:
+            late = self._below_findings(d, ctx, [], bad_value, physics)
+            return one_per_span(found, late)
+        if physics:
             refusals = self._refusals(d, ctx, bad_value)
             if isinstance(refusals, SourceError):
                 out.errors.append(refusals)
@@ -392,7 +372,16 @@ class Linter:
                     "(rerun with --debug)"))
                 if os.environ.get("TPCHECK_DEBUG"):
                     raise
-        return _one_per_span(found, late)
+        return one_per_span(found, late)
+
+    def _command_line_findings(self, ctx: CheckContext) -> list[Finding]:
+        """The rules that read only the command line, for a launch whose layout the other rules
+        would compute with a value the engine refuses or a default in a misspelt value's place."""
+        found: list[Finding] = []
+        for rule in self.rules:
+            if "valid_layout" not in rule.needs:
+                found.extend(rule.check(ctx))
+        return found
 
     def _below_findings(self, d: Deployment, ctx: CheckContext,
                         below: list[tuple[str, str, str]], bad_value: Any,
@@ -419,8 +408,8 @@ class Linter:
         context that run the rules at the engine's defaults for them; or the one error for a
         deployment the physics cannot evaluate."""
         out: list[Finding] = []
-        for _ in range(len(_PHYSICS_NAMES)):
-            refused = _refused_value(d, ctx)
+        for _ in range(len(PHYSICS_NAMES)):
+            refused = physics_refusal(d, ctx)
             if refused is None or isinstance(refused, SourceError):
                 return refused or (out, d, ctx)
             name, message = refused
@@ -432,7 +421,7 @@ class Linter:
                                model_source=ctx.model_source, model_fix=ctx.model_fix,
                                model_hint=ctx.model_hint, topology=self.topology,
                                evaluations=self._evaluations)
-        refused = _refused_value(d, ctx)
+        refused = physics_refusal(d, ctx)
         return refused if isinstance(refused, SourceError) else (out, d, ctx)
 
     def _file_ignores(self, path: str) -> tuple[str, ...]:
@@ -473,204 +462,6 @@ class Linter:
         self.lint_read(rr, out)
 
 
-def finding_order(f: Finding) -> tuple[str, int, int, str]:
-    """The order findings are reported in: by file, position, then code."""
-    return (f.span.path, f.span.line, f.span.column, f.code)
-
-
-def merge_groups(linted: list[tuple[Deployment, list[Finding]]]
-                 ) -> list[tuple[Deployment, list[Finding]]]:
-    """One finding per multi-pod group, not per pod template.
-
-    A LeaderWorkerSet's leader and worker templates (one ``leaderWorkerTemplate.size``) launch
-    one engine: a finding both templates get is said once, at the first template's span (the
-    leader's, which LWS writes first), with the others' spans as related information. A code
-    only one template gets stays on that template."""
-    first: dict[Span, int] = {}
-    out: list[tuple[Deployment, list[Finding]]] = []
-    for d, found in linted:
-        key = d.spans.get("group_size") if (d.group_size or 0) > 1 else None
-        if key is None:
-            out.append((d, found))
-            continue
-        lead = first.get(key)
-        if lead is None:
-            first[key] = len(out)
-            out.append((d, list(found)))
-            continue
-        lead_found = out[lead][1]
-        kept: list[Finding] = []
-        for f in found:
-            i = next((k for k, g in enumerate(lead_found) if g.code == f.code), None)
-            if i is None:
-                kept.append(f)
-                continue
-            g = lead_found[i]
-            note = (f"the same {f.code} for the group's other pod template (line {f.span.line}): "
-                    f"{d.group_size} pods run one engine")
-            lead_found[i] = replace(g, related=(*g.related, (f.span, note)))
-        out.append((d, kept))
-    return out
-
-
-# Counts past this are input errors, not layouts: no machine has 4,096 GPUs in one TP/PP/DP
-# group (`tpcheck plan --tp` stops at the same bound). Checked before the rules, because some
-# of them scan every size up to t and would run for hours on a 30-digit t.
-MAX_GROUP = 4096
-_SIZE_FIELDS = (
-    ("tensor_parallel_size", "tensor parallel size"),
-    ("pipeline_parallel_size", "pipeline parallel size"),
-    ("data_parallel_size", "data parallel size"),
-    ("attn_dp_size", "attention DP size"),
-    ("nnodes", "node count"),
-    ("gpus_requested", "GPU count"),
-    ("gpus_per_node", "GPUs per node"),
-    ("group_size", "group size"),
-)
-
-
-def _absurd_size(d: Deployment) -> SourceError | None:
-    for name, v in vars(d).items():  # a record's fields live in its __dict__
-        if isinstance(v, float) and not math.isfinite(v):  # float("1e309") is inf
-            s = d.span_of(name)
-            return SourceError(d.path, s.line, s.column,
-                               f"{name.replace('_', '-')} is {v}, not a number tpcheck can "
-                               "compute with; the deployment is not checked")
-    for name, label in _SIZE_FIELDS:
-        v = getattr(d, name, None)
-        if isinstance(v, int) and not isinstance(v, bool) and v > MAX_GROUP:
-            s = d.span_of(name)
-            shown = str(v) if v < 10**30 else f"a {len(str(v))}-digit number"
-            return SourceError(d.path, s.line, s.column,
-                               f"{label} {shown} is over {MAX_GROUP}; not a layout any machine "
-                               "runs, so the deployment is not checked")
-    return None
-
-
-# Values below what the engine accepts (issue 18): each named with the engine's own check.
-# (field, vLLM flag, SGLang flag, lowest accepted, vLLM's check, SGLang's behaviour)
-_MINIMUMS: tuple[tuple[str, str, str, float, str, str], ...] = (
-    ("tensor_parallel_size", "--tensor-parallel-size", "--tp-size", 1,
-     "config/parallel.py:142 Field(ge=1)",
-     "has no check of its own at argument parsing (only its elastic-EP path, "
-     "parallel_hook.py:589, raises \"Invalid attention topology\"); no group of 0 ranks starts"),
-    ("pipeline_parallel_size", "--pipeline-parallel-size", "--pp-size", 1,
-     "config/parallel.py:140 Field(ge=1)",
-     "has no check of its own at argument parsing; no pipeline of 0 stages starts"),
-    ("data_parallel_size", "--data-parallel-size", "--dp-size", 1,
-     "config/parallel.py:147 Field(ge=1)",
-     "has no check of its own at argument parsing; 0 replicas serve nothing"),
-    ("attn_dp_size", "", "--attn-dp-size", 1, "",
-     "arg_groups/parallel_hook.py:285 refuses it: \"--attn-dp-size must be positive\""),
-    ("max_num_seqs", "--max-num-seqs", "--max-running-requests", 1,
-     "config/scheduler.py:62 Field(ge=1)",
-     "runs it silently as 1 request per DP worker: max(1, R // attn_dp_size) "
-     "(mem_cache/kv_cache_configurator.py:3119-3172)"),
-)
-
-
-def _below_minimum(d: Deployment) -> list[tuple[str, str, str]]:
-    """tp/pp/dp 0, ``--max-num-seqs -1``, ``--gpu-memory-utilization 0``: (field, the engine's
-    own check) for a TP003 finding, instead of silence (t = 0 read as unset) or a modulo by
-    zero. The option tables catch most of these too; this also covers SGLang, whose table has no
-    ranges, and Python keywords. Returns (field, headline, the engine's check), one for each."""
-    out: list[tuple[str, str, str]] = []
-    for name, vflag, sflag, lowest, vsrc, sbehaviour in _MINIMUMS:
-        v = getattr(d, name, None)
-        if not isinstance(v, int) or isinstance(v, bool) or v >= lowest:
-            continue
-        if d.engine == "sglang":
-            out.append((name, f"{sflag} {v} is below {lowest:g}: nothing runs with it",
-                        f"sglang {NEWEST['sglang']} {sbehaviour}"))
-        else:
-            out.append((name, f"{vflag} {v} is below {lowest:g}: vllm 0.33 refuses it",
-                        f"{vsrc}: \"Input should be greater than or equal to {lowest:g}\""))
-    u = d.gpu_memory_utilization
-    if d.engine == "vllm" and u is not None and not 0 < u <= 1:
-        out.append(("gpu_memory_utilization",
-                    f"--gpu-memory-utilization {u:g} is not in (0, 1]: vllm 0.33 refuses it",
-                    "config/cache.py:215 Field(gt=0, le=1): a fraction of the GPU's memory"))
-    return out
-
-
-def _refused_value(d: Deployment, ctx: CheckContext) -> tuple[str, str] | SourceError | None:
-    """The physics every rule shares, computed once up front. A value it cannot use (an unknown
-    --dtype, --quantization or --kv-cache-dtype, which the engine refuses too) comes back as
-    (field, message) for a TP003 finding; anything else is one error instead of one "internal
-    error" per rule."""
-    try:
-        ctx.evaluation  # noqa: B018 - cached; the rules reuse it
-    except (ValueError, ArithmeticError) as e:
-        for name in _PHYSICS_NAMES:
-            v = getattr(d, name, None)
-            if v is not None and repr(v) in str(e):
-                return name, str(e)
-        return SourceError(d.path, d.span.line, d.span.column,
-                           f"{e}; the deployment is not checked")
-    return None
-
-
-_PHYSICS_NAMES = ("quantization", "dtype", "kv_cache_dtype")
-
-
-_MISSING_FIELD = lazy_re(r"missing field (\S+)")
-_JSON_AT = lazy_re(r":(\d+):(\d+): malformed JSON")
-
-
-def _problem_file(message: str) -> str:
-    """The file a config read error names first (``PATH: why`` or ``PATH:L:C: why``)."""
-    at = _JSON_AT.search(message)
-    return message[: at.start()] if at else message.split(": ", 1)[0]
-
-
-def _unusable_config_fix(problem: str, file: str, origin: str, model: str) -> str:
-    """What to change in a config.json that was found but is no model config tpcheck reads:
-    the file itself when it is the user's, else a mapping to a good copy."""
-    missing = _MISSING_FIELD.search(problem)
-    at = _JSON_AT.search(problem)
-    if "are not modelled" in problem:  # a real config of an architecture tpcheck cannot price
-        return ("nothing to correct in the file: the rules that need the model's shape wait "
-                "until tpcheck models this architecture")
-    if missing:
-        what = f"add {missing.group(1)} to {file} (copy it from the model's config.json on the hub)"
-    elif at:
-        what = f"make {file} valid JSON (the error is at line {at.group(1)}, column {at.group(2)})"
-    elif "JSON" in problem or "UTF-8" in problem or "bytes, over" in problem:
-        what = f"replace {file} with the model's config.json (a JSON object of its fields)"
-    else:
-        what = f"correct the field named above in {file}"
-    if origin == "path" or origin.startswith("--model-config "):
-        return f"{what}; it is the file --model-config names"
-    if origin == "mapping" or origin.startswith("mapping "):
-        return f"{what}; it is the file [tool.tpcheck.models] maps {model!r} to"
-    if origin == "local" or origin.startswith("local folder "):
-        return f"{what}; it is the config.json of the model folder the deployment names"
-    return (f"{what}, or map {model!r} in [tool.tpcheck.models] to a good copy of its "
-            "config.json (a cached download may be truncated: download it again)")
-
-
-def _one_per_span(found: list[Finding], late: list[Finding]) -> list[Finding]:
-    """A value the option table refuses and the physics refuses too (TP003 from either) is
-    said once: a late finding whose code a rule already gave on that span is dropped."""
-    seen = {(f.code, f.span) for f in found}
-    return found + [f for f in late if (f.code, f.span) not in seen]
-
-
-def is_tpu(d: Deployment) -> bool:
-    """The manifest places the pod on a TPU slice (GKE ``gke-tpu-accelerator: tpu-v6e-slice``)."""
-    return "tpu" in (d.gpu_product or "").lower()
-
-
-def _suppressed_by(f: Finding, sups: list[Suppression], launch_line: int) -> Suppression | None:
-    """A comment on the finding's line or the line above, or on the line above the launch
-    (a shell command continued with ``\\`` cannot hold a comment on its inner lines)."""
-    lines = (f.span.line, f.span.line - 1, launch_line - 1)
-    for s in sups:
-        if s.line in lines and (s.codes is None or f.code in s.codes):
-            return s
-    return None
-
-
 def _gpu_or_error(name: str, where: str) -> GPU:
     g = find_gpu(name)
     if g is None:
@@ -690,93 +481,8 @@ def exit_code(result: LintResult, fail_on: str, streamed: Iterable[Severity] = (
                     (*streamed, *(f.severity for f in result.findings))) else 0
 
 
-__all__ = ["LintResult", "Linter", "exit_code", "inline_suppressions", "settings_file_for"]
+__all__ = ["IGNORE_RE", "MAX_GROUP", "LintResult", "Linter", "exit_code", "finding_order",
+           "inline_suppressions", "is_tpu", "merge_groups", "run_with_nearest_settings",
+           "settings_file_for"]
 
 
-def settings_file_for(path: str, stdin_filename: str | None = None,
-                      cache: dict[str, Path | None] | None = None) -> Path | None:
-    """The settings file that governs ``path``: the nearest ``.tpcheck.toml`` or
-    ``pyproject.toml`` with [tool.tpcheck] above its folder (for stdin, above
-    ``--stdin-filename``, else the current folder). The one rule lint and inspect both follow,
-    so inspect says what lint will use (issue 28 item 5). ``cache``: folder → answer."""
-    from tpcheck.settings import find_settings_file
-
-    named = stdin_filename if path == "-" else path
-    folder = os.path.abspath(os.path.dirname(named) if named else ".")
-    if cache is None:
-        return find_settings_file(Path(folder))
-    if folder not in cache:
-        cache[folder] = find_settings_file(Path(folder))
-    return cache[folder]
-
-
-def run_with_nearest_settings(paths: Iterable[str], linter_for: Callable[[Path | None], Linter],
-                              *, stdin_text: str | bytes | None = None,
-                              stdin_filename: str | None = None,
-                              sink: Callable[[list[Finding]], None] | None = None) -> LintResult:
-    """Check each file with the settings nearest to it, as the editor does and as ruff does:
-    the closest ``.tpcheck.toml`` or ``pyproject.toml`` with [tool.tpcheck] above the file (for
-    stdin, above ``--stdin-filename``, else the current folder). ``linter_for`` builds the
-    linter for one settings file (None: no settings file).
-
-    With ``sink``, each file's findings go to it as soon as that file is checked, in the
-    report's order (files by path, as the sorted report has them), and the result keeps none
-    of them: memory stays flat however many files there are (``report.stream``)."""
-    out = LintResult()
-    nearest: dict[str, Path | None] = {}
-    if sink is not None:
-        _stream(((p, settings_file_for(p, stdin_filename, nearest))
-                 for p in iter_files(paths, out.errors)), linter_for, out, sink,
-                stdin_text=stdin_text, stdin_filename=stdin_filename)
-        return out
-    groups: dict[Path | None, list[str]] = {}
-    for p in iter_files(paths, out.errors):
-        groups.setdefault(settings_file_for(p, stdin_filename, nearest), []).append(p)
-    for sfile, files in groups.items():
-        linter = _linter_or_error(sfile, len(files), linter_for, out)
-        if linter is not None:
-            out.merge(linter.run(files, stdin_text=stdin_text, stdin_filename=stdin_filename))
-    out.findings.sort(key=finding_order)
-    return out
-
-
-def _linter_or_error(sfile: Path | None, n: int, linter_for: Callable[[Path | None], Linter],
-                     out: LintResult) -> Linter | None:
-    try:
-        return linter_for(sfile)
-    except UsageError as e:
-        if sfile is None:
-            raise
-        # A broken settings file deeper in the tree costs its own files, not the run's:
-        # one error naming it, and every other folder is still checked.
-        problem = str(e).removeprefix(f"{sfile}: ")
-        out.errors.append(SourceError(str(sfile), 1, 1, f"{problem}; the {n} "
-                                      f"file(s) it governs were not checked"))
-        return None
-
-
-def _stream(files: Iterable[tuple[str, Path | None]],
-            linter_for: Callable[[Path | None], Linter], out: LintResult,
-            sink: Callable[[list[Finding]], None], *, stdin_text: str | bytes | None,
-            stdin_filename: str | None) -> None:
-    """``run_with_nearest_settings`` file by file, in path order, each file's findings sorted
-    and handed to ``sink``. Only the (path, settings file) pairs are held: the path order needs
-    every name before the first file is read."""
-    order = sorted(files, key=lambda pair: pair[0])
-    governed = Counter(sfile for _, sfile in order)
-    linters: dict[Path | None, Linter | None] = {}
-    for p, sfile in order:
-        if sfile not in linters:
-            linter = linters[sfile] = _linter_or_error(sfile, governed[sfile], linter_for, out)
-            if linter is not None and linter.topology_error is not None \
-                    and linter.topology_error not in out.errors:
-                out.errors.append(linter.topology_error)
-        linter = linters[sfile]
-        if linter is None:
-            continue
-        start = len(out.findings)
-        linter.lint_path(p, out, stdin_text=stdin_text, stdin_filename=stdin_filename)
-        found = out.findings[start:]
-        del out.findings[start:]
-        found.sort(key=finding_order)
-        sink(found)
