@@ -13,8 +13,6 @@ so, since the environment may name another), for other options as the value, wit
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
-
 from tpcheck.deferred import lazy_re
 from tpcheck.engines.flags import SGLANG_KWARGS, VLLM_KWARGS
 from tpcheck.sources.argv import (
@@ -35,15 +33,22 @@ from tpcheck.sources.base import (
     launch_limit,
 )
 from tpcheck.sources.positions import Located
+from tpcheck.sources.python_env import argparse_defaults, env_default, env_names
+from tpcheck.sources.python_literals import literal, module_consts
+from tpcheck.sources.python_pins import python_pins
+from tpcheck.sources.python_positions import Positions
+from tpcheck.sources.python_scan import (
+    SUBPROCESS,
+    VLLM_CALLS,
+    launch_kind,
+    modal_gpus,
+    scan_visitor,
+)
 from tpcheck.sources.words import Word
 
 TYPE_CHECKING = False  # typing's constant without importing typing (start-up, issue 8)
 if TYPE_CHECKING:
     from typing import Any
-
-VLLM_CALLS = frozenset({"LLM", "EngineArgs", "AsyncEngineArgs", "AsyncLLMEngine", "LLMEngine"})
-SUBPROCESS = frozenset({"run", "Popen", "call", "check_call", "check_output", "execvp", "execv"})
-
 
 # Python nested deeper than this is not handed to libcst, whose time grows faster than linearly
 # with depth (a 2,000-term `1+1+...` chain takes seconds); real launch code nests a few dozen.
@@ -165,36 +170,7 @@ def read_python(path: str, text: str) -> ReadResult:
     reader.run()
     # the launch limit, when reached, is the earlier stop
     stops = reader.limits or ([limit] if limit is not None else [])
-    return ReadResult(path, _python_pins(reader.found, text, path), tuple(stops), text)
-
-
-_PIP_CALL = lazy_re(r"\b(?:uv_)?pip_install\(")
-
-
-def _python_pins(found: list[Deployment], text: str, path: str) -> tuple[Deployment, ...]:
-    """A Modal image's ``.pip_install("vllm==0.7.2")`` (or a ``pip install`` string the file
-    runs) names the release its launches run."""
-    from tpcheck.sources.dockerfile import PIN, with_pins
-
-    out = tuple(found)
-    if not out or "install" not in text:
-        return out
-    for m in _PIP_CALL.finditer(text):
-        depth, k = 1, m.end()
-        while k < len(text) and depth:
-            depth += {"(": 1, ")": -1}.get(text[k], 0)
-            k += 1
-        pins = list(PIN.finditer(text, m.end(), k))
-        if pins:
-            pin = pins[-1]
-            line = text.count("\n", 0, pin.start()) + 1
-            said = f"from `{pin.group(1)}=={pin.group(2)}` pinned in pip_install at {path}:{line}"
-            from tpcheck.record import replace
-
-            return tuple(d if d.engine != pin.group(1) or d.engine_version is not None else
-                         replace(d, engine_version=pin.group(2), engine_version_from=said)
-                         for d in out)
-    return with_pins(out, text, path)
+    return ReadResult(path, python_pins(reader.found, text, path), tuple(stops), text)
 
 
 def _stopped(path: str, text: str, cut: int, what: str) -> SourceError:
@@ -244,180 +220,6 @@ def _cut(text: str) -> int | None:
     return None
 
 
-def _launch_kind(node: Any) -> str | None:
-    """Which launch a call could be: "vllm" (``LLM(...)``, ``EngineArgs(...)``), "sglang"
-    (``sgl.Engine(...)``), "subprocess" (``subprocess.run([...])``), else None."""
-    import libcst as cst
-
-    fn = node.func
-    name = fn.value if isinstance(fn, cst.Name) else (
-        fn.attr.value if isinstance(fn, cst.Attribute) else ""
-    )
-    owner = fn.value.value if isinstance(fn, cst.Attribute) and isinstance(
-        fn.value, cst.Name) else ""
-    if name in VLLM_CALLS:
-        return "vllm"
-    if name == "Engine" and owner in ("sgl", "sglang", ""):
-        return "sglang"
-    if name in SUBPROCESS and node.args:
-        return "subprocess"
-    return None
-
-
-def _scan_visitor() -> Any:
-    """One pass over the file (libcst's visits cost as much as its parse): the launch calls,
-    the argparse options and the name bindings, each with its top-level statement."""
-    import libcst as cst
-
-    class Scan(cst.CSTVisitor):
-        def __init__(self) -> None:
-            super().__init__()
-            self.top: Any = None
-            self.calls: list[tuple[Any, Any]] = []  # (call, top-level statement)
-            self.options: list[tuple[Any, Any]] = []  # (add_argument call, top)
-            self.binds: list[tuple[str, Any, Any]] = []  # (name, value, top)
-
-        def visit_Call(self, node: cst.Call) -> None:
-            fn = node.func
-            if isinstance(fn, cst.Attribute) and fn.attr.value == "add_argument":
-                self.options.append((node, self.top))
-            if _launch_kind(node) is not None:
-                self.calls.append((node, self.top))
-
-        def visit_Assign(self, node: cst.Assign) -> None:
-            for t in node.targets:
-                if isinstance(t.target, cst.Name):
-                    self.binds.append((t.target.value, node.value, self.top))
-
-        def visit_AnnAssign(self, node: cst.AnnAssign) -> None:
-            if isinstance(node.target, cst.Name):
-                self.binds.append((node.target.value, node.value, self.top))
-
-    return Scan()
-
-
-class _Positions:
-    """Line and column of the nodes a finding can point at, worked out in source order up to the
-    last statement asked for: libcst's PositionProvider over the whole module recorded every
-    node of a large file (most of a 10,000-call file's time and memory). Top-level statements
-    are placed ``CHUNK`` at a time, each chunk by PositionProvider on a module of those
-    statements alone, shifted by the lines before them (a resolve per statement cost ~1 ms)."""
-
-    CHUNK = 256
-
-    def __init__(self, module: Any) -> None:
-        self.module = module
-        self.ranges: dict[Any, Any] = {}
-        self.homes: dict[int, Any] = {}  # id(node) -> its top-level statement (borrowed values)
-        self.index = {id(top): i for i, top in enumerate(module.body)}
-        self.placed = 0  # module.body[:placed] have their ranges
-        self.line = 1 + sum(module.code_for_node(e).count("\n") for e in module.header)
-
-    def home(self, root: Any, top: Any) -> None:
-        """``root`` and every node under it live in ``top``."""
-        stack = [root]
-        while stack:
-            node = stack.pop()
-            self.homes[id(node)] = top
-            stack.extend(node.children)
-
-    def get(self, node: Any, top: Any) -> Any:
-        r = self.ranges.get(node)
-        if r is None:
-            self.place(self.homes.get(id(node), top))
-            r = self.ranges[node]
-        return r
-
-    def place(self, top: Any) -> None:
-        import libcst as cst
-        from libcst.metadata import CodePosition, CodeRange, MetadataWrapper, PositionProvider
-
-        i = self.index[id(top)]
-        while self.placed <= i:
-            chunk = self.module.body[self.placed : self.placed + self.CHUNK]
-            alone = cst.Module(body=chunk, header=[], footer=[],
-                               default_indent=self.module.default_indent,
-                               default_newline=self.module.default_newline)
-            shift = self.line - 1
-            for node, r in MetadataWrapper(alone, unsafe_skip_copy=True).resolve(
-                    PositionProvider).items():
-                self.ranges[node] = CodeRange(CodePosition(r.start.line + shift, r.start.column),
-                                              CodePosition(r.end.line + shift, r.end.column))
-            self.line += alone.code.count("\n")
-            self.placed += len(chunk)
-
-
-def _modal_gpus(module: Any, consts: dict[str, Any]) -> dict[int, tuple[int, str | None, Any]]:
-    """id(top-level def or class) → (GPU count, product, the ``gpu=`` node) from a Modal
-    ``@app.function(gpu="H100:8")`` / ``@app.cls(gpu=f"H100:{N_GPU}")`` decorator; a bare
-    ``"H100"`` is one GPU. A list of choices or any other expression gives nothing."""
-    import libcst as cst
-
-    out: dict[int, tuple[int, str | None, Any]] = {}
-    for top in module.body:
-        if not isinstance(top, (cst.FunctionDef, cst.ClassDef)):
-            continue
-        for dec in top.decorators:
-            call = dec.decorator
-            if not (isinstance(call, cst.Call) and isinstance(call.func, cst.Attribute)
-                    and call.func.attr.value in ("function", "cls")):
-                continue
-            for arg in call.args:
-                if arg.keyword is None or arg.keyword.value != "gpu":
-                    continue
-                text = _fstring_text(arg.value, consts)
-                if text is None:
-                    continue
-                name, colon, cnt = text.rpartition(":")
-                if not colon:
-                    name, cnt = text, "1"
-                if name and cnt.isdigit() and int(cnt) >= 1:
-                    out[id(top)] = (int(cnt), name, arg.value)
-    return out
-
-
-def _fstring_text(node: Any, consts: dict[str, Any]) -> str | None:
-    """A string literal, or an f-string whose fields are names of literals, as text."""
-    import libcst as cst
-
-    lit = _literal(node)
-    if isinstance(lit, str):
-        return lit
-    if not isinstance(node, cst.FormattedString):
-        return None
-    parts: list[str] = []
-    for p in node.parts:
-        if isinstance(p, cst.FormattedStringText):
-            parts.append(p.value)
-        elif (isinstance(p, cst.FormattedStringExpression) and isinstance(p.expression, cst.Name)
-              and p.expression.value in consts and p.format_spec is None):
-            v = _literal(consts[p.expression.value])
-            if v is None:
-                return None
-            parts.append(str(v))
-        else:
-            return None
-    return "".join(parts)
-
-
-def _module_consts(module: Any) -> dict[str, Any]:
-    """Names bound once at module level to a plain literal: name → the literal's node."""
-    import libcst as cst
-
-    consts: dict[str, Any] = {}
-    for stmt in module.body:
-        if isinstance(stmt, cst.SimpleStatementLine):
-            for small in stmt.body:
-                if (
-                    isinstance(small, cst.Assign)
-                    and len(small.targets) == 1
-                    and isinstance(small.targets[0].target, cst.Name)
-                    and _literal(small.value) is not None
-                ):
-                    consts[small.targets[0].target.value] = small.value
-    return consts
-
-
 class _Reader:
     """One parsed file: its positions, constants and argparse defaults, and the launches its
     calls make (``run`` scans the file once, then reads the launch calls in source order)."""
@@ -425,9 +227,9 @@ class _Reader:
     def __init__(self, path: str, module: Any) -> None:
         self.path = path
         self.module = module
-        self.positions = _Positions(module)
+        self.positions = Positions(module)
         self.top: Any = None  # the top-level statement of the call being read
-        self.consts = _module_consts(module)
+        self.consts = module_consts(module)
         self.flags: dict[str, tuple[str, Any]] = {}
         self.found: list[Deployment] = []
         self.limits: list[SourceError] = []  # MAX_LAUNCHES, when reached
@@ -437,12 +239,12 @@ class _Reader:
     def run(self) -> None:
         import libcst as cst
 
-        scan = _scan_visitor()
+        scan = scan_visitor()
         for top in self.module.body:
             scan.top = top
             top.visit(scan)
-        self.flags = _argparse_defaults(call for call, _ in scan.options)
-        self.consts.update(_env_names(scan.binds, self.consts, self.flags))
+        self.flags = argparse_defaults(call for call, _ in scan.options)
+        self.consts.update(env_names(scan.binds, self.consts, self.flags))
         # a class attribute or a local bound once in the file to a literal (Modal apps keep
         # the model and GPU count there); a list bound once is an argv a launch may name
         counts: dict[str, int] = {}
@@ -450,12 +252,12 @@ class _Reader:
             counts[name] = counts.get(name, 0) + 1
         for name, value, _ in scan.binds:
             if counts[name] == 1 and name not in self.consts and value is not None and (
-                    _literal(value) is not None):
+                    literal(value) is not None):
                 self.consts[name] = value
         self.lists = {name: value for name, value, _ in scan.binds
                       if counts[name] == 1 and isinstance(value, (cst.List, cst.Tuple,
                                                                   cst.BinaryOperation))}
-        self.gpus = _modal_gpus(self.module, self.consts)
+        self.gpus = modal_gpus(self.module, self.consts)
         # where the values a launch may borrow are (module constants, environment reads,
         # argparse defaults): their statements are placed when a span asks for them
         const_ids = {id(v) for v in self.consts.values()}
@@ -495,10 +297,10 @@ class _Reader:
         import libcst as cst
 
         target = self.consts.get(node.value, node) if isinstance(node, cst.Name) else node
-        return _env_default(target, self.flags)
+        return env_default(target, self.flags)
 
     def env_origin(self, node: Any, label: str, lit: Any) -> str:
-        return f"the default of {label} `{_literal(lit)}` (line {self.span(lit).line})"
+        return f"the default of {label} `{literal(lit)}` (line {self.span(lit).line})"
 
     def word(self, node: Any) -> Word | None:
         """A literal (or a constant naming one, or an environment read's literal default) as a
@@ -512,10 +314,10 @@ class _Reader:
         target = node
         if isinstance(node, cst.Name) and node.value in self.consts:
             target = self.consts[node.value]
-        env = _env_default(target, self.flags)
+        env = env_default(target, self.flags)
         if env is not None:
             target = env[1]
-        lit = _literal(target)
+        lit = literal(target)
         if lit is None:
             src = self.module.code_for_node(node)
             fb = self.span(node)
@@ -532,7 +334,7 @@ class _Reader:
     def call(self, node: Any) -> None:
         import libcst as cst
 
-        kind = _launch_kind(node)
+        kind = launch_kind(node)
         if kind == "vllm":
             self.found.append(self.with_gpus(self.kwargs_call(node, "vllm", VLLM_KWARGS)))
         elif kind == "sglang":
@@ -607,7 +409,7 @@ class _Reader:
 
         notes = list(d.notes)
         for node, var, lit in envs:
-            value = str(_literal(lit))
+            value = str(literal(lit))
             where = d.spans.get("model")
             if d.model == value and where is not None and where.line == self.span(lit).line:
                 src = self.module.code_for_node(node)
@@ -659,94 +461,6 @@ class _Reader:
                            "environment or command line may set another")
 
 
-_ENV_READERS = frozenset({"getenv", "get"})  # os.getenv / getenv / os.environ.get / environ.get
-_CASTS = frozenset({"int", "float", "str"})
-
-
-def _env_default(node: Any, flags: Mapping[str, tuple[str, Any]] | None = None
-                 ) -> tuple[str, Any] | None:
-    """(what is read, default literal node) for ``os.getenv("V", lit)``,
-    ``os.environ.get("V", lit)`` (also ``default=lit``) and ``args.dest`` of an argparse option
-    in ``flags``, optionally inside ``int()``, ``float()`` or ``str()``."""
-    import libcst as cst
-
-    if (flags and isinstance(node, cst.Attribute) and isinstance(node.value, cst.Name)
-            and node.attr.value in flags):
-        return flags[node.attr.value]
-    if not isinstance(node, cst.Call):
-        return None
-    fn = node.func
-    if isinstance(fn, cst.Name) and fn.value in _CASTS and len(node.args) == 1:
-        return _env_default(node.args[0].value, flags)
-    if not _reads_environment(fn):
-        return None
-    args = node.args
-    if not args or args[0].keyword is not None or not isinstance(args[0].value, cst.SimpleString):
-        return None
-    var = _literal(args[0].value)
-    default = None
-    if len(args) >= 2 and args[1].keyword is None:
-        default = args[1].value
-    for a in args[1:]:
-        if a.keyword is not None and a.keyword.value == "default":
-            default = a.value
-    if not isinstance(var, str) or default is None or _literal(default) is None:
-        return None
-    return f'os.getenv("{var}")', default
-
-
-def _reads_environment(fn: Any) -> bool:
-    """``getenv``, ``os.getenv``, ``environ.get`` or ``os.environ.get`` (not any ``.get``)."""
-    import libcst as cst
-
-    if isinstance(fn, cst.Name):
-        return fn.value == "getenv"
-    if not isinstance(fn, cst.Attribute) or fn.attr.value not in _ENV_READERS:
-        return False
-    owner = fn.value
-    if fn.attr.value == "getenv":
-        return isinstance(owner, cst.Name) and owner.value == "os"
-    return ((isinstance(owner, cst.Name) and owner.value == "environ")
-            or (isinstance(owner, cst.Attribute) and owner.attr.value == "environ"
-                and isinstance(owner.value, cst.Name) and owner.value.value == "os"))
-
-
-def _argparse_defaults(calls: Iterable[Any]) -> dict[str, tuple[str, Any]]:
-    """argparse dest → (its option, default literal node) for every ``add_argument("--x", ...,
-    default=lit)`` in ``calls`` (the file's ``add_argument`` calls); a dest declared twice could
-    hold either default and is left out."""
-    found: dict[str, tuple[str, Any]] = {}
-    seen: dict[str, int] = {}
-    for node in calls:
-        names = [_literal(a.value) for a in node.args if a.keyword is None]
-        opts = [n for n in names if isinstance(n, str) and n.startswith("-")]
-        kw = {a.keyword.value: a.value for a in node.args if a.keyword is not None}
-        if not opts or "default" not in kw or _literal(kw["default"]) is None:
-            continue
-        opt = next((o for o in opts if o.startswith("--")), opts[0])
-        dest = _literal(kw["dest"]) if "dest" in kw else opt.lstrip("-").replace("-", "_")
-        if isinstance(dest, str) and dest:
-            seen[dest] = seen.get(dest, 0) + 1
-            found[dest] = (opt, kw["default"])
-    return {d: v for d, v in found.items() if seen[d] == 1}
-
-
-def _env_names(binds: Iterable[tuple[str, Any, Any]], consts: dict[str, Any],
-               flags: Mapping[str, tuple[str, Any]] | None = None) -> dict[str, Any]:
-    """Names bound exactly once in the file (at any depth) to an environment read with a literal
-    default: ``model = os.getenv("MODEL_ID", "org/name")`` inside ``main()`` is common. A name
-    bound twice could hold either value, so it is left alone. ``binds``: (name, value, _) for
-    every assignment to a plain name, in the file's order."""
-    counts: dict[str, int] = {}
-    values: dict[str, Any] = {}
-    for name, value, _ in binds:
-        counts[name] = counts.get(name, 0) + 1
-        values[name] = value
-    return {n: v for n, v in values.items()
-            if counts[n] == 1 and n not in consts and v is not None
-            and _env_default(v, flags) is not None}
-
-
 def _keyword_use(name: str, w: Word | None, at: Span) -> OptionUse:
     """A keyword argument for the TP0xx rules: its name and its literal value, if it has one."""
     value = None if w is None or w.unresolved is not None else w.value
@@ -754,24 +468,7 @@ def _keyword_use(name: str, w: Word | None, at: Span) -> OptionUse:
                      keyword=True)
 
 
-def _literal(node: Any) -> Any:
-    import libcst as cst
+_Positions = Positions  # the name tests/sources/test_python_limits.py has read it by
 
-    if isinstance(node, cst.SimpleString):
-        try:
-            return node.evaluated_value
-        except (SyntaxError, ValueError):  # "\N{NOPE}", a bad escape: the engine could not run it
-            return None
-    if isinstance(node, cst.Integer):
-        digits = node.value.replace("_", "")
-        if len(digits) > 400:  # int() refuses over 4,300 digits; no size is that long anyway
-            return None
-        return int(digits, 0)
-    if isinstance(node, cst.Float):
-        return float(node.value)
-    if isinstance(node, cst.Name) and node.value in ("True", "False"):
-        return node.value
-    if isinstance(node, cst.UnaryOperation) and isinstance(node.operator, cst.Minus):
-        inner = _literal(node.expression)
-        return -inner if isinstance(inner, (int, float)) else None
-    return None
+__all__ = ["MAX_CHARS", "MAX_DEPTH", "MAX_LAUNCHES", "MAX_NODES", "SUBPROCESS", "VLLM_CALLS",
+           "read_python"]
