@@ -21,7 +21,7 @@ if TYPE_CHECKING:
     from typing import Protocol
 
     class Placement(Protocol):
-        """How the tokenizer places a word on first use (``shell._Recipe``)."""
+        """How the tokenizer places a word on first use (``shell_recipes.Recipe``)."""
 
         def raw_span(self) -> Span: ...
 
