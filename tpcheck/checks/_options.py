@@ -9,22 +9,28 @@ the outcomes they speak for. Python keyword arguments are checked against the re
 
 from __future__ import annotations
 
-import re
 from collections.abc import Iterator
 
+from tpcheck.checks._option_headline import VERB, brief, headline, percent_as_fraction
+from tpcheck.checks._option_history import (
+    ambiguous_since,
+    keywords_of,
+    last_release_with,
+    next_release,
+    older_than_all,
+)
+from tpcheck.checks._option_values import is_float, value_verdict
+from tpcheck.checks._option_verdicts import KEYWORD_OWNER, PROG, Analysis, Verdict
 from tpcheck.checks.base import Assumption, Edit, Finding, Severity
 from tpcheck.checks.context import CheckContext
 from tpcheck.checks.registry import Rule
-from tpcheck.deferred import lazy_re
 from tpcheck.engines.flags import (
-    Option,
     OptionTable,
-    known_releases,
     load_table,
     normalize,
 )
 from tpcheck.engines.release import Release, resolve
-from tpcheck.record import record, replace
+from tpcheck.record import replace
 from tpcheck.sources.argv import PASSTHROUGH_NOTE
 from tpcheck.sources.base import (
     RECOVERED_NOTE,
@@ -36,37 +42,9 @@ from tpcheck.sources.base import (
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
-    from typing import Any, Literal
+    from typing import Any
 
-    Outcome = Literal["ok", "unknown", "ambiguous", "removed", "bad_value", "deprecated",
-                      "combination"]
-
-# How each engine names its parser in its error lines (argparse's ``prog``).
-PROG = {"vllm": "vllm serve", "sglang": "sglang serve"}
-KEYWORD_OWNER = {"vllm": "EngineArgs.__init__()", "sglang": "ServerArgs.__init__()"}
-_HUMAN = lazy_re(r"^-?\d+(\.\d+)?[kKmMgGtT]?$")
-
-
-@record
-class Verdict:
-    """One option use and what the pinned release does with it."""
-
-    use: OptionUse
-    outcome: Outcome
-    message: str  # the engine's own words (argparse / TypeError / pydantic), then tpcheck's
-    option: Option | None = None
-    suggestion: str | None = None  # the closest real option, for "did you mean"
-    replacement: str | None = None
-    headline: str | None = None  # a combination's own clause: which option needs which
-
-
-@record
-class Analysis:
-    engine: str
-    release: str
-    note: str | None  # "no table for 0.x: checked against 0.y"
-    verdicts: tuple[Verdict, ...]
-    pinned: Release  # the deployment's release (the table may be the nearest one read)
+    from tpcheck.checks._option_verdicts import Outcome
 
 
 def release_of(d: Deployment) -> Release:
@@ -97,8 +75,8 @@ def analyze(d: Deployment, rel: Release | None = None) -> Analysis:
         v for v in (_verdict(d.engine, table, u) for u in d.options) if v is not None
     )
     verdicts += tuple(_combinations(d, table))
-    newer = _next_release(d.engine, release) if note else None
-    if note and rel.pinned and _older_than_all(d.engine, rel.version):
+    newer = next_release(d.engine, release) if note else None
+    if note and rel.pinned and older_than_all(d.engine, rel.version):
         # pinned before the oldest table: what that release registered is not known here
         verdicts = tuple(v for v in verdicts if v.outcome in ("bad_value", "deprecated"))
     elif newer is not None:
@@ -170,7 +148,7 @@ def _combinations(d: Deployment, table: OptionTable) -> Iterator[Verdict]:
 
 def _bound_verdict(check: dict[str, Any], use: OptionUse | None) -> Verdict | None:
     """A bound the release checks in code after parsing (``if args.x < 0: raise``)."""
-    if use is None or use.value is None or not _is_float(use.value):
+    if use is None or use.value is None or not is_float(use.value):
         return None
     x, bound, op = float(use.value), float(check["bound"]), check["refused_if"]
     refused = {"lt": x < bound, "le": x <= bound, "gt": x > bound, "ge": x >= bound}[op]
@@ -220,7 +198,7 @@ def _judge(engine: str, table: OptionTable, use: OptionUse) -> Verdict | None:
     if option is None and opt.startswith("--"):
         matches = sorted(n for n in names if n.startswith(opt))
         if len(matches) > 1:
-            since = _ambiguous_since(engine, opt, table.version)
+            since = ambiguous_since(engine, opt, table.version)
             msg = (f"{PROG[engine]}: error: ambiguous option: {use.written} could match "
                    f"{', '.join(matches)}")
             if since:
@@ -237,7 +215,7 @@ def _judge(engine: str, table: OptionTable, use: OptionUse) -> Verdict | None:
                        replacement=option.replacement)
     if dotted is not None:
         return None  # the value is one key's, merged into the option's JSON by the parser
-    return _value_verdict(engine, use, option, keyword=False, table=table)
+    return value_verdict(engine, use, option, keyword=False, table=table)
 
 
 def _dotted_base(engine: str, table: OptionTable, opt: str) -> str | None:
@@ -260,7 +238,7 @@ def _dotted_base(engine: str, table: OptionTable, opt: str) -> str | None:
 
 def _unknown(engine: str, table: OptionTable, use: OptionUse, opt: str,
              names: list[str]) -> Verdict:
-    removed = _last_release_with(engine, table.version, opt, keyword=False)
+    removed = last_release_with(engine, table.version, opt, keyword=False)
     msg = f"{PROG[engine]}: error: unrecognized arguments: {use.written}"
     if removed is not None:
         rel, old = removed
@@ -287,7 +265,7 @@ def _keyword_verdict(engine: str, table: OptionTable, use: OptionUse) -> Verdict
     if use.written not in kws:
         msg = (f"TypeError: {KEYWORD_OWNER[engine]} got an unexpected keyword argument "
                f"'{use.written}'")
-        removed = _last_release_with(engine, table.version, use.written, keyword=True)
+        removed = last_release_with(engine, table.version, use.written, keyword=True)
         if removed is not None:
             msg += f" (accepted up to {engine} {removed[0]}; gone in {table.version})"
             return Verdict(use, "removed", msg)
@@ -295,195 +273,7 @@ def _keyword_verdict(engine: str, table: OptionTable, use: OptionUse) -> Verdict
     option = table.by_name.get("--" + use.written.replace("_", "-"))
     if option is None:
         return None
-    return _value_verdict(engine, use, option, keyword=True, table=table)
-
-
-def _value_verdict(engine: str, use: OptionUse, option: Option, *, keyword: bool,
-                   table: OptionTable) -> Verdict | None:
-    """argparse's type and choices check, then pydantic's range check on the config field."""
-    v = use.value
-    if v is None or not option.takes_value or not v.strip() or "$" in v or "`" in v:
-        return None  # no value, or one the shell or the pod fills in at run time
-    arg = "/".join(option.names[:2]) if not keyword else use.written
-    if not keyword:
-        if option.kind == "int" and not _is_int(v):
-            return Verdict(use, "bad_value",
-                           f"{PROG[engine]}: error: argument {arg}: invalid int value: '{v}'",
-                           option)
-        if option.kind == "float" and not _is_float(v):
-            return Verdict(use, "bad_value",
-                           f"{PROG[engine]}: error: argument {arg}: invalid float value: '{v}'",
-                           option)
-        if option.kind == "human_int":
-            said = _human_int_error(v, option, table.parsing.get("human_int"))
-            if said is not None:
-                return Verdict(use, "bad_value",
-                               f"{PROG[engine]}: error: argument {arg}: {said}", option)
-        if option.parser is not None and "{{" not in v:
-            said = _parsed_value_error(option, v)
-            if said is not None:
-                return Verdict(use, "bad_value", f"{PROG[engine]}: error: {said}"
-                               if option.parser == "lora_modules" else
-                               f"{PROG[engine]}: error: argument {arg}: {said}", option)
-        if option.choices is not None and v not in option.choices:
-            shown = ", ".join(f"'{c}'" for c in option.choices)
-            import difflib
-
-            close = difflib.get_close_matches(v, option.choices, n=1, cutoff=0.6)
-            return Verdict(use, "bad_value",
-                           f"{PROG[engine]}: error: argument {arg}: invalid choice: '{v}' "
-                           f"(choose from {shown})", option,
-                           suggestion=close[0] if close else None)
-    if option.range and _is_float(v):
-        x = float(v)
-        words = {"gt": "greater than", "ge": "greater than or equal to",
-                 "lt": "less than", "le": "less than or equal to"}
-        for op, bound in option.range:
-            ok = {"gt": x > bound, "ge": x >= bound, "lt": x < bound, "le": x <= bound}[op]
-            if not ok:
-                b = int(bound) if float(bound).is_integer() else bound
-                field = option.names[0].lstrip("-").replace("-", "_")
-                return Verdict(use, "bad_value",
-                               f"pydantic ValidationError: {field}: Input should be "
-                               f"{words[op]} {b} [input_value={v}]", option)
-    return None
-
-
-def _human_int_error(v: str, option: Option, rule: dict[str, object] | None) -> str | None:
-    """What the release's ``human_readable_int`` (``_or_auto``) says of ``v``, None if it takes
-    it: a number with a decimal suffix may have decimals, one with a binary suffix may not, and
-    anything else goes through ``int()`` (argparse then names the function)."""
-    s = v.strip()
-    func = "human_readable_int_or_auto" if option.auto else "human_readable_int"
-    if option.auto and (s == "-1" or s.lower() == "auto"):
-        return None
-    if rule is None:  # a table generated before the parser was read: the old reading
-        if _HUMAN.match(s) or s == "auto":
-            return None
-        return f"invalid value: '{v}' (an integer, optionally with k/m/g/t or K/M/G/T)"
-    m = re.fullmatch(str(rule.get("pattern", "")), s)
-    if m is not None and len(m.groups()) == 2:
-        number, suffix = m.groups()
-        decimal = rule.get("decimal", ())
-        binary = rule.get("binary", ())
-        if isinstance(decimal, list) and suffix in decimal:
-            return None
-        if isinstance(binary, list) and suffix in binary:
-            if _is_int(number):
-                return None
-            return (f"Decimals are not allowed with binary suffixes like {suffix}. Did you mean "
-                    f"to use {number}{suffix.lower()} instead? ({rule.get('where')})")
-    if _is_int(s):
-        return None
-    return f"invalid {func} value: '{v}'"
-
-
-def _parsed_value_error(option: Option, v: str) -> str | None:
-    """A value read by ``json.loads`` or vLLM's LoRAParserAction, as the release parses it."""
-    import json
-
-    if option.parser == "json":
-        try:
-            json.loads(v)
-        except ValueError:
-            return f"invalid loads value: '{v}'"
-        return None
-    if option.parser != "lora_modules" or not v or ("=" in v and "," not in v):
-        return None  # empty: skipped; name=path: the old form
-    try:
-        d = json.loads(v)
-    except ValueError:
-        return f"Invalid JSON format for --lora-modules: {v}"
-    if not isinstance(d, dict):
-        return f"Invalid fields for --lora-modules: {v} - not a JSON object"
-    missing = [k for k in option.json_required if k not in d]
-    extra = sorted(k for k in d if option.json_fields and k not in option.json_fields)
-    if missing:
-        return (f"Invalid fields for --lora-modules: {v} - missing required field(s): "
-                f"{', '.join(missing)}")
-    if extra:
-        return f"Invalid fields for --lora-modules: {v} - unexpected field(s): {', '.join(extra)}"
-    return None
-
-
-def _is_int(v: str) -> bool:
-    try:
-        int(v)
-    except ValueError:
-        return False
-    return True
-
-
-def _is_float(v: str) -> bool:
-    try:
-        float(v)
-    except ValueError:
-        return False
-    return True
-
-
-def keywords_of(engine: str, version: str) -> frozenset[str] | None:
-    import json
-
-    from tpcheck.engines.flags import OPTIONS_DIR
-
-    key = (engine, version)
-    if key not in _KEYWORDS:
-        with open(f"{OPTIONS_DIR}/{engine}-{version}.json", encoding="utf-8") as fh:
-            kws = json.load(fh).get("keywords")
-        _KEYWORDS[key] = frozenset(kws) if kws is not None else None
-    return _KEYWORDS[key]
-
-
-_KEYWORDS: dict[tuple[str, str], frozenset[str] | None] = {}
-
-
-def _last_release_with(engine: str, version: str, name: str, *,
-                       keyword: bool) -> tuple[str, Option] | None:
-    """The newest release older than ``version`` that accepted ``name`` (exact), if any."""
-    from tpcheck.engines.flags import version_key
-
-    older = [r for r in known_releases(engine) if version_key(r) < version_key(version)]
-    for rel in reversed(older):
-        if keyword:
-            kws = keywords_of(engine, rel)
-            if kws is not None and name in kws:
-                return rel, Option((name,), "str", "EngineArgs" if engine == "vllm" else "")
-            continue
-        opt = load_table(engine, rel).by_name.get(name)
-        if opt is not None:
-            return rel, opt
-    return None
-
-
-def _older_than_all(engine: str, version: str) -> bool:
-    from tpcheck.engines.flags import version_key
-
-    return version_key(version.lstrip("vV")) < version_key(known_releases(engine)[0])
-
-
-def _next_release(engine: str, version: str) -> str | None:
-    from tpcheck.engines.flags import version_key
-
-    newer = [r for r in known_releases(engine) if version_key(r) > version_key(version)]
-    return newer[0] if newer else None
-
-
-def _ambiguous_since(engine: str, opt: str, version: str) -> str | None:
-    """In which release the prefix stopped naming one option, when an older table knows."""
-    from tpcheck.engines.flags import version_key
-
-    older = [r for r in known_releases(engine) if version_key(r) < version_key(version)]
-    newer_ambiguous = version
-    for rel in reversed(older):
-        names = load_table(engine, rel).by_name
-        m = [n for n in names if n.startswith(opt)]
-        if opt in names or len(m) == 1:
-            one = opt if opt in names else m[0]
-            return f"it named {one} in {engine} {rel}; ambiguous since {newer_ambiguous}"
-        if len(m) > 1:
-            newer_ambiguous = rel
-    return None
+    return value_verdict(engine, use, option, keyword=True, table=table)
 
 
 def _same_shape(a: Analysis, v: Verdict, target: str) -> bool:
@@ -550,7 +340,7 @@ def check(ctx: CheckContext, rule: Rule) -> Iterator[Finding]:
     """TP001-TP005: the option uses whose outcome the rule's row names (``outcome``), with the
     row's fix when no spelling to use is known."""
     outcome = rule.param("outcome")
-    assert outcome in _VERB or outcome == "combination", rule
+    assert outcome in VERB or outcome == "combination", rule
     yield from findings(ctx, rule, outcome, rule.param("fix") or "")  # type: ignore[arg-type]
 
 
@@ -560,7 +350,7 @@ def refused(ctx: CheckContext, rule: Rule, field: str, message: str) -> Finding:
     reported by the bad-value rule. The other rules then run without it."""
     d = ctx.deployment
     flag = "--" + field.replace("_", "-")
-    value = _brief(str(getattr(d, field)), 24)
+    value = brief(str(getattr(d, field)), 24)
     return ctx.finding(rule, f"{flag} {value!r} is a value the engine refuses",
                        notes=(message,), span=d.span_of(field),
                        assumptions=(Assumption("value", f"the other rules use the engine's "
@@ -583,7 +373,7 @@ def findings(ctx: CheckContext, rule: Rule, outcome: Outcome,
         target = v.replacement or v.suggestion
         if outcome == "bad_value" and target is None:
             target = percent_as_fraction(v)
-        msg = _headline(v, outcome, target)
+        msg = headline(v, outcome, target)
         notes = [f"the engine says: {v.message}"]
         meant = capacity_option(a.engine, a.release, v)
         if meant is not None:
@@ -612,52 +402,6 @@ def findings(ctx: CheckContext, rule: Rule, outcome: Outcome,
                           notes=tuple(notes), assumptions=assumed)
 
 
-def percent_as_fraction(v: Verdict) -> str | None:
-    """The value in range for a fraction written as a percent: ``--gpu-memory-utilization 90``
-    is refused (``le 1``) and meant 0.9. Only for a float option bounded to (0, 1] or [0, 1]
-    and a value in (1, 100]: the one reading that puts it in range; anything else is left."""
-    opt, written = v.option, v.use.value
-    if opt is None or opt.kind != "float" or written is None:
-        return None
-    bounds = dict(opt.range)
-    if bounds.get("le") != 1 or not ({"gt", "ge"} & bounds.keys()):
-        return None
-    if bounds.get("gt", bounds.get("ge")) != 0:
-        return None
-    try:
-        x = float(written)
-    except ValueError:
-        return None
-    if not 1 < x <= 100:
-        return None
-    return f"{x / 100:.6g}"
-
-
-_VERB = {"unknown": "unknown option", "ambiguous": "ambiguous option",
-         "removed": "removed option", "bad_value": "invalid value", "deprecated":
-         "deprecated option"}
-
-
-def _brief(text: str, keep: int) -> str:
-    """A word cut for a headline; the evidence quotes it whole (the engine's own message)."""
-    return text if len(text) <= keep else text[:keep - 1] + "…"
-
-
-def _headline(v: Verdict, outcome: Outcome, target: str | None) -> str:
-    """One clause: what the engine's parser does with the option, and the spelling to use.
-    The written words are cut so that the clause stays one line (≤ 100 characters)."""
-    written = _brief(v.use.written, 64)  # the longest option either engine has is 62
-    if v.headline:
-        return v.headline
-    if outcome == "bad_value":
-        head = f"invalid value {_brief(v.use.value or '', 24)!r} for {written}"
-    elif outcome == "ambiguous":
-        head = f"ambiguous option {written}: the parser cannot tell which option it abbreviates"
-    elif v.use.keyword:
-        head = f"{_VERB[outcome].replace('option', 'keyword argument')} {written}"
-    else:
-        head = f"{_VERB[outcome]} {written}"
-    if target and target != v.use.written:
-        head += f" (did you mean {target}?)" if outcome in ("unknown", "bad_value") else (
-            f"; use {target}")
-    return head
+__all__ = ["CAPACITY_OPTIONS", "KEYWORD_OWNER", "PROG", "Analysis", "Verdict", "analyze",
+           "capacity_option", "check", "findings", "keywords_of", "percent_as_fraction",
+           "refused", "release_of", "root_cause"]
