@@ -473,8 +473,9 @@ def test_plan_imports_only_plan() -> None:
         "print(rc, sorted(m for m in sys.modules if m.startswith('tpcheck.commands.')))\n")
     p = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=ROOT,
                        timeout=60, check=False)
+    # plan_rows: the plan command's own rows (issue 29's split of plan.py), no other command
     assert p.stdout == ("0 ['tpcheck.commands._model', 'tpcheck.commands.base', "
-                        "'tpcheck.commands.plan']\n"), p.stderr
+                        "'tpcheck.commands.plan', 'tpcheck.commands.plan_rows']\n"), p.stderr
 
 
 # ---- internal errors, --debug, interrupts, closed pipes -----------------------------------------

@@ -9,8 +9,8 @@ from typing import Any
 import click
 
 from tpcheck.commands import base
+from tpcheck.commands.plan_rows import link_use_of, plan_row, prefill_shares
 from tpcheck.errors import UsageError
-from tpcheck.formula import Formula
 from tpcheck.record import replace
 from tpcheck.settings import MAX_ALPHA
 
@@ -21,8 +21,7 @@ if TYPE_CHECKING:
     from tpcheck.hardware.gpus import GPU
     from tpcheck.hardware.links import Link
     from tpcheck.models.shape import ModelShape
-    from tpcheck.physics.linkcost import LinkUse
-    from tpcheck.physics.plan import Evaluation, Options
+    from tpcheck.physics.plan import Options
     from tpcheck.physics.recommend import Only
 
 
@@ -354,8 +353,8 @@ def _plan(args: base.Args, model: str, shape: ModelShape, where: str, opts: Opti
             rows = [r for r in rows if r.tp <= most]
     except ValueError as e:  # an unknown --quantization / --dtype / --kv-cache-dtype name
         raise UsageError(str(e)) from None
-    use = _link_use(args.link, opts.gpu, args.alpha, opts)
-    prefill = _prefill(shape, rows, opts, use)
+    use = link_use_of(args.link, opts.gpu, args.alpha, opts)
+    prefill = prefill_shares(shape, rows, opts, use)
     if args.fmt == "json":
         from tpcheck.report.plan_words import plan_release
 
@@ -369,7 +368,7 @@ def _plan(args: base.Args, model: str, shape: ModelShape, where: str, opts: Opti
                 "alpha": use.alpha.result, "source": use.bandwidth.source},
             "batch": args.batch,
             "dp": opts.dp,
-            "rows": [_row(r, p, plan_release(opts, release), opts.dp, opts.pp)
+            "rows": [plan_row(r, p, plan_release(opts, release), opts.dp, opts.pp)
                      for r, p in zip(rows, prefill, strict=True)],
         }
         if label:
@@ -471,76 +470,3 @@ def _only(args: base.Args) -> tuple[Only, list[str]]:
         given.append("--enable-expert-parallel")
     return Only(tps=None if tps is None else tuple(tps), pp=args.pp,
                 ep=True if args.enable_expert_parallel else None, attn_dp=attn), given
-
-
-def _link_use(link: str | None, gpu: GPU | None, alpha: float | None,
-              opts: Options) -> LinkUse | None:
-    """The TP group's link: --link's class, else the GPU's own link, inside a node priced by
-    the collective model as the engine release runs it (α: --alpha, else the model's)."""
-    from tpcheck.hardware.links import Link, find_link
-    from tpcheck.physics.linkcost import link_use, node_use
-    from tpcheck.physics.plan import release_of
-
-    def inside(lk: Link) -> LinkUse:
-        return node_use(lk, 8, engine=opts.engine, version=release_of(opts),
-                        custom=opts.custom_all_reduce, alpha=alpha)
-
-    if link:
-        lk = find_link(link)
-        assert lk is not None  # validated above
-        return link_use(lk, alpha=alpha) if lk.inter_node else inside(lk)
-    if gpu is None:
-        return None
-    base = find_link(gpu.link)
-    name = base.name if base is not None else gpu.link
-    return inside(Link(gpu.link, name, gpu.link_bandwidth, 0.0, False, gpu.source))
-
-
-def _prefill(shape: ModelShape, rows: Sequence[Evaluation], opts: Options,
-             use: LinkUse | None) -> list[Formula | None]:
-    """Share of a prefill chunk spent in all-reduces, per row (None without a GPU's FLOP/s);
-    without --link, a row whose TP group outgrows the NVLink domain all-reduces on the network."""
-    from tpcheck.physics.linkcost import node_group, node_network, prefill_share, prefill_tokens
-    from tpcheck.record import replace
-
-    gpu = opts.gpu
-    if gpu is None or use is None:
-        return [None] * len(rows)
-    n, src = prefill_tokens(opts.engine, opts.engine_version, opts.entrypoint, gpu, opts.memory,
-                            opts.max_num_batched_tokens,
-                            int(rows[0].context.result) if rows else None)
-    def at_t(t: int) -> LinkUse:
-        g = use.group
-        if g is None or g.nodes > 1:
-            return use
-        return replace(use, group=node_group(g.intra, g.intra_bw, t))  # this row's ranks
-
-    return [prefill_share(shape, r.tp, gpu,
-                          use if opts.link_bandwidth else node_network(
-                              gpu, r.tp, gpus_per_node=opts.gpus_per_node,
-                              network=opts.network) or at_t(r.tp),
-                          n, src, opts.dtype) if r.tp > 1 else None
-            for r in rows]
-
-
-def _row(r: Evaluation, pre: Formula | None, release: str = "", dp: int = 1,
-         pp: int = 1) -> dict[str, object]:
-    """DESIGN.md's row keys unchanged, plus the prefill chunk's all-reduce share and, with
-    replicas, the GPUs and seats of all of them."""
-    from tpcheck.checks.registry import REFUSAL_CODES
-    from tpcheck.report.plan_words import rule_name
-
-    row = r.to_row()
-    # the physics names what does not divide; the rule that reports it gives the code
-    row["refusals"] = [{"code": REFUSAL_CODES[x.kind], "rule": rule_name(REFUSAL_CODES[x.kind]),
-                        "check": x.check, "message": x.engine_message} for x in r.refusals]
-    row["gpus"] = r.tp * pp * dp
-    seats = row.get("seats")
-    row["seats_all_replicas"] = None if not isinstance(seats, int) else seats * dp
-    row["seats_nothing"] = bool(r.legal and r.fits is not False and seats == 0)
-    row.setdefault("engine_version", release)
-    row["prefill_comm_share"] = None if pre is None else pre.result
-    chunk = pre if pre is not None else r.prefill
-    row["prefill_tokens"] = None if chunk is None else chunk.values["n"]
-    return row
-
