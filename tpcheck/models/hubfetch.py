@@ -2,7 +2,7 @@
 
 A child process rather than a thread, because a thread cannot be stopped: after ``hub-timeout``
 a stalled download went on writing a partial blob into the HF cache and was still alive at
-interpreter shutdown (issue 14 items 7 and 12). The parent (``resolve._fetch``) kills the child
+interpreter shutdown (issue 14 items 7 and 12). The parent (``hub.fetch_in_child``) kills the child
 at its deadline and removes the partial files; nothing of the download outlives the run.
 
     python -m tpcheck.models.hubfetch REPO REVISION TIMEOUT    (REVISION "" for the default)

@@ -36,34 +36,40 @@ huggingface_hub is imported only when step 3 runs.
 
 from __future__ import annotations
 
-import json
-import os
-import re
-import time
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 
-from tpcheck.deferred import lazy_re
 from tpcheck.models import catalog, hints
+from tpcheck.models.config_files import (
+    CONFIG_NAME,
+    MAX_CONFIG_BYTES,
+    QUANT_NAME,
+    config_in,
+    load_json,
+    not_a_file,
+    quant_beside,
+)
+from tpcheck.models.hub import (
+    cache_folder,
+    classify_hub_error,
+    drop_cache_entry,
+    fetch_in_child,
+    import_hub,
+)
+from tpcheck.models.refs import (
+    file_hint,
+    is_expression,
+    is_offline_env,
+    is_repo_id,
+    looks_like_path,
+)
+from tpcheck.models.resolve_error import ResolveError, redact, redact_url
 from tpcheck.record import record
 
 TYPE_CHECKING = False  # typing's constant without importing typing (start-up, issue 8)
 if TYPE_CHECKING:
     from typing import Any, Literal
     Source = Literal["path", "mapping", "local", "hf-cache", "catalog", "hub"]
-    Kind = Literal["unresolved", "gated", "not-found", "timeout", "bad-json", "network"]
-
-
-CONFIG_NAME = "config.json"
-# Published config.json files are kilobytes (the largest in the catalog is under 100 KB).
-MAX_CONFIG_BYTES = 8 * 1024 * 1024
-QUANT_NAME = "hf_quant_config.json"
-
-_TRUE = {"1", "ON", "YES", "TRUE"}
-# $(VAR) (k8s), ${VAR} / $VAR (shell, compose), {{ ... }} / {% ... %} (helm, jinja)
-_EXPRESSION = lazy_re(r"\$\(|\$\{|\$[A-Za-z_]|\{\{|\{%")
-# Hub ids: "name" or "org/name"; letters, digits, "-", "_", "."; no "--" or ".." (the hub's rule).
-_REPO_ID = lazy_re(r"[A-Za-z0-9][\w.\-]*(/[A-Za-z0-9][\w.\-]*)?")
 
 
 @record
@@ -77,45 +83,6 @@ class Resolution:
     hint: str | None = None  # how the model was guessed (resolve_hinted), for the findings
 
 
-class ResolveError(Exception):
-    """Why no config.json was found; ``message`` is one line, ``tried`` lists each place."""
-
-    def __init__(self, kind: Kind, message: str, tried: tuple[str, ...] = ()) -> None:
-        message = _scrub(message)  # every way a resolve error reaches a user passes here
-        super().__init__(message)
-        self.kind: Kind = kind
-        self.message = message
-        self.tried = tried
-
-    def with_tried(self, tried: tuple[str, ...]) -> ResolveError:
-        return ResolveError(self.kind, self.message, tried)
-
-
-def is_offline_env(environ: Mapping[str, str] | None = None) -> bool:
-    """The same switch huggingface_hub reads, read now rather than at its import."""
-    env = os.environ if environ is None else environ
-    value = env.get("HF_HUB_OFFLINE") or env.get("TRANSFORMERS_OFFLINE") or ""
-    return value.strip().upper() in _TRUE
-
-
-def is_expression(model: str) -> bool:
-    """True for references a template engine or shell was meant to fill in."""
-    return not model.strip() or _EXPRESSION.search(model) is not None
-
-
-def is_repo_id(model: str) -> bool:
-    return (
-        len(model) <= 96
-        and _REPO_ID.fullmatch(model) is not None
-        and "--" not in model
-        and ".." not in model
-    )
-
-
-def looks_like_path(ref: str) -> bool:
-    return ref.startswith(("/", ".", "~", "\\")) or ref.endswith(".json") or not is_repo_id(ref)
-
-
 def _expand(ref: str) -> Path:
     """``~`` and ``~user`` expanded where the user exists; an unknown user stays as written
     (pathlib raises RuntimeError, which must not stop the run)."""
@@ -125,280 +92,8 @@ def _expand(ref: str) -> Path:
         return Path(ref)
 
 
-def load_json(path: Path) -> dict[str, Any]:
-    """Parse a JSON object; malformed input becomes one line naming file, line and column."""
-    from tpcheck.sources.files import NotRegular, TooBig, read_capped
-
-    try:
-        text = read_capped(str(path), MAX_CONFIG_BYTES).decode("utf-8-sig")
-    except TooBig as e:
-        raise ResolveError("bad-json", f"{path}: {e.size:,} bytes, over the "
-                           f"{MAX_CONFIG_BYTES:,}-byte limit for a model config") from None
-    except NotRegular as e:
-        raise ResolveError("bad-json", f"{path}: {e}, not a model config") from None
-    except UnicodeDecodeError as e:
-        raise ResolveError("bad-json", f"{path}: not UTF-8 text (byte {e.start})") from None
-    except OSError as e:
-        raise ResolveError("not-found", f"{path}: cannot read ({e.strerror or e})") from None
-    try:
-        data = json.loads(text)
-    except json.JSONDecodeError as e:
-        raise ResolveError(
-            "bad-json", f"{path}:{e.lineno}:{e.colno}: malformed JSON: {e.msg}"
-        ) from None
-    except RecursionError:
-        raise ResolveError("bad-json", f"{path}: JSON nested too deeply to be a model config"
-                           ) from None
-    except ValueError as e:  # an integer past Python's 4,300-digit conversion limit
-        raise ResolveError("bad-json", f"{path}: not a model config ({e})") from None
-    if not isinstance(data, dict):
-        raise ResolveError("bad-json", f"{path}: expected a JSON object, got {type(data).__name__}")
-    return data
-
-
-def _quant_beside(config_path: Path) -> dict[str, Any] | None:
-    quant = config_path.with_name(QUANT_NAME)
-    return load_json(quant) if quant.is_file() else None
-
-
 def _short(text: str, keep: int = 80) -> str:
     return text if len(text) <= keep else f"{text[:keep]}… ({len(text):,} characters)"
-
-
-def _not_a_file(path: Path) -> str:
-    """Why ``path`` is no config file: missing, or there but a FIFO or device (/dev/zero said
-    "no such file", issue 28 item 13)."""
-    import stat as stat_mod
-
-    from tpcheck.sources.files import file_type
-
-    try:
-        mode = path.stat().st_mode
-    except OSError:
-        return "no such file"
-    return "no such file" if stat_mod.S_ISREG(mode) else f"not a regular file ({file_type(mode)})"
-
-
-def _config_in(path: Path) -> Path | None:
-    """The config.json that ``path`` names: the file itself or one inside the folder."""
-    if path.is_dir():
-        inner = path / CONFIG_NAME
-        return inner if inner.is_file() else None
-    return path if path.is_file() else None
-
-
-# user:password@ in any URL, and anything shaped like a hub token, wherever a message quotes them
-_USERINFO = lazy_re(r"(?<=://)[^/@\s'\"]+@")
-_HUB_TOKEN = lazy_re(r"\bhf_[A-Za-z0-9]{8,}")
-# a URL's query (?token=..., &sig=...): the names stay, every value goes
-_URL = lazy_re(r"[A-Za-z][A-Za-z0-9+.-]*://[^\s'\"<>]+")
-_QUERY_VALUE = lazy_re(r"(?<=[?&;])([^=&;#]*)=[^&;#]*")
-
-
-def redact(text: str) -> str:
-    """Credentials out of any text tpcheck prints that may quote a URL or a request: the token
-    variables' values, userinfo (``***@``), every query value (``?token=***``), the path of
-    HF_ENDPOINT (a proxy may take its token as a path segment: ``https://proxy/***``) and
-    anything shaped like a hub token. The one redaction: resolve errors, the endpoint as
-    messages name it and the hub worker's answers all pass here."""
-    for name in ("HF_TOKEN", "HUGGING_FACE_HUB_TOKEN"):
-        token = os.environ.get(name)
-        if token and len(token) >= 4:
-            text = text.replace(token, "***")
-    text = _USERINFO.sub("***@", text)
-    text = _URL.sub(lambda m: _QUERY_VALUE.sub(r"\1=***", m.group(0)), text)
-    text = _endpoint_path(text)
-    return _HUB_TOKEN.sub("hf_***", text)
-
-
-def _endpoint_path(text: str) -> str:
-    """HF_ENDPOINT's own path (and query) after its host, wherever the text quotes it."""
-    from urllib.parse import urlsplit
-
-    raw = os.environ.get("HF_ENDPOINT", "")
-    try:
-        parts = urlsplit(raw.strip())
-        host = parts.hostname
-        port = parts.port
-    except ValueError:
-        return text
-    path = parts.path.rstrip("/")
-    if not host or not path:
-        return text
-    netloc = host if port is None else f"{host}:{port}"
-    return text.replace(f"{netloc}{path}", f"{netloc}/***")
-
-
-def _scrub(text: str) -> str:
-    """``redact`` on one line: the HTTP client's error text quotes the URL with the userinfo
-    of HF_ENDPOINT, and a proxy page may echo a header."""
-    return " ".join(redact(text).split())
-
-
-def _cache_folder(repo: str) -> Path:
-    """Where huggingface_hub keeps ``repo``: HF_HUB_CACHE, else HF_HOME/hub, else the XDG default
-    (the library's documented layout ``models--{org}--{name}``)."""
-    env = os.environ
-    hub_cache = env.get("HF_HUB_CACHE") or env.get("HUGGINGFACE_HUB_CACHE")
-    if hub_cache:
-        base = Path(hub_cache).expanduser()
-    else:
-        home = env.get("HF_HOME") or os.path.join(
-            env.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache"),
-            "huggingface")
-        base = Path(home).expanduser() / "hub"
-    return base / ("models--" + repo.replace("/", "--"))
-
-
-def import_hub() -> Any:
-    """Import huggingface_hub lazily. Before its first import, default telemetry (an extra request
-    to the endpoint for agent detection) and progress bars off: a linter makes only the requests it
-    needs and writes only its own output. Explicit user settings are kept."""
-    os.environ.setdefault("HF_HUB_DISABLE_TELEMETRY", "1")
-    os.environ.setdefault("HF_HUB_DISABLE_PROGRESS_BARS", "1")
-    try:
-        import huggingface_hub
-        import huggingface_hub.constants
-    except ValueError as e:  # the library parses HF_ENDPOINT and friends at import
-        raise ResolveError("network", f"huggingface_hub refuses its environment "
-                           f"(HF_ENDPOINT={os.environ.get('HF_ENDPOINT', '')!r}?): {e}") from None
-    return huggingface_hub
-
-
-def redact_url(url: str) -> str:
-    """The endpoint as messages show it: without its userinfo at all, and ``redact``ed."""
-    return redact(re.sub(r"(?<=://)[^/@\s'\"]+@", "", url))
-
-
-def classify_hub_error(error: BaseException, repo: str, endpoint: str) -> ResolveError:
-    """Map huggingface_hub's exception (and its causes) to a kind and a one-line message.
-
-    Matched on class names along the MRO so the same code reads 0.x and 1.x/2.x errors, whose
-    modules and HTTP client differ."""
-    chain: list[BaseException] = []
-    seen: set[int] = set()
-    e: BaseException | None = error
-    while e is not None and id(e) not in seen:
-        seen.add(id(e))
-        chain.append(e)
-        e = e.__cause__ or e.__context__
-    for exc in chain:
-        names = {c.__name__ for c in type(exc).__mro__}
-        response = getattr(exc, "response", None)
-        status = getattr(response, "status_code", None)
-        if "HFValidationError" in names:  # the library's own check of the id, before any request
-            return ResolveError("not-found", f"{repo}: not a valid hub id "
-                                f"({_scrub(str(exc)).split(': ')[0]})")
-        if "GatedRepoError" in names:
-            return ResolveError(
-                "gated",
-                f"{repo} is gated on {endpoint} (HTTP {status}): accept its licence on the hub and "
-                "set HF_TOKEN, or pass --model-config PATH",
-            )
-        if "RevisionNotFoundError" in names:
-            return ResolveError("not-found", f"{repo}: revision not found on {endpoint}")
-        if names & {"RemoteEntryNotFoundError", "EntryNotFoundError"}:
-            return ResolveError("not-found", f"{repo} on {endpoint} has no {CONFIG_NAME}")
-        if "RepositoryNotFoundError" in names:
-            return ResolveError(
-                "not-found",
-                f"{repo} not found on {endpoint} (HTTP {status}); if it is private or gated, "
-                "set HF_TOKEN",
-            )
-        if status in (401, 403):
-            return ResolveError(
-                "gated",
-                f"{repo}: access denied by {endpoint} (HTTP {status}); set HF_TOKEN to a token "
-                "with access, or pass --model-config PATH",
-            )
-        if status == 404:
-            return ResolveError("not-found", f"{repo} not found on {endpoint} (HTTP 404)")
-        if any("Timeout" in n for n in names):
-            return ResolveError("timeout", f"{repo}: {endpoint} did not answer in time")
-    last = chain[-1]
-    detail = _scrub(str(last)).split(". ")[0][:160]
-    return ResolveError(
-        "network", f"{repo}: cannot reach {endpoint} ({type(last).__name__}: {detail})"
-    )
-
-
-class _Fetched:
-    """What the hub child process answered (see tpcheck.models.hubfetch)."""
-
-    def __init__(self) -> None:
-        self.config_path: str | None = None
-        self.quant_path: str | None = None
-        self.error: ResolveError | None = None
-
-
-# Starting the child (an interpreter importing huggingface_hub) is not the hub's time: it gets
-# its own bound, generous for a loaded CI box, before ``hub-timeout`` starts to count.
-_CHILD_START_SECONDS = 30.0
-_CHILD_KINDS = ("gated", "not-found", "timeout", "bad-json", "network")
-
-
-def _fetch(repo: str, revision: str | None, timeout: float) -> _Fetched:
-    """config.json (and best-effort hf_quant_config.json) of ``repo`` from the hub, in a child
-    process killed at ``timeout``; the partial blobs it leaves in the HF cache are removed."""
-    import selectors
-    import subprocess
-    import sys
-
-    out = _Fetched()
-    blobs = _cache_folder(repo) / "blobs"
-    before = set(blobs.glob("*.incomplete")) if blobs.is_dir() else set()
-    proc = subprocess.Popen(
-        [sys.executable, "-m", "tpcheck.models.hubfetch", repo, revision or "", repr(timeout)],
-        stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL)
-    assert proc.stdout is not None
-    fd = proc.stdout.fileno()
-    buffer = b""
-    sel = selectors.DefaultSelector()
-    sel.register(fd, selectors.EVENT_READ)
-
-    def line(deadline: float) -> dict[str, Any] | None:
-        """The child's next answer, None at the deadline or when it ended without one."""
-        nonlocal buffer
-        while b"\n" not in buffer:
-            left = deadline - time.monotonic()
-            if left <= 0 or not sel.select(left):
-                return None
-            chunk = os.read(fd, 65536)
-            if not chunk:
-                return None
-            buffer += chunk
-        raw, buffer = buffer.split(b"\n", 1)
-        try:
-            answer = json.loads(raw)
-        except ValueError:
-            return None
-        return answer if isinstance(answer, dict) else None
-
-    try:
-        ready = line(time.monotonic() + _CHILD_START_SECONDS)
-        deadline = time.monotonic() + timeout
-        answer = line(deadline) if ready is not None else None
-        if answer is None:
-            out.error = ResolveError("timeout", "")  # the caller words it
-        elif "config_path" in answer:
-            out.config_path = str(answer["config_path"])
-            quant = line(deadline)
-            if quant is not None and isinstance(quant.get("quant_path"), str):
-                out.quant_path = quant["quant_path"]
-        else:
-            kind = answer.get("kind")
-            out.error = ResolveError(kind if kind in _CHILD_KINDS else "network",
-                                     str(answer.get("message", "no answer from the hub")))
-    finally:
-        sel.close()
-        if proc.poll() is None:
-            proc.kill()
-        proc.wait()
-        proc.stdout.close()
-        if blobs.is_dir():
-            for partial in set(blobs.glob("*.incomplete")) - before:
-                partial.unlink(missing_ok=True)
-    return out
 
 
 class Resolver:
@@ -611,10 +306,10 @@ class Resolver:
         key = path
         hit = self._files.get(key)
         if hit is None:
-            config_path = _config_in(path)
+            config_path = config_in(path)
             if config_path is None:
                 what = (f"no {CONFIG_NAME} in this folder" if path.is_dir()
-                        else _not_a_file(path))
+                        else not_a_file(path))
                 origin = {"path": "--model-config", "mapping": "[tool.tpcheck.models] mapping"}
                 hit = ResolveError(
                     "not-found", f"{path}: {what} (from {origin.get(source, source)})"
@@ -624,7 +319,7 @@ class Resolver:
                     hit = Resolution(
                         model,
                         load_json(config_path),
-                        _quant_beside(config_path),
+                        quant_beside(config_path),
                         source,
                         str(config_path),
                         (),
@@ -650,7 +345,7 @@ class Resolver:
         for folder in candidates:
             try:
                 exists = folder.exists()
-                config = _config_in(folder) if exists else None
+                config = config_in(folder) if exists else None
             except (OSError, ValueError) as e:  # a name over 255 bytes, a NUL byte
                 tried += (f"local folder {_short(str(folder))}: {getattr(e, 'strerror', e)}",)
                 continue
@@ -677,7 +372,7 @@ class Resolver:
     def _remote_lookup(self, repo: str, revision: str | None) -> Resolution:
         tried: list[str] = []
         rev = revision or "main"
-        folder = _cache_folder(repo)
+        folder = cache_folder(repo)
         if not folder.is_dir():
             # Nothing cached for this repo: skip importing huggingface_hub for the cache lookup
             # (~100 ms of start-up); the catalog may answer without it.
@@ -709,7 +404,7 @@ class Resolver:
             return Resolution(
                 repo,
                 config,
-                _quant_beside(entry.config_path),
+                quant_beside(entry.config_path),
                 "catalog",
                 str(entry.config_path),
                 tuple(tried),
@@ -746,7 +441,7 @@ class Resolver:
                 tuple(tried),
             )
         tried.append(f"hub {endpoint} ({repo}@{rev})")
-        job = _fetch(repo, revision, self.timeout)
+        job = fetch_in_child(repo, revision, self.timeout)
         if job.config_path is not None:
             return self._read_snapshot(repo, job.config_path, job.quant_path, "hub", tuple(tried))
         if job.error is None or (job.error.kind == "timeout" and not job.error.message):
@@ -778,7 +473,7 @@ class Resolver:
                 # would otherwise be read from the cache by every later run, offline too.
                 if e.kind != "bad-json":
                     raise e.with_tried(tried) from None
-                removed = _drop_cache_entry(Path(path))
+                removed = drop_cache_entry(Path(path))
                 raise ResolveError(e.kind, f"{e.message}; " + (
                     f"removed this bad entry from the HF cache (it came from {source})"
                     if removed else "this HF cache entry is bad: delete it"), tried) from None
@@ -787,36 +482,6 @@ class Resolver:
         return Resolution(repo, config, quant, source, config_path, tried)
 
 
-def file_hint(value: str, origin: str) -> list[tuple[str, str]]:
-    """(hub id, how it was found) for one hint a file gives: a hub id as it stands, else the
-    folder names of a path (``s3://bucket/models/Qwen3-8B``), as for ``--model``."""
-    ref = value.strip()
-    if not ref:
-        return []
-    if "/" not in ref and not is_expression(ref):
-        # a bare name (a label): the one catalog id whose name part it spells exactly, as a
-        # folder's name would; else the name as written (the hub has a few ids with no org)
-        named = hints.folder_hint(ref)
-        return [(named[0] if named is not None else ref, f"model taken from {origin}")]
-    if not looks_like_path(ref):
-        return [(ref, f"model taken from {origin}")]
-    # an expression earlier in the path (s3://${bucket}/...) does not hide the folder's name
-    folder = hints.folder_hint(ref.split("://", 1)[-1])
-    if folder is None:
-        return []
-    return [(folder[0], f"model taken from the folder name `{folder[1]}` in {origin}")]
-
-
-def _drop_cache_entry(path: Path) -> bool:
-    """Remove one file of huggingface_hub's cache layout (snapshots/<rev>/<file> → blobs/<id>).
-    Anything not laid out like that cache is left alone."""
-    if path.parent.parent.name != "snapshots":
-        return False
-    try:
-        blob = path.resolve()
-        path.unlink()
-        if blob.parent.name == "blobs" and blob.parent.parent == path.parent.parent.parent:
-            blob.unlink(missing_ok=True)
-    except OSError:
-        return False
-    return True
+__all__ = ["CONFIG_NAME", "MAX_CONFIG_BYTES", "QUANT_NAME", "Resolution", "ResolveError",
+           "Resolver", "classify_hub_error", "file_hint", "import_hub", "is_expression",
+           "is_offline_env", "is_repo_id", "load_json", "looks_like_path", "redact", "redact_url"]
