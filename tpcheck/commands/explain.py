@@ -44,5 +44,7 @@ def run(args: base.Args) -> int:
     text = doc(code)
     if text is None:
         raise CommandError(f"no documentation shipped for {code}")
-    print(text.rstrip("\n"))
+    # the docs' `<!-- tpcheck-args: ... -->` lines tell the doc tests how to run an example
+    shown = [ln for ln in text.rstrip("\n").splitlines() if not ln.lstrip().startswith("<!--")]
+    print("\n".join(shown))
     return 0
