@@ -10,7 +10,7 @@ from typing import Any
 import click
 
 from tpcheck.commands import base
-from tpcheck.commands.lint import checked_network, codes
+from tpcheck.commands.lint import checked_network, codes, deployment_options
 from tpcheck.errors import UsageError
 from tpcheck.oneline import one_line
 
@@ -35,17 +35,7 @@ read."""
 @base.format_option("text", "json", "markdown")
 @base.select_option
 @base.ignore_option
-@base.gpu_option("GPU for deployments whose manifest names none (h100-sxm, l40s, ...).")
-@base.option("--context", type=base.IntRange(1), metavar="TOKENS",
-             help="Tokens per sequence for capacity.")
-@base.option("--topology", type=base.FilePath(), metavar="FILE",
-             help="Saved `nvidia-smi topo -m`.")
-@base.model_config_option
-@base.offline_option
-@base.option("--engine-version", type=base.Release(), metavar="VERSION",
-             help="Engine release the rules check against when no image pins one.")
-@base.option("--network", metavar="NICS",
-             help="NICs per node between nodes, e.g. 8x400G-ib (default: the instance type's).")
+@deployment_options
 @base.option("--config", "config_file", type=base.FilePath(), metavar="FILE",
              help="Settings file for both sides (default: each file's nearest, REV's own at "
                   "REV).")

@@ -24,6 +24,28 @@ Lint vLLM / SGLang deployments in PATHS (files, folders, or - for stdin).
 Exit 0: nothing at or above --fail-on; 1: findings; 2: usage or input error."""
 
 
+def deployment_options(f: base.F) -> base.F:
+    """What the rules assume of a deployment the files leave open (GPU, context, topology,
+    model config, release, network): the same options on `check` and `diff`."""
+    for decorate in reversed((
+        base.gpu_option("GPU for deployments whose manifest names none (h100-sxm, l40s, ...)."),
+        base.option("--context", type=base.IntRange(1), metavar="TOKENS",
+                    help="Tokens per sequence for capacity."),
+        base.option("--topology", type=base.FilePath(), metavar="FILE",
+                    help="Saved `nvidia-smi topo -m`."),
+        base.model_config_option,
+        base.offline_option,
+        base.option("--engine-version", type=base.Release(), metavar="VERSION",
+                    help="Engine release the rules check against (option tables, defaults) "
+                         "when no image pins one."),
+        base.option("--network", metavar="NICS",
+                    help="NICs per node between nodes, e.g. 8x400G-ib (default: the instance "
+                         "type's)."),
+    )):
+        f = decorate(f)
+    return f
+
+
 @click.command("check", cls=base.Command, help=DESCRIPTION)
 @base.paths_argument()
 @base.format_option("text", "json", "sarif", "github", "markdown")
@@ -38,18 +60,7 @@ Exit 0: nothing at or above --fail-on; 1: findings; 2: usage or input error."""
 @base.ignore_option
 @base.option("--fail-on", type=base.Choice(["error", "warning", "info"]),
              help="Lowest severity that makes the exit code 1 (default: warning).")
-@base.gpu_option("GPU for deployments whose manifest names none (h100-sxm, l40s, ...).")
-@base.option("--context", type=base.IntRange(1), metavar="TOKENS",
-             help="Tokens per sequence for capacity.")
-@base.option("--topology", type=base.FilePath(), metavar="FILE",
-             help="Saved `nvidia-smi topo -m`.")
-@base.model_config_option
-@base.offline_option
-@base.option("--engine-version", type=base.Release(), metavar="VERSION",
-             help="Engine release the rules check against (option tables, defaults) when no "
-                  "image pins one.")
-@base.option("--network", metavar="NICS",
-             help="NICs per node between nodes, e.g. 8x400G-ib (default: the instance type's).")
+@deployment_options
 @base.option("--config", "config_file", type=base.FilePath(), metavar="FILE",
              help="Settings file (default: nearest .tpcheck.toml or pyproject.toml).")
 @base.stdin_filename_option
@@ -174,13 +185,8 @@ def _append_summary(path: Path, result: LintResult, fmt: str) -> bool:
         with path.open("a", encoding="utf-8") as fh:
             fh.write(render("markdown", result) + "\n")
     except OSError as e:
-        line = f"tpcheck: cannot write the summary to {path}: {e.strerror or e}"
-        if fmt == "github":
-            from tpcheck.report.github import usage_annotation
-
-            sys.stdout.write(usage_annotation(line) + "\n")
-        sys.stderr.write(one_line(line) + "\n")
-        return False
+        return _cannot_write(f"tpcheck: cannot write the summary to {path}: {e.strerror or e}",
+                             fmt)
     return True
 
 
@@ -231,14 +237,19 @@ def _write_sarif(path: Path, result: LintResult, fmt: str, **names: str | None) 
         path.write_text(render("sarif", result, scope=names.get("scope"),
                                category=names.get("category")), encoding="utf-8")
     except OSError as e:
-        line = f"tpcheck: cannot write SARIF to {path}: {e.strerror or e}"
-        if fmt == "github":
-            from tpcheck.report.github import usage_annotation
-
-            sys.stdout.write(usage_annotation(line) + "\n")
-        sys.stderr.write(one_line(line) + "\n")
-        return False
+        return _cannot_write(f"tpcheck: cannot write SARIF to {path}: {e.strerror or e}", fmt)
     return True
+
+
+def _cannot_write(line: str, fmt: str) -> bool:
+    """A report file that could not be written: one line on stderr (and an annotation in the
+    checks view for GitHub output); the run fails."""
+    if fmt == "github":
+        from tpcheck.report.github import usage_annotation
+
+        sys.stdout.write(usage_annotation(line) + "\n")
+    sys.stderr.write(one_line(line) + "\n")
+    return False
 
 
 def codes(text: str | None) -> tuple[str, ...]:
