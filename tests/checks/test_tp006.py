@@ -71,3 +71,38 @@ def test_sglang_ssl_options_given_alone(tmp_path: Path) -> None:
                                 "specified as well. (sglang/srt/arg_groups/serving_hook.py:51)")
     ok = line + " --ssl-certfile /c.pem"
     assert lint(tmp_path, "s.sh", ok + "\n") == []
+
+
+_DPA = "python3 -m sglang.launch_server --model-path Qwen/Qwen3-8B --tp 2 --enable-dp-attention"
+
+
+@pytest.mark.parametrize("version", ["0.4.4.post1", "0.4.6.post1", "0.4.10.post2", "0.5.2rc2"])
+def test_dp_attention_without_dp_is_refused_where_the_release_asserts(
+        tmp_path: Path, version: str) -> None:
+    # server_args.py asserts dp_size > 1 under --enable-dp-attention from 0.4.4.post1 (l.268)
+    # to 0.5.2rc2 (l.616); dp defaults to 1, so the flag alone cannot start
+    [f] = lint(tmp_path, "s.sh", _DPA + "\n", engine_version=version)
+    assert f.code == "TP006" and f.severity is Severity.ERROR
+    assert f.message == "--enable-dp-attention requires --dp above 1"
+    assert engine_says(f).startswith("AssertionError: Please set a dp-size > 1")
+    assert f.span.column == col(_DPA, "--enable-dp-attention")
+    assert f.fix == "use --dp 2 with --enable-dp-attention"  # dp = t = 2 spans the TP group
+
+
+@pytest.mark.parametrize(("version", "extra"), [
+    ("0.4.3", ""),  # up to 0.4.4 the flag sets dp_size = tp_size itself (l.254 in 0.4.3)
+    ("0.5.2", ""),  # 0.5.2 turns DP attention off when dp is 1 (server_args.py l.634-635)
+    ("0.4.6.post1", " --dp 2"),
+    ("0.4.6.post1", " --dp-size 2"),
+    ("0.4.6.post1", " $EXTRA_ARGS"),  # --dp may be in there
+])
+def test_dp_attention_silent_where_dp_is_set_or_not_asserted(
+        tmp_path: Path, version: str, extra: str) -> None:
+    assert [f.code for f in lint(tmp_path, "s.sh", _DPA + extra + "\n",
+                                 engine_version=version)] == []
+
+
+def test_dp_attention_unpinned_is_not_judged(tmp_path: Path) -> None:
+    # the newest release (0.5.23) only deprecates the flag for --attn-dp-size
+    # (server_args.py:419): a TP005, no old assert
+    assert [f.code for f in lint(tmp_path, "s.sh", _DPA + "\n")] == ["TP005"]

@@ -88,6 +88,7 @@ def analyze(d: Deployment, rel: Release | None = None) -> Analysis:
                          and w.outcome == v.outcome)
     if note:
         verdicts = tuple(v for v in verdicts if v.outcome != "combination")  # another release's
+    verdicts += tuple(_dp_attention_without_dp(d, rel))
     if RECOVERED_NOTE in d.notes:
         verdicts = ()  # words read from text that does not parse: not what the engine gets
     elif PASSTHROUGH_NOTE in d.notes or "dynamo" in (d.image or "").lower():
@@ -144,6 +145,24 @@ def _combinations(d: Deployment, table: OptionTable) -> Iterator[Verdict]:
             yield Verdict(use, "combination",
                           f"{check['exception']}: {check['message']} ({check['where']})",
                           headline=head)
+
+
+def _dp_attention_without_dp(d: Deployment, rel: Release) -> Iterator[Verdict]:
+    """``--enable-dp-attention`` with no ``--dp`` above 1, on a release that asserts on it
+    (``Release.dp_attention_needs_dp``): a check in code, so in no option table."""
+    if (not rel.dp_attention_needs_dp or not d.enable_dp_attention
+            or (d.data_parallel_size or 1) > 1 or (d.entrypoint or "serve") != "serve"
+            or d.unresolved or RUNTIME_WORDS_NOTE in d.notes):
+        return
+    uses = [u for u in d.options if not u.keyword
+            and normalize(d.engine, u.written) == "--enable-dp-attention"]
+    if uses and not any(normalize(d.engine, u.written) == "--config" for u in d.options):
+        yield Verdict(uses[0], "combination",
+                      "AssertionError: Please set a dp-size > 1. You can use 1 < dp-size <= "
+                      f"tp-size (sglang {rel.version} server_args.py, DP attention)",
+                      headline="--enable-dp-attention requires --dp above 1",
+                      suggestion=(f"--dp {d.tensor_parallel_size} with --enable-dp-attention"
+                                  if (d.tensor_parallel_size or 1) > 1 else None))
 
 
 def _bound_verdict(check: dict[str, Any], use: OptionUse | None) -> Verdict | None:

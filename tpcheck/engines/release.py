@@ -79,6 +79,17 @@ class Release:
                 and version_key(self.version) < version_key("0.4.4.post1"))
 
     @property
+    def dp_attention_needs_dp(self) -> bool:
+        """SGLang 0.4.4.post1 to 0.5.2rc2 assert ``dp_size > 1`` whenever
+        ``--enable-dp-attention`` is given ("Please set a dp-size > 1", server_args.py l.268 in
+        0.4.4.post1, l.461 in 0.4.10.post2, l.538 in 0.5.1.post3, l.616 in 0.5.2rc2); 0.5.2
+        turns the flag off instead when dp is 1 (l.634-635). Only a pin says which."""
+        from tpcheck.engines.flags import version_key
+
+        key = version_key(self.version) if self.engine == "sglang" and self.pinned else ()
+        return bool(key) and version_key("0.4.4.post1") <= key < version_key("0.5.2")
+
+    @property
     def dp_attention_by_dp_flag(self) -> bool:
         """A pinned SGLang 0.4.x turns attention DP on with ``--enable-dp-attention --dp N``;
         0.5.23 deprecates that pair for ``--attn-dp-size N`` (server_args.py:419), which the
