@@ -19,6 +19,7 @@ from dataclasses import replace
 from tests.physics.test_calibration import (
     CASES,
     EXCLUDED,
+    _num,
     era_of,
     leave_one_out,
     load_rows,
@@ -42,11 +43,19 @@ BEFORE: dict[int, float] = {0: 0.012, 1: 0.013, 12: 0.037, 21: 0.012, 22: 0.011,
                             29: -0.004, 30: 0.024, 31: 0.022, 32: -0.004, 33: 0.003,
                             34: -0.005, 35: 0.022, 36: 0.021, 37: 0.074, 38: -0.032,
                             39: -0.013, 40: -0.006, 41: 0.010, 42: 0.012, 43: 0.026,
-                            44: 0.037, 45: 0.032, 46: 0.042, 47: 0.267}
+                            44: 0.037, 45: 0.032, 46: 0.042, 47: 0.267,
+                            # rows 48-58 (issue 32, second collection) at main 316f6ba with the
+                            # same row assumptions (the sampler the log shows, --quantization
+                            # fp8 for row 54): only row 53 moved (Marlin pads each rank's slice)
+                            48: 0.002, 49: 0.002, 50: -0.005, 51: 0.004, 52: 0.001, 53: 0.016,
+                            54: 0.012, 55: 0.012, 56: 0.005, 57: -0.016, 58: 0.005}
 # Weights errors at main e88e98c (before issue 32 items 3-4: no rotary cache, MXFP4 padded on
 # every release, PP as total/p), for the rows this round moved past 1 %.
 BEFORE_WEIGHTS: dict[int, float] = {26: -0.020, 33: -0.122, 43: -0.041, 44: -0.011, 45: -0.020,
-                                    47: -0.055}
+                                    47: -0.055,
+                                    # row 53 at main 316f6ba: Marlin's 2880 → 2944 padded
+                                    # before the split, not each rank's 720 → 768
+                                    53: -0.040}
 # Printed-token errors at main a998bcb for the hybrid rows (issue 32: whole-attention tokens
 # divided by the effective per-token cost, not the engine's group layout).
 BEFORE_TOKENS: dict[int, float] = {38: 0.290, 39: 0.317, 43: 1.019}
@@ -105,7 +114,7 @@ def main() -> int:
         unpinned = pool_error(predict(p.row, rows[p.row], newest))
         miss = "  [excluded from the bar: " + CASES[p.row].pool_miss[:60] + "…]" if CASES[
             p.row].pool_miss else ""
-        era = era_of(p.version)
+        era = era_of(p.version, CASES[p.row].sampler)
         print(f"{p.row:>3} {era:<16} {_f(fit, 1):>6} {_pct(BEFORE.get(p.row)):>7} "
               f"{_pct(after):>7} {_pct(unpinned):>9}{miss}")
         if not miss:
@@ -140,10 +149,10 @@ def breakdown_section(preds: list) -> None:  # type: ignore[type-arg]
     rows = load_rows()
     print()
     print("terms against the logged breakdown (GiB; A = torch peak increase, N = non-torch "
-          "increase; N loo = C_nccl refitted on the other rows of the same t):")
+          "increase; N loo = C_nccl refitted on the other rows of the same t and scheme):")
     print(f"{'row':>3} {'model':<34} {'t':>2} {'pp':>2} {'W err':>6} {'A pred':>7} {'A log':>6} "
           f"{'err':>7} {'N pred':>7} {'N log':>6} {'err':>7} {'N loo':>7} {'G':>5} "
-          f"{'pool':>6} {'tokens':>7}")
+          f"{'G log':>6} {'pool':>6} {'tokens':>7}")
     resid: dict[int, tuple[int, float]] = {}
     for p in preds:
         r = rows[p.row]
@@ -151,7 +160,8 @@ def breakdown_section(preds: list) -> None:  # type: ignore[type-arg]
         nt = p.reserve.terms[2]
         c = nt.values.get("C_nccl")
         if isinstance(n_log, (int, float)) and isinstance(c, (int, float)) and c:
-            resid[p.row] = (int(r.get("tp") or 1), n_log - (nt.result - c) / GIB)  # type: ignore[call-overload]
+            key = (int(r.get("tp") or 1), str(nt.values.get("scheme")))  # type: ignore[call-overload]
+            resid[p.row] = (key, n_log - (nt.result - c) / GIB)
     for p in preds:
         r = rows[p.row]
         a_log, n_log = r.get("activation_gib"), r.get("non_torch_gib")
@@ -160,19 +170,22 @@ def breakdown_section(preds: list) -> None:  # type: ignore[type-arg]
         act, graphs, nontorch = (x.result / GIB for x in p.reserve.terms)
         loo = ""
         if p.row in resid:
-            t = resid[p.row][0]
-            others = [v for j, (u, v) in resid.items() if u == t and j != p.row]
+            key = resid[p.row][0]  # (t, scheme): 0.19's rows and 0.12's refit apart
+            others = [v for j, (u, v) in resid.items() if u == key and j != p.row]
             if others:
                 fit = statistics.median(others)
-                n_loo = nontorch - memory.lazy_nccl_bytes(t) / GIB + fit
+                n_loo = nontorch - memory.lazy_nccl_bytes(key[0]) / GIB + fit
                 loo = _pct((n_loo - n_log) / n_log)
         print(f"{p.row:>3} {p.model:<34} {r.get('tp')!s:>2} {r.get('pp')!s:>2} "
               f"{_pct(p.weights_error):>6} {act:>7.2f} {a_log:>6.2f} "
               f"{_pct((act - a_log) / a_log):>7} {nontorch:>7.2f} {n_log:>6.2f} "
               f"{_pct((nontorch - n_log) / n_log):>7} {loo:>7} {graphs:>5.2f} "
-              f"{_pct(pool_error(p)):>6} {_pct(p.tokens_error):>7}")
+              f"{_f(_num(r, 'graphs_gib')):>6} {_pct(pool_error(p)):>6} "
+              f"{_pct(p.tokens_error):>7}")
     print("  (rows 32-33 are PP ranks 0: their logged A and N are the first stage's, which runs "
-          "no sampler; the pool is the sampling stage's)")
+          "no sampler; the pool is the sampling stage's. G log: the CUDA graph memory the log "
+          "prints; releases before 0.21 size the pool before capturing graphs, so G = 0 in "
+          "their budget)")
     print()
     print("printed tokens of hybrid sliding-window rows ('GPU KV cache size'), before/after:")
     for p in preds:

@@ -102,9 +102,14 @@ def test_non_torch_by_era_and_tp() -> None:
     # V0: 0.35 GiB (observation rows 0-1); V1: 0.13 GiB (row 23's printed breakdown).
     assert memory.non_torch_bytes("0.6.4", 1) == round(0.35 * GIB)
     assert memory.non_torch_bytes("0.12.0", 1) == round(0.13 * GIB)
-    # Before 0.19 (not read): t = 2 adds NCCL 0.25 GiB·2/8 + custom all-reduce 3 × 8 MiB.
-    grow = memory.non_torch_bytes("0.12.0", 2) - memory.non_torch_bytes("0.12.0", 1)
+    # 0.10 and older (the snapshot precedes the communicators; no breakdown row on NVLink):
+    # t = 2 adds NCCL 0.25 GiB·2/8 + custom all-reduce 3 × 8 MiB, estimated.
+    grow = memory.non_torch_bytes("0.10.1", 2) - memory.non_torch_bytes("0.10.1", 1)
     assert grow == round(GIB / 4 * 2 / 8 + 24 * MIB)
+    # 0.11-0.18: the snapshot follows the communicators (0.11.0 gpu_worker.py l.169/182), so t = 2
+    # adds the TP group's lazily made communicator only; no fusion workspace in these releases.
+    assert memory.non_torch_bytes("0.12.0", 2, fusion=3 * 512 * MIB) == memory.non_torch_bytes(
+        "0.12.0", 1) + round(0.32 * GIB)
     # 0.19+: the communicators' buffers exist before the snapshot (gpu_worker.py l.259-283),
     # so t > 1 adds the fusion workspace passed in (0 where it is not made) and, in 0.19, the
     # TP group's NCCL communicator made lazily at the profile's logits all-gather (0.32 GiB at
@@ -167,8 +172,11 @@ def test_fusion_workspace_only_where_the_release_makes_it() -> None:
     # t = 3 is not a FlashInfer world size (allreduce_rms_fusion FI_SUPPORTED_WORLD_SIZES).
     assert memory.fusion_workspace_bytes(t=3, hidden=4096, b=2, max_num_batched_tokens=8192,
                                          capability=90) == 0
-    # Before 0.19 the pre-0.19 estimate stands: 0.13 + 0.25·2/8 GiB + 24 MiB.
-    assert _non_torch(m, 2, "h100-sxm", version="0.12.0") == round(
+    # Before 0.19 no workspace: 0.12 (snapshot after the communicators) adds the lazily made
+    # TP communicator, 0.13 + 0.32 GiB; 0.10 keeps the estimate 0.13 + 0.25·2/8 GiB + 24 MiB.
+    assert _non_torch(m, 2, "h100-sxm", version="0.12.0") == round(0.13 * GIB) + round(
+        0.32 * GIB)
+    assert _non_torch(m, 2, "h100-sxm", version="0.10.1") == round(
         round(0.13 * GIB) + GIB / 4 * 2 / 8 + 24 * MIB)
 
 

@@ -95,6 +95,15 @@ FUSION_SRC_019 = ("vllm 0.19.0 config/vllm.py l.116-135 enable_allreduce_rms_fus
 NON_TORCH_MNNVL = "fusion workspace (MNNVL)"  # 0.33: one multicast buffer
 NON_TORCH_FUSION = "fusion workspace (trtllm)"  # 0.19: three buffers
 NON_TORCH_COMMS = "communicator buffers"  # not read: NCCL + custom all-reduce estimate
+NON_TORCH_LAZY = "lazy TP communicator"  # 0.11-0.18: snapshot after the communicators
+NON_TORCH_SRC_011 = (
+    "vllm 0.11.0 v1/worker/gpu_worker.py l.169 (init_worker_distributed_environment) before "
+    "l.182 (the snapshot); 0.12.0 l.216 before l.232 ('Initialize the distributed environment "
+    "BEFORE taking memory snapshot'), distributed/parallel_state.py l.327 (device group: "
+    "new_group without device_id), model_executor/layers/logits_processor.py l.79 and "
+    "base_device_communicator.py l.134-146 (the logits all-gather over the device group, so its "
+    "NCCL communicator is made in the profile run); vllm 0.10.1.1 gpu_worker.py l.174/192 and "
+    "0.10.2 l.175/193: the snapshot still precedes the communicators")
 FUSION_SRC_033 = (
     "vllm 0.33.0 config/vllm.py l.179-203 enable_allreduce_rms_fusion (t > 1, CUDA capability "
     "9.0 or 10.x, FlashInfer; no pp/dp condition), l.302/323 (O2/O3), l.435 (O2 by default); "
@@ -108,6 +117,8 @@ NON_TORCH_RELEASES: tuple[tuple[tuple[int, ...], str, bool, str], ...] = (
      f"{FUSION_SRC_033}"),
     ((0, 19), NON_TORCH_FUSION, True,
      f"{NON_TORCH_SRC_019}; {FUSION_SRC_019}; releases 0.20-0.32 not read: 0.19's assumed"),
+    ((0, 11), NON_TORCH_LAZY, True,
+     f"{NON_TORCH_SRC_011}; releases 0.13-0.18 not read: 0.12's assumed"),
     ((0, 0), NON_TORCH_COMMS, True, NON_TORCH_SRC),
 )
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 # ``X as X``: the release table moved to engines.eras (issue 29), still read as non_torch.X
 from tpcheck.engines.eras import ERA_V0, NON_TORCH_COMMS, engine_era, logs_019_breakdown
 from tpcheck.engines.eras import NON_TORCH_FUSION as NON_TORCH_FUSION
+from tpcheck.engines.eras import NON_TORCH_LAZY as NON_TORCH_LAZY
 from tpcheck.engines.eras import NON_TORCH_MNNVL as NON_TORCH_MNNVL
 from tpcheck.engines.eras import non_torch_release as non_torch_release
 from tpcheck.formula import GIB, MIB, Formula
@@ -125,13 +126,17 @@ def non_torch_base(version: str | None) -> int:
 def non_torch_bytes(version: str | None, t: int, *, fusion: int = 0) -> int:
     """N for the release: the era's t = 1 figure plus what the release adds at t > 1.
 
-    0.19 and later: the fusion workspace (``fusion``, 0 where it is not made). Earlier
-    releases (not read): NCCL channel and custom all-reduce buffers.
+    0.19 and later: the fusion workspace (``fusion``, 0 where it is not made). 0.11-0.18: the
+    TP group's lazily made NCCL communicator only (no fusion workspace). 0.10 and older (the
+    snapshot precedes every communicator; not measured on NVLink): NCCL channel and custom
+    all-reduce buffers, estimated.
     """
     base = non_torch_base(version)
     if t <= 1:
         return base
     how, _, _ = non_torch_release(version)
+    if how == NON_TORCH_LAZY:
+        return base + lazy_nccl_bytes(t)
     if how == NON_TORCH_FUSION:
         return base + fusion + lazy_nccl_bytes(t)
     if how == NON_TORCH_MNNVL:
@@ -152,6 +157,10 @@ def lazy_nccl_bytes(t: int) -> int:
 def non_torch_formula(how: str, src: str, c: int, t: int, result: int, fusion: int,
                        cap: int | None, pp: int, dp: int, enforce_eager: bool) -> Formula:
     """R_non_torch as the release computes it (NON_TORCH_RELEASES); ``c`` is N at t = 1."""
+    if how == NON_TORCH_LAZY:
+        return Formula("R_non_torch", "C + (C_nccl(t) if t > 1)",
+                       {"C": c, "C_nccl": lazy_nccl_bytes(t), "t": t, "scheme": how}, result,
+                       "B", f"{src}; {LAZY_NCCL_SRC}")
     if how != NON_TORCH_COMMS:
         cond = "pp = dp = 1, " if how == NON_TORCH_FUSION else ""
         expr = f"C + (W_fusion if t > 1, {cond}compiled, NVSwitch 9.0/10.x)"

@@ -188,7 +188,9 @@ def weights(shape: ModelShape, t: int, opts: Options) -> Formula:
                 experts=m.num_experts // g if ep else m.num_experts, layers=m.moe_layers,
                 g=1 if ep else g, bias=m.expert_bias)
         else:
-            pad = mxfp4_padding(shape.hidden, m.expert_ffn, gpu_key)
+            # Marlin pads each rank's slice of the width; expert parallelism keeps it whole
+            parts = 1 if opts.expert_parallel and g > 1 else g
+            pad = mxfp4_padding(shape.hidden, m.expert_ffn, gpu_key, parts)
             split = replace(split, experts=split.experts * pad.result)
     attn_tp = t // attn_dp if attn_dp > 1 and t % attn_dp == 0 else t
     rope = None

@@ -215,18 +215,24 @@ def mxfp4_layout(version: str | None, gpu_key: str | None) -> str:
 
 MXFP4_SRC = ("vllm 0.33.0 model_executor/layers/fused_moe/oracle/mxfp4.py "
              "mxfp4_round_up_hidden_size_and_intermediate_size")
+MXFP4_MARLIN_SRC = ("vllm 0.10.1.1 model_executor/layers/quantization/mxfp4.py l.154-167 "
+                    "(Marlin: round_up(intermediate_size_per_partition, 128), hidden to 256)")
 
 
-def mxfp4_padding(hidden: int, expert_ffn: int, gpu_key: str | None) -> Formula:
+def mxfp4_padding(hidden: int, expert_ffn: int, gpu_key: str | None, parts: int = 1) -> Formula:
     """Expert bytes grow by the padding vLLM applies to MXFP4 experts before loading them.
 
-    Hopper and newer: hidden rounded up to 256. Marlin (older GPUs): the expert width rounded up
-    to 128 as well. gpt-oss: 2880 → 3072 (×16/15); on an A100 also 2880 → 2944 (×1.090 in all).
+    Hopper and newer: hidden rounded up to 256. Marlin (older GPUs): each rank's slice of the
+    expert width (``parts`` ranks share it) rounded up to 128 as well, since create_weights pads
+    intermediate_size_per_partition. gpt-oss: 2880 → 3072 (×16/15); on an A100 also 2880 →
+    2944 at t = 1 (×1.090 in all) and 720 → 768 per rank at t = 4 (×1.138).
     """
     d_pad = -(-hidden // 256) * 256
     marlin = gpu_key is not None and not gpu_key.startswith(_SM90_OR_NEWER)
-    f_pad = -(-expert_ffn // 128) * 128 if marlin else expert_ffn
+    p = max(parts, 1)
+    per_rank = -(-expert_ffn // p)
+    f_pad = -(-per_rank // 128) * 128 * p if marlin else expert_ffn
     factor = (d_pad * f_pad) / (hidden * expert_ffn)
-    return Formula("mxfp4_pad", "(ceil(d/256)·256 / d)·(f_pad / f_e)",
-                   {"d": hidden, "f_e": expert_ffn, "f_pad": f_pad, "marlin": marlin},
-                   factor, "x", MXFP4_SRC)
+    return Formula("mxfp4_pad", "(ceil(d/256)·256 / d)·(f_pad / f_e), f_pad = p·⌈f_e/p/128⌉·128",
+                   {"d": hidden, "f_e": expert_ffn, "f_pad": f_pad, "p": p, "marlin": marlin},
+                   factor, "x", f"{MXFP4_SRC}; {MXFP4_MARLIN_SRC}")
