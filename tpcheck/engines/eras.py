@@ -31,6 +31,7 @@ MOE_WS_FIRST = (0, 19)
 # Which implementation a release's V1 sampler runs on CUDA (v1/sample/ops/topk_topp_sampler.py):
 SAMPLER_SORT = "sort"  # PyTorch-native: logits.sort over the full vocabulary
 SAMPLER_FLASHINFER = "flashinfer"
+SAMPLER_FLASHINFER_010 = "flashinfer (0.8-0.11)"  # as measured on 0.10.1.1 start-ups
 SAMPLER_TRITON = "triton"
 SAMPLER_RELEASES: tuple[tuple[tuple[int, ...], str, str], ...] = (
     # (first release, implementation, where it was read), newest first.
@@ -43,7 +44,7 @@ SAMPLER_RELEASES: tuple[tuple[tuple[int, ...], str, str], ...] = (
     ((0, 12), SAMPLER_SORT,
      "vllm 0.12.0 topk_topp_sampler.py l.35/46 (FlashInfer opt-in), l.258 (logits.sort); "
      "same in 0.16.0 l.262"),
-    ((0, 8), SAMPLER_FLASHINFER,
+    ((0, 8), SAMPLER_FLASHINFER_010,
      "vllm 0.10.1 topk_topp_sampler.py l.41, 0.11.0 l.46 (FlashInfer used when installed "
      "unless VLLM_USE_FLASHINFER_SAMPLER=0)"),
     ((0, 0), SAMPLER_SORT, "V0 sampler (sort-based top-k/top-p)"),

@@ -16,6 +16,7 @@ from tpcheck.engines.eras import NON_TORCH_COMMS as NON_TORCH_COMMS
 from tpcheck.engines.eras import PRINTED_BLOCKS as PRINTED_BLOCKS
 from tpcheck.engines.eras import PRINTED_CAPACITY as PRINTED_CAPACITY
 from tpcheck.engines.eras import SAMPLER_FLASHINFER as SAMPLER_FLASHINFER
+from tpcheck.engines.eras import SAMPLER_FLASHINFER_010 as SAMPLER_FLASHINFER_010
 from tpcheck.engines.eras import SAMPLER_SORT as SAMPLER_SORT
 from tpcheck.engines.eras import SAMPLER_TRITON as SAMPLER_TRITON
 from tpcheck.engines.eras import VLLM_TOKENS as VLLM_TOKENS
@@ -77,6 +78,10 @@ SAMPLER_BYTES_SORT = 36
 #   fp32 logits: fp32 copy, probabilities, noise): 4 + 4 + 4 + b, plus kernel scratch, about
 #   18 B per logit in bf16. Row 26 (0.19, A100 whose size is assumed) implies 21.7 beyond b.
 SAMPLER_BYTES_FAST = 16
+# - FlashInfer top-k/top-p as 0.8-0.11 run it: rows 48, 49, 51, 52, 53 (0.10.1.1 on A100,
+#   sampler-bound, "Using FlashInfer for top-p & top-k sampling" logged) imply 11.2, 10.7, 9.8,
+#   10.1 and 11.0 B per logit beyond b: 11, their median rounded (0.21+ keep the estimate).
+SAMPLER_BYTES_FLASHINFER_010 = 11
 # - the Triton top-k/top-p of 0.17-0.20: the 0.19 breakdown lines ("A for peak activation") of
 #   the sampler-bound rows 29, 34, 38, 39, 40 give (A - N·d·b)/(S·V) - b = 12.9, 12.9, 12.7, 12.7
 #   and 12.9 B per logit beyond b (S = 1024 rows, N = 8192; A = 1.89, 2.21, 3.66, 3.65, 2.21
@@ -87,8 +92,8 @@ SAMPLER_BYTES_TRITON = 13
 def sampler_impl(version: str | None) -> tuple[str, int, str]:
     """(implementation, bytes per logit beyond b, source) of the release's sampler warm-up."""
     impl, src = sampler_era(version)
-    extra = {SAMPLER_SORT: SAMPLER_BYTES_SORT,
-             SAMPLER_TRITON: SAMPLER_BYTES_TRITON}.get(impl, SAMPLER_BYTES_FAST)
+    extra = {SAMPLER_SORT: SAMPLER_BYTES_SORT, SAMPLER_TRITON: SAMPLER_BYTES_TRITON,
+             SAMPLER_FLASHINFER_010: SAMPLER_BYTES_FLASHINFER_010}.get(impl, SAMPLER_BYTES_FAST)
     return impl, extra, src
 
 
