@@ -10,11 +10,13 @@ from pathlib import Path
 
 import pytest
 
+from tests.shared import chdir
 from tpcheck.lint import Linter
 from tpcheck.settings import Settings
 from tpcheck.sources import read_path
 
-FIXTURES = Path(__file__).resolve().parents[2] / "fixtures" / "llmisvc"
+ROOT = Path(__file__).resolve().parents[2]
+FIXTURES = ROOT / "fixtures" / "llmisvc"
 QWEN = FIXTURES / "llm-inference-service-qwen2-7b-gpu.yaml"
 DP = FIXTURES / "llm-inference-service-dp-ep-deepseek-r1-gpu-naive.yaml"
 PD = FIXTURES / "llm-inference-service-pd-facebook-opt-125m-cpu.yaml"
@@ -77,17 +79,49 @@ def test_prefill_pool_is_a_second_launch_with_its_own_role() -> None:
                for n in prefill.notes)
 
 
-def test_a_config_alone_is_read_and_a_service_names_a_base_ref_elsewhere() -> None:
-    """The sample's config (kv_role kv_consumer / kv_producer in VLLM_ADDITIONAL_ARGS, lines 28
-    and 66) is read as a service would run it; the service beside it names it in baseRefs
-    (another file): its fields are not merged, and a note says so."""
-    decode, prefill = read_path(str(GPT_OSS / "llmisvc_config_pd_disagg.yaml")).deployments
+def test_a_service_merges_the_config_its_base_refs_name_in_the_folder() -> None:
+    """KServe's e2e sample: the service names `llmisvc-config-pd-disagg` (another file beside
+    it), whose main containers set VLLM_ADDITIONAL_ARGS (kv_role kv_consumer / kv_producer,
+    config lines 28 and 66); the service sets the GPUs (its lines 19 and 30). Each value is
+    placed in the file that writes it, and the config is read through the service only."""
+    service = GPT_OSS / "inference_pd_disaggregation.yaml"
+    config = GPT_OSS / "llmisvc_config_pd_disagg.yaml"
+    decode, prefill = read_path(str(service)).deployments
     assert (decode.kv_connector, decode.pd_role, prefill.pd_role) == (
         "NixlConnector", "decode", "prefill")
-    service = read_path(str(GPT_OSS / "inference_pd_disaggregation.yaml")).deployments
-    assert [d.pd_role for d in service] == ["decode", "prefill"]
-    assert all(any(n.startswith("baseRefs llmisvc-config-pd-disagg: not in this file")
-                   for n in d.notes) for d in service)
+    assert (decode.spans["gpus_requested"].path, decode.spans["gpus_requested"].line) == (
+        str(service), 19)
+    assert prefill.spans["gpus_requested"].line == 30
+    assert decode.span.path == str(service) and decode.span.line == 16
+    assert not any("not found" in n for n in decode.notes)
+    assert read_path(str(config)).deployments == ()  # read through the service
+    with chdir(ROOT):
+        res = Linter(Settings(offline=True)).run(["fixtures/llmisvc/e2e-gpt-oss"])
+    assert res.deployments == 2
+
+
+def test_a_config_no_service_names_is_read_alone(tmp_path: Path) -> None:
+    """The config alone in its folder (as in the corpus): read as a service would run it,
+    its kv_role telling the pools apart; GPUs from its own containers (lines 40, 78)."""
+    lone = tmp_path / "llmisvc_config_pd_disagg.yaml"
+    lone.write_text((GPT_OSS / "llmisvc_config_pd_disagg.yaml").read_text())
+    decode, prefill = read_path(str(lone)).deployments
+    assert (decode.kv_connector, decode.pd_role, prefill.pd_role) == (
+        "NixlConnector", "decode", "prefill")
+    assert (decode.spans["gpus_requested"].line, prefill.spans["gpus_requested"].line) == (
+        40, 78)
+
+
+def test_a_base_ref_found_nowhere_is_named(tmp_path: Path) -> None:
+    """The service without the config beside it: its launches are read, and a note names the
+    config whose fields were not."""
+    alone = tmp_path / "inference_pd_disaggregation.yaml"
+    alone.write_text((GPT_OSS / "inference_pd_disaggregation.yaml").read_text())
+    decode, prefill = read_path(str(alone)).deployments
+    assert prefill.pd_role == "prefill"
+    assert decode.kv_connector is None  # the config's VLLM_ADDITIONAL_ARGS are not known
+    assert any(n.startswith("baseRefs llmisvc-config-pd-disagg: not found beside this file")
+               for n in decode.notes)
 
 
 def test_base_refs_in_the_same_file_are_merged(tmp_path: Path) -> None:
@@ -103,7 +137,7 @@ def test_base_refs_in_the_same_file_are_merged(tmp_path: Path) -> None:
     # the service's own limits (its file starts after the config's 101 lines: line 19 there)
     config_lines = len((GPT_OSS / "llmisvc_config_pd_disagg.yaml").read_text().splitlines())
     assert decode.spans["gpus_requested"].line == config_lines + 19
-    assert not any("not in this file" in n for n in decode.notes)
+    assert not any("not found" in n for n in decode.notes)
 
 
 def test_a_main_container_with_its_own_command_is_read_as_written(tmp_path: Path) -> None:
@@ -124,3 +158,23 @@ def test_other_kinds_of_the_name_are_not_read_as_a_service(tmp_path: Path) -> No
     f = tmp_path / "other.yaml"
     f.write_text(QWEN.read_text().replace("serving.kserve.io/v1alpha2", "example.com/v1"))
     assert read_path(str(f)).deployments == ()
+
+
+def test_a_config_that_writes_the_command_gives_the_service_that_launch() -> None:
+    """KServe's default e2e sample: the config's main container writes `command: [/bin/sh,
+    -c]` and a `vllm serve /mnt/models ...` args line (its line 15), which replaces the
+    well-known template's; the service (another file) gives the model (hints) and its GPU
+    limit (`nvidia.com/gpu: 1`, its line 23). One launch in the folder, not two."""
+    folder = FIXTURES / "e2e-gpt-oss-default"
+    (d,) = read_path(str(folder / "inference_default.yaml")).deployments
+    assert (d.path, d.span.line) == (str(folder / "llmisvc_config_default.yaml"), 15)
+    assert (d.model, d.gpus_requested) == ("/mnt/models", 1)
+    assert (d.spans["gpus_requested"].path, d.spans["gpus_requested"].line) == (
+        str(folder / "inference_default.yaml"), 23)
+    assert [h.value for h in d.model_hints] == ["pvc://gpt-oss-20b-pvc", "RedHatAI/gpt-oss-20b"]
+    assert any("the command of LLMInferenceServiceConfig "
+               "llmisvc-intelligent-inference-scheduling" in n for n in d.notes)
+    assert read_path(str(folder / "llmisvc_config_default.yaml")).deployments == ()
+    with chdir(ROOT):
+        res = Linter(Settings(offline=True)).run(["fixtures/llmisvc/e2e-gpt-oss-default"])
+    assert res.deployments == 1
