@@ -178,3 +178,15 @@ def test_a_config_that_writes_the_command_gives_the_service_that_launch() -> Non
     with chdir(ROOT):
         res = Linter(Settings(offline=True)).run(["fixtures/llmisvc/e2e-gpt-oss-default"])
     assert res.deployments == 1
+
+
+def test_single_node_tensor_parallelism_and_the_v1alpha1_era_are_said(tmp_path: Path) -> None:
+    """`parallelism: {tensor: 2}` on a single-node v1alpha1 service: TP 2 as today's template
+    passes it (kserve #5782), with a note for each thing an older KServe did otherwise."""
+    f = tmp_path / "tp.yaml"
+    f.write_text(QWEN.read_text().replace("kserve.io/v1alpha2", "kserve.io/v1alpha1")
+                 .replace("  replicas: 3\n", "  replicas: 3\n  parallelism:\n    tensor: 2\n"))
+    (d,) = read_path(str(f)).deployments
+    assert d.tensor_parallel_size == 2 and d.spans["tensor_parallel_size"].line == 12
+    assert any("since kserve #5782" in n for n in d.notes)
+    assert any(n.startswith("a v1alpha1 service") for n in d.notes)

@@ -13,22 +13,27 @@ prefill variants of the same. Their ``main`` container runs (config/llmisvcconfi
 commit aaac4e294dae, ``eval "exec vllm serve /mnt/models ... ${VLLM_ADDITIONAL_ARGS} $@"``):
 
 - every template: ``--served-model-name {{ .Spec.Model.Name }}``, and
-  ``--tensor-parallel-size`` when ``parallelism.tensor`` is set;
+  ``--tensor-parallel-size`` when ``parallelism.tensor`` is set (the single-node templates
+  since kserve #5782, commit 92da7158c, 2026-07: said in a note, since a KServe before it
+  passes no TP there);
 - data parallel: ``--enable-expert-parallel`` when ``expert``, ``--data-parallel-size
   {{ or .Data 1 }}``, ``--data-parallel-size-local {{ or .DataLocal 1 }}``;
 - pipeline parallel: ``--pipeline-parallel-size {{ or .Pipeline 1 }}`` and ``--nnodes`` the same;
 - then the words of the ``VLLM_ADDITIONAL_ARGS`` env value (``eval``: shell quoting applies),
   then the container's ``args``.
 
-A worker's LeaderWorkerSet has ``Parallelism.GetSize()`` pods (llm_inference_service_types_
-func.go: data / dataLocal, at least 1; else pipeline). That launch is what tpcheck reads, each
-value placed where the file writes it; a ``main`` container that writes its own ``command``
-replaces the template's and is read as written (``kube.Walker``). ``baseRefs`` are merged from
-the configs of the same file or folder (the nearest writer of a container key wins, env merged
-by name), each value placed in the file that writes it; one found nowhere is named in a note. A
-config whose main container writes a command gives the service that launch, with the service's
-model and GPUs. A config no service beside it names is read as a service would run it; one a
-service names is read through that service only.
+The v1alpha1-era single-node template (commit d9d658f80, 2025-10) ran ``vllm serve /mnt/models``
+with the container's ``args`` and no ``VLLM_ADDITIONAL_ARGS``: a v1alpha1 document is read as
+today's controller runs it, with a note saying so. A worker's LeaderWorkerSet has
+``Parallelism.GetSize()`` pods (llm_inference_service_types_func.go: data / dataLocal, at least
+1; else pipeline). That launch is what tpcheck reads, each value placed where the file writes
+it; a ``main`` container that writes its own ``command`` replaces the template's and is read as
+written (``kube.Walker``). ``baseRefs`` are merged from the configs of the same file or folder
+(the nearest writer of a container key wins, env merged by name), each value placed in the file
+that writes it; one found nowhere is named in a note. A config whose main container writes a
+command gives the service that launch, with the service's model and GPUs. A config no service
+beside it names is read as a service would run it; one a service names is read through that
+service only.
 """
 
 from __future__ import annotations
@@ -56,6 +61,10 @@ MAIN = "main"  # the container the well-known configs' templates name
 MOUNT = "/mnt/models"  # constants.DefaultModelLocalMountPath: where the model is mounted
 ADDITIONAL = "VLLM_ADDITIONAL_ARGS"
 MAX_SCANNED = 200  # YAML files of the folder looked at for the configs baseRefs name
+SINGLE_TP_NOTE = ("--tensor-parallel-size from spec.parallelism.tensor: KServe's single-node "
+                  "templates pass it since kserve #5782 (2026-07); an older KServe does not")
+V1ALPHA1_NOTE = ("a v1alpha1 service, read as today's templates run it; the v1alpha1-era "
+                 "single-node template took only the container's args")
 
 
 def kind_of(doc: Any) -> str | None:
@@ -264,6 +273,11 @@ def _read_role(kind: str, role: _Role) -> Deployment | None:
         extra["group_size"] = group[0]
         spans["group_size"] = gctx.span(node) if node is not None else here
     notes = [*notes, _note(layers.srcs[0].doc, kind, role, shape)]
+    if shape == "single" and (_int(role.par("tensor")[0]) or 0) > 0:
+        notes.append(SINGLE_TP_NOTE)
+    api = mget(own.doc, "apiVersion")
+    if shape == "single" and str(getattr(api, "value", "")).endswith("/v1alpha1"):
+        notes.append(V1ALPHA1_NOTE)
     if layers.missing:
         notes.append(f"baseRefs {', '.join(layers.missing)}: not found beside this file, not "
                      "read (a config that writes the main container's command runs that instead)")
