@@ -190,3 +190,15 @@ def test_single_node_tensor_parallelism_and_the_v1alpha1_era_are_said(tmp_path: 
     assert d.tensor_parallel_size == 2 and d.spans["tensor_parallel_size"].line == 12
     assert any("since kserve #5782" in n for n in d.notes)
     assert any(n.startswith("a v1alpha1 service") for n in d.notes)
+
+
+def test_inspect_names_the_catalog_entry_a_hint_found() -> None:
+    """`tpcheck inspect` said `catalog: tpcheck/models/catalog/Qwen--Qwen2.5-7B-Instruct/...`
+    and `hf:/Qwen/...` (one slash) when a hint found the config: the text after the path is
+    not part of it."""
+    from tpcheck.report.paths import source_label
+
+    where = ("catalog: /x/tpcheck/models/catalog/Qwen--Qwen2.5-7B-Instruct/config.json (model "
+             "taken from spec.model.uri `hf://Qwen/Qwen2.5-7B-Instruct` (line 7))")
+    assert source_label(where) == ("catalog Qwen/Qwen2.5-7B-Instruct (model taken from "
+                                   "spec.model.uri `hf://Qwen/Qwen2.5-7B-Instruct` (line 7))")
