@@ -345,8 +345,7 @@ def _env(mains: list[tuple[Any, _Src]], ctx: Ctx) -> tuple[LazyEnv, dict[str, st
 
 def _additional(mains: list[tuple[Any, _Src]], env: LazyEnv) -> list[Word]:
     """VLLM_ADDITIONAL_ARGS's words (the nearest layer's) as ``eval`` splits them."""
-    from tpcheck.sources.kube import _split_words_flat
-    from tpcheck.sources.shell import Vars
+    from tpcheck.sources.shell import Vars, tokenize
 
     for c, s in mains:
         seq = mget(c, "env")
@@ -354,7 +353,8 @@ def _additional(mains: list[tuple[Any, _Src]], env: LazyEnv) -> list[Word]:
             n, v = mget(item, "name"), mget(item, "value")
             if isinstance(n, yaml.ScalarNode) and n.value == ADDITIONAL:
                 if isinstance(v, yaml.ScalarNode) and v.value:
-                    return _split_words_flat(s.ctx.locate(v), Vars(k8s=env, arithmetic=False))
+                    vars_ = Vars(k8s=env, arithmetic=False)
+                    return [w for cmd in tokenize(s.ctx.locate(v), vars_) for w in cmd]
                 return []
     return []
 
