@@ -146,6 +146,36 @@ def test_templates_hook_reads_tpl_files(tmp_path: Path) -> None:
 
 
 @pytest.mark.slow
+def test_templates_hook_reads_the_build_files_no_type_covers(tmp_path: Path) -> None:
+    """A Terraform template, a Slurm batch file (mode 644) and a lower-case `.dockerfile`: the
+    CLI reads each, pre-commit types none of them (identify has no tag for the three names),
+    so the main hook never passes them; the templates hook does, and only them."""
+    src = _snapshot(tmp_path / "tpcheck")
+    infra = tmp_path / "infra"
+    infra.mkdir()
+    _git("init", "-q", cwd=infra)
+    (infra / "pyproject.toml").write_text('[tool.tpcheck]\noffline = true\n', encoding="utf-8")
+    launch = "vllm serve meta-llama/Llama-3.1-70B-Instruct --tensor-parallel-size 6\n"
+    (infra / "startup.sh.tftpl").write_text("#!/bin/bash\n" + launch, encoding="utf-8")
+    (infra / "job.sbatch").write_text("#!/bin/bash\n#SBATCH --gres=gpu:8\n" + launch,
+                                      encoding="utf-8")
+    (infra / "serve.dockerfile").write_text(
+        "FROM vllm/vllm-openai:v0.8.5\nCMD " + launch, encoding="utf-8")
+    (infra / "README.md").write_text("not a deployment\n", encoding="utf-8")
+    _git("add", "-A", cwd=infra)
+    home = tmp_path / "pre-commit-home"
+    main_hook = _try_repo(src, infra, home)
+    assert "TP101" not in main_hook.stdout + main_hook.stderr  # the gap the hook closes
+    run = _try_repo(src, infra, home, hook="tpcheck-templates")
+    out = run.stdout + run.stderr
+    assert run.returncode == 1, out
+    # 64 heads mod 6 = 4 in each: the launch lines are 2, 3 and 2
+    for where in ("startup.sh.tftpl:2:", "job.sbatch:3:", "serve.dockerfile:2:"):
+        assert where in out, out
+    assert "README.md" not in out
+
+
+@pytest.mark.slow
 def test_an_extension_less_script_without_the_executable_bit(tmp_path: Path) -> None:
     # pre-commit types a file by its shebang only when it is executable: `scripts/serve` with
     # `#!/bin/bash` and mode 644 is "text, non-executable", so the main hook never sees it.

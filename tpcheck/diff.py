@@ -276,26 +276,30 @@ def read_side(paths: Iterable[str], linter_for: Callable[[Path | None], Linter],
     laid out in, the repository's), so a headline naming a path names the repository's."""
     errors: list[SourceError] = []
     out: dict[str, _Side] = {}
-    for p in iter_files(paths, errors):
-        sfile = settings_for(p)
-        try:
-            linter = linter_for(sfile)
-        except UsageError as e:
-            if sfile is None:
-                raise
-            errors.append(SourceError(str(sfile), 1, 1, str(e).removeprefix(f"{sfile}: ")))
-            continue
-        rr = read_path(p, max_bytes=linter.settings.max_file_size)
-        result = LintResult()
-        linter.lint_read(rr, result)
-        errors.extend(e for e in result.errors if e not in errors)
-        key = key_of(p)
-        found = tuple(_relocated(f, key_of, moved) for f in result.findings)
-        figs = tuple(_figures_or_problem(linter, d) for d in rr.deployments)
-        if moved:  # a problem naming a file (a malformed config.json) names the repository's
-            figs = tuple(replace(x, problem=x.problem.replace(*moved)) if x.problem else x
-                         for x in figs)
-        out[key] = _Side(figs, found)
+    from tpcheck.sources.given import run_over
+
+    paths = list(paths)
+    with run_over(paths):
+        for p in iter_files(paths, errors):
+            sfile = settings_for(p)
+            try:
+                linter = linter_for(sfile)
+            except UsageError as e:
+                if sfile is None:
+                    raise
+                errors.append(SourceError(str(sfile), 1, 1, str(e).removeprefix(f"{sfile}: ")))
+                continue
+            rr = read_path(p, max_bytes=linter.settings.max_file_size)
+            result = LintResult()
+            linter.lint_read(rr, result)
+            errors.extend(e for e in result.errors if e not in errors)
+            key = key_of(p)
+            found = tuple(_relocated(f, key_of, moved) for f in result.findings)
+            figs = tuple(_figures_or_problem(linter, d) for d in rr.deployments)
+            if moved:  # a problem naming a file (a malformed config.json) names the repository's
+                figs = tuple(replace(x, problem=x.problem.replace(*moved)) if x.problem else x
+                             for x in figs)
+            out[key] = _Side(figs, found)
     return out, errors
 
 

@@ -446,8 +446,12 @@ class Linter:
         out = LintResult()
         if self.topology_error is not None:
             out.errors.append(self.topology_error)
-        for p in iter_files(paths, out.errors):
-            self.lint_path(p, out, stdin_text=stdin_text, stdin_filename=stdin_filename)
+        from tpcheck.sources.given import run_over
+
+        paths = list(paths)
+        with run_over(paths):
+            for p in iter_files(paths, out.errors):
+                self.lint_path(p, out, stdin_text=stdin_text, stdin_filename=stdin_filename)
         out.findings.sort(key=finding_order)
         return out
 

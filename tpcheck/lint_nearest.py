@@ -63,6 +63,17 @@ def run_with_nearest_settings(paths: Iterable[str], linter_for: Callable[[Path |
     With ``sink``, each file's findings go to it as soon as that file is checked, in the
     report's order (files by path, as the sorted report has them), and the result keeps none
     of them: memory stays flat however many files there are (``report.stream``)."""
+    from tpcheck.sources.given import run_over
+
+    paths = list(paths)
+    with run_over(paths):
+        return _run_nearest(paths, linter_for, stdin_text=stdin_text,
+                            stdin_filename=stdin_filename, sink=sink)
+
+
+def _run_nearest(paths: list[str], linter_for: Callable[[Path | None], FileLinter], *,
+                 stdin_text: str | bytes | None, stdin_filename: str | None,
+                 sink: Callable[[list[Finding]], None] | None) -> LintResult:
     out = LintResult()
     nearest: dict[str, Path | None] = {}
     if sink is not None:

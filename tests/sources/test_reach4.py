@@ -87,6 +87,22 @@ def test_resources_in_the_kustomizations_own_folder_are_read_there() -> None:
     assert res.deployments == 1
 
 
+def test_a_kustomization_named_alone_renders_the_resources_beside_it() -> None:
+    """`tpcheck base/kustomization.yaml` (resources: [deployment.yaml] only): before, 0
+    deployments; the run does not read deployment.yaml on its own, so the kustomization
+    renders it (TP 2, line 19). Named with it, or through its folder, it is read once."""
+    base = "fixtures/reach4/kustomize-passthrough/base"
+    with chdir(ROOT):
+        alone = Linter(Settings(offline=True)).run([f"{base}/kustomization.yaml"])
+        both = Linter(Settings(offline=True)).run(
+            [f"{base}/kustomization.yaml", f"{base}/deployment.yaml"])
+        folder = Linter(Settings(offline=True)).run([base])
+    assert (alone.deployments, both.deployments, folder.deployments) == (1, 1, 1)
+    # the reader called on its own (the editor) keeps the folder rule: nothing twice
+    assert read_path(str(FIXTURES / "kustomize-passthrough/base/kustomization.yaml")
+                     ).deployments == ()
+
+
 GKE_NEMO = FIXTURES / ("GoogleCloudPlatform--kubernetes-engine-samples_ai-ml_nemo-rl-on-gke_"
                        "nemoRL_gemma3-27b-it_nvidia-vllm-post-trained-gemma3-27-deploy.yaml")
 

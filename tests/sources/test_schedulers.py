@@ -68,6 +68,32 @@ def test_skypilot_setup_pin() -> None:
     assert d.engine_version_from == (f"from `sglang==0.4.2.post4` pinned in setup at {path}:16")
 
 
+KIMI = FIXTURES / "reach" / "skypilot-org--skypilot_llm_kimi-k2_kimi-k2.sky.yaml"
+
+
+def test_skypilot_accelerators_name_the_gpu(tmp_path: Path) -> None:
+    """`accelerators: H100:8` (line 16) names the product of every node; the task has
+    num_nodes: 2 (line 22), so the 8 are one node's and the launch's GPU count stays unset
+    (the checks count one pod's GPUs against the whole t·p = 16 ranks). The same task on one
+    node gets its 8 GPUs. Before: gpu=- and gpus=-."""
+    (d,) = read_path(str(KIMI)).deployments
+    assert (d.gpu_product, d.gpus_requested) == ("H100", None)
+    assert d.spans["gpu_product"].line == 16
+    one = tmp_path / "one-node.sky.yaml"
+    one.write_text(KIMI.read_text().replace("num_nodes: 2", "num_nodes: 1"))
+    (d1,) = read_path(str(one)).deployments
+    assert (d1.gpu_product, d1.gpus_requested) == ("H100", 8)
+
+
+def test_skypilot_accelerator_choices_name_no_product() -> None:
+    """`{H200:8, H100:8, A100-80GB:8}`: SkyPilot picks one of three products, so none is the
+    launch's; one count (8) for all three, but num_nodes: 2 leaves it unset too."""
+    path = FIXTURES / "corpus-sample" / (
+        "skypilot-org--skypilot_llm_deepseek-r1_deepseek-r1-671B.yaml")
+    (d,) = read_path(str(path)).deployments
+    assert (d.gpu_product, d.gpus_requested) == (None, None)
+
+
 def test_powershell_docker_run() -> None:
     """`docker run ... vllm/vllm-openai:v0.6.6.post1 --model deepseek-ai/DeepSeek-V3` in a
     .ps1: the image's entrypoint is vLLM's server, the words after the image its arguments."""

@@ -200,12 +200,15 @@ def run(args: base.Args) -> int:
     models = _ModelSources(args.offline, args.model_config, stdin_filename, args.engine_version)
     results: list[ReadResult] = []
     walk_errors: list[SourceError] = []
-    for p in iter_files(paths, walk_errors):
-        problem = models.add(p)
-        if problem is not None and problem not in walk_errors:
-            walk_errors.append(problem)  # its files are still shown, their models not resolved
-        text = read_stdin() if p == "-" else None
-        results.append(read_path(p, text, stdin_filename=stdin_filename))
+    from tpcheck.sources.given import run_over
+
+    with run_over(paths):
+        for p in iter_files(paths, walk_errors):
+            problem = models.add(p)
+            if problem is not None and problem not in walk_errors:
+                walk_errors.append(problem)  # its files are still shown, models not resolved
+            text = read_stdin() if p == "-" else None
+            results.append(read_path(p, text, stdin_filename=stdin_filename))
     errors = walk_errors + [e for r in results for e in r.errors]
     for e in errors:
         print(one_line(str(e)), file=sys.stderr)

@@ -43,9 +43,13 @@ def source_label(where: str) -> str:
     source, sep, location = where.partition(": ")
     if not sep:
         return where
+    # "PATH (model taken from ...)": the hint after the path is text, not part of it (a
+    # `hf://org/name` in it must not be read as a path and lose a slash)
+    location, paren, hint = location.partition(" (")
+    tail = paren + hint
     if source == "catalog":
         folder = Path(location).parent.name
         if "--" in folder:
-            return "catalog " + folder.replace("--", "/", 1)
+            return "catalog " + folder.replace("--", "/", 1) + tail
     rel = relative_to_root(location, Path.cwd())
-    return f"{source}: {rel}" if rel is not None else where
+    return f"{source}: {rel}{tail}" if rel is not None else where

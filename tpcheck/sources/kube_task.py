@@ -59,6 +59,22 @@ def _accelerator_count(node: Any, ctx: Ctx) -> Located | None:
     return found[0]
 
 
+def _accelerator_name(node: Any) -> str | None:
+    """The GPU product of a SkyPilot ``accelerators`` when it names one (``H100:8``,
+    ``{H100: 8}``); None for a set or list of several products (SkyPilot picks one)."""
+    if isinstance(node, yaml.ScalarNode):
+        names = [str(node.value)]
+    elif isinstance(node, yaml.MappingNode):
+        names = [str(k.value) for k, _ in node.value if isinstance(k, yaml.ScalarNode)]
+    elif isinstance(node, yaml.SequenceNode):
+        names = [str(i.value) for i in node.value if isinstance(i, yaml.ScalarNode)]
+    else:
+        return None
+    products = {n.rpartition(":")[0] or n for n in names}
+    (one, *rest) = products or {""}
+    return (one.strip() or None) if not rest else None
+
+
 class TaskFacts:
     """The walker's readers of a task file's own facts (mixed into ``kube.Walker``)."""
 
@@ -89,10 +105,21 @@ class TaskFacts:
         if isinstance(nodes, yaml.ScalarNode) and int_or_none(nodes.value) is not None:
             top.shell.setdefault("SKYPILOT_NUM_NODES", self.ctx.locate(nodes))
             top.origins["SKYPILOT_NUM_NODES"] = "num_nodes"
-        count = _accelerator_count(mget(res, "accelerators"), self.ctx)
+        acc = mget(res, "accelerators")
+        count = _accelerator_count(acc, self.ctx)
         if count is not None:
             top.shell.setdefault("SKYPILOT_NUM_GPUS_PER_NODE", count)
             top.origins["SKYPILOT_NUM_GPUS_PER_NODE"] = "resources.accelerators"
+            # the GPUs of a one-node task (the checks count a pod's GPUs, and a task of
+            # several nodes is one launch per node, as Slurm's --nodes), and the product
+            # when the task names one (issue 33)
+            if nodes is None or int_or_none(str(getattr(nodes, "value", ""))) == 1:
+                self.task_extra["gpus_requested"] = int(count.value)
+                self.task_spans["gpus_requested"] = count.span()
+            name = _accelerator_name(acc)
+            if name is not None:
+                self.task_extra["gpu_product"] = name
+                self.task_spans["gpu_product"] = self.ctx.span(acc)
 
     def _task_facts(self, root: Any) -> None:
         """A Truss config's ``resources.accelerator: H100:8`` (beside ``docker_server``: the

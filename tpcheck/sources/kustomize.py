@@ -28,6 +28,7 @@ from stat import S_ISREG
 
 from tpcheck.record import replace
 from tpcheck.sources.base import MAX_BYTES, PATCH_NOTE, Deployment, ReadResult, SourceError, Span
+from tpcheck.sources.given import given_paths
 from tpcheck.sources.kustomize_gen import env_from, generated_env
 from tpcheck.sources.kustomize_nodes import (
     MAP,
@@ -208,12 +209,20 @@ def read_kustomization(path: str, text: str) -> ReadResult:
 
 
 def _read_alone(file: str | None, kustomization: str) -> bool:
-    """Whether a document the build takes unchanged from ``file`` is read in that file by a
-    folder run reaching ``kustomization``: a file in the kustomization's folder or below."""
+    """Whether a document the build takes unchanged from ``file`` is read in that file by the
+    run: a file in the kustomization's folder or below, when the run was given that file or a
+    folder holding it (always, for a reader called on its own)."""
     if file is None:
         return False  # a patch or an override changed it: only the overlay has it
     folder = os.path.dirname(os.path.abspath(kustomization))
-    return os.path.abspath(file).startswith(folder + os.sep)
+    a = os.path.abspath(file)
+    if not a.startswith(folder + os.sep):
+        return False
+    given = given_paths()
+    if given is None:
+        return True
+    files, dirs = given
+    return a in files or any(a.startswith(d + os.sep) for d in dirs)
 
 
 def _remote_patches(path: str, files: Files) -> list[Deployment]:

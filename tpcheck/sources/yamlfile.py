@@ -21,6 +21,10 @@ from tpcheck.sources.pyyaml import ReaderError, yaml
 from tpcheck.sources.vllm_config import looks_like_config, read_config
 from tpcheck.sources.yamlctx import LOADER, Ctx
 
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any
+
 
 def read_yaml(path: str, text: str) -> ReadResult:
     if "{{" in text:
@@ -63,12 +67,20 @@ def _compose(text: str, ctx: Ctx, found: list[Deployment]) -> None:
     """Every document's launches into ``found``; the documents after the one that takes it past
     MAX_LAUNCHES are not composed (``sources.read_path`` keeps the first MAX_LAUNCHES and says
     where reading stopped)."""
-    for doc in yaml.compose_all(text, Loader=LOADER):
+    docs: Any = yaml.compose_all(text, Loader=LOADER)
+    llm = "LLMInferenceService" in text  # KServe: a service's baseRefs name configs beside it
+    if llm:
+        from tpcheck.sources import llmisvc
+
+        docs = list(docs)
+    for doc in docs:
         if len(found) > MAX_LAUNCHES:
             return
         if doc is None:
             continue
-        if is_dstack(doc):
+        if llm and llmisvc.kind_of(doc) is not None:
+            found.extend(llmisvc.read_llmisvc(doc, ctx, docs))
+        elif is_dstack(doc):
             found.extend(read_dstack(doc, ctx))
         elif looks_like_config(doc):
             found.extend(read_config(doc, ctx))
