@@ -161,6 +161,8 @@ class Linter:
             try:
                 cached = parse_config(r.config, name=model, path=r.location,
                                       quant_cfg=r.quant_config)
+                if r.assumed_quant is not None:  # a repack: its base's shape, its name's quant
+                    cached = replace(cached, quant=r.assumed_quant)
             except ConfigError as e:
                 cached = str(e)
             self.shapes[key] = cached

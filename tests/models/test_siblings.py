@@ -155,28 +155,33 @@ def test_lint_findings_name_the_relative(tmp_path: Path,
 
 
 @pytest.mark.parametrize(("asked", "base"), [
-    # kubeai's manifests (../shared/corpus/real/substratusai__kubeai): repacks of bundled bases
+    # kubeai's repacks (../shared/corpus/real/substratusai__kubeai) name their bundled bases;
+    # tpcheck.models.repacks takes these (tests/models/test_repacks.py)
     ("neuralmagic/Meta-Llama-3.1-70B-Instruct-FP8", "meta-llama/Llama-3.1-70B-Instruct"),
     ("hugging-quants/Meta-Llama-3.1-70B-Instruct-AWQ-INT4", "meta-llama/Llama-3.1-70B-Instruct"),
     ("amd/Llama-3.1-405B-Instruct-FP8-KV", "meta-llama/Llama-3.1-405B"),
     ("meta-llama/Llama-4-Maverick-17B-128E-Instruct-FP8",
      "meta-llama/Llama-4-Maverick-17B-128E-Instruct"),
+    # quantization words the repack rule does not price: the base is named, not taken
+    ("nvidia/Llama-3.1-70B-Instruct-NVFP4", "meta-llama/Llama-3.1-70B-Instruct"),
+    ("acme/Meta-Llama-3.1-70B-Instruct-FP8-GGUF", "meta-llama/Llama-3.1-70B-Instruct"),
     # no base bundled, or an unquantized name: nothing to say
     ("RedHatAI/NVIDIA-Nemotron-3-Ultra-550B-A55B-FP8-block", None),
     ("Qwen/Qwen3-8B", None),
 ])
-def test_a_quantized_repack_names_its_base_and_takes_nothing(asked: str, base: str | None,
-                                                             tmp_path: Path) -> None:
-    from tpcheck.models.siblings import unquantized_base
+def test_a_quantized_name_names_its_base(asked: str, base: str | None) -> None:
+    assert siblings.unquantized_base(asked) == base
 
-    assert unquantized_base(asked) == base
-    if base is None:
-        return
+
+@pytest.mark.parametrize("asked", ["nvidia/Llama-3.1-70B-Instruct-NVFP4",
+                                   "acme/Meta-Llama-3.1-70B-Instruct-FP8-GGUF"])
+def test_a_repack_of_no_known_format_takes_nothing(asked: str, tmp_path: Path) -> None:
     run = tmp_path / "run.sh"
     run.write_text(f"vllm serve {asked} --tensor-parallel-size 8\n")
     res = Linter(Settings(offline=True, gpu="h100-sxm")).run([str(run)])
     [f] = [f for f in res.findings if f.code == "TP000"]
     assert f.message == f"no config.json found for {asked}"
-    assert (f"relative {base}: same shape, not taken: the figures need {asked}'s own "
-            "quantization_config") in f.text
+    assert ("relative meta-llama/Llama-3.1-70B-Instruct: same shape, not taken: the figures "
+            f"need {asked}'s own quantization_config (its quantization words are not a rule "
+            "tpcheck knows)") in f.text
     assert not [g for g in res.findings if g.code.startswith(("TP1", "TP2"))]

@@ -69,6 +69,8 @@ from tpcheck.record import record
 TYPE_CHECKING = False  # typing's constant without importing typing (start-up, issue 8)
 if TYPE_CHECKING:
     from typing import Any, Literal
+
+    from tpcheck.models.shape import Quant
     Source = Literal["path", "mapping", "local", "hf-cache", "catalog", "hub"]
 
 
@@ -81,6 +83,8 @@ class Resolution:
     location: str  # the file it was read from (a cache snapshot path for hf-cache and hub)
     tried: tuple[str, ...]
     hint: str | None = None  # how the model was guessed (resolve_hinted), for the findings
+    # a quantized repack read as its base (tpcheck.models.repacks): the Quant its name says
+    assumed_quant: Quant | None = None
 
 
 def _expand(ref: str) -> Path:
@@ -250,7 +254,7 @@ class Resolver:
                     model, r.config, r.quant_config, r.source, r.location,
                     (*error.tried, *failed, *r.tried),
                     f"{via}shape of relative {rel} ({how}); pin it with "
-                    "`tpcheck models pull` or [tool.tpcheck.models]",
+                    "`tpcheck models pull` or [tool.tpcheck.models]", r.assumed_quant,
                 )
         if not failed:
             raise error
@@ -262,9 +266,8 @@ class Resolver:
     def _relative(self, hub_id: str, base_dir: str | None
                   ) -> tuple[Resolution, str, str] | str | None:
         """(resolution, relative, how its name differs) for a hub id the hub and the catalog do
-        not hold (siblings.relative), a line for TP000's tried list when the relative is
-        refused, None when there is none. A relative is used only when it agrees with the name
-        on whether the checkpoint is quantized."""
+        not hold (siblings.relative, else a quantized repack's base: tpcheck.models.repacks), a
+        line for TP000's tried list when the relative is refused, None when there is none."""
         if not self.use_catalog or not is_repo_id(hub_id) or "/" not in hub_id:
             return None
         try:
@@ -275,26 +278,34 @@ class Resolver:
         else:
             return None  # it resolves exactly; the caller had other reasons to stop
         from tpcheck.models import siblings
+        from tpcheck.models.repacks import repack_of
 
         found = siblings.relative(hub_id)
+        repack = repack_of(hub_id) if found is None else None
+        if repack is not None:
+            found = (repack.base, repack.how)
         if found is None:
             base = siblings.unquantized_base(hub_id)
             return None if base is None else (
                 f"relative {base}: same shape, not taken: the figures need {hub_id}'s own "
-                "quantization_config (which layers are quantized, the KV cache's dtype)")
+                "quantization_config (its quantization words are not a rule tpcheck knows)")
         rel, how = found
         try:
             r = self.resolve(rel, base_dir=base_dir)
         except ResolveError as e:
             return f"relative {rel}: {e.kind}"
         # A relative's name and config may be quantized without a word for it (DeepSeek-V3
-        # ships FP8): its siblings share that. A quantized name needs a quantized relative.
+        # ships FP8): its siblings share that. A quantized name needs a quantized relative; a
+        # repack's base must be unquantized, its name's rule pricing the weights.
         said = siblings.quantized_name(hub_id)
         quantized = bool(r.quant_config) or isinstance(r.config.get("quantization_config"), dict)
+        if repack is not None:
+            return (Resolution(r.model, r.config, None, r.source, r.location, r.tried,
+                               assumed_quant=repack.quant), rel, how) if not quantized else (
+                f"relative {rel}: already quantized, so -{repack.suffix} is not a rule")
         if said != siblings.quantized_name(rel) or (said and not quantized):
             return f"relative {rel}: quantized otherwise than {hub_id}"
         return r, rel, how
-
 
     def _anchor(self, ref: str) -> Path:
         path = _expand(ref)

@@ -126,7 +126,12 @@ def unquantized_base(model_id: str) -> str | None:
     if not quantized_name(model_id):
         return None
     name = model_id.rpartition("/")[2]
-    words = [w for w in _words(name) if not QUANT.fullmatch(w)]
+    return base_of([w for w in _words(name) if not QUANT.fullmatch(w)])
+
+
+def base_of(words: list[str]) -> str | None:
+    """The one org's unquantized catalog id whose stem is that of ``words`` (a name split as
+    :func:`_words` splits it), the closest tuning words first; None for none or several orgs."""
     base = stem("/" + "-".join(words))
     if base is None:
         return None
