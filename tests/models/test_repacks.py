@@ -14,10 +14,14 @@ import pytest
 from tests.shared import said
 from tpcheck.cli import main
 from tpcheck.lint import Linter
+from tpcheck.models import catalog
+from tpcheck.models.config import parse_config
 from tpcheck.models.params import param_counts
 from tpcheck.models.quant import weight_bytes
-from tpcheck.models.repacks import repack_of
-from tpcheck.models.resolve import ResolveError, Resolver
+from tpcheck.models.repacks import SUFFIXES, repack_of
+from tpcheck.models.resolve import ResolveError, Resolver, load_json
+from tpcheck.models.shape import ModelShape
+from tpcheck.record import replace
 from tpcheck.settings import Settings
 from tpcheck.sources import read_path
 
@@ -76,6 +80,35 @@ def test_names_that_must_not_match(asked: str) -> None:
     assert repack_of(asked) is None
 
 
+@pytest.mark.parametrize(("authentic", "suffix"), [
+    ("01-ai/Yi-6B-Chat-4bits", ("awq",)),  # AutoAWQ: bits 4, group_size 128, zero_point true
+    ("Qwen/Qwen1.5-32B-Chat-GPTQ-Int4", ("gptq", "int4")),  # bits 4, group_size 128
+])
+def test_the_table_is_what_authentic_files_of_the_format_say(
+        authentic: str, suffix: tuple[str, ...]) -> None:
+    """The suffix's Quant is the one tpcheck parses from a bundled checkpoint of that format."""
+    entry = catalog.find(authentic)
+    assert entry is not None
+    shape = parse_config(load_json(entry.config_path), name=authentic, path="p")
+    assert SUFFIXES[suffix][0] == shape.quant
+
+
+def test_fp8_per_tensor_prices_a_block_fp8_file_within_a_tenth_of_a_percent() -> None:
+    """Qwen3-32B-FP8's own file (fp8, 128x128 blocks) against the rule on Qwen3-32B: the same
+    1 B a weight; the block scales (4 B per 16,384 weights) add 0.02 %."""
+    def total(model: str, quant: object = None) -> int:
+        entry = catalog.find(model)
+        assert entry is not None
+        shape = parse_config(load_json(entry.config_path), name=model, path="p")
+        if quant is not None:
+            shape = replace(shape, quant=quant)
+        return weight_bytes(shape, param_counts(shape)).total
+
+    real = total("Qwen/Qwen3-32B-FP8")
+    ruled = total("Qwen/Qwen3-32B", SUFFIXES[("fp8",)][0])
+    assert 0 < real - ruled < real / 1000
+
+
 def test_an_authentic_config_wins_over_the_rule(tmp_path: Path) -> None:
     """Qwen/Qwen3-32B-FP8 is bundled with its own quantization_config (fp8 blocks 128×128): the
     rule never replaces a file tpcheck has."""
@@ -94,7 +127,7 @@ def test_an_already_quantized_base_is_refused(tmp_path: Path) -> None:
         e.value)
 
 
-def _shape(name: str):  # type: ignore[no-untyped-def]
+def _shape(name: str) -> tuple[ModelShape, str]:
     (d,) = read_path(str(FIXTURES / name)).deployments
     shape, problem, source = Linter(Settings(offline=True)).shape_for(d)
     assert problem is None and shape is not None and source is not None
@@ -123,8 +156,8 @@ def test_70b_awq_weight_bytes() -> None:
     """Llama-3.1-70B in AWQ int4: 4 bits per weight plus an fp16 scale and a 4-bit zero per 128
     input columns (2.5 B per group of 128), embeddings and lm_head bf16."""
     shape, _ = _shape(KUBEAI + "llama-3.1-70b-instruct-awq-int4-gh200.yaml")
-    assert (shape.quant.method, shape.quant.group_size, shape.quant.zero_point) == (
-        "awq", 128, True)
+    q = shape.quant
+    assert q is not None and (q.method, q.group_size, q.zero_point) == ("awq", 128, True)
     w = weight_bytes(shape, param_counts(shape))
     # per layer: q 8192² + k,v 2·8192·1024 + o 8192² + 3·8192·28672 = 855,638,016 weights
     weights = 80 * 855_638_016  # 68,451,041,280

@@ -19,8 +19,8 @@ producers leave ``lm_head`` out). The KV cache is not changed: vLLM's ``--kv-cac
 is the model dtype (vllm 0.33 config/cache.py ``CacheDType`` docstring "If auto, will use model
 data type"); an ``-FP8-KV`` checkpoint's KV scales are used only with ``--kv-cache-dtype fp8``,
 which the flags then say. Where a producer keeps more layers in 16 bits than the suffix's rule
-(Meta's FP8 Llama-4 keeps attention in bf16), the weights are a lower bound, so no weight or
-pool finding fires that the real file would not also fire.
+(its ``ignore`` or ``modules_to_not_convert`` list), the weights are a lower bound and the KV
+pool an upper one, so no weight or pool finding fires that the real file would not fire too.
 """
 
 from __future__ import annotations
@@ -31,10 +31,12 @@ from tpcheck.record import record
 
 # suffix words -> (how the weights are stored, the sentence the finding says). FP8 of every kind
 # is 1 byte per weight; its scales (one per tensor, channel or 128x128 block) are under 0.1 % of
-# the weights and priced per tensor. AWQ is AutoAWQ's GEMM export, 4 bits with an fp16 scale and
-# a 4-bit zero per 128 input columns (what the hugging-quants cards state, and AutoAWQ's default
-# q_group_size 128, zero_point True); GPTQ-IntN is N bits, group 128 (Qwen's GPTQ cards).
-# neuralmagic/RedHatAI's quantized.w4a16 is int4 group 128, w8a8 int8 per output channel.
+# the weights and priced per tensor (tests: Qwen3-32B-FP8's bundled block-fp8 file against the
+# rule on Qwen3-32B). AWQ is AutoAWQ's GEMM export, 4 bits with an fp16 scale and a 4-bit zero
+# per 128 input columns (the hugging-quants cards: "zero-point quantization with a group size of
+# 128"; the bundled 01-ai Yi-*-4bits AWQ files say bits 4, group_size 128, zero_point true).
+# GPTQ-IntN is N bits, group 128 (the bundled Qwen1.5-32B-Chat-GPTQ-Int4: bits 4, group_size
+# 128). neuralmagic/RedHatAI's quantized.w4a16 is int4 group 128, w8a8 int8 per output channel.
 _FP8 = (Quant("fp8", 8, strategy="tensor"), "fp8 weights, 1 byte each")
 _AWQ = (Quant("awq", 4, group_size=128, strategy="group", zero_point=True),
         "AWQ int4 weights, group 128 with zero points")
