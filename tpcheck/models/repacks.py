@@ -21,7 +21,8 @@ data type"), and ``auto`` takes an fp8 cache from the checkpoint only for ModelO
 (vllm 0.19.0 utils/torch_utils.py ``get_kv_cache_quant_algo_string`` l.262-313, "if
 quant_method.startswith('modelopt')", called from engine/arg_utils.py l.1568). AMD's ``-FP8-KV``
 checkpoints are Quark exports (their cards: "created by applying Quark", "KV Cache: FP8"), so
-their KV scales are used only with ``--kv-cache-dtype fp8``, which the flags then say. Where a producer keeps more layers in 16 bits than the suffix's rule
+their KV scales are used only with ``--kv-cache-dtype fp8``, which the flags then say.
+Where a producer keeps more layers in 16 bits than the suffix's rule
 (its ``ignore`` or ``modules_to_not_convert`` list), the weights are a lower bound and the KV
 pool an upper one, so no weight or pool finding fires that the real file would not fire too.
 """
