@@ -133,6 +133,8 @@ def test_llm_d_benchmark_scenario_huggingface_id(
     assert tp000["code"] == "TP000"
     assert ("also tried: model taken from model.huggingfaceId `acme/never-published` (line 7) "
             "-> acme/never-published: not-found") in said(tp000)
+    # the headline names the hub id the hint gave, not the path or expression the engine gets
+    assert tp000["message"] == "no config.json found for acme/never-published"
 
 
 def test_a_hub_id_as_written_wins_over_file_hints(tmp_path: Path) -> None:

@@ -110,6 +110,8 @@ def test_an_unresolvable_hint_falls_back_with_what_was_tried(tmp_path: Path) -> 
     assert e.value.kind == "not-found"
     assert ("also tried: model taken from --served-model-name `acme/support-ft` -> "
             "acme/support-ft: not-found") in e.value.message
+    # a hint naming a hub id leads the message (TP000's headline is its first clause)
+    assert e.value.message.startswith("no config.json found for acme/support-ft; ")
     # a hub id that resolves as written takes no hint
     res = r.resolve_hinted("Qwen/Qwen3-8B", served_name="Qwen/Qwen3-32B")
     assert res.hint is None and res.config["num_attention_heads"] == 32

@@ -258,8 +258,10 @@ class Resolver:
                 )
         if not failed:
             raise error
-        raise ResolveError(error.kind, f"{error.message} (also tried: {'; '.join(failed)})",
-                           (*error.tried, *failed))
+        hub = [c for c, _ in candidates if "/" in c]  # a hint that names a hub id leads
+        lead = f"no config.json found for {hub[0]}; " if hub else ""
+        raise ResolveError(error.kind, f"{lead}{error.message} (also tried: "
+                           f"{'; '.join(failed)})", (*error.tried, *failed))
 
     # -- steps ----------------------------------------------------------------------------
 
