@@ -48,6 +48,21 @@ def test_expert_group_over_two_nodes() -> None:
     assert [s.line for s, _ in f.related] == [19, 26]
 
 
+def test_the_fix_speaks_of_what_the_pods_already_have() -> None:
+    # the example names DeepEP but requests no NIC: the fix asks for the NICs only
+    f = only(lint_text(lws(), name="lws.yaml", gpu="h200"), "TP303")
+    assert f.fix == ("expected for wide expert parallelism: give the pods RDMA NICs (GPUDirect) "
+                     "for the deepep all-to-all; or keep the expert group inside one node")
+    # with an RDMA NIC requested too (KServe's DeepEP samples ask rdma/roce_gdr: 1), it asks to
+    # check them rather than to add what is there
+    nic = 'nvidia.com/gpu: "8"\n                rdma/roce_gdr: 1'
+    text = lws().replace('nvidia.com/gpu: "8"', nic)
+    f = only(lint_text(text, name="lws.yaml", gpu="h200"), "TP303")
+    assert f.fix == ("expected for wide expert parallelism: the pods request rdma/roce_gdr=1 and "
+                     "the deepep all-to-all; check that those NICs are GPUDirect RDMA, or keep "
+                     "the expert group inside one node")
+
+
 ONE_NODE = """apiVersion: v1
 kind: Pod
 metadata: {name: x}

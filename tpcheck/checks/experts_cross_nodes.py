@@ -68,8 +68,34 @@ def check(ctx: CheckContext, rule: Rule) -> Iterator[Finding]:
         assumptions=(Assumption("link", f"{use.link.name} between the nodes: no instance type "
                                 "in the manifest"),) if use.assumed else (),
         formulas=formulas,
-        fix="expected for wide expert parallelism: give the pods RDMA NICs (GPUDirect) and an "
-        "all-to-all backend built for them (SGLang --moe-a2a-backend deepep, vLLM "
-        "--all2all-backend); or keep the expert group inside one node",
+        fix=_fix(ctx),
         related=related,
     )
+
+
+def _backend(ctx: CheckContext) -> str | None:
+    """The all-to-all backend the launch names (SGLang --moe-a2a-backend, vLLM
+    --all2all-backend or its older VLLM_ALL2ALL_BACKEND variable)."""
+    d = ctx.deployment
+    if d.moe_a2a_backend and d.moe_a2a_backend != "none":
+        return d.moe_a2a_backend
+    for u in d.options:
+        if u.written.split("=")[0] == "--all2all-backend" and u.value:
+            return u.value
+    return d.env.get("VLLM_ALL2ALL_BACKEND") or None
+
+
+def _fix(ctx: CheckContext) -> str:
+    """Wide EP is meant to cross nodes: where the pods already ask for NICs and name a backend,
+    the advice is to check them, not to add them."""
+    backend, nics = _backend(ctx), ctx.deployment.network_resource
+    keep = "or keep the expert group inside one node"
+    if backend and nics:
+        return (f"expected for wide expert parallelism: the pods request {nics} and the "
+                f"{backend} all-to-all; check that those NICs are GPUDirect RDMA, {keep}")
+    if backend:
+        return (f"expected for wide expert parallelism: give the pods RDMA NICs (GPUDirect) "
+                f"for the {backend} all-to-all; {keep}")
+    return ("expected for wide expert parallelism: give the pods RDMA NICs (GPUDirect) and an "
+            "all-to-all backend built for them (SGLang --moe-a2a-backend deepep, vLLM "
+            f"--all2all-backend); {keep}")
