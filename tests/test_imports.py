@@ -183,6 +183,36 @@ def test_a_yaml_lint_loads_none_of_clicks_help_or_threading_modules() -> None:
     assert _probe(LINT_PROBE.format(path=QWEN_TP16, names=NOT_ON_THE_LINT_PATH)) == "1 []"
 
 
+# tpcheck's own modules a vLLM Deployment with an image (QWEN_TP16) never needs: the overlay
+# build (no kustomization beside it, an image named), the Dockerfile reader (no setup to read a
+# pip pin from), SGLang's memory and pool physics (a vLLM launch).
+NOT_FOR_A_VLLM_DEPLOYMENT = ("tpcheck.sources.kustomize", "tpcheck.sources.kustomize_gen",
+                             "tpcheck.sources.kustomize_nodes", "tpcheck.sources.kustomize_patch",
+                             "tpcheck.sources.dockerfile", "tpcheck.physics.sglang_memory",
+                             "tpcheck.physics.sglang_pools")
+
+
+def test_a_yaml_lint_loads_no_reader_or_physics_its_file_does_not_need() -> None:
+    # exit 1 (TP201's warning, as above); the modules loaded: none of the seven
+    assert _probe(LINT_PROBE.format(path=QWEN_TP16, names=NOT_FOR_A_VLLM_DEPLOYMENT)) == "1 []"
+
+
+def test_the_deferred_readers_still_load_when_a_file_needs_them(tmp_path: Path) -> None:
+    """A kustomization beside the file, and an SGLang launch, import what they need."""
+    (tmp_path / "kustomization.yaml").write_text("resources: [d.yaml]\n", encoding="utf-8")
+    (tmp_path / "d.yaml").write_text(
+        "apiVersion: apps/v1\nkind: Deployment\nmetadata: {name: s}\nspec:\n  template:\n"
+        "    spec:\n      containers:\n        - name: s\n          image: lmsysorg/sglang\n"
+        "          command: [python3, -m, sglang.launch_server, --model-path, Qwen/Qwen3-32B,"
+        " --tp-size, '2']\n", encoding="utf-8")
+    names = ("tpcheck.sources.kustomize", "tpcheck.physics.sglang_pools",
+             "tpcheck.physics.sglang_memory")
+    code = LINT_PROBE.format(path=str(tmp_path / "d.yaml"), names=names)
+    # a kustomization beside d.yaml (is it a patch it lists? it names d.yaml as a resource,
+    # so no: read alone) and an SGLang launch at TP 2 on H100s (nothing to report: exit 0)
+    assert _probe(code) == f"0 {list(names)!r}"
+
+
 def test_the_yaml_patterns_deferred_at_import_are_stand_ins_until_used() -> None:
     code = ("import re\nfrom tpcheck.sources.pyyaml import yaml\n"
             "r, c = yaml.reader.Reader, yaml.constructor.SafeConstructor\n"

@@ -11,7 +11,7 @@ from collections.abc import Sequence
 
 from tpcheck.formula import Formula
 from tpcheck.models.shape import ModelShape
-from tpcheck.physics import comm, kv, sglang_pools
+from tpcheck.physics import comm, kv
 from tpcheck.physics.legality import refusals
 from tpcheck.physics.linkcost import node_price
 from tpcheck.physics.plan_memory import (
@@ -143,10 +143,13 @@ def layout(shape: ModelShape, t: int, opts: Options) -> Evaluation:
     )
     # What the engine's pool divides by: SGLang's own cell (hybrid SWA split, sliding layers in
     # full without it; issue 21); the decode step keeps reading kvb (``KV_READ`` in values).
-    cell = (sglang_pools.cell_bytes(shape, t, kv_cache_dtype=opts.kv_cache_dtype, pp=pp,
-                                    attn_dp=attn_dp, version=opts.engine_version,
-                                    swa_ratio=opts.swa_full_tokens_ratio)
-            if eng == "sglang" else kvb)
+    cell = kvb
+    if eng == "sglang":  # imported here: a vLLM-only run loads none of SGLang's pool physics
+        from tpcheck.physics import sglang_pools
+
+        cell = sglang_pools.cell_bytes(shape, t, kv_cache_dtype=opts.kv_cache_dtype, pp=pp,
+                                       attn_dp=attn_dp, version=opts.engine_version,
+                                       swa_ratio=opts.swa_full_tokens_ratio)
     ar = comm.allreduce_bytes_per_token(kv.stage_layers(shape.layers, pp), shape.hidden,
                                         act_bytes_of(shape, opts), t)
     return Evaluation(

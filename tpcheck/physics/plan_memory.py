@@ -10,7 +10,7 @@ from tpcheck.engines.defaults import (
 from tpcheck.formula import Formula
 from tpcheck.hardware.gpus import GPU
 from tpcheck.models.shape import ModelShape
-from tpcheck.physics import kv, memory, sglang_memory, sglang_pools
+from tpcheck.physics import kv, memory
 from tpcheck.physics.linkcost import prefill_tokens
 from tpcheck.physics.plan_records import Evaluation, Options, act_bytes_of, attn_dp_of, moe_group_of
 from tpcheck.record import record, replace
@@ -74,6 +74,8 @@ def budget(shape: ModelShape, t: int, opts: Options, mem: int, c: int) -> Budget
         u = opts.utilization
         uf = Formula("u", "u (given)", {"u": u}, u, "", "flag")
     elif eng == "sglang":
+        from tpcheck.physics import sglang_memory  # SGLang's physics only for an SGLang launch
+
         dm = (sglang_memory.default_mem_fraction(d.version, mem, t, pp, attn_dp)
               or sglang_mem_fraction(mem, t, pp, attn_dp))
         u = float(dm.value)
@@ -118,6 +120,8 @@ def kv_pool(shape: ModelShape, t: int, opts: Options, bud: Budget, ev: Evaluatio
     defaults = dict(bud.assumed)
     seqs = bud.seqs
     mamba_slots: int | None = None  # SGLang's state slots (hybrid linear attention)
+    if eng == "sglang":  # SGLang's physics only for an SGLang launch
+        from tpcheck.physics import sglang_memory, sglang_pools
     if eng == "sglang" and opts.reserve is None:
         # SGLang's own budget: T (free after context and communicators) · mfs − W.
         nvlink = gpu_nvlink(opts.gpu)

@@ -64,7 +64,7 @@ def reader_kind(name: str, text: str) -> str:
     A template keeps the kind of the name under its ``.tpl`` (``run.sh.tpl`` is shell); a
     bare ``.tpl`` is a Helm template, YAML. Terraform's ``.tftpl`` and Slurm's ``.sbatch`` /
     ``.slurm`` are shell."""
-    from tpcheck.sources.dockerfile import is_dockerfile, is_makefile
+    from tpcheck.sources.file_names import is_dockerfile, is_makefile
 
     low = name.lower()
     if is_dockerfile(low):
@@ -254,16 +254,25 @@ def _read_yaml_file(shown: str, text: str, *, stdin: bool) -> ReadResult:
         # the chart's own values are read through its templates (read_template); read
         # here too, a launch in them would be reported twice
         return ReadResult(shown, (), (), text)
-    from tpcheck.sources import kustomize
+    from tpcheck.sources import kustomize_find
     from tpcheck.sources.yamlfile import read_yaml
 
-    if kustomize.is_kustomization(shown):
-        return kustomize.read_kustomization(shown, text)
+    if kustomize_find.is_kustomization(shown):
+        from tpcheck.sources.kustomize import read_kustomization
+
+        return read_kustomization(shown, text)
     if stdin:
         return read_yaml(shown, text)
-    if kustomize.is_listed_patch(shown):
-        return ReadResult(shown, (), (), text)  # read through its kustomization
-    result = kustomize.note_lone_patch(shown, read_yaml(shown, text))
+    if kustomize_find.kustomization_beside(shown) is not None:
+        from tpcheck.sources.kustomize import is_listed_patch
+
+        if is_listed_patch(shown):
+            return ReadResult(shown, (), (), text)  # read through its kustomization
+    result = read_yaml(shown, text)
+    if kustomize_find.may_be_lone_patch(result):
+        from tpcheck.sources.kustomize import note_lone_patch
+
+        result = note_lone_patch(shown, result)
     if "ServingRuntime" in text or "InferenceService" in text:
         from tpcheck.sources.kserve import pair_kserve
 
@@ -381,7 +390,7 @@ def _scanned_template(name: str) -> bool:
 def _is_build_file(name: str) -> bool:
     """Dockerfiles, Makefiles, Slurm batch files, Terraform templates and PowerShell scripts,
     which a folder scan reads as shell too."""
-    from tpcheck.sources.dockerfile import is_dockerfile, is_makefile
+    from tpcheck.sources.file_names import is_dockerfile, is_makefile
 
     return (is_dockerfile(name) or is_makefile(name)
             or name.lower().endswith((".tftpl", ".sbatch", ".slurm", ".ps1")))

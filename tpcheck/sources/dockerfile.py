@@ -41,18 +41,6 @@ PIN = lazy_re(r"""(?<![\w.-])(vllm|sglang)(?:\[[^\]]*\])?===?([0-9][0-9A-Za-z.+\
 _PIP = lazy_re(r"\bpip3?\s+install\b|\buv\s+pip\s+install\b|\buv\s+add\b")
 
 
-def is_dockerfile(name: str) -> bool:
-    """``Dockerfile``, ``Dockerfile.cuda``, ``cuda.Dockerfile``, ``Containerfile``."""
-    low = name.replace("\\", "/").rsplit("/", 1)[-1].lower()
-    return (low in ("dockerfile", "containerfile") or low.startswith(("dockerfile.",
-            "containerfile.")) or low.endswith((".dockerfile", ".containerfile")))
-
-
-def is_makefile(name: str) -> bool:
-    low = name.replace("\\", "/").rsplit("/", 1)[-1].lower()
-    return low in ("makefile", "gnumakefile") or low.endswith(".mk")
-
-
 class _Stage:
     def __init__(self, image: str | None) -> None:
         self.image = image

@@ -138,8 +138,6 @@ class TaskFacts:
                 span = self.ctx.span(acc)
                 self.task_extra.update(gpus_requested=int(cnt), gpu_product=name.strip())
                 self.task_spans.update(gpus_requested=span, gpu_product=span)
-        from tpcheck.sources.dockerfile import pin_release
-
         for key in ("setup", "build_commands", "requirements"):
             node = mget(root, key)
             items = [node] if isinstance(node, yaml.ScalarNode) else (
@@ -147,6 +145,9 @@ class TaskFacts:
             for item in items:
                 if not isinstance(item, yaml.ScalarNode) or not isinstance(item.value, str):
                     continue
+                # here, so a manifest with no setup imports no Dockerfile reader
+                from tpcheck.sources.dockerfile import pin_release
+
                 lead = "" if key != "requirements" else "pip install "
                 pin = pin_release(lead + item.value)
                 if pin is not None:

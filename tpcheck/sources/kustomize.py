@@ -24,11 +24,11 @@ from __future__ import annotations
 
 import os
 from functools import lru_cache
-from stat import S_ISREG
 
 from tpcheck.record import replace
 from tpcheck.sources.base import MAX_BYTES, PATCH_NOTE, Deployment, ReadResult, SourceError, Span
 from tpcheck.sources.given import given_paths
+from tpcheck.sources.kustomize_find import NAMES, is_kustomization, kustomization_beside
 from tpcheck.sources.kustomize_gen import env_from, generated_env
 from tpcheck.sources.kustomize_nodes import (
     MAP,
@@ -52,7 +52,6 @@ TYPE_CHECKING = False  # typing's constant without importing typing (start-up, i
 if TYPE_CHECKING:
     from typing import Any
 
-NAMES = ("kustomization.yaml", "kustomization.yml", "Kustomization")
 WORKLOADS = frozenset({"Deployment", "StatefulSet", "LeaderWorkerSet", "DaemonSet", "Job",
                        "Pod"})
 OVERLAY_NOTE = "as kustomize builds"
@@ -60,10 +59,6 @@ LIST_FIELDS = ("resources", "bases", "patches", "patchesStrategicMerge", "patche
                "images", "configMapGenerator", "secretGenerator")
 MAX_DEPTH = 8  # kustomizations including kustomizations: a cycle or a deep chain stops here
 MAX_SCANNED = 200  # files per parent folder looked at for a lone patch's base
-
-def is_kustomization(path: str) -> bool:
-    return os.path.basename(path) in NAMES
-
 
 # ---- the kustomization -----------------------------------------------------------------------
 def build(path: str, files: Files, depth: int = 0, chain: tuple[str, ...] = ()) -> list[Any]:
@@ -249,7 +244,7 @@ def _remote_patches(path: str, files: Files) -> list[Deployment]:
 
 # ---- files kustomize reads as patches --------------------------------------------------------
 @lru_cache(maxsize=64)
-def _listed_patches(kz: str, mtime_ns: int, size: int) -> frozenset[str]:
+def listed_patches(kz: str, mtime_ns: int, size: int) -> frozenset[str]:
     """Absolute paths of the files kustomization ``kz`` names as patches (read through it, not
     alone). Read once per version of the file (its mtime and size in the key), not once per
     YAML file beside it."""
@@ -265,17 +260,8 @@ def _listed_patches(kz: str, mtime_ns: int, size: int) -> frozenset[str]:
 
 def is_listed_patch(path: str) -> bool:
     """Whether a kustomization beside ``path`` reads it as a patch."""
-    folder = os.path.dirname(os.path.abspath(path))
-    for name in NAMES:
-        kz = os.path.join(folder, name)
-        try:
-            st = os.stat(kz)
-        except OSError:
-            continue
-        if not S_ISREG(st.st_mode):  # a folder or a FIFO by that name: nothing to read
-            continue
-        return os.path.abspath(path) in _listed_patches(kz, st.st_mtime_ns, st.st_size)
-    return False
+    found = kustomization_beside(path)
+    return found is not None and os.path.abspath(path) in listed_patches(*found)
 
 
 def note_lone_patch(path: str, result: ReadResult) -> ReadResult:
@@ -343,6 +329,6 @@ def _bases_above(folder: str, kinds: frozenset[tuple[str | None, str | None]]) -
 # helpers themselves live in sources.kustomize_nodes, merge in sources.kustomize_patch)
 pair_nodes, one_file = _pair, _one_file
 
-__all__ = ["PATCH_NOTE", "Files", "KustomizeError", "get_key", "identity", "is_kustomization",
-           "is_listed_patch", "merge", "note_lone_patch", "one_file", "pair_nodes",
-           "read_kustomization", "scalar_text"]
+__all__ = ["NAMES", "PATCH_NOTE", "Files", "KustomizeError", "get_key", "identity",
+           "is_kustomization", "is_listed_patch", "merge", "note_lone_patch", "one_file",
+           "pair_nodes", "read_kustomization", "scalar_text"]
