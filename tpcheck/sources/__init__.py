@@ -255,7 +255,7 @@ def _read_yaml_file(shown: str, text: str, *, stdin: bool) -> ReadResult:
         # here too, a launch in them would be reported twice
         return ReadResult(shown, (), (), text)
     from tpcheck.sources import kustomize_find
-    from tpcheck.sources.yamlfile import read_yaml
+    from tpcheck.sources.yamlfile import read_yaml, read_yaml_docs
 
     if kustomize_find.is_kustomization(shown):
         from tpcheck.sources.kustomize import read_kustomization
@@ -268,15 +268,16 @@ def _read_yaml_file(shown: str, text: str, *, stdin: bool) -> ReadResult:
 
         if is_listed_patch(shown):
             return ReadResult(shown, (), (), text)  # read through its kustomization
-    result = read_yaml(shown, text)
+    # composed once: the lone-patch note and the KServe pairing look at the reader's nodes
+    result, docs = read_yaml_docs(shown, text)
     if kustomize_find.may_be_lone_patch(result):
         from tpcheck.sources.kustomize import note_lone_patch
 
-        result = note_lone_patch(shown, result)
+        result = note_lone_patch(shown, result, docs)
     if "ServingRuntime" in text or "InferenceService" in text:
         from tpcheck.sources.kserve import pair_kserve
 
-        return pair_kserve(shown, text, result)
+        return pair_kserve(shown, text, result, docs)
     return result
 
 def _read_shell_template(path: str, text: str) -> ReadResult:

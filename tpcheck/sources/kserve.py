@@ -251,13 +251,15 @@ def _read_pairs(path: str, pairs: list[tuple[Any, Runtime]], files: kz.Files
     return found
 
 
-def pair_kserve(path: str, text: str, result: ReadResult) -> ReadResult:
+def pair_kserve(path: str, text: str, result: ReadResult,
+                docs: list[Any] | None = None) -> ReadResult:
     """``result`` (a YAML file's launches) with each InferenceService read on its runtime and
-    each runtime read through the InferenceServices beside it, or noted when none uses it."""
+    each runtime read through the InferenceServices beside it, or noted when none uses it.
+    ``docs``: the file's documents as its reader composed them, else composed here."""
     if not text or not _kinds(text) or result.errors:
         return result
     files = kz.Files()
-    files.given(path, text)
+    files.given(path, text, docs)
     try:
         docs = files.docs(path, (path, None))
     except kz.KustomizeError:

@@ -127,9 +127,14 @@ class Walker(EnvReaders, PodFacts, CrdReaders, TaskFacts):
 
     # -- mappings ---------------------------------------------------------------------------
     def visit_mapping(self, m: Any, link: Any) -> None:
+        for k, _ in m.value:
+            if type(k) is _SCALAR and k.value in _MAPPING_KEYS:
+                break
+        else:
+            # most mappings on the way to a launch (metadata, spec, template, ...): no key
+            # dict is built for them
+            return
         keys = {k.value: v for k, v in m.value if type(k) is _SCALAR}
-        if _MAPPING_KEYS.isdisjoint(keys):
-            return  # most mappings on the way to a launch (metadata, spec, template, ...)
         if "modelSpec" in keys and isinstance(keys["modelSpec"], yaml.SequenceNode):
             from tpcheck.sources.helm_values import read_model_specs
 

@@ -264,17 +264,20 @@ def is_listed_patch(path: str) -> bool:
     return found is not None and os.path.abspath(path) in listed_patches(*found)
 
 
-def note_lone_patch(path: str, result: ReadResult) -> ReadResult:
+def note_lone_patch(path: str, result: ReadResult, docs: list[Any] | None = None) -> ReadResult:
     """A workload whose containers name no image, with a workload of that kind and name in a
-    parent folder: the deployments say which file kustomize would merge it into."""
+    parent folder: the deployments say which file kustomize would merge it into. ``docs``: the
+    file's documents as its reader composed them (``yamlfile.read_yaml_docs``), else composed
+    here."""
     unresolved = [d for d in result.deployments if d.image is None and (
         d.model is None or "$" in d.model)]
     if not unresolved or not result.text or "image:" in result.text:
         return result
-    try:
-        docs = [d for d in yaml.compose_all(result.text, Loader=LOADER) if d is not None]
-    except yaml.YAMLError:
-        return result
+    if docs is None:
+        try:
+            docs = [d for d in yaml.compose_all(result.text, Loader=LOADER) if d is not None]
+        except yaml.YAMLError:
+            return result
     kinds = {identity(d) for d in docs if identity(d)[0] in WORKLOADS and identity(d)[1]}
     if not kinds:
         return result

@@ -35,9 +35,15 @@ class Files:
         self._docs: dict[str, list[Any]] = {}
         self._texts: dict[str, str] = {}
 
-    def given(self, path: str, text: str) -> None:
-        """The text of ``path`` as the caller has it (stdin, an editor buffer)."""
+    def given(self, path: str, text: str, docs: list[Any] | None = None) -> None:
+        """The text of ``path`` as the caller has it (stdin, an editor buffer), and its
+        documents when the caller composed them already (the file is then not composed again)."""
         self._texts[path] = text
+        if docs is not None:
+            ctx = Ctx(path, LineIndex(text))
+            for d in docs:
+                self.own(d, ctx)
+            self._docs[path] = docs
 
     def docs(self, path: str, where: tuple[str, Any]) -> list[Any]:
         hit = self._docs.get(path)

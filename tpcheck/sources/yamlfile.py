@@ -21,36 +21,47 @@ from tpcheck.sources.pyyaml import ReaderError, yaml
 from tpcheck.sources.vllm_config import looks_like_config, read_config
 from tpcheck.sources.yamlctx import LOADER, Ctx
 
-TYPE_CHECKING = False
+TYPE_CHECKING = False  # typing's constant without importing typing (start-up, issue 8)
 if TYPE_CHECKING:
     from typing import Any
 
 
 def read_yaml(path: str, text: str) -> ReadResult:
+    return read_yaml_docs(path, text)[0]
+
+
+def read_yaml_docs(path: str, text: str) -> tuple[ReadResult, list[Any] | None]:
+    """``read_yaml``, and the file's documents (None ones left out) when every one of them was
+    composed from ``text`` as written, for the readers after it (a lone patch's note, the KServe
+    pairing) to look at the same nodes instead of composing the file again; None when it was
+    read as a template, did not parse or was not composed to its end."""
     if "{{" in text:
         from tpcheck.sources.helm import is_template
 
         if is_template(path, text):
-            return read_template(path, text)
+            return read_template(path, text), None
     index = LineIndex(text)
     ctx = Ctx(path, index)
     found: list[Deployment] = []
     errors: list[SourceError] = []
+    docs: list[Any] | None = []
     try:
-        _compose(text, ctx, found)
+        docs = _compose(text, ctx, found)
     except yaml.MarkedYAMLError as e:
+        docs = None
         if "{{" in text and not found:
             # Go-template actions outside a chart's templates folder (a values file fed to
             # ``tpl``, a template kept elsewhere): read them neutralised when that parses.
             res = read_template(path, text, chart=False)
             if not res.errors:
-                return res
+                return res, None
         errors.append(_parse_error(path, e, None))
         if not found:
             found.extend(_recover(path, index))
     except yaml.YAMLError as e:
+        docs = None
         errors.append(_unmarked_error(path, e, index))
-    return ReadResult(path, tuple(found), tuple(errors), text)
+    return ReadResult(path, tuple(found), tuple(errors), text), docs
 
 
 def _unmarked_error(path: str, e: yaml.YAMLError, index: LineIndex) -> SourceError:
@@ -63,21 +74,23 @@ def _unmarked_error(path: str, e: yaml.YAMLError, index: LineIndex) -> SourceErr
     return SourceError(path, 1, 1, f"YAML does not parse: {str(e).splitlines()[0]}")
 
 
-def _compose(text: str, ctx: Ctx, found: list[Deployment]) -> None:
+def _compose(text: str, ctx: Ctx, found: list[Deployment]) -> list[Any] | None:
     """Every document's launches into ``found``; the documents after the one that takes it past
     MAX_LAUNCHES are not composed (``sources.read_path`` keeps the first MAX_LAUNCHES and says
-    where reading stopped)."""
+    where reading stopped). The documents composed, or None when reading stopped early."""
     docs: Any = yaml.compose_all(text, Loader=LOADER)
     llm = "LLMInferenceService" in text  # KServe: a service's baseRefs name configs beside it
     if llm:
         from tpcheck.sources import llmisvc
 
         docs = list(docs)
+    kept: list[Any] = []
     for doc in docs:
         if len(found) > MAX_LAUNCHES:
-            return
+            return None
         if doc is None:
             continue
+        kept.append(doc)
         if llm and llmisvc.kind_of(doc) is not None:
             found.extend(llmisvc.read_llmisvc(doc, ctx, docs))
         elif is_dstack(doc):
@@ -86,6 +99,8 @@ def _compose(text: str, ctx: Ctx, found: list[Deployment]) -> None:
             found.extend(read_config(doc, ctx))
         else:
             found.extend(Walker(ctx).run(doc))
+    # an LLMInferenceService's reader sees every document: the readers after it compose anew
+    return None if llm else kept
 
 
 def _parse_error(path: str, e: yaml.MarkedYAMLError, outer: Located | None) -> SourceError:

@@ -47,10 +47,17 @@ _NAMED_VERSION = {
 _ENGINE_IMAGES = {"vllm": ("vllm",), "sglang": ("sglang", "sgl-dev")}
 
 
+_MAP, _SCALAR = yaml.MappingNode, yaml.ScalarNode
+
+
 def mget(node: Any, key: str) -> Any:
-    if isinstance(node, yaml.MappingNode):
+    """The value of the first ``key`` in a mapping node (None: no such key, or no mapping).
+
+    Called ~60 times a manifest: the key's text is compared before its kind (a collection
+    key's value is a list, never equal to a string), so the kind is checked once, on a match."""
+    if isinstance(node, _MAP):
         for k, v in node.value:
-            if isinstance(k, yaml.ScalarNode) and k.value == key:
+            if k.value == key and isinstance(k, _SCALAR):
                 return v
     return None
 
