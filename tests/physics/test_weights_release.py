@@ -230,3 +230,30 @@ def test_a_launch_that_limits_images_to_0_loads_no_tower(tmp_path: object) -> No
     with_tower = _pool_of_launch(tmp_path, "")
     without = _pool_of_launch(tmp_path, " --limit-mm-per-prompt '{\"image\": 0}'")
     assert without - with_tower == pytest.approx((870_825_728 / 4 + 1_106_688) * 2)
+
+
+def test_sglang_keeps_the_rotary_cache_fp32_on_cuda() -> None:
+    # SGLang builds the cache at load, before it sizes the pool from the free memory left, and
+    # keeps it fp32 on CUDA (0.4.6 rotary_embedding.py l.82-92; 0.5.23 base.py l.115-154, on
+    # ROCm too): Llama-3.1-8B 131,072 · 128 · 4 = 64 MiB. SGLang row 2 (0.4.1, H100) logs
+    # "mem usage=15.09 GB" after the load: checkpoint 14.96 + 0.06 = 15.02 GiB (was 14.96).
+    from tests.physics import test_sglang_calibration as sg
+
+    s = _shape("meta-llama/Llama-3.1-8B-Instruct")
+    h100, mi300 = find_gpu("h100-sxm"), find_gpu("mi300x")
+    w = evaluate(s, 1, Options(engine="sglang", engine_version="0.4.6", gpu=h100)).weights
+    assert _term(w, "W_rope") == 131_072 * 128 * 4 == 64 * MIB
+    old_rocm = evaluate(s, 1, Options(engine="sglang", engine_version="0.4.6", gpu=mi300))
+    assert _term(old_rocm.weights, "W_rope") == 131_072 * 128 * 2  # cast to bf16 off CUDA
+    new_rocm = evaluate(s, 1, Options(engine="sglang", engine_version="0.5.23", gpu=mi300))
+    assert _term(new_rocm.weights, "W_rope") == 64 * MIB
+    rows = sg.load_rows()
+    # Every row that logged its weights stays at or under it, within 1.5 % (Qwen2.5-32B at TP2
+    # on L4 the most: 15.32 against 15.54, the rest of its free-memory measure not modelled).
+    for i in (1, 2, 3, 4, 5):
+        p = sg.predict(i, rows[i], sg.CASES[i])
+        assert p.logged_weights_gib is not None
+        assert 0 <= p.logged_weights_gib - p.weights_gib <= 0.015 * p.logged_weights_gib, (
+            i, p.weights_gib)
+    p2 = sg.predict(2, rows[2], sg.CASES[2])
+    assert round(p2.weights_gib, 2) == 15.02 and p2.logged_weights_gib == 15.09
