@@ -22,7 +22,12 @@ def test_pool_names_the_connector_and_stays_the_same() -> None:
     assert plain.pool is not None and conn.pool is not None
     assert conn.pool.result == plain.pool.result  # not modelled, only said
     assert conn.pool.values["kv_connector"] == "NixlConnector"
-    assert "connector's own GPU buffers are not modelled" in conn.pool.source
+    # Established in 0.19 and 0.33: the worker makes the connector in initialize_from_config,
+    # after determine_available_memory sized the pool (gpu_worker.py l.515-527 / l.866-887),
+    # so its buffers cannot shrink the printed pool: they need memory beyond it.
+    assert "connector's own GPU buffers are not modelled and not in the pool" in (
+        conn.pool.source)
+    assert "after the pool is sized" in conn.pool.source
     assert engine_log_lines(conn, "vllm")[-1].startswith(
         "(not in this prediction: the NixlConnector connector's buffers")
     assert "kv_connector" not in plain.pool.values
@@ -39,3 +44,4 @@ def test_memory_findings_assume_the_pool_is_before_the_connector(tmp_path: Path)
     for f in mem:
         kinds = {a.kind: a.text for a in f.assumptions}
         assert "NixlConnector" in kinds["connector"]
+        assert "after sizing the pool" in kinds["connector"]

@@ -54,3 +54,19 @@ def test_unknown_variable_is_unresolved_not_guessed() -> None:
 def test_human_readable_max_model_len() -> None:
     (d,) = read_shell("x.sh", "vllm serve m --max-model-len 32k --max-num-seqs 8\n")
     assert d.max_model_len == 32000 and d.max_num_seqs == 8
+
+
+def test_multimodal_limits_become_the_modalities_at_zero() -> None:
+    # vLLM 0.19 skips a tower whose modalities are all limited to 0 (models/interfaces.py
+    # l.249-288); --language-model-only sets every limit to 0 (config/multimodal.py l.264).
+    text = (
+        "vllm serve a --limit-mm-per-prompt '{\"image\": 0, \"video\": 0}'\n"
+        "vllm serve b --limit-mm-per-prompt '{\"image\": {\"count\": 0}, \"audio\": 2}'\n"
+        "vllm serve c --limit-mm-per-prompt '{\"image\": 4}'\n"
+        "vllm serve d --language-model-only\n"
+        "vllm serve e --limit-mm-per-prompt image=0\n"
+        "vllm serve f\n"
+    )
+    got = [(d.model, d.mm_zero) for d in read_shell("x.sh", text)]
+    assert got == [("a", "image,video"), ("b", "image"), ("c", ""), ("d", "*"),
+                   ("e", None), ("f", None)]

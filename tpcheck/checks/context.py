@@ -268,7 +268,15 @@ class CheckContext:
             max_mamba_cache_size=d.max_mamba_cache_size,
             alpha=self.settings.alpha,
             kv_connector=d.kv_connector if d.engine == "vllm" else None,
+            vision_off=self._vision_off(),
         )
+
+    def _vision_off(self) -> bool:
+        """Whether the launch limits every modality of the model's vision tower to 0."""
+        zero, vis = self.deployment.mm_zero, self.shape.vision if self.shape else None
+        if zero is None or vis is None:
+            return False
+        return zero == "*" or set(vis.modalities) <= set(zero.split(","))
 
     @cached_property
     def evaluation(self) -> Evaluation:
@@ -314,9 +322,10 @@ class CheckContext:
             (Assumption("model", self.model_hint),) if self.model_hint else ())
         conn = self.deployment.kv_connector
         if rule.memory_model and conn is not None and self.deployment.engine == "vllm":
-            hint += (Assumption("connector", f"the pool is before the {conn or 'KV-transfer'} "
-                                "connector's own GPU buffers, which tpcheck does not model: "
-                                "vLLM's pool may be smaller"),)
+            hint += (Assumption("connector", f"the {conn or 'KV-transfer'} connector's own "
+                                "GPU buffers are not modelled: vLLM (0.19, 0.33) makes the "
+                                "connector after sizing the pool, so they need memory beyond "
+                                "--gpu-memory-utilization, not a smaller pool"),)
         return Finding(
             code=rule.code,
             name=rule.name,

@@ -141,6 +141,31 @@ MXFP4_RELEASES: tuple[tuple[tuple[int, ...], str, str], ...] = (
     ((0, 0), MXFP4_PADDED, "observation row 23 (0.12 on H100: 13.45 predicted, 13.47 logged)"),
 )
 
+# FlashInfer MLA's decode workspace (128 MiB): 0.19 makes it when flashinfer_mla.py is
+# imported, and on CUDA the attention selector imports every MLA backend of its priority list
+# (FLASHINFER_MLA among them) while checking which is valid, inside "Model loading took"; 0.33
+# makes it lazily at the first FlashInfer MLA decode. (first release, bytes at load, source)
+MLA_FI_WORKSPACE_RELEASES: tuple[tuple[tuple[int, ...], int, str], ...] = (
+    ((0, 33), 0, "vllm 0.33.0 v1/attention/backends/mla/flashinfer_mla.py l.71-89 "
+                 "(_get_workspace_buffer: made at the first use)"),
+    ((0, 19), 128 << 20, "vllm 0.19.0 v1/attention/backends/mla/flashinfer_mla.py l.30, "
+                         "l.99-103 (module-level torch.zeros of 128 MiB on cuda); platforms/"
+                         "cuda.py l.51-98 (every CUDA MLA priority list holds FLASHINFER_MLA), "
+                         "l.214-246 (get_valid_backends imports each one's class); row 41's log: "
+                         "'FLASHINFER_MLA: [compute capability not supported]' on H100"),
+    ((0, 0), 0, "not read before 0.19: not counted"),
+)
+
+
+def mla_fi_workspace(version: str | None) -> tuple[int, str]:
+    """(bytes the release's FlashInfer MLA workspace adds at load on CUDA, source)."""
+    pv = version_key(version)
+    for first, n, src in MLA_FI_WORKSPACE_RELEASES:
+        if pv >= first:
+            return n, src
+    return 0, MLA_FI_WORKSPACE_RELEASES[-1][2]
+
+
 @record
 class Paths:
     """The one-node all-reduce paths a vLLM release turns on by default."""

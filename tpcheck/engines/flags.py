@@ -102,6 +102,14 @@ VLLM_FLAGS: tuple[Flag, ...] = (
     Flag("config", "str", ("--config",), "utils/argparse_utils.py l.516-604"),
     # a JSON object; post_process turns its kv_role into pd_role (config/kv_transfer.py l.11-13)
     Flag("kv_transfer_config", "str", ("--kv-transfer-config",), "arg_utils.py l.1880-1882"),
+    # post_process turns these into mm_zero, the modalities limited to 0 (a tower whose
+    # modalities all are is not built: 0.19.0 models/interfaces.py l.249-288)
+    Flag("language_model_only", "bool", ("--language-model-only",),
+         "0.19.0 arg_utils.py l.1072, config/multimodal.py l.76-78"),
+    Flag("language_model_only", "bool", ("--no-language-model-only",),
+         "0.19.0 arg_utils.py l.1072 BooleanOptionalAction", value=False),
+    Flag("limit_mm_per_prompt", "str", ("--limit-mm-per-prompt",),
+         "0.19.0 arg_utils.py l.1075, config/multimodal.py l.79-95, 259-273"),
 )
 
 # SGLang 0.5.23 (files under sglang/srt/arg_groups/fields/).

@@ -126,3 +126,25 @@ def sglang_hybrid(version: str | None) -> SglangHybrid:
     """The hybrid rules that apply: the nearest read at or below (newest if None)."""
     pv = parse_version(version or NEWEST["sglang"])
     return SGLANG_HYBRIDS[_nearest_index(tuple(h.release for h in SGLANG_HYBRIDS), pv)]
+
+
+# The rotary cos/sin cache SGLang builds at model load (one per shape, get_rope's _ROPE_DICT),
+# before the pool is sized from the free memory left: its dtype by platform, per release read.
+# (release, fp32 on CUDA, fp32 on ROCm, source), oldest first.
+SGLANG_ROPE_RELEASES: tuple[tuple[str, bool, bool, str], ...] = (
+    ("0.4.6", True, False,
+     "sglang 0.4.6 layers/rotary_embedding.py l.82-92 (fp32 kept on CUDA, cast to the dtype "
+     "elsewhere; register_buffer cos_sin_cache), model_runner.py l.194-214 (load_model, then "
+     "init_memory_pool)"),
+    ("0.5.23", True, True,
+     "sglang 0.5.23 layers/rotary_embedding/base.py l.115-154 (fp32 kept on CUDA, HIP and XPU), "
+     "factory.py l.90-125, 439 (one instance per key)"),
+)
+
+
+def sglang_rope_fp32(version: str | None, rocm: bool) -> tuple[bool, str]:
+    """(whether the release keeps the rotary cache fp32 on this platform, source)."""
+    pv = parse_version(version or NEWEST["sglang"])
+    _, cuda, hip, src = SGLANG_ROPE_RELEASES[
+        _nearest_index(tuple(r[0] for r in SGLANG_ROPE_RELEASES), pv)]
+    return (hip if rocm else cuda), src

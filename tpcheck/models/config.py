@@ -75,6 +75,7 @@ from tpcheck.models.features import (
 from tpcheck.models.fields import TEXT_KEYS, ConfigError, Reader, as_str, is_list
 from tpcheck.models.quant_config import deepseek_v4_experts, parse_quant
 from tpcheck.models.shape import ModelShape
+from tpcheck.models.vision import parse_vision
 
 TYPE_CHECKING = False  # typing's constant without importing typing (start-up, issue 8)
 if TYPE_CHECKING:
@@ -305,6 +306,7 @@ def parse_config(
         no_attention_layers=no_attention,
         layer_ffn=layer_ffn,
         compressed=compressed,
+        vision=parse_vision(cfg, hidden) if prefix else None,
     )
 
 

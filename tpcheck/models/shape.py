@@ -106,6 +106,18 @@ class CompressedAttention:
 
 
 @record
+class VisionTower:
+    """A multimodal checkpoint's vision encoder and projector, in parameters by how vLLM's
+    tensor parallelism places them (``tpcheck.models.vision`` reads them)."""
+
+    family: str  # vision_config.model_type: llama4_vision_model, siglip_vision_model
+    sharded: int  # parameters split over the TP group (QKV/column/row-parallel weights)
+    replicated: int  # parameters every rank holds whole (embeddings, norms, row biases)
+    modalities: tuple[str, ...] = ("image",)  # the limits that skip it when all are 0
+    source: str = ""
+
+
+@record
 class ModelShape:
     """Shape of one decoder-only language model (the text part of a multimodal wrapper)."""
 
@@ -145,6 +157,7 @@ class ModelShape:
     no_attention_layers: int = 0
     layer_ffn: tuple[int, ...] = ()
     compressed: CompressedAttention | None = None  # DeepSeek-V4's compressed sparse attention
+    vision: VisionTower | None = None  # a multimodal wrapper's vision tower (not in the counts)
 
     def __hash__(self) -> int:
         """Computed once and kept: the shape keys the memoised legality questions, which a file

@@ -14,6 +14,8 @@ from tpcheck.models.shape import ModelShape
 from tpcheck.physics import comm, kv
 from tpcheck.physics.legality import refusals
 from tpcheck.physics.linkcost import node_price
+from tpcheck.physics.load_terms import NO_ROTARY as NO_ROTARY
+from tpcheck.physics.load_terms import load_extras, rope_for
 from tpcheck.physics.plan_memory import (
     CONNECTOR_NOTE,
     Budget,
@@ -45,7 +47,6 @@ from tpcheck.physics.weights import (
     mxfp4_hopper_experts_019,
     mxfp4_layout,
     mxfp4_padding,
-    rope_cache,
     weights_per_gpu,
 )
 from tpcheck.record import replace
@@ -166,14 +167,11 @@ def layout(shape: ModelShape, t: int, opts: Options) -> Evaluation:
     )
 
 
-# Families whose positions are learned or ALiBi, not rotary: no cos/sin cache.
-NO_ROTARY = frozenset({"gpt2", "gpt_bigcode", "bloom", "mpt", "opt"})
-
-
 def weights(shape: ModelShape, t: int, opts: Options) -> Formula:
     """Weight bytes per GPU: the split by dtype, MXFP4 layout by release, MoE and attention
     groups, the pipeline stages (embedding first, LM head last), the rotary cache every rank
-    holds, less what --cpu-offload-gb keeps in CPU memory."""
+    holds, the vision tower of a multimodal checkpoint unless the launch limits its images to 0,
+    less what --cpu-offload-gb keeps in CPU memory."""
     eng = opts.engine
     attn_dp = attn_dp_of(opts)
     split = weight_split(shape, dtype=opts.dtype, quantization=opts.quantization)
@@ -196,19 +194,8 @@ def weights(shape: ModelShape, t: int, opts: Options) -> Formula:
             pad = mxfp4_padding(shape.hidden, m.expert_ffn, gpu_key, parts)
             split = replace(split, experts=split.experts * pad.result)
     attn_tp = t // attn_dp if attn_dp > 1 and t % attn_dp == 0 else t
-    rope = None
-    if eng == "vllm" and shape.compressed is None and shape.model_type not in NO_ROTARY:
-        # (DeepSeek-V4's rotary: not read)
-        rot = shape.mla.qk_rope_head_dim if shape.mla is not None else shape.head_dim
-        # DeepSeek's scaling rope stays fp32 where FlashInfer is (CUDA), not on ROCm.
-        amd = opts.gpu is not None and opts.gpu.link == "infinity-fabric"
-        two = (shape.model_type.startswith("gemma3")
-               and 0 < shape.sliding_layers < shape.layers)
-        rope = rope_cache(max_position=shape.max_position_embeddings, rotary_dim=rot,
-                          b=act_bytes_of(shape, opts),
-                          fp32=shape.model_type == "gpt_oss" or (shape.mla is not None
-                                                                 and not amd),
-                          copies=2 if two else 1)
+    rope = rope_for(shape, opts)
+    extras = load_extras(shape, t, opts, g)
     w = weights_per_gpu(
         split,
         t,
@@ -220,6 +207,7 @@ def weights(shape: ModelShape, t: int, opts: Options) -> Formula:
         layers=shape.layers,
         experts_per_gpu=None if experts_gpu is None else experts_gpu.result,
         whole=rope,
+        extras=extras,
     )
     extra = tuple(x for x in (pad, experts_gpu) if x is not None)
     if extra:
@@ -314,7 +302,7 @@ def engine_log_lines(ev: Evaluation, engine: str) -> tuple[str, ...]:
     conn = ev.pool.values.get("kv_connector")
     if conn is not None:
         out.append(f"(not in this prediction: the {conn} connector's buffers, which vLLM "
-                   f"takes from the same memory)")
+                   f"makes after sizing this pool, beyond --gpu-memory-utilization)")
     return tuple(out)
 
 

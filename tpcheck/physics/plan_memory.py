@@ -189,7 +189,12 @@ def engine_tokens(shape: ModelShape, t: int, opts: Options, version: str | None,
                                         concurrency=concurrency, context=c)
 
 
-CONNECTOR_NOTE = ("a KV-transfer connector's own GPU buffers are not modelled: the pool is "
-                  "before them (vllm 0.19.0 config/kv_transfer.py l.33-39: kv_buffer_device, "
-                  "kv_buffer_size 1e9 B for the connectors that stage through one; "
-                  "distributed/kv_transfer/kv_connector/v1/: each connector its own)")
+CONNECTOR_NOTE = ("a KV-transfer connector's own GPU buffers are not modelled and not in the "
+                  "pool: the worker makes the connector after the pool is sized (vllm 0.19.0 "
+                  "v1/worker/gpu_worker.py initialize_from_config l.515-527, after "
+                  "determine_available_memory; 0.33.0 l.866-887), so they come out of the "
+                  "memory beyond --gpu-memory-utilization, not out of the printed pool; NIXL "
+                  "stages through host buffers (nixl_connector.py l.1380-1418, "
+                  "kv_buffer_device cpu) or the KV cache itself; config/kv_transfer.py "
+                  "l.33-39: kv_buffer_size 1e9 B for the connectors that stage through one; "
+                  "releases before 0.19 not read")

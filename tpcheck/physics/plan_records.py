@@ -54,6 +54,9 @@ class Options:
     # vLLM --kv-transfer-config's connector ("" when it names none): its buffers are not in the
     # pool (issue 32 item 6), and the pool says so.
     kv_connector: str | None = None
+    # vLLM --limit-mm-per-prompt with every modality of the vision tower at 0, or
+    # --language-model-only: the tower is not built (tpcheck.physics.weights.VISION_SKIP_SRC).
+    vision_off: bool = False
 
 
 @record

@@ -68,13 +68,16 @@ def weights_per_gpu(split: WeightSplit, t: int, *, kv_heads: int, pp: int = 1,
                     moe_group: int | None = None, is_mla: bool = False,
                     attn_tp: int | None = None, layers: int = 0,
                     experts_per_gpu: float | None = None,
-                    whole: Formula | None = None) -> Formula:
+                    whole: Formula | None = None,
+                    extras: tuple[Formula, ...] = ()) -> Formula:
     """Bytes of weights on each GPU of the heaviest pipeline stage.
 
     ``attn_tp`` is the attention TP width under SGLang's DP-attention (t / attn_dp): attention
     weights are then replicated over the attention-DP groups. ``experts_per_gpu`` replaces the
     routed experts' W_experts/g where the release lays them out itself (MXFP4 on Hopper);
-    ``whole`` is a buffer every rank of every stage holds (the rotary cache). With ``pp`` > 1
+    ``whole`` is a buffer every rank of every stage holds (the rotary cache); ``extras`` are
+    further bytes per GPU outside the checkpoint's text split, named by their Formula (the
+    vision tower every stage builds, the allocator's block slack). With ``pp`` > 1
     and ``layers`` known, each stage holds its own layers plus the embedding (first) or the LM
     head (last); the result is the heaviest stage, the terms name the first and the last.
     """
@@ -103,8 +106,8 @@ def weights_per_gpu(split: WeightSplit, t: int, *, kv_heads: int, pp: int = 1,
         expr += " + W_repl"
         values["W_repl"] = split.replicated
     expr += ")"
-    w_whole = whole.result if whole is not None else 0.0
-    terms: tuple[Formula, ...] = (whole,) if whole is not None else ()
+    w_whole = (whole.result if whole is not None else 0.0) + sum(x.result for x in extras)
+    terms = ((whole,) if whole is not None else ()) + extras
     # What a decode step reads: the stage's share of the weights, the rotary cache aside.
     values["W_read"] = per / pp
     if pp > 1 and layers >= pp:
@@ -128,39 +131,66 @@ def weights_per_gpu(split: WeightSplit, t: int, *, kv_heads: int, pp: int = 1,
         )
         values.update({"p": pp, "stages": "/".join(str(n) for n in parts)})
         expr = f"max over stages of {expr} split by layers, + embedding (first), + head (last)"
-        if whole is not None:
-            expr += " + W_whole"
-            values["W_whole"] = w_whole
+        expr += _add_whole(values, whole, extras)
         return Formula("weights_bytes_per_gpu", expr, values, res, "B", st_src, terms)
     if pp > 1:
         expr += " / p"
         values["p"] = pp
         per /= pp
+    expr += _add_whole(values, whole, extras)
+    per += w_whole
+    return Formula("weights_bytes_per_gpu", expr, values, per, "B", SRC, terms)
+
+
+def _add_whole(values: dict[str, Scalar], whole: Formula | None,
+               extras: tuple[Formula, ...]) -> str:
+    """The expression's tail for the parts outside the checkpoint's text split."""
+    expr = ""
     if whole is not None:
         expr += " + W_whole"
-        values["W_whole"] = w_whole
-        per += w_whole
-    return Formula("weights_bytes_per_gpu", expr, values, per, "B", SRC, terms)
+        values["W_whole"] = whole.result
+    for x in extras:
+        expr += f" + {x.name}"
+        values[x.name] = x.result
+    return expr
+
+
+VISION_SKIP_SRC = ("vllm 0.19.0 model_executor/models/interfaces.py l.249-288 (a tower is not "
+                   "built when --limit-mm-per-prompt gives 0 to all its modalities), "
+                   "config/multimodal.py l.76-78, 259-265 (--language-model-only: every limit 0)")
+
+
+def vision_tower_bytes(sharded: int, replicated: int, t: int, b: float,
+                       source: str) -> Formula:
+    """The vision encoder and projector on each rank: (S/t + R)·b (vLLM shards the tower's
+    linear layers over the TP group with mm_encoder_tp_mode "weights", the default).
+    Llama-4-Scout: (870,825,728/4 + 1,106,688)·2 = 0.41 GiB at t = 4."""
+    return Formula("W_vision", "(S_vision/t + R_vision)·b",
+                   {"S_vision": sharded, "R_vision": replicated, "t": t, "b": b},
+                   (sharded / t + replicated) * b, "B", f"{source}; {VISION_SKIP_SRC}")
 
 
 ROPE_SRC = ("vllm 0.19.0 model_executor/layers/rotary_embedding/base.py l.58-63 (cos_sin_cache "
             "of max_position × rotary_dim, a GPU buffer, cast to the model dtype unless "
             "FlashInfer keeps it fp32), __init__.py l.26/77 (one instance per shape, shared by "
             "the layers), deepseek_scaling_rope.py l.60-67/102-112 (fp32 with FlashInfer, "
-            "original_max · factor positions), models/gpt_oss.py l.82-84 (dtype=torch.float32); "
+            "which needs the rotary_embedding custom op enabled: custom_op.py l.272-302, "
+            "config/vllm.py l.847-852, 890-897: custom_ops 'none' under torch.compile, 'all' "
+            "with --enforce-eager; original_max · factor positions), models/gpt_oss.py "
+            "l.82-84 (dtype=torch.float32); "
             "counted in 'Model loading took' (gpu_model_runner.py l.4745-4808: allocated "
             "memory after load_model)")
 
 
 def rope_cache(*, max_position: int | None, rotary_dim: int, b: float, fp32: bool = False,
-               copies: int = 1) -> Formula | None:
+               copies: int = 1, source: str = ROPE_SRC) -> Formula | None:
     """The rotary cos/sin cache every rank holds whole: n·P·r·e bytes (e = 4 where the release
     keeps it fp32; n = 2 where local and global layers rotate with different bases, gemma-3).
     Llama-3.1: 131,072 · 128 · 2 = 32 MiB; Llama-4: 10,485,760 · 128 · 2 = 2.5 GiB."""
     if not max_position or rotary_dim <= 0:
         return None
     e = 4 if fp32 else b
-    src = ROPE_SRC if copies == 1 else f"{ROPE_SRC}; {GEMMA3_ROPE_SRC}"
+    src = source if copies == 1 else f"{source}; {GEMMA3_ROPE_SRC}"
     return Formula("W_rope", "n·P·r·e", {"n": copies, "P": max_position, "r": rotary_dim,
                                          "e": e},
                    copies * max_position * rotary_dim * e, "B", src)

@@ -285,11 +285,40 @@ def post_process(engine: Engine, f: Fields) -> None:
     if engine == "sglang" and isinstance(f.values.get("attn_dp_size"), int):
         f.values.setdefault("enable_dp_attention", f.values["attn_dp_size"] > 1)
     _pd_role(f)
+    _mm_zero(f)
     if engine == "vllm":
         dp = f.values.get("data_parallel_size")
         if isinstance(dp, int) and dp > 1 and f.values.get("enable_expert_parallel"):
             f.values["enable_dp_attention"] = True
             f.spans.setdefault("enable_dp_attention", f.spans["data_parallel_size"])
+
+
+def _mm_zero(f: Fields) -> None:
+    """vLLM's modalities limited to 0 per prompt: every one with --language-model-only, else
+    the keys --limit-mm-per-prompt's JSON sets to 0 or {"count": 0} (config/multimodal.py
+    l.259-273); a limit that is not JSON is left unread."""
+    lmo = f.values.pop("language_model_only", None)
+    lmo_span = f.spans.pop("language_model_only", None)
+    raw = f.values.pop("limit_mm_per_prompt", None)
+    raw_span = f.spans.pop("limit_mm_per_prompt", None)
+    f.unresolved.pop("limit_mm_per_prompt", None)
+    f.unresolved.pop("language_model_only", None)
+    if lmo is True and lmo_span is not None:
+        f.set("mm_zero", "*", lmo_span)
+        return
+    if not isinstance(raw, str) or raw_span is None:
+        return
+    import json  # only for a launch that sets the limit
+
+    try:
+        limits = json.loads(raw)
+    except ValueError:
+        return
+    if not isinstance(limits, dict):
+        return
+    zero = sorted(k for k, v in limits.items() if isinstance(k, str) and (
+        v == 0 or (isinstance(v, dict) and v.get("count") == 0)) and v is not False)
+    f.set("mm_zero", ",".join(zero), raw_span)
 
 
 _KV_CONNECTOR = lazy_re(r"""["']?kv_connector["']?\s*:\s*["']?([A-Za-z0-9_.]+)""")

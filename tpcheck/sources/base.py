@@ -157,6 +157,9 @@ class Deployment:
     # vLLM --kv-transfer-config's kv_connector (NixlConnector, LMCacheConnectorV1, ...): its
     # buffers are not in tpcheck's pool (issue 32 item 6). "" when the config names none.
     kv_connector: str | None = None
+    # vLLM: the modalities --limit-mm-per-prompt limits to 0, comma-joined ("*" with
+    # --language-model-only, every one): a vision tower whose modalities all are is not loaded.
+    mm_zero: str | None = None
     env: Mapping[str, str] = field(default_factory=dict)
     spans: Mapping[str, Span] = field(default_factory=dict)
     unresolved: Mapping[str, str] = field(default_factory=dict)  # field -> expression as written
