@@ -282,6 +282,12 @@ class CheckContext:
     def evaluation(self) -> Evaluation:
         return self.evaluate_at(self.tp)
 
+    @cached_property
+    def capacity(self) -> Evaluation:
+        """``evaluation`` without the decode step: all a verdict about starting needs (TP204,
+        TP205), so asking it under another release (``fires_with``) prices no step."""
+        return self.capacity_at(self.tp)
+
     def evaluate_at(self, t: int, **changes: object) -> Evaluation:
         opts = replace(self.options, **changes) if changes else self.options
         return self.evaluate_with(t, opts)
