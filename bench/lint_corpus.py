@@ -81,6 +81,8 @@ def main() -> int:
     ap.add_argument("--memory", metavar="N,N,...", nargs="?", const="1000,10000,100000",
                     help="peak memory of tpcheck over that many varied files, one run each "
                          "(default sizes: 1000,10000,100000)")
+    ap.add_argument("--no-yamllint", action="store_true",
+                    help="leave yamllint out (it takes about 20x tpcheck's time)")
     ap.add_argument("--memory-only", action="store_true",
                     help="only the --memory runs (no timing of the corpora)")
     a = ap.parse_args()
@@ -153,7 +155,7 @@ def measure(a: argparse.Namespace, tmp: Path, files: list[str], n_src: int) -> N
     tpcheck = [str(BIN / "tpcheck"), "--gpu", "h100-sxm", "--offline", "-q", str(tmp)]
     cmds = {"floor": [py, "-c", FLOOR, str(tmp)], "tpcheck": tpcheck}
     yl = BIN / "yamllint"
-    if yl.exists() or shutil.which("yamllint"):
+    if not a.no_yamllint and (yl.exists() or shutil.which("yamllint")):
         cmds["yamllint"] = [str(yl) if yl.exists() else "yamllint", "-f", "parsable", str(tmp)]
     try:
         for cmd in cmds.values():
