@@ -25,6 +25,16 @@ BREAKDOWN_019 = ((0, 19), (0, 21))
 
 VLLM_TOKENS = "vllm 0.33.0 v1/core/kv_cache_utils.py get_kv_cache_capacity l.1119-1126"
 
+# First release whose --kv-cache-dtype auto takes a ModelOpt checkpoint's fp8 KV cache
+# (kv_cache_scheme / kv_cache_quant_algo): read in 0.14.0 (utils/torch_utils.py
+# get_kv_cache_quant_algo_string l.239, resolve_kv_cache_dtype_string l.301, engine/arg_utils.py
+# l.1398) and 0.19.0 (l.262-313, l.323-340, arg_utils.py l.1568); absent from 0.11.0's utils
+# and arg_utils. 0.12-0.13 are not read and are taken as the older behaviour.
+CHECKPOINT_KV_FIRST = (0, 14)
+CHECKPOINT_KV_SRC = ("vllm 0.19.0 utils/torch_utils.py get_kv_cache_quant_algo_string "
+                     "l.262-313, resolve_kv_cache_dtype_string l.323-340, engine/arg_utils.py "
+                     "l.1568")
+
 # First release whose unquantized fused-MoE scratch is the persistent workspace (read in 0.19).
 MOE_WS_FIRST = (0, 19)
 
@@ -195,6 +205,12 @@ def sampler_era(version: str | None) -> tuple[str, str]:
 def moe_workspace_persistent(version: str | None) -> bool:
     """Whether the release's unquantized fused-MoE scratch is the persistent workspace."""
     return version_key(version) >= MOE_WS_FIRST
+
+
+def checkpoint_kv_cache(engine: str, version: str | None) -> bool:
+    """Whether the release resolves ``--kv-cache-dtype auto`` from a ModelOpt checkpoint's
+    KV cache scheme rather than the model dtype (vLLM 0.14 and later; SGLang: not modelled)."""
+    return engine == "vllm" and version_key(version) >= CHECKPOINT_KV_FIRST
 
 
 def printed_tokens_release(version: str | None) -> tuple[str, str]:
