@@ -59,3 +59,19 @@ def test_the_assumption_names_the_checkpoint_scheme() -> None:
     f = ctx.finding(rule, "x")
     [a] = [a for a in f.assumptions if a.kind == "kv-cache-dtype"]
     assert "fp8_e4m3" in a.text and "kv_cache_scheme" in a.text and "l.262-313" in a.text
+
+
+@pytest.mark.parametrize(("version", "kv"), [("0.5.23", "fp8_e4m3"), ("0.5.2", None)])
+def test_sglang_0_5_23_takes_it_and_0_5_2_does_not(version: str, kv: str | None) -> None:
+    # sglang 0.5.23 mem_cache/kv_cache_dtype.py l.34-58: auto + kv_cache_quant_algo FP8 ->
+    # fp8_e4m3; 0.5.2 model_runner.py l.1231-1232: auto is the model dtype.
+    entry = catalog.find(MODEL)
+    assert entry is not None
+    shape = parse_config(load_config(entry.config_path), name=MODEL)
+    d = Deployment(path="x", engine="sglang", span=Span("x", 1, 1, 1, 2), model=MODEL,
+                   tensor_parallel_size=4, engine_version=version)
+    ctx = CheckContext(d, shape=shape, settings=Settings())
+    assert ctx.checkpoint_kv == kv
+    # 62 layers · 2 KV heads per GPU · 128 · 2 (K, V) · (1 B fp8 | 2 B bf16)
+    per_elem = 1 if kv else 2
+    assert ctx.evaluation.kv_bytes_per_token.result == 62 * 2 * 128 * 2 * per_elem

@@ -10,7 +10,7 @@ from functools import cached_property
 
 from tpcheck.checks.base import Alternative, Assumption, Edit, Finding, Severity
 from tpcheck.engines.defaults import KNOWN_RELEASES
-from tpcheck.engines.eras import CHECKPOINT_KV_SRC, checkpoint_kv_cache
+from tpcheck.engines.eras import checkpoint_kv_cache
 from tpcheck.engines.release import Release, resolve
 from tpcheck.formula import Formula
 from tpcheck.hardware.gpus import GPU
@@ -250,6 +250,11 @@ class CheckContext:
             return None
         return q.kv_cache if checkpoint_kv_cache(d.engine, self.release.physics_version) else None
 
+    @cached_property
+    def checkpoint_kv_source(self) -> str:
+        """Where the release reads the checkpoint's KV cache dtype (for the assumption)."""
+        return checkpoint_kv_cache(self.deployment.engine, self.release.physics_version) or ""
+
     def options_for(self, context: int) -> Options:
         """The physics options of this deployment with ``context`` tokens per sequence."""
         d = self.deployment
@@ -327,7 +332,7 @@ class CheckContext:
             hint += (Assumption("kv-cache-dtype", f"the KV cache is {self.checkpoint_kv}, not the "
                                 f"model dtype: {name}'s config.json quantization_config."
                                 "kv_cache_scheme is static 8-bit float and --kv-cache-dtype is "
-                                f"auto ({CHECKPOINT_KV_SRC})"),)
+                                f"auto ({self.checkpoint_kv_source})"),)
         conn = self.deployment.kv_connector
         if rule.memory_model and conn is not None and self.deployment.engine == "vllm":
             hint += (Assumption("connector", f"the pool is before the {conn or 'KV-transfer'} "
