@@ -6,8 +6,12 @@ against (a) composing the same files with PyYAML's CSafeLoader in one process â€
 
 Two measurements, both medians of interleaved rounds:
 - end to end, one process per tool as a user runs it (interpreter start-up included on every
-  side): the floor is ``python -c`` composing every file;
+  side): the floor is ``python -c`` composing every file; wall seconds and the children's cpu
+  seconds (user + system, which the neighbours of a shared machine move less);
 - in process (CPU seconds): ``Linter.run`` against the compose loop, no start-up on either side.
+Beside them, the physics' work per 1,000 files: how many layouts, capacities (budget, reserve,
+pool) and decode steps the run computed (each distinct one once, issue 30), counted in one more
+in-process run.
 
 With ``--instructions`` (needs valgrind), each side's whole process also runs once under
 callgrind: instruction counts do not move with the neighbours of a shared machine, where wall
@@ -17,10 +21,12 @@ Two corpora (issue 30): the replicated one (the corpus's files copied round-robi
 hit the memo caches) and, with ``--varied``, a varied one as a real repository is (each copy
 names another catalogued model and another TP size, ``_common.vary``). ``--memory 1000,10000``
 prints tpcheck's peak resident memory (and cpu seconds, to see time stay linear) over that
-many varied files, one process each, against the floor's.
+many varied files, one process each, against the floor's, and what each file beyond the
+smaller size added to the peak; ``--memory`` alone is 1k, 10k and 100k files (the issue's
+sizes; 100k files take about 15 cpu minutes).
 
     python bench/lint_corpus.py [--corpus DIR] [--n 1000] [--runs 5] [--instructions]
-                                [--varied] [--memory 1000,10000,100000]
+                                [--varied] [--memory [1000,10000,100000]]
 
 yamllint (a dev extra) runs with its default rules and ``-f parsable``; it is skipped when not
 installed.
@@ -33,6 +39,7 @@ import shutil
 import sys
 import time
 from pathlib import Path
+from typing import Any
 
 import yaml
 from _common import (
@@ -71,16 +78,26 @@ def main() -> int:
                     help="also count each side's instructions under valgrind's callgrind")
     ap.add_argument("--varied", action="store_true",
                     help="also measure a varied corpus (distinct models and TP sizes per file)")
-    ap.add_argument("--memory", metavar="N,N,...",
-                    help="peak memory of tpcheck over that many varied files, one run each")
+    ap.add_argument("--memory", metavar="N,N,...", nargs="?", const="1000,10000,100000",
+                    help="peak memory of tpcheck over that many varied files, one run each "
+                         "(default sizes: 1000,10000,100000)")
+    ap.add_argument("--no-yamllint", action="store_true",
+                    help="leave yamllint out (it takes about 20x tpcheck's time)")
+    ap.add_argument("--memory-only", action="store_true",
+                    help="only the --memory runs (no timing of the corpora)")
     a = ap.parse_args()
     corpora = [("replicated", replicate)] + ([("varied", vary)] if a.varied else [])
-    for label, make in corpora:
+    for label, make in corpora if not a.memory_only else ():
         print(f"== {label} corpus ==")
         measure(a, *make(corpus_source(a.corpus), a.n))
     if a.memory:
-        for n in (int(x) for x in a.memory.split(",")):
-            memory(corpus_source(a.corpus), n)
+        last: tuple[int, float] | None = None
+        for n in sorted(int(x) for x in a.memory.split(",")):
+            peak = memory(corpus_source(a.corpus), n)
+            if last is not None and n > last[0]:
+                grew = (peak - last[1]) * 1024 / (n - last[0])
+                print(f"[memory] {last[0]:,} -> {n:,} files: {grew:+.2f} KiB of peak per file")
+            last = (n, peak)
     return 0
 
 
@@ -96,7 +113,7 @@ print(hwm, cpu)
 """
 
 
-def memory(src: Path, n: int) -> None:
+def memory(src: Path, n: int) -> float:
     """Peak RSS (VmHWM) of one tpcheck run over ``n`` varied files, and the
     floor's over the same files; cpu seconds beside it (linear time: cpu / n stays level)."""
     import subprocess
@@ -127,6 +144,7 @@ def memory(src: Path, n: int) -> None:
         print(f"[memory] {n:>7,} varied files: tpcheck peak {tm:7.1f} MiB, cpu {tc:7.2f} s "
               f"({tc / n * 1e3:.2f} ms/file); floor peak {fm:6.1f} MiB, cpu {fc:6.2f} s "
               f"(target: peak <= 100 MiB at 100,000)")
+        return tm
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
 
@@ -137,23 +155,33 @@ def measure(a: argparse.Namespace, tmp: Path, files: list[str], n_src: int) -> N
     tpcheck = [str(BIN / "tpcheck"), "--gpu", "h100-sxm", "--offline", "-q", str(tmp)]
     cmds = {"floor": [py, "-c", FLOOR, str(tmp)], "tpcheck": tpcheck}
     yl = BIN / "yamllint"
-    if yl.exists() or shutil.which("yamllint"):
+    if not a.no_yamllint and (yl.exists() or shutil.which("yamllint")):
         cmds["yamllint"] = [str(yl) if yl.exists() else "yamllint", "-f", "parsable", str(tmp)]
     try:
         for cmd in cmds.values():
             time_cmd(cmd, env)  # warm: bytecode caches, page cache
         print(f"files: {len(files)} (from {n_src} corpus files); runs: {a.runs}, interleaved")
         print("tpcheck command: " + " ".join(tpcheck[:-1]) + " DIR")
-        t = interleaved({k: (lambda c=c: time_cmd(c, env)) for k, c in cmds.items()}, a.runs)
-        for k in cmds:
-            print(f"[end to end] {k:9s} median {med(t[k]):.3f} s")
-        r = [o / f for o, f in zip(t["tpcheck"], t["floor"], strict=True)]
-        print(f"[end to end] tpcheck / floor: {med(r):.2f}x (target <= 2.00x)")
-        if "yamllint" in t:
-            r = [y / o for y, o in zip(t["yamllint"], t["tpcheck"], strict=True)]
-            print(f"[end to end] yamllint / tpcheck: {med(r):.2f}x (tpcheck is that many times "
-                  "faster)")
+        cpu: dict[str, list[float]] = {k: [] for k in cmds}
+
+        def timed(k: str, c: list[str]) -> float:
+            c0 = children_cpu()
+            wall = time_cmd(c, env)
+            cpu[k].append(children_cpu() - c0)
+            return wall
+
+        t = interleaved({k: (lambda k=k, c=c: timed(k, c)) for k, c in cmds.items()}, a.runs)
+        for label, got in (("end to end", t), ("end to end, cpu", cpu)):
+            for k in cmds:
+                print(f"[{label}] {k:9s} median {med(got[k]):.3f} s")
+            r = [o / f for o, f in zip(got["tpcheck"], got["floor"], strict=True)]
+            print(f"[{label}] tpcheck / floor: {med(r):.2f}x (target <= 2.00x)")
+            if "yamllint" in got:
+                r = [y / o for y, o in zip(got["yamllint"], got["tpcheck"], strict=True)]
+                print(f"[{label}] yamllint / tpcheck: {med(r):.2f}x (tpcheck is that many "
+                      "times faster)")
         in_process(tmp, files, a.runs)
+        evaluations(tmp, len(files))
         if a.instructions:
             instructions({"floor": cmds["floor"], "tpcheck": tpcheck}, env)
     finally:
@@ -182,6 +210,46 @@ def instructions(cmds: dict[str, list[str]], env: dict[str, str]) -> None:
         n[k] = int(m.group(1))
         print(f"[instructions] {k:9s} {n[k] / 1e6:,.0f} M")
     print(f"[instructions] tpcheck / floor: {n['tpcheck'] / n['floor']:.2f}x")
+
+
+def children_cpu() -> float:
+    """User + system cpu seconds of this process's waited-for children so far."""
+    import resource
+
+    r = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return r.ru_utime + r.ru_stime
+
+
+def evaluations(tmp: Path, n: int) -> None:
+    """Layouts, capacities and decode steps one run computes, per 1,000 files: the physics'
+    functions counted where ``plan.evaluate`` calls them (module globals, so a wrapper sees
+    every call), in a fresh ``Linter`` (its memo empty)."""
+    from collections import Counter
+
+    from tpcheck.lint import Linter
+    from tpcheck.physics import plan
+    from tpcheck.settings import Settings
+
+    calls: Counter[str] = Counter()
+    names = ("layout", "capacity", "decode_step")
+    saved = {k: getattr(plan, k) for k in names}
+
+    def counted(name: str, fn: Any) -> Any:
+        def run(*args: Any, **kw: Any) -> Any:
+            calls[name] += 1
+            return fn(*args, **kw)
+        return run
+
+    for k, fn in saved.items():
+        setattr(plan, k, counted(k, fn))
+    try:
+        Linter(Settings().with_flags(offline=True), gpu_flag="h100-sxm").run([str(tmp)])
+    finally:
+        for k, fn in saved.items():
+            setattr(plan, k, fn)
+    per = {k: calls[k] * 1000 / n for k in names}
+    print(f"[evaluations] per 1,000 files: {per['layout']:.0f} layouts, "
+          f"{per['capacity']:.0f} capacities, {per['decode_step']:.0f} decode steps computed")
 
 
 def in_process(tmp: Path, files: list[str], runs: int) -> None:

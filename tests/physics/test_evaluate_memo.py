@@ -25,8 +25,8 @@ def test_another_batch_reuses_the_capacity_and_recomputes_only_the_step() -> Non
     assert eight.batch == 8 and one.batch == 1
     # 8 sequences read the weights once per step and their own KV 8 times: a longer step
     assert eight.floor is not None and eight.floor.result > one.floor.result
-    # entries: the capacity at batch 1, the whole layout at batch 1 and at batch 8
-    assert len(memo) == 3
+    # entries: the layout, its capacity at batch 1, the whole of it at batch 1 and at batch 8
+    assert len(memo) == 4
     assert evaluate(shape, 8, replace(opts, batch=8), memo) is eight
 
 
@@ -47,7 +47,8 @@ def test_the_memo_keeps_only_its_most_recent_layouts() -> None:
     memo = Memo(size=4)
     for c in range(1024, 1024 + 10):
         evaluate(shape, 8, Options(gpu=H100, context=c), memo)
-    # each context is a layout of 2 entries (capacity, whole); 10 of them, 4 entries kept
+    # each context is 3 entries (layout, capacity, whole), in that order; of the 30 the last 4
+    # are 1032's whole and all of 1033
     assert len(memo) == 4
     kept = {key[2].context for key in memo}
     assert kept == {1032, 1033}

@@ -10,6 +10,7 @@ from functools import cached_property
 
 from tpcheck.checks.base import Alternative, Assumption, Edit, Finding, Severity
 from tpcheck.engines.defaults import KNOWN_RELEASES
+from tpcheck.engines.eras import checkpoint_kv_cache
 from tpcheck.engines.release import Release, resolve
 from tpcheck.formula import Formula
 from tpcheck.hardware.gpus import GPU
@@ -240,6 +241,20 @@ class CheckContext:
     def options(self) -> Options:
         return self.options_for(self.context[0])
 
+    @cached_property
+    def checkpoint_kv(self) -> str | None:
+        """The KV cache dtype the checkpoint sets when the launch leaves --kv-cache-dtype at
+        auto and the release reads it (ModelOpt kv_cache_scheme); None: the launch decides."""
+        d, q = self.deployment, (self.shape.quant if self.shape is not None else None)
+        if q is None or q.kv_cache is None or (d.kv_cache_dtype or "auto").lower() != "auto":
+            return None
+        return q.kv_cache if checkpoint_kv_cache(d.engine, self.release.physics_version) else None
+
+    @cached_property
+    def checkpoint_kv_source(self) -> str:
+        """Where the release reads the checkpoint's KV cache dtype (for the assumption)."""
+        return checkpoint_kv_cache(self.deployment.engine, self.release.physics_version) or ""
+
     def options_for(self, context: int) -> Options:
         """The physics options of this deployment with ``context`` tokens per sequence."""
         d = self.deployment
@@ -257,7 +272,7 @@ class CheckContext:
             block_size=d.block_size,
             max_num_batched_tokens=d.max_num_batched_tokens,
             context=context,
-            kv_cache_dtype=d.kv_cache_dtype,
+            kv_cache_dtype=self.checkpoint_kv or d.kv_cache_dtype,
             quantization=d.quantization,
             dtype=d.dtype,
             enforce_eager=bool(d.enforce_eager),
@@ -281,6 +296,12 @@ class CheckContext:
     @cached_property
     def evaluation(self) -> Evaluation:
         return self.evaluate_at(self.tp)
+
+    @cached_property
+    def capacity(self) -> Evaluation:
+        """``evaluation`` without the decode step: all a verdict about starting needs (TP204,
+        TP205), so asking it under another release (``fires_with``) prices no step."""
+        return self.capacity_at(self.tp)
 
     def evaluate_at(self, t: int, **changes: object) -> Evaluation:
         opts = replace(self.options, **changes) if changes else self.options
@@ -320,6 +341,12 @@ class CheckContext:
         said, severity = self._say_release(rule, severity or rule.severity)
         hint: tuple[Assumption, ...] = (
             (Assumption("model", self.model_hint),) if self.model_hint else ())
+        if rule.memory_model and self.checkpoint_kv:
+            name = self.shape.name if self.shape is not None else "the model"
+            hint += (Assumption("kv-cache-dtype", f"the KV cache is {self.checkpoint_kv}, not the "
+                                f"model dtype: {name}'s config.json quantization_config."
+                                "kv_cache_scheme is static 8-bit float and --kv-cache-dtype is "
+                                f"auto ({self.checkpoint_kv_source})"),)
         conn = self.deployment.kv_connector
         if rule.memory_model and conn is not None and self.deployment.engine == "vllm":
             hint += (Assumption("connector", f"the {conn or 'KV-transfer'} connector's own "

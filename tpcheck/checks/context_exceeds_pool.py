@@ -13,7 +13,7 @@ from tpcheck.sources.base import Deployment
 
 
 def check(ctx: CheckContext, rule: Rule) -> Iterator[Finding]:
-    ev = ctx.evaluation
+    ev = ctx.capacity  # the step is not needed: no decode step priced
     if ev.refusals or ev.tokens is None or ev.pool is None or ev.memory is None:
         return
     budget = ev.budget  # vLLM M·u, SGLang T·mfs

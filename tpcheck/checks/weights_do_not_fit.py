@@ -54,7 +54,7 @@ def _what_fits(ctx: CheckContext) -> str:
 
 
 def check(ctx: CheckContext, rule: Rule) -> Iterator[Finding]:
-    ev = ctx.evaluation
+    ev = ctx.capacity  # the step is not needed: no decode step priced
     budget = ev.budget
     if ev.refusals or budget is None or ev.memory is None or ev.utilization is None:
         return

@@ -25,6 +25,23 @@ BREAKDOWN_019 = ((0, 19), (0, 21))
 
 VLLM_TOKENS = "vllm 0.33.0 v1/core/kv_cache_utils.py get_kv_cache_capacity l.1119-1126"
 
+# First release whose --kv-cache-dtype auto takes a ModelOpt checkpoint's fp8 KV cache
+# (kv_cache_scheme / kv_cache_quant_algo): read in 0.14.0 (utils/torch_utils.py
+# get_kv_cache_quant_algo_string l.239, resolve_kv_cache_dtype_string l.301, engine/arg_utils.py
+# l.1398) and 0.19.0 (l.262-313, l.323-340, arg_utils.py l.1568); absent from 0.11.0's utils
+# and arg_utils. 0.12-0.13 are not read and are taken as the older behaviour.
+CHECKPOINT_KV_FIRST = (0, 14)
+CHECKPOINT_KV_SRC = ("vllm 0.19.0 utils/torch_utils.py get_kv_cache_quant_algo_string "
+                     "l.262-313, resolve_kv_cache_dtype_string l.323-340, engine/arg_utils.py "
+                     "l.1568")
+# SGLang 0.5.23 does it too: mem_cache/kv_cache_dtype.py configure_kv_cache_dtype l.34-58 (auto
+# and quant_config.kv_cache_quant_algo FP8 -> fp8_e4m3), layers/quantization/modelopt_quant.py
+# l.477-490 (kv_cache_scheme float 8-bit -> FP8). 0.5.2 model_runner.py l.1231-1232 and
+# 0.4.10.post2 l.1080-1081 take the model dtype; 0.5.3-0.5.22 not read: the older assumed.
+CHECKPOINT_KV_SGLANG_FIRST = (0, 5, 23)
+CHECKPOINT_KV_SGLANG_SRC = ("sglang 0.5.23 mem_cache/kv_cache_dtype.py configure_kv_cache_dtype "
+                            "l.34-58, layers/quantization/modelopt_quant.py l.477-490")
+
 # First release whose unquantized fused-MoE scratch is the persistent workspace (read in 0.19).
 MOE_WS_FIRST = (0, 19)
 
@@ -220,6 +237,17 @@ def sampler_era(version: str | None) -> tuple[str, str]:
 def moe_workspace_persistent(version: str | None) -> bool:
     """Whether the release's unquantized fused-MoE scratch is the persistent workspace."""
     return version_key(version) >= MOE_WS_FIRST
+
+
+def checkpoint_kv_cache(engine: str, version: str | None) -> str | None:
+    """Where the release resolves ``--kv-cache-dtype auto`` from a ModelOpt checkpoint's KV
+    cache scheme rather than the model dtype (vLLM 0.14+, SGLang 0.5.23+); None: it does not."""
+    pv = version_key(version)
+    if engine == "vllm" and pv >= CHECKPOINT_KV_FIRST:
+        return CHECKPOINT_KV_SRC
+    if engine == "sglang" and pv >= CHECKPOINT_KV_SGLANG_FIRST:
+        return CHECKPOINT_KV_SGLANG_SRC
+    return None
 
 
 def printed_tokens_release(version: str | None) -> tuple[str, str]:

@@ -40,12 +40,32 @@ def parse_quant(
     if method == "compressed-tensors":
         return _compressed_tensors(qc, where, excluded)
     if method in ("modelopt", "modelopt_fp4"):
-        return _modelopt(qc, where)
+        q = _modelopt(qc, where)
+        kv = modelopt_kv_cache(qc)
+        return replace(q, kv_cache=kv) if q is not None and kv else q
     parse = _METHODS.get(method)
     if parse is not None:
         return parse(method, r, excluded)
     bits = r.int_default("bits", 16)
     return Quant(method, bits, group_size=r.int_or_none("group_size"), excluded=excluded)
+
+
+def modelopt_kv_cache(qc: Mapping[str, Any]) -> str | None:
+    """fp8_e4m3 when a ModelOpt ``quantization_config`` (quant_method ``modelopt...``) says its
+    KV cache is static 8-bit float, as vLLM reads it for ``--kv-cache-dtype auto`` (vllm 0.19.0
+    utils/torch_utils.py get_kv_cache_quant_algo_string l.262-313); None otherwise. The
+    hf_quant_config.json layout has no quant_method, so vLLM's check does not fire on it."""
+    if not as_str(qc.get("quant_method")).startswith("modelopt"):  # vLLM: case-sensitive
+        return None
+    inner = qc.get("quantization", qc)
+    inner = inner if isinstance(inner, Mapping) else qc
+    algo = (inner.get("kv_cache_scheme") or qc.get("kv_cache_scheme")
+            or inner.get("kv_cache_quant_algo") or qc.get("kv_cache_quant_algo"))
+    if isinstance(algo, Mapping):
+        fp8 = (algo.get("dynamic") is False and algo.get("num_bits") == 8
+               and algo.get("type") == "float")
+        return "fp8_e4m3" if fp8 else None
+    return "fp8_e4m3" if isinstance(algo, str) and algo.lower() == "fp8" else None
 
 
 def _quantization_config(cfg: Mapping[str, Any]) -> Any:

@@ -62,6 +62,9 @@ class Quant:
     # group is attn, linear_attn, dense_mlp, routed_experts, shared_experts or lm_head.
     # DeepSeek-V4 (fp8 with MXFP4 or NVFP4 experts) and ModelOpt MIXED_PRECISION use it.
     overrides: tuple[tuple[str, Quant], ...] = ()
+    # The KV cache dtype the checkpoint asks for (ModelOpt kv_cache_scheme / kv_cache_quant_algo,
+    # e.g. fp8_e4m3), which some releases take for --kv-cache-dtype auto; None: not said.
+    kv_cache: str | None = None
 
 
 @record

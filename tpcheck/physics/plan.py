@@ -49,7 +49,7 @@ from tpcheck.physics.weights import (
     mxfp4_padding,
     weights_per_gpu,
 )
-from tpcheck.record import replace
+from tpcheck.record import fields, replace
 
 CONTEXT_CAP = 32768
 
@@ -69,16 +69,27 @@ def default_context(shape: ModelShape, opts: Options) -> Formula:
     )
 
 
-class Memo(OrderedDict[tuple[ModelShape, int, Options, bool], Evaluation]):
+MemoKey = tuple[ModelShape, int, Options, bool | None]
+
+
+class Memo(OrderedDict[MemoKey, Evaluation]):
     """A run's evaluations, shared by its rules and files (manifests repeat layouts; rules ask
-    the same what-ifs), keyed by value (shape, t, options, whole or without the step). Only
-    the most recent ``size`` are kept, so memory stays flat however large the repository."""
+    the same what-ifs), keyed by value: (shape, t, options, True) the whole evaluation, False
+    without the step, None the layout alone. The ``size`` most recently used are kept, so
+    memory stays flat however large the repository."""
 
     def __init__(self, size: int = 1024) -> None:
         super().__init__()
         self.size = size
 
-    def __setitem__(self, key: tuple[ModelShape, int, Options, bool], value: Evaluation) -> None:
+    def find(self, key: MemoKey) -> Evaluation | None:
+        """The entry, now the most recently used; None when it is not kept."""
+        found = self.get(key)
+        if found is not None:
+            self.move_to_end(key)
+        return found
+
+    def __setitem__(self, key: MemoKey, value: Evaluation) -> None:
         super().__setitem__(key, value)
         if len(self) > self.size:
             self.popitem(last=False)
@@ -91,8 +102,9 @@ def evaluate(shape: ModelShape, t: int, opts: Options, memo: Memo | None = None)
     batch, so a rule that asks the same layout at another batch (TP201's tokens/s at the batch
     each layout admits) reuses the rest from ``memo``."""
     key = (shape, t, opts, True)
-    if memo is not None and key in memo:
-        return memo[key]
+    found = memo.find(key) if memo is not None else None
+    if found is not None:
+        return found
     base = evaluate_capacity(shape, t, opts, memo)
     ev = base if base.memory is None else decode_step(shape, t, opts, base)
     if memo is not None:
@@ -105,19 +117,61 @@ def evaluate_capacity(shape: ModelShape, t: int, opts: Options,
     """``evaluate`` without what depends on the batch (the decode step, the prefill columns):
     all a rule needs that asks whether a layout starts and what pool it leaves (TP204 tries up
     to 14 layouts per finding)."""
-    at_one = opts if opts.batch == 1 else replace(opts, batch=1)
+    at_one = at_capacity(opts)
     key = (shape, t, at_one, False)
-    base = memo.get(key) if memo is not None else None
+    base = memo.find(key) if memo is not None else None
     if base is None:
-        base = capacity(shape, t, at_one)
+        base = capacity(shape, t, at_one, memo)
         if memo is not None:
             memo[key] = base
     return base
 
 
-def capacity(shape: ModelShape, t: int, opts: Options) -> Evaluation:
-    """``evaluate`` without the decode step (``opts.batch`` is 1)."""
-    ev = layout(shape, t, opts)
+# What only the decode step and the prefill columns read (plan_step): the capacity of a layout
+# is the same whatever they are, so its memo key leaves them at their defaults. TP201 asks its
+# layouts again at the batch each admits and across the nodes it spans; TP301 at another link.
+STEP_ONLY = ("batch", "alpha", "custom_all_reduce", "flops", "gpus_per_node", "hbm_bandwidth",
+             "link_bandwidth", "link_key", "network")
+_AT_CAPACITY = {f.name: f.default for f in fields(Options) if f.name in STEP_ONLY}
+
+
+def at_capacity(opts: Options) -> Options:
+    """``opts`` with what only the step reads at its defaults: one capacity per layout."""
+    if all(getattr(opts, k) == v for k, v in _AT_CAPACITY.items()):
+        return opts
+    return replace(opts, **_AT_CAPACITY)
+
+
+# What ``layout`` reads. The release only where it reads one: SGLang's cell and the MXFP4
+# experts' layout; the budget, reserve and pool after it are the release's own (TP204/TP205
+# ask each known release whether their verdict holds: one layout serves all of them).
+LAYOUT_READS = ("engine", "engine_version", "gpu", "pp", "dp", "expert_parallel", "attn_dp",
+                "context", "kv_cache_dtype", "quantization", "dtype", "cpu_offload",
+                "swa_full_tokens_ratio")
+_NOT_LAYOUT = {f.name: f.default for f in fields(Options) if f.name not in LAYOUT_READS}
+
+
+def layout_options(shape: ModelShape, opts: Options) -> Options:
+    """``opts`` with what ``layout`` does not read at its defaults (its memo key)."""
+    q = shape.quant
+    by_release = opts.engine == "sglang" or (q is not None and q.method == "mxfp4")
+    changes = _NOT_LAYOUT if by_release else {**_NOT_LAYOUT, "engine_version": None}
+    if all(getattr(opts, k) == v for k, v in changes.items()):
+        return opts
+    return replace(opts, **changes)
+
+
+def capacity(shape: ModelShape, t: int, opts: Options, memo: Memo | None = None) -> Evaluation:
+    """``evaluate`` without the decode step (``opts.batch`` is 1); the layout (weights, KV
+    bytes, refusals) shared through ``memo`` by every option it does not read."""
+    if memo is None:
+        ev = layout(shape, t, opts)
+    else:
+        key = (shape, t, layout_options(shape, opts), None)
+        found = memo.find(key)
+        ev = found if found is not None else layout(shape, t, key[2])
+        if found is None:
+            memo[key] = ev
     mem = opts.memory if opts.memory is not None else (opts.gpu.usable_bytes if opts.gpu else None)
     if mem is None:
         return ev
@@ -307,9 +361,10 @@ def engine_log_lines(ev: Evaluation, engine: str) -> tuple[str, ...]:
 
 
 __all__ = [
-    "CONNECTOR_NOTE", "CONTEXT_CAP", "DEFAULT_ALPHA", "ENGINE_LOG_SRC", "NO_ROTARY", "Budget",
-    "Evaluation", "Memo", "Options", "budget", "calibrated", "capacity", "decode_step",
-    "default_context", "default_tps", "engine_log_lines", "engine_tokens", "evaluate",
-    "evaluate_capacity", "gpu_nvlink", "intensity", "intra_link", "kv_pool", "layout",
-    "prefill_columns", "prefill_efficiency", "release_of", "reserve", "sweep", "weights",
+    "CONNECTOR_NOTE", "CONTEXT_CAP", "DEFAULT_ALPHA", "ENGINE_LOG_SRC", "LAYOUT_READS",
+    "NO_ROTARY", "STEP_ONLY", "Budget", "Evaluation", "Memo", "Options", "at_capacity",
+    "budget", "calibrated", "capacity", "decode_step", "default_context", "default_tps",
+    "engine_log_lines", "engine_tokens", "evaluate", "evaluate_capacity", "gpu_nvlink",
+    "intensity", "intra_link", "kv_pool", "layout", "layout_options", "prefill_columns",
+    "prefill_efficiency", "release_of", "reserve", "sweep", "weights",
 ]
