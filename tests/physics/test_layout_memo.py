@@ -37,17 +37,17 @@ STEP_CHANGES = {"batch": 8, "alpha": 5e-6, "custom_all_reduce": False, "flops": 
                 "link_key": "pcie-gen5", "network": NETWORK}
 # ... and for every field the layout does not read (the budget, reserve and pool read them).
 POOL_CHANGES = {"utilization": 0.8, "max_num_seqs": 7, "block_size": 32,
-                "max_num_batched_tokens": 4096, "enforce_eager": True, "entrypoint": "llm",
+                "max_num_batched_tokens": 4096, "entrypoint": "llm",
                 "kv_connector": "", "memory": 60 << 30, "reserve": 3 << 30,
                 "mamba_full_memory_ratio": 0.5, "max_mamba_cache_size": 64}
 
 
 def test_the_changes_cover_every_field_left_out_of_a_key() -> None:
-    # Options has 33 fields: 9 the step alone reads, 13 the layout reads, 11 the pool reads
+    # Options has 34 fields: 9 the step alone reads, 15 the layout reads, 10 the pool reads
     names = {f.name for f in fields(Options)}
     assert set(STEP_CHANGES) == set(STEP_ONLY)
     assert names - set(LAYOUT_READS) == set(STEP_CHANGES) | set(POOL_CHANGES)
-    assert len(names) == 9 + 13 + 11
+    assert len(names) == 9 + 15 + 10
 
 
 def test_what_only_the_step_reads_leaves_the_capacity_as_it_is() -> None:

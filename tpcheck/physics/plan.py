@@ -147,7 +147,7 @@ def at_capacity(opts: Options) -> Options:
 # ask each known release whether their verdict holds: one layout serves all of them).
 LAYOUT_READS = ("engine", "engine_version", "gpu", "pp", "dp", "expert_parallel", "attn_dp",
                 "context", "kv_cache_dtype", "quantization", "dtype", "cpu_offload",
-                "swa_full_tokens_ratio")
+                "swa_full_tokens_ratio", "enforce_eager", "vision_off")
 _NOT_LAYOUT = {f.name: f.default for f in fields(Options) if f.name not in LAYOUT_READS}
 
 
