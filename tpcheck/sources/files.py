@@ -117,3 +117,26 @@ def file_type(mode: int) -> str:
              (stat.S_ISBLK, "a block device"), (stat.S_ISSOCK, "a socket"),
              (stat.S_ISDIR, "a folder"))
     return next((name for test, name in kinds if test(mode)), "a special file")
+
+
+def folder_stamp(folder: str, limit: int, also: frozenset[str] = frozenset()
+                 ) -> tuple[tuple[str, int, int], ...]:
+    """A folder's YAML files (and the names in ``also``) with their mtime and size, the first
+    ``limit`` by name: the key of a folder index that a change to any of them renews."""
+    try:
+        entries = sorted(os.scandir(folder or "."), key=lambda e: e.name)
+    except OSError:
+        return ()
+    out: list[tuple[str, int, int]] = []
+    for e in entries:
+        if not e.name.endswith((".yaml", ".yml")) and e.name not in also:
+            continue
+        try:
+            if e.is_file():
+                st = e.stat()
+                out.append((e.name, st.st_mtime_ns, st.st_size))
+        except OSError:
+            continue
+        if len(out) >= limit:
+            break
+    return tuple(out)

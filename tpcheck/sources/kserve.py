@@ -24,6 +24,7 @@ from functools import lru_cache
 from tpcheck.record import record, replace
 from tpcheck.sources import kustomize as kz
 from tpcheck.sources.base import MAX_BYTES, RUNTIME_NOTE, Deployment, ReadResult
+from tpcheck.sources.files import folder_stamp
 from tpcheck.sources.pyyaml import yaml
 
 TYPE_CHECKING = False
@@ -118,27 +119,6 @@ def _runtime_for(use: Use, runtimes: list[Runtime]) -> Runtime | None:
 
 def _inside(d: Deployment, doc: Any, path: str) -> bool:
     return d.span.path == path and doc.start_mark.line < d.span.line <= doc.end_mark.line + 1
-
-
-def _stamp(folder: str) -> tuple[tuple[str, int, int], ...]:
-    """The folder's YAML files with their mtime and size: a change to any is a new index."""
-    try:
-        entries = sorted(os.scandir(folder or "."), key=lambda e: e.name)
-    except OSError:
-        return ()
-    out: list[tuple[str, int, int]] = []
-    for e in entries:
-        if not e.name.endswith((".yaml", ".yml")) and e.name not in kz.NAMES:
-            continue
-        try:
-            st = e.stat()
-        except OSError:
-            continue
-        if e.is_file():
-            out.append((e.name, st.st_mtime_ns, st.st_size))
-        if len(out) >= MAX_SCANNED:
-            break
-    return tuple(out)
 
 
 @lru_cache(maxsize=16)
@@ -269,7 +249,8 @@ def pair_kserve(path: str, text: str, result: ReadResult,
     if not here and not isvcs:
         return result
     folder = os.path.dirname(path)
-    runtimes_beside, uses_beside = _index(folder, _stamp(folder))
+    stamp = folder_stamp(folder, MAX_SCANNED, frozenset(kz.NAMES))
+    runtimes_beside, uses_beside = _index(folder, stamp)
     same = os.path.abspath(path)
     runtimes = _known_runtimes(here, runtimes_beside, same)
     try:

@@ -44,6 +44,7 @@ from functools import lru_cache
 from tpcheck.record import replace
 from tpcheck.sources.argv import Launch, deployment_from_words
 from tpcheck.sources.base import MAX_BYTES, Deployment, ModelHint, Span
+from tpcheck.sources.files import folder_stamp
 from tpcheck.sources.kube_env import LazyEnv, first_keys, int_or_none
 from tpcheck.sources.pyyaml import yaml
 from tpcheck.sources.words import Word
@@ -411,25 +412,6 @@ def _hints(layers: _Layers) -> list[ModelHint]:
 
 
 # ---- the folder: configs baseRefs name, and the names services there use --------------------
-def _stamp(folder: str) -> tuple[tuple[str, int, int], ...]:
-    """The folder's YAML files with their mtime and size: a change to any is a new index."""
-    try:
-        entries = sorted(os.scandir(folder or "."), key=lambda e: e.name)
-    except OSError:
-        return ()
-    out: list[tuple[str, int, int]] = []
-    for e in entries:
-        if not e.name.endswith((".yaml", ".yml")):
-            continue
-        try:
-            if e.is_file():
-                st = e.stat()
-                out.append((e.name, st.st_mtime_ns, st.st_size))
-        except OSError:
-            continue
-        if len(out) >= MAX_SCANNED:
-            break
-    return tuple(out)
 
 
 def _docs(path: str) -> tuple[list[Any], Ctx] | None:
@@ -472,7 +454,7 @@ def _folder_config(path: str, name: str) -> _Src | None:
     """The config ``name`` in another YAML file of ``path``'s folder."""
     folder = os.path.dirname(path)
     same = os.path.abspath(path)
-    for cname, p in _index(folder, _stamp(folder))[0]:
+    for cname, p in _index(folder, folder_stamp(folder, MAX_SCANNED))[0]:
         if cname != name or os.path.abspath(p) == same:
             continue
         got = _docs(p)
@@ -489,5 +471,6 @@ def _referenced(path: str, docs: list[Any]) -> set[str]:
     out = {r for d in docs if kind_of(d) == SERVICE for r in _refs(d)}
     folder = os.path.dirname(path)
     same = os.path.abspath(path)
-    out.update(r for p, r in _index(folder, _stamp(folder))[1] if os.path.abspath(p) != same)
+    beside = _index(folder, folder_stamp(folder, MAX_SCANNED))[1]
+    out.update(r for p, r in beside if os.path.abspath(p) != same)
     return out
