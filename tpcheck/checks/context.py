@@ -16,7 +16,16 @@ from tpcheck.formula import Formula
 from tpcheck.hardware.gpus import GPU
 from tpcheck.models.shape import ModelShape
 from tpcheck.physics.groups import Groups, comm_groups
-from tpcheck.physics.plan import Evaluation, Memo, Options, evaluate, evaluate_capacity
+from tpcheck.physics.plan import (
+    Evaluation,
+    Memo,
+    Options,
+    evaluate,
+    evaluate_capacity,
+    layout_at,
+    starts,
+    vllm_budget,
+)
 from tpcheck.record import replace
 from tpcheck.settings import Settings
 from tpcheck.sources.base import Deployment, Span
@@ -313,6 +322,24 @@ class CheckContext:
         assert self.shape is not None
         opts = replace(self.options, **changes) if changes else self.options
         return evaluate_capacity(self.shape, t, opts, self._evaluations)
+
+    def starts_at(self, t: int, **changes: object) -> bool:
+        """Whether the layout at ``t`` (``changes`` applied) is legal and leaves a KV pool:
+        ``capacity_at``'s verdict, priced only as far as it needs (plan.starts)."""
+        assert self.shape is not None
+        opts = replace(self.options, **changes) if changes else self.options
+        return starts(self.shape, t, opts, self._evaluations)
+
+    def weights_over_budget(self) -> bool | None:
+        """For a vLLM launch, whether the layout is legal and its weights exceed M·u (TP205's
+        verdict) from the layout alone; None for SGLang, whose budget comes with its pool."""
+        assert self.shape is not None
+        if self.deployment.engine != "vllm":
+            return None
+        opts = self.options
+        ev = layout_at(self.shape, self.tp, opts, self._evaluations)
+        mu = vllm_budget(opts)
+        return not ev.refusals and mu is not None and ev.weights.result > mu[0] * mu[1]
 
     def evaluate_with(self, t: int, opts: Options) -> Evaluation:
         """One evaluation per (shape, t, options) for the whole run (as long as it is recent)."""

@@ -14,8 +14,7 @@ MAX_PP = 8
 
 
 def _starts(ctx: CheckContext, t: int, p: int) -> bool:
-    ev = ctx.capacity_at(t, pp=p)  # starting needs no decode step
-    return not ev.refusals and bool(ev.fits)
+    return ctx.starts_at(t, pp=p)  # starting needs no decode step, mostly not even the pool
 
 
 def more_stages(ctx: CheckContext) -> int | None:
@@ -54,6 +53,12 @@ def _what_fits(ctx: CheckContext) -> str:
 
 
 def check(ctx: CheckContext, rule: Rule) -> Iterator[Finding]:
+    if ctx.verdict_only:  # asked under another release (fires_with): the verdict alone
+        over = ctx.weights_over_budget()
+        if over is not None:
+            if over:
+                ctx.verdict_holds()
+            return
     ev = ctx.capacity  # the step is not needed: no decode step priced
     budget = ev.budget
     if ev.refusals or budget is None or ev.memory is None or ev.utilization is None:

@@ -12,11 +12,23 @@ import re
 NEWEST: dict[str, str] = {"vllm": "0.33.0", "sglang": "0.5.23"}
 
 
+_PARSED: dict[str, tuple[int, ...] | None] = {}
+_VERSION = re.compile(r"(\d+)\.(\d+)(?:\.(\d+))?")
+
+
 def parse_version(v: str | None) -> tuple[int, ...] | None:
-    """``v0.6.4``, ``0.9.1.dev705+g01``, ``vllm/vllm-openai:v0.8.5`` → (0, 6, 4); junk → None."""
+    """``v0.6.4``, ``0.9.1.dev705+g01``, ``vllm/vllm-openai:v0.8.5`` → (0, 6, 4); junk → None.
+
+    Kept per string (up to 1,024): the release tables ask the same few versions ~40 times a
+    deployment."""
     if not v:
         return None
-    m = re.search(r"(\d+)\.(\d+)(?:\.(\d+))?", v)
-    if not m:
-        return None
-    return tuple(int(x) for x in m.groups() if x is not None)
+    try:
+        return _PARSED[v]
+    except KeyError:
+        pass
+    m = _VERSION.search(v)
+    k = None if not m else tuple(int(x) for x in m.groups() if x is not None)
+    if len(_PARSED) < 1024:
+        _PARSED[v] = k
+    return k

@@ -6,9 +6,11 @@
 
 from __future__ import annotations
 
+import math
 from collections import OrderedDict
 from collections.abc import Sequence
 
+from tpcheck.engines.defaults import defaults_for
 from tpcheck.formula import Formula
 from tpcheck.models.shape import ModelShape
 from tpcheck.physics import comm, kv
@@ -164,20 +166,58 @@ def layout_options(shape: ModelShape, opts: Options) -> Options:
 def capacity(shape: ModelShape, t: int, opts: Options, memo: Memo | None = None) -> Evaluation:
     """``evaluate`` without the decode step (``opts.batch`` is 1); the layout (weights, KV
     bytes, refusals) shared through ``memo`` by every option it does not read."""
-    if memo is None:
-        ev = layout(shape, t, opts)
-    else:
-        key = (shape, t, layout_options(shape, opts), None)
-        found = memo.find(key)
-        ev = found if found is not None else layout(shape, t, key[2])
-        if found is None:
-            memo[key] = ev
+    ev = layout_at(shape, t, opts, memo)
     mem = opts.memory if opts.memory is not None else (opts.gpu.usable_bytes if opts.gpu else None)
     if mem is None:
         return ev
     bud = budget(shape, t, opts, mem, int(ev.context.result))
     res = reserve(shape, t, opts, bud)
     return kv_pool(shape, t, opts, bud, ev, res)
+
+
+def layout_at(shape: ModelShape, t: int, opts: Options, memo: Memo | None = None) -> Evaluation:
+    """``layout``, shared through ``memo`` by every option it does not read."""
+    if memo is None:
+        return layout(shape, t, opts)
+    key = (shape, t, layout_options(shape, opts), None)
+    found = memo.find(key)
+    if found is None:
+        found = memo[key] = layout(shape, t, key[2])
+    return found
+
+
+def vllm_budget(opts: Options) -> tuple[int, float] | None:
+    """(M, u) of a vLLM launch, as ``budget`` sets them (u as given, else the release's
+    default); None without a memory figure. Neither depends on the layout."""
+    mem = opts.memory if opts.memory is not None else (opts.gpu.usable_bytes if opts.gpu else None)
+    if mem is None:
+        return None
+    if opts.utilization is not None:
+        return mem, opts.utilization
+    d = defaults_for("vllm", opts.engine_version)
+    return mem, float(d.gpu_memory_utilization().value)
+
+
+def starts(shape: ModelShape, t: int, opts: Options, memo: Memo | None = None) -> bool:
+    """``evaluate_capacity``'s ``not refusals and fits``: the layout is legal and leaves a KV
+    pool. TP205's what-fits-instead search asks it of up to 14 layouts whose weights mostly
+    exceed vLLM's M·u: the pool, ceil(M·u) − W − R, is then ≤ 0 whatever the reserve R (never
+    negative: activations, graphs and non-torch memory at positive sizes), so the layout alone
+    answers without pricing the reserve and the pool."""
+    at_one = at_capacity(opts)
+    found = memo.find((shape, t, at_one, False)) if memo is not None else None
+    if found is None and opts.engine == "vllm" and opts.reserve is None and (
+            opts.max_num_seqs is None or opts.max_num_seqs > 0) and (
+            opts.max_num_batched_tokens is None or opts.max_num_batched_tokens > 0):
+        ev = layout_at(shape, t, at_one, memo)
+        if ev.refusals:
+            return False
+        mu = vllm_budget(at_one)
+        if mu is None or ev.weights.result >= math.ceil(mu[0] * mu[1]):
+            return False
+    if found is None:
+        found = evaluate_capacity(shape, t, opts, memo)
+    return not found.refusals and bool(found.fits)
 
 
 def layout(shape: ModelShape, t: int, opts: Options) -> Evaluation:
@@ -365,6 +405,7 @@ __all__ = [
     "NO_ROTARY", "STEP_ONLY", "Budget", "Evaluation", "Memo", "Options", "at_capacity",
     "budget", "calibrated", "capacity", "decode_step", "default_context", "default_tps",
     "engine_log_lines", "engine_tokens", "evaluate", "evaluate_capacity", "gpu_nvlink",
-    "intensity", "intra_link", "kv_pool", "layout", "layout_options", "prefill_columns",
-    "prefill_efficiency", "release_of", "reserve", "sweep", "weights",
+    "intensity", "intra_link", "kv_pool", "layout", "layout_at", "layout_options",
+    "prefill_columns", "prefill_efficiency", "release_of", "reserve", "starts", "sweep",
+    "vllm_budget", "weights",
 ]

@@ -9,7 +9,7 @@ from tpcheck.hardware.links import Link
 from tpcheck.models.shape import ModelShape
 from tpcheck.physics import kv
 from tpcheck.physics.legality import Refusal
-from tpcheck.record import field, record
+from tpcheck.record import field, record, value_hash
 
 
 @record
@@ -57,6 +57,14 @@ class Options:
     # vLLM --limit-mm-per-prompt with every modality of the vision tower at 0, or
     # --language-model-only: the tower is not built (tpcheck.physics.weights.VISION_SKIP_SRC).
     vision_off: bool = False
+
+    def __hash__(self) -> int:
+        """Computed once and kept: options key the run's memo of evaluations (plan.Memo), which
+        every rule's question hashes, and their 37 fields hash the GPU's record too."""
+        h: int | None = self.__dict__.get("_hash")
+        if h is None:
+            h = self.__dict__["_hash"] = value_hash(self)
+        return h
 
 
 @record
