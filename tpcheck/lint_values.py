@@ -95,7 +95,7 @@ def physics_refusal(d: Deployment, ctx: CheckContext) -> tuple[str, str] | Sourc
     (field, message) for a TP003 finding; anything else is one error instead of one "internal
     error" per rule."""
     try:
-        ctx.evaluation  # noqa: B018 - cached; the rules reuse it
+        ctx.capacity  # noqa: B018 - cached; the rules reuse it (the step: where one asks)
     except (ValueError, ArithmeticError) as e:
         for name in PHYSICS_NAMES:
             v = getattr(d, name, None)

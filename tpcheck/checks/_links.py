@@ -87,7 +87,7 @@ def link_costs(ctx: CheckContext, use: LinkUse) -> tuple[Formula, ...]:
     one = decode_share(ctx, use, 1, "batch 1")
     if one is not None:
         out.append(one)
-    ev = ctx.evaluation
+    ev = ctx.capacity
     if ev.max_num_seqs is not None:
         seqs = int(ev.max_num_seqs.result)
         flag = "--max-running-requests" if d.engine == "sglang" else "--max-num-seqs"

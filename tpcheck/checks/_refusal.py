@@ -36,7 +36,7 @@ def refusal_findings(ctx: CheckContext, rule: Rule) -> Iterator[Finding]:
     kind = rule.param("refusal")
     refs = [
         r
-        for r in ctx.evaluation.refusals
+        for r in ctx.capacity.refusals
         if r.kind == kind and ctx.deployment.engine in r.engines
     ]
     if not refs:

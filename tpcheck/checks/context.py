@@ -181,7 +181,7 @@ class CheckContext:
         said = "--max-model-len -1 (auto): the model's max_position_embeddings"
         if self.shape is None or self.gpu is None:
             return mpe, said
-        ev = self.evaluate_with(self.tp, self.options_for(mpe))
+        ev = evaluate_capacity(self.shape, self.tp, self.options_for(mpe), self._evaluations)
         if ev.refusals or ev.tokens is None:
             return mpe, said
         tokens = int(ev.tokens.result)

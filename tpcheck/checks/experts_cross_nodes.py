@@ -27,7 +27,7 @@ from tpcheck.physics.legality import ceil_div
 
 
 def check(ctx: CheckContext, rule: Rule) -> Iterator[Finding]:
-    if ctx.shape is not None and (ctx.evaluation.refusals or ctx.shape.moe is None):
+    if ctx.shape is not None and (ctx.capacity.refusals or ctx.shape.moe is None):
         return
     ep = ctx.groups.expert
     if ep <= 1:

@@ -25,9 +25,9 @@ def check(ctx: CheckContext, rule: Rule) -> Iterator[Finding]:
     s = ctx.shape
     assert s is not None
     t, hkv = ctx.tp, s.kv_heads
-    if s.latent_cache or hkv <= 0 or t <= hkv or ctx.evaluation.refusals:
+    if s.latent_cache or hkv <= 0 or t <= hkv or ctx.capacity.refusals:
         return
-    now = ctx.evaluation
+    now = ctx.capacity
     rep = now.kv_replicas
     kvb = now.kv_bytes_per_token
     edits = _edits(ctx, hkv)
@@ -54,8 +54,8 @@ def check(ctx: CheckContext, rule: Rule) -> Iterator[Finding]:
             related=ctx.model_related(),
         )
         return
-    at = ctx.evaluate_at(hkv)
-    fp8 = ctx.evaluate_at(hkv, kv_cache_dtype="fp8")
+    at = ctx.capacity_at(hkv)
+    fp8 = ctx.capacity_at(hkv, kv_cache_dtype="fp8")
     assert at.seats is not None and fp8.seats is not None
     seats_t, seats_h = int(now.seats.result), int(at.seats.result)
     replicas = t // hkv
@@ -74,7 +74,7 @@ def check(ctx: CheckContext, rule: Rule) -> Iterator[Finding]:
         # t = h_kv does not hold even one sequence here (often: its weights do not fit), so DP
         # replicas of TP h_kv are no alternative. Pipeline stages keep the cache divided by h_kv
         # and split the weights: TP h_kv × PP t/h_kv over the same GPUs.
-        pp_alt = ctx.evaluate_at(hkv, pp=ctx.pp * replicas)
+        pp_alt = ctx.capacity_at(hkv, pp=ctx.pp * replicas)
         pp_seats = int(pp_alt.seats.result) if pp_alt.seats is not None else 0
         alt_fix = (f"use --tensor-parallel-size {hkv} --pipeline-parallel-size "
                    f"{ctx.pp * replicas}: the same {t * ctx.pp} GPUs, the cache divided by h_kv")

@@ -24,7 +24,7 @@ PREFILL_HOLDS = (
 
 
 def check(ctx: CheckContext, rule: Rule) -> Iterator[Finding]:
-    ev = ctx.evaluation
+    ev = ctx.capacity
     if ev.refusals or ev.seats is None or ev.max_num_seqs is None or ev.fits is False:
         return  # no pool (TP205/TP204 say why): there are no seats to compare with
     waste: float = ctx.option(rule, "waste-factor")

@@ -41,10 +41,10 @@ def dp_attention(ctx: CheckContext) -> bool:
 def check(ctx: CheckContext, rule: Rule) -> Iterator[Finding]:
     s = ctx.shape
     assert s is not None
-    if not s.latent_cache or ctx.tp <= 1 or dp_attention(ctx) or ctx.evaluation.refusals:
+    if not s.latent_cache or ctx.tp <= 1 or dp_attention(ctx) or ctx.capacity.refusals:
         return
     t = ctx.tp
-    kvb = ctx.evaluation.kv_bytes_per_token
+    kvb = ctx.capacity.kv_bytes_per_token
     spent = _gqa_catch_up(ctx)
     kind = "MLA latent" if spent is not None else "DeepSeek-V4 compressed"
     head = f"{kind} KV cache held whole on all {t} TP ranks: {t}× the cache per sequence"
@@ -71,7 +71,7 @@ def check(ctx: CheckContext, rule: Rule) -> Iterator[Finding]:
         else f"use --data-parallel-size {t} --tensor-parallel-size 1 --enable-expert-parallel "
         "(DP attention, experts shared)"
     )
-    now = ctx.evaluation
+    now = ctx.capacity
     if now.seats is None or now.fits is False:
         # No GPU, or no pool at all (TP205/TP204 say why): seats and gains would be fiction.
         if now.fits is False:
@@ -83,9 +83,9 @@ def check(ctx: CheckContext, rule: Rule) -> Iterator[Finding]:
     # With DP-attention each rank serves its own requests, so system-wide seats are attn_dp times
     # one rank's; the attention weights are then replicated, which shrinks that rank's pool.
     if ctx.deployment.engine == "sglang":
-        alt = ctx.evaluate_at(t, attn_dp=t)
+        alt = ctx.capacity_at(t, attn_dp=t)
     else:  # vLLM: t DP ranks of TP 1 with the experts spread over them (EP)
-        alt = ctx.evaluate_at(1, dp=t, expert_parallel=True)
+        alt = ctx.capacity_at(1, dp=t, expert_parallel=True)
     notes.append(f"seats now: {count(seats_now, 'sequence')} of {ctx.context[0]:,} tokens")
     starts = alt.fits is not False and alt.seats is not None
     per_rank = int(alt.seats.result) if alt.seats is not None and starts else 0
@@ -177,7 +177,7 @@ def _pipeline_instead(ctx: CheckContext, rule: Rule, msg: str, notes: tuple[str,
     vllm 0.33.0 distributed/utils.py get_pp_indices, sglang 0.5.23 pool_configurator.py
     stage_compress_ratios), when it starts and seats more."""
     t, pp = ctx.tp, ctx.pp
-    stages = ctx.evaluate_at(1, pp=pp * t)
+    stages = ctx.capacity_at(1, pp=pp * t)
     if (stages.fits is False or stages.seats is None or stages.refusals
             or int(stages.seats.result) <= seats_now):
         yield ctx.finding(rule, msg, notes=notes, formulas=formulas,

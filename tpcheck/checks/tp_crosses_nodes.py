@@ -51,7 +51,7 @@ def _fix(ctx: CheckContext, per_node: int) -> str:
     world = t * p
     cand = per_node
     while cand > 1:
-        legal = ctx.shape is None or not ctx.evaluate_at(cand).refusals
+        legal = ctx.shape is None or not ctx.capacity_at(cand).refusals
         if legal and world % cand == 0:
             break
         cand -= 1
@@ -69,7 +69,7 @@ def _fix(ctx: CheckContext, per_node: int) -> str:
 
 def check(ctx: CheckContext, rule: Rule) -> Iterator[Finding]:
     t = ctx.tp
-    if ctx.shape is not None and ctx.evaluation.refusals:
+    if ctx.shape is not None and ctx.capacity.refusals:
         return
     groups = ctx.groups
     width = groups.allreduce

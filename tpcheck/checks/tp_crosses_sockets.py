@@ -99,7 +99,7 @@ def check(ctx: CheckContext, rule: Rule) -> Iterator[Finding]:
     t = ctx.groups.allreduce
     if not isinstance(topo, Topology) or t <= 1 or t > topo.gpu_count:
         return
-    if ctx.shape is not None and ctx.evaluation.refusals:
+    if ctx.shape is not None and ctx.capacity.refusals:
         return
     cvd = ctx.deployment.env.get("CUDA_VISIBLE_DEVICES")
     world = ctx.tp * ctx.pp * ctx.dp_replicas
@@ -177,7 +177,7 @@ def _cost_notes(ctx: CheckContext, costs: tuple[Formula, ...], t: int) -> list[s
 def _fix(ctx: CheckContext, topo: Topology, t: int, cls: str, nvlink_expected: bool) -> str:
     """Other GPUs of this machine for the same t when some are better joined; else the largest
     legal t that one socket or NVLink island holds; else the general advice."""
-    legal = [x for x in range(2, t) if ctx.shape is None or not ctx.evaluate_at(x).refusals]
+    legal = [x for x in range(2, t) if ctx.shape is None or not ctx.capacity_at(x).refusals]
     bg = best_group(topo, t)
     if bg is not None and link_rank(bg[1]) > link_rank(cls):
         return (f"set CUDA_VISIBLE_DEVICES={_ids(bg[0])}: those {t} GPUs are joined by "
