@@ -16,6 +16,8 @@ annotations`` (ruff's required-imports, I002, enforces it).
 
 from __future__ import annotations
 
+from operator import attrgetter
+
 TYPE_CHECKING = False  # typing's constant without importing typing (start-up, issue 8)
 if TYPE_CHECKING:
     from collections.abc import Callable
@@ -79,16 +81,29 @@ def fields(obj: object) -> tuple[Field, ...]:
 
 def replace(obj: _T, /, **changes: Any) -> _T:
     """A copy of ``obj`` with ``changes`` applied, built through ``__init__`` (so it validates)."""
-    kwargs = {f.name: getattr(obj, f.name) for f in fields(obj)}
-    unknown = set(changes) - set(kwargs)
-    if unknown:
+    fields(obj)  # not a record: TypeError
+    cls: Any = type(obj)
+    kwargs = dict(zip(cls.__match_args__, cls.__record_all__(obj), strict=True))
+    if not changes.keys() <= kwargs.keys():
+        unknown = set(changes) - set(kwargs)
         raise TypeError(f"{type(obj).__name__} has no field {sorted(unknown)[0]!r}")
     kwargs.update(changes)
-    return type(obj)(**kwargs)
+    return cls(**kwargs)  # type: ignore[no-any-return]
 
 
 def _values(self: Any) -> tuple[Any, ...]:
-    return tuple([getattr(self, n) for n in type(self).__record_compare__])
+    return type(self).__record_values__(self)  # type: ignore[no-any-return]
+
+
+def _getter(names: tuple[str, ...]) -> Callable[[Any], tuple[Any, ...]]:
+    """The fields' values as one tuple, read in C (``attrgetter``): records key the run's memo
+    tables, so their equality and hashing are hot."""
+    if len(names) > 1:
+        return attrgetter(*names)
+    if names:
+        one = attrgetter(names[0])
+        return lambda obj: (one(obj),)
+    return lambda obj: ()
 
 
 def _repr(self: Any) -> str:
@@ -210,6 +225,8 @@ def _build(cls: _C, frozen: bool, order: bool) -> _C:
     attrs: dict[str, Any] = {
         "__record_fields__": fs,
         "__record_compare__": compare,
+        "__record_values__": _getter(compare),
+        "__record_all__": _getter(tuple(f.name for f in fs)),
         "__match_args__": tuple(f.name for f in fs),
         "__eq__": _eq,
     }

@@ -151,16 +151,25 @@ LAYOUT_READS = ("engine", "engine_version", "gpu", "pp", "dp", "expert_parallel"
                 "context", "kv_cache_dtype", "quantization", "dtype", "cpu_offload",
                 "swa_full_tokens_ratio", "enforce_eager", "vision_off")
 _NOT_LAYOUT = {f.name: f.default for f in fields(Options) if f.name not in LAYOUT_READS}
+_NOT_LAYOUT_NOR_RELEASE = {**_NOT_LAYOUT, "engine_version": None}
 
 
 def layout_options(shape: ModelShape, opts: Options) -> Options:
     """``opts`` with what ``layout`` does not read at its defaults (its memo key)."""
     q = shape.quant
     by_release = opts.engine == "sglang" or (q is not None and q.method == "mxfp4")
-    changes = _NOT_LAYOUT if by_release else {**_NOT_LAYOUT, "engine_version": None}
+    # Kept on the (frozen) options, as their hash is: a rule asks the same options' layout
+    # for several t, and a copy's fresh hash would cost the memo lookup again.
+    slot = "_layout_by_release" if by_release else "_layout"
+    kept = opts.__dict__.get(slot)
+    if kept is not None:
+        return opts if kept is True else kept
+    changes = _NOT_LAYOUT if by_release else _NOT_LAYOUT_NOR_RELEASE
     if all(getattr(opts, k) == v for k, v in changes.items()):
+        opts.__dict__[slot] = True
         return opts
-    return replace(opts, **changes)
+    out = opts.__dict__[slot] = replace(opts, **changes)
+    return out
 
 
 def capacity(shape: ModelShape, t: int, opts: Options, memo: Memo | None = None) -> Evaluation:
