@@ -38,7 +38,37 @@ class EngineDefaults:
     engine: EngineName
     version: str  # the version these defaults are for (as given or newest known)
 
+    # The tables are asked the same questions for every layout of a run (the budget, the
+    # prefill chunk, the step's release): each answer is kept on the (frozen, shared) defaults.
     def gpu_memory_utilization(self) -> Default:
+        found: Default | None = self.__dict__.get("_gmu")
+        if found is None:
+            found = self.__dict__["_gmu"] = self._gpu_memory_utilization()
+        return found
+
+    def batch_defaults(
+        self, total_mem_bytes: int, gpu_name: str, entrypoint: Entrypoint = "serve",
+        max_model_len: int | None = None,
+    ) -> tuple[Default, Default]:
+        """vLLM's (max_num_seqs, max_num_batched_tokens) by GPU memory, entry point and release
+        (``_batch_defaults``)."""
+        kept: dict[tuple[object, ...], tuple[Default, Default]] = self.__dict__.setdefault(
+            "_batch", {})
+        key = (total_mem_bytes, gpu_name, entrypoint, max_model_len)
+        found = kept.get(key)
+        if found is None:
+            found = self._batch_defaults(total_mem_bytes, gpu_name, entrypoint, max_model_len)
+            if len(kept) < 256:
+                kept[key] = found
+        return found
+
+    def block_size(self) -> Default:
+        found: Default | None = self.__dict__.get("_block")
+        if found is None:
+            found = self.__dict__["_block"] = self._block_size()
+        return found
+
+    def _gpu_memory_utilization(self) -> Default:
         if self.engine == "vllm":
             pv = parse_version(self.version) or (0, 33)
             if pv >= (0, 33):
@@ -58,7 +88,7 @@ class EngineDefaults:
             "SGLang's mem_fraction_static depends on GPU memory: use sglang_mem_fraction"
         )
 
-    def batch_defaults(
+    def _batch_defaults(
         self, total_mem_bytes: int, gpu_name: str, entrypoint: Entrypoint = "serve",
         max_model_len: int | None = None,
     ) -> tuple[Default, Default]:
@@ -98,7 +128,7 @@ class EngineDefaults:
             Default(toks, src, self.version, assumed),
         )
 
-    def block_size(self) -> Default:
+    def _block_size(self) -> Default:
         if self.engine == "vllm":
             return Default(
                 16, f"{VLLM_SRC} config/cache.py CacheConfig.DEFAULT_BLOCK_SIZE l.185", self.version
@@ -132,8 +162,19 @@ KNOWN_RELEASES: dict[str, tuple[str, ...]] = {
 __all__ = ["NEWEST", "parse_version"]
 
 
+_DEFAULTS: dict[tuple[str, str | None], EngineDefaults] = {}
+
+
 def defaults_for(engine: EngineName, version: str | None = None) -> EngineDefaults:
-    return EngineDefaults(engine, version or NEWEST[engine])
+    """One shared (frozen) EngineDefaults per engine and version, so that its answers are
+    kept across a run's layouts (up to 256 versions)."""
+    key = (engine, version)
+    found = _DEFAULTS.get(key)
+    if found is None:
+        found = EngineDefaults(engine, version or NEWEST[engine])
+        if len(_DEFAULTS) < 256:
+            _DEFAULTS[key] = found
+    return found
 
 
 def sglang_chunked_prefill(gpu_mem_mib: float) -> int:
