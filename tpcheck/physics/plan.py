@@ -211,18 +211,22 @@ def starts(shape: ModelShape, t: int, opts: Options, memo: Memo | None = None) -
     """``evaluate_capacity``'s ``not refusals and fits``: the layout is legal and leaves a KV
     pool. TP205's what-fits-instead search asks it of up to 14 layouts whose weights mostly
     exceed vLLM's M·u: the pool, ceil(M·u) − W − R, is then ≤ 0 whatever the reserve R (never
-    negative: activations, graphs and non-torch memory at positive sizes), so the layout alone
-    answers without pricing the reserve and the pool."""
+    negative: activations, graphs and non-torch memory at positive sizes), so the weights alone
+    answer, without the rest of the layout, the reserve and the pool."""
     at_one = at_capacity(opts)
     found = memo.find((shape, t, at_one, False)) if memo is not None else None
     if found is None and opts.engine == "vllm" and opts.reserve is None and (
             opts.max_num_seqs is None or opts.max_num_seqs > 0) and (
             opts.max_num_batched_tokens is None or opts.max_num_batched_tokens > 0):
-        ev = layout_at(shape, t, at_one, memo)
-        if ev.refusals:
-            return False
+        # The weights alone first (a refused layout does not start either: either answer is
+        # False), the rest of the layout only for what may start.
         mu = vllm_budget(at_one)
-        if mu is None or ev.weights.result >= math.ceil(mu[0] * mu[1]):
+        if mu is None:
+            return False
+        key = (shape, t, layout_options(shape, at_one), None)
+        kept = memo.find(key) if memo is not None else None
+        w = kept.weights if kept is not None else weights(shape, t, key[2])
+        if w.result >= math.ceil(mu[0] * mu[1]):
             return False
     if found is None:
         found = evaluate_capacity(shape, t, opts, memo)
