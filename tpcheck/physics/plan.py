@@ -139,9 +139,14 @@ _AT_CAPACITY = {f.name: f.default for f in fields(Options) if f.name in STEP_ONL
 
 def at_capacity(opts: Options) -> Options:
     """``opts`` with what only the step reads at its defaults: one capacity per layout."""
+    kept = opts.__dict__.get("_at_capacity")  # kept on the options, as layout_options' is
+    if kept is not None:
+        return opts if kept is True else kept
     if all(getattr(opts, k) == v for k, v in _AT_CAPACITY.items()):
+        opts.__dict__["_at_capacity"] = True
         return opts
-    return replace(opts, **_AT_CAPACITY)
+    out = opts.__dict__["_at_capacity"] = replace(opts, **_AT_CAPACITY)
+    return out
 
 
 # What ``layout`` reads. The release only where it reads one: SGLang's cell and the MXFP4
@@ -212,25 +217,19 @@ def starts(shape: ModelShape, t: int, opts: Options, memo: Memo | None = None) -
     pool. TP205's what-fits-instead search asks it of up to 14 layouts whose weights mostly
     exceed vLLM's M·u: the pool, ceil(M·u) − W − R, is then ≤ 0 whatever the reserve R (never
     negative: activations, graphs and non-torch memory at positive sizes), so the weights alone
-    answer, without the rest of the layout, the reserve and the pool."""
-    at_one = at_capacity(opts)
-    found = memo.find((shape, t, at_one, False)) if memo is not None else None
-    if found is None and opts.engine == "vllm" and opts.reserve is None and (
+    answer, without the rest of the layout, the reserve and the pool. (A refused layout does not
+    start either: either way the answer is False. The weights read only what the layout reads,
+    so they are the memoised layout's, test_layout_memo.)"""
+    if opts.engine == "vllm" and opts.reserve is None and (
             opts.max_num_seqs is None or opts.max_num_seqs > 0) and (
             opts.max_num_batched_tokens is None or opts.max_num_batched_tokens > 0):
-        # The weights alone first (a refused layout does not start either: either answer is
-        # False), the rest of the layout only for what may start.
-        mu = vllm_budget(at_one)
+        mu = vllm_budget(opts)
         if mu is None:
             return False
-        key = (shape, t, layout_options(shape, at_one), None)
-        kept = memo.find(key) if memo is not None else None
-        w = kept.weights if kept is not None else weights(shape, t, key[2])
-        if w.result >= math.ceil(mu[0] * mu[1]):
+        if weights(shape, t, opts).result >= math.ceil(mu[0] * mu[1]):
             return False
-    if found is None:
-        found = evaluate_capacity(shape, t, opts, memo)
-    return not found.refusals and bool(found.fits)
+    ev = evaluate_capacity(shape, t, opts, memo)
+    return not ev.refusals and bool(ev.fits)
 
 
 def layout(shape: ModelShape, t: int, opts: Options) -> Evaluation:
