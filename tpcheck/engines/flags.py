@@ -335,12 +335,26 @@ def version_key(v: str) -> tuple[int, ...]:
     return k
 
 
+_NEAREST: dict[tuple[str, str | None], tuple[str, str | None]] = {}
+
+
 def nearest_release(engine: str, version: str | None) -> tuple[str, str | None]:
     """The table to check against, and a note when it is not the pinned release itself.
 
     No pin: the release tpcheck's defaults follow. A pin without a table: the newest known
-    release not newer than it (else the oldest known), said so in the finding.
+    release not newer than it (else the oldest known), said so in the finding. Kept per
+    (engine, version), up to 1,024: every rule of every deployment asks its release's.
     """
+    key = (engine, version)
+    found = _NEAREST.get(key)
+    if found is None:
+        found = _nearest_release(engine, version)
+        if len(_NEAREST) < 1024:
+            _NEAREST[key] = found
+    return found
+
+
+def _nearest_release(engine: str, version: str | None) -> tuple[str, str | None]:
     if not version:
         return DEFAULT_RELEASE[engine], None
     v = version.lstrip("vV")
