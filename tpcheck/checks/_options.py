@@ -116,8 +116,8 @@ def _combinations(d: Deployment, table: OptionTable) -> Iterator[Verdict]:
         opt = normalize(d.engine, u.written)
         option = table.by_name.get(opt)
         if option is None and opt.startswith("--"):
-            m = [n for n in table.by_name if n.startswith(opt)]
-            option = table.by_name[m[0]] if len(m) == 1 else None
+            one = _prefixed(table, opt)
+            option = table.by_name[one] if one is not None else None
         if option is None:
             continue
         name = opt if opt in option.names else next(
@@ -145,6 +145,23 @@ def _combinations(d: Deployment, table: OptionTable) -> Iterator[Verdict]:
             yield Verdict(use, "combination",
                           f"{check['exception']}: {check['message']} ({check['where']})",
                           headline=head)
+
+
+_PREFIXES: dict[tuple[str, str, str], str | None] = {}
+
+
+def _prefixed(table: OptionTable, opt: str) -> str | None:
+    """The one option name of ``table`` that ``opt`` abbreviates, else None; kept per table and
+    spelling (up to 4,096), since scanning every name of a table for each abbreviated option
+    of each deployment is the costliest part of the option analysis."""
+    key = (table.engine, table.version, opt)
+    if key in _PREFIXES:
+        return _PREFIXES[key]
+    m = [n for n in table.by_name if n.startswith(opt)]
+    one = m[0] if len(m) == 1 else None
+    if len(_PREFIXES) < 4096:
+        _PREFIXES[key] = one
+    return one
 
 
 def _dp_attention_without_dp(d: Deployment, rel: Release) -> Iterator[Verdict]:
