@@ -17,6 +17,10 @@ from tpcheck.sources.words import Derived, Word, file_budget
 _NAME = lazy_re(r"[A-Za-z_][A-Za-z0-9_]*")
 # Runs the tokenizer can copy whole: no quote, expansion, escape, separator or operator.
 _PLAIN = lazy_re(r"[^ \t\r\n;&|()<>'\"$`\\]+")
+# What cannot start a plain word (a blank, a comment, a quote, an escape, an expansion, a
+# redirection), and what ends one.
+_NOT_PLAIN_START = frozenset(" \t\r#<>'\"\\$`")
+_PLAIN_END = frozenset(" \t\r\n;&|()<>")
 _DQ_PLAIN = lazy_re(r'[^"\\$`]+')
 _CMD_END = lazy_re(r"[\n;&|]")
 _BLANKS = lazy_re(r"[ \t\r]+")
@@ -116,11 +120,33 @@ class _Tokenizer:
                 if cmd:
                     yield cmd
                 i += 2 if s[i : i + 2] in ("&&", "||", ";;") else 1
+            elif c not in _NOT_PLAIN_START and not self.b.started:
+                i = self.plain_word(i)
             else:
                 i = self.word_part(i, c)
         cmd = self.end_command()
         if cmd:
             yield cmd
+
+    def plain_word(self, i: int) -> int:
+        """A plain run at the start of a word: when a blank, separator or the end follows it,
+        it is the whole word, made here without a Builder (most words of a launch are such)."""
+        s = self.s
+        m = _PLAIN.match(s, i)
+        j = m.end() if m else i + 1
+        if j < self.n and s[j] not in _PLAIN_END:  # quotes, an expansion or an escape follow
+            b = self.b
+            b.mark(i, j - 1)
+            b.pieces += 2
+            b.src(s, i, j)
+            return j
+        if self.skip_next:
+            self.skip_next = False  # a redirection's target: dropped
+        elif len(self.words) < MAX_COMMAND_WORDS:
+            self.total += 1
+            self.words.append(Word.placed_later(
+                s[i:j], Recipe(self.src, [(i, j)], i, j - 1, True), None, None, None))
+        return j
 
     def word_part(self, i: int, c: str) -> int:
         """Read the construct at s[i] == c (neither a newline nor a command separator)."""
