@@ -24,7 +24,7 @@ from tpcheck.sources.positions import Located
 from tpcheck.sources.pyyaml import yaml
 from tpcheck.sources.shell import Vars, read_commands, read_shell_text, shell_c_string
 from tpcheck.sources.words import Word, k8s_word
-from tpcheck.sources.yamlctx import Ctx, scalar
+from tpcheck.sources.yamlctx import Ctx, NodePlace, scalar
 from tpcheck.sources.yamlnodes import engine_version, mget
 
 TYPE_CHECKING = False  # typing's constant without importing typing (start-up, issue 8)
@@ -209,7 +209,11 @@ class Walker(EnvReaders, PodFacts, CrdReaders, TaskFacts):
                 for item in node.value:
                     if isinstance(item, yaml.ScalarNode):
                         self.consumed.add(id(item))
-                        words.append(k8s_word(ctx.locate(item), k8s_env, ctx.expansion))
+                        if "$(" in item.value:
+                            words.append(k8s_word(ctx.locate(item), k8s_env, ctx.expansion))
+                        else:  # k8s_word's own word, placed only when asked
+                            words.append(Word.placed_later(item.value, NodePlace(ctx, item),
+                                                           None, None))
             elif isinstance(node, yaml.ScalarNode) and node.value:
                 self.consumed.add(id(node))
                 loc = ctx.locate(node)

@@ -102,5 +102,27 @@ class Ctx:
         return Located(loc.value, pos, Span(self.path, a[0], a[1], b[0], b[1] + 1), self.path)
 
 
+class NodePlace:
+    """A scalar's positions worked out on first use (a ``words.Placement``): the items of a
+    container's ``command``/``args`` list are words whose place most runs never ask for."""
+
+    __slots__ = ("ctx", "loc", "node")
+
+    def __init__(self, ctx: Ctx, node: Any) -> None:
+        self.ctx, self.node = ctx, node
+        self.loc: Located | None = None
+
+    def _located(self) -> Located:
+        if self.loc is None:
+            self.loc = self.ctx.locate(self.node)
+        return self.loc
+
+    def raw_span(self) -> Span:
+        return self._located().fallback
+
+    def located(self, value: str, raw: Span) -> Located:
+        return self._located()
+
+
 def scalar(node: Any) -> str | None:
     return node.value if isinstance(node, yaml.ScalarNode) else None
