@@ -120,8 +120,16 @@ class _Tokenizer:
                 if cmd:
                     yield cmd
                 i += 2 if s[i : i + 2] in ("&&", "||", ";;") else 1
-            elif c not in _NOT_PLAIN_START and not self.b.started:
+            elif self.b.started:
+                i = self.word_part(i, c)
+            elif c not in _NOT_PLAIN_START:
                 i = self.plain_word(i)
+            elif c == " " or c == "\t":  # between words: blanks() without a word to finish
+                m = _BLANKS.match(s, i)
+                i = m.end() if m else i + 1
+                if len(self.words) >= MAX_COMMAND_WORDS:
+                    m = _CMD_END.search(s, i)  # skip the rest of an absurdly long command
+                    i = m.start() if m else n
             else:
                 i = self.word_part(i, c)
         cmd = self.end_command()
