@@ -188,15 +188,21 @@ def _recover(path: str, index: LineIndex) -> list[Deployment]:
     from tpcheck.sources.argv import Launch, deployment_from_words, find_launch, infer_engine
     from tpcheck.sources.shell import Vars, tokenize
 
-    chars: list[str] = []
-    pos = Runs()  # a run per line, not a tuple per character
+    bodies: list[str] = []  # each line's value; one blank after each
+    # Runs built in place (a run per line, or two when the value stops short of the line's
+    # end), as Runs.add would: a line's first run never continues the line before's.
+    offs: list[int] = []
+    lines: list[int] = []
+    cols: list[int] = []
+    n = 0
+    key = _KEY.match
     for ln_no, line in enumerate(index.text.split("\n"), start=1):
         if line.startswith(("<<<<<<<", "=======", ">>>>>>>")):
             continue
-        m = _KEY.match(line)
+        m = key(line)
         start = m.end() if m else 0
         body = line[start:]
-        if body.strip().startswith("#"):
+        if body.lstrip().startswith("#"):
             body = ""
         if "#" in body:
             # a comment: '#' at the start or after a blank, with no quote after it (linear:
@@ -208,12 +214,22 @@ def _recover(path: str, index: LineIndex) -> list[Deployment]:
         body = body.rstrip()
         if body.endswith("\\"):
             body = body[:-1]
-        chars.append(body)
-        pos.add(ln_no, start + 1, len(body))
-        chars.append(" ")
-        pos.add(ln_no, len(line) + 1, 1)
+        bodies.append(body)
+        k = len(body)
+        if k:
+            offs.append(n)
+            lines.append(ln_no)
+            cols.append(start + 1)
+            n += k
+        if not k or start + k != len(line):  # the blank after it starts a run of its own
+            offs.append(n)
+            lines.append(ln_no)
+            cols.append(len(line) + 1)
+        n += 1
+    pos = Runs()
+    pos.offs, pos.lines, pos.cols, pos.n = offs, lines, cols, n
     fb = Span(path, 1, 1, 1, 1)
-    loc = Located("".join(chars), pos, fb, path)
+    loc = Located(" ".join(bodies) + " " if bodies else "", pos, fb, path)
     out: list[Deployment] = []
     note = RECOVERED_NOTE
     for words in tokenize(loc, Vars()):
