@@ -151,14 +151,16 @@ def _block(index: LineIndex, s: int, e: int, style: str, chars: list[str]) -> Ru
     # Lines of the body: (line number, line text without the break).
     lines: list[tuple[int, str, bool]] = []  # ... and whether a line break ends it
     start = nl + 1
-    ln_no = index.pos(start)[0] if start < len(text) else 0
-    while start < e:
-        end = text.find("\n", start)
-        if end == -1 or end > e:
-            end = e
-        lines.append((ln_no, text[start:end].rstrip("\r"), text[end : end + 1] == "\n"))
-        ln_no += 1
-        start = end + 1
+    if start < e:
+        ln_no = index.pos(start)[0]
+        parts = text[start:e].split("\n")
+        ended = not parts[-1]  # the body ends with its line break: no line after it
+        if ended:
+            parts.pop()
+        lines = [(no, part.rstrip("\r"), True) for no, part in enumerate(parts, ln_no)]
+        if not ended:  # the last line is broken only when a break follows the node
+            no, part, _ = lines[-1]
+            lines[-1] = (no, part, text[e : e + 1] == "\n")
     indent = None
     for _, ln, _ in lines:
         if ln.strip():
