@@ -9,6 +9,9 @@ back to the node's own span, which is coarser but never wrong.
 
 from __future__ import annotations
 
+from itertools import repeat
+
+from tpcheck.deferred import lazy_re
 from tpcheck.sources.base import Span
 from tpcheck.sources.positions import Linear, LineIndex, Located, Pos, Runs
 
@@ -23,6 +26,8 @@ _ESCAPES = {
     "_": "\xa0", "L": "\u2028", "P": "\u2029",
 }
 _HEX = {"x": 2, "u": 4, "U": 8}
+# Characters a flow scalar keeps as written in any style: no break, blank, quote or escape.
+_RUN = lazy_re(r"[^\r\n \t'\"\\]+")
 
 
 def node_span(node: Any, index: LineIndex, path: str) -> Span:
@@ -131,9 +136,18 @@ def _flow(
             pos.append(p(i))
             i += 2
             continue
-        chars.append(c)
-        pos.append(p(i))
-        i += 1
+        m = _RUN.match(text, i, e)
+        if m is None:
+            chars.append(c)
+            pos.append(p(i))
+            i += 1
+            continue
+        # a run of ordinary characters: on one line, each one column on from the last
+        j = m.end()
+        chars.append(text[i:j])
+        line, col = p(i)
+        pos.extend(zip(repeat(line, j - i), range(col, col + j - i)))
+        i = j
     for pc, pi in pending:
         chars.append(pc)
         pos.append(p(pi))
