@@ -146,7 +146,7 @@ def _flow(
         j = m.end()
         chars.append(text[i:j])
         line, col = p(i)
-        pos.extend(zip(repeat(line, j - i), range(col, col + j - i)))
+        pos.extend(zip(repeat(line, j - i), range(col, col + j - i), strict=True))
         i = j
     for pc, pi in pending:
         chars.append(pc)
