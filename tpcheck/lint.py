@@ -149,6 +149,10 @@ class Linter:
                 # A name the OS or pathlib refuses must cost this deployment, not the run.
                 r_or_e = ResolveError("not-found", f"the model name cannot be looked up "
                                                    f"({type(e).__name__}: {e})")
+            if isinstance(r_or_e, ResolveError):
+                # kept for the run: without its traceback, whose frames would pin this file's
+                # read result (every word's positions) for as long as the cache lives
+                r_or_e.__traceback__ = r_or_e.__context__ = r_or_e.__cause__ = None
             self._resolved[rkey] = r_or_e
         if isinstance(r_or_e, ResolveError):
             if RUNTIME_NOTE in d.notes:  # a KServe runtime alone: the model is not its to name

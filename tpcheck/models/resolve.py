@@ -189,7 +189,7 @@ class Resolver:
         the commit."""
         result = self._remote_cached(repo, revision)
         if isinstance(result, ResolveError):
-            raise result
+            raise result.with_tried(result.tried)  # a copy: the cached one gains no traceback
         return result
 
     def resolve_hinted(
@@ -338,7 +338,7 @@ class Resolver:
                         (),
                     )
                 except ResolveError as e:
-                    hit = e
+                    hit = _bare(e)
             self._files[key] = hit
         if isinstance(hit, ResolveError):
             raise hit.with_tried(tried)
@@ -378,7 +378,7 @@ class Resolver:
             try:
                 hit = self._remote_lookup(repo, revision)
             except ResolveError as e:
-                hit = e
+                hit = _bare(e)
             self._remote[key] = hit
         return hit
 
@@ -498,3 +498,10 @@ class Resolver:
 __all__ = ["CONFIG_NAME", "MAX_CONFIG_BYTES", "QUANT_NAME", "Resolution", "ResolveError",
            "Resolver", "classify_hub_error", "file_hint", "import_hub", "is_expression",
            "is_offline_env", "is_repo_id", "load_json", "looks_like_path", "redact", "redact_url"]
+
+
+def _bare(e: ResolveError) -> ResolveError:
+    """``e`` for a run-long cache: without its traceback, whose frames would pin the file being
+    checked when it was raised (its read result, every word's positions) for the whole run."""
+    e.__traceback__ = e.__context__ = e.__cause__ = None
+    return e
