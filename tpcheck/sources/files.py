@@ -122,7 +122,24 @@ def file_type(mode: int) -> str:
 def folder_stamp(folder: str, limit: int, also: frozenset[str] = frozenset()
                  ) -> tuple[tuple[str, int, int], ...]:
     """A folder's YAML files (and the names in ``also``) with their mtime and size, the first
-    ``limit`` by name: the key of a folder index that a change to any of them renews."""
+    ``limit`` by name: the key of a folder index that a change to any of them renews. Within
+    a run, once per folder: each KServe or LLMInferenceService file asks it, and scanning and
+    sorting a folder of 100,000 manifests for each of them made a run's time grow with the
+    square of the folder (issue 30)."""
+    from tpcheck.sources.given import run_memo
+
+    memo = run_memo()
+    key = ("folder_stamp", folder, limit, also)
+    if memo is not None and key in memo:
+        return memo[key]  # type: ignore[return-value]
+    got = _folder_stamp(folder, limit, also)
+    if memo is not None:
+        memo[key] = got
+    return got
+
+
+def _folder_stamp(folder: str, limit: int, also: frozenset[str]
+                  ) -> tuple[tuple[str, int, int], ...]:
     try:
         entries = sorted(os.scandir(folder or "."), key=lambda e: e.name)
     except OSError:
