@@ -13,6 +13,7 @@ Parse errors keep the wording scripts and tests have relied on since the argpars
 
 from __future__ import annotations
 
+import gc
 import importlib
 import math
 import os
@@ -38,10 +39,14 @@ class Args(SimpleNamespace):
     ``standalone``: the process is ours (console script), not an embedding caller's."""
 
 
-def parsed(params: dict[str, Any]) -> Args:
-    """The click callback's keyword arguments as an ``Args``."""
+def parsed(params: dict[str, Any], *, collect: bool = True) -> Args:
+    """The click callback's keyword arguments as an ``Args``. The garbage collector, off while
+    ``tpcheck.cli.main`` imported, is on again, unless ``collect`` is False: that command turns
+    it on itself once its own imports are done (the lint)."""
     root = click.get_current_context().find_root().obj
     standalone = bool(root.get("standalone")) if isinstance(root, dict) else False
+    if collect and standalone:
+        gc.enable()
     return Args(**params, standalone=standalone)
 
 

@@ -79,7 +79,7 @@ def deployment_options(f: base.F) -> base.F:
 @base.option("--diff", is_flag=True, help="Print the fixes --fix would make as a unified "
              "diff and write nothing (exit 1 when there is one).")
 def command(**params: Any) -> int:
-    return run(base.parsed(params))
+    return run(base.parsed(params, collect=False))
 
 
 def run(args: base.Args) -> int:
@@ -135,6 +135,7 @@ def run(args: base.Args) -> int:
         # instructions on 1,000 manifests. (Not when embedded: tests, the LSP server.)
         gc.freeze()
         gc.set_threshold(10_000, 10, 10)
+        gc.enable()  # off since start-up (tpcheck.cli.main)
     if args.fix or args.diff:
         outcome = _fix(args, paths, linter_for)
         if args.diff:

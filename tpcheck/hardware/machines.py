@@ -154,16 +154,23 @@ def _norm(s: str) -> str:
     return re.sub(r"[^a-z0-9]+", "-", n).strip("-")
 
 
-_BY_NAME: dict[str, Machine] = {}
-for _mc in MACHINES:
-    for _n in (_mc.key, *_mc.aliases):
-        _BY_NAME.setdefault(_norm(_n), _mc)
+_BY_NAME: dict[str, Machine] = {}  # filled on the first lookup: a manifest that names no
+# instance type never pays for normalising every name (two patterns compiled, ~4 million
+# instructions of a one-file lint)
+
+
+def _by_name() -> dict[str, Machine]:
+    if not _BY_NAME:
+        for mc in MACHINES:
+            for n in (mc.key, *mc.aliases):
+                _BY_NAME.setdefault(_norm(n), mc)
+    return _BY_NAME
 
 
 def find_machine(name: str) -> Machine | None:
     """Instance type (``p5.48xlarge``, ``a3-highgpu-8g``, ``Standard_ND96isr_H100_v5``,
     ``BM.GPU.H100.8``) or a family name that has one multi-GPU size (``p5``, ``nd-h100-v5``)."""
-    return _BY_NAME.get(_norm(name))
+    return _by_name().get(_norm(name))
 
 
 def machine_gpu(m: Machine) -> GPU:

@@ -7,8 +7,6 @@ A leaf module (issue 15): ``helm_values`` used to import them from ``kube``, whi
 
 from __future__ import annotations
 
-import re
-
 from tpcheck.deferred import lazy_re
 from tpcheck.sources.pyyaml import yaml
 
@@ -28,18 +26,20 @@ PRODUCT_LABELS = (
 )
 # The release at the start of a tag (up to four numbers, then PEP 440 rc/post/dev parts), and
 # whatever build suffix follows a separator: v0.5.2rc2-cu126, 0.5.10.post1-cu124, v0.7.3.self.post1.
-_IMAGE_VERSION = lazy_re(
+_IMAGE_VERSION_TEXT = (
     r"v?(\d+\.\d+(?:\.\d+){0,2}(?:(?:a|b|rc)\d+)?(?:\.?post\d+)?(?:\.?dev\d+)?)(?:[-+_]|\.(?!\d)|$)"
 )
+_IMAGE_VERSION = lazy_re(_IMAGE_VERSION_TEXT)
 
 
 # Vendor tags that carry the engine's release after its name, anywhere in the tag (AMD's
 # rocm/vllm:rocm6.3.1_vllm_0.8.5_20250513, rocm6.3.1_instinct_vllm0.8.3_20250415,
 # rocm7.12.0_gfx950-dcgpu_ubuntu24.04_py3.12_pytorch_2.9.1_vllm_0.16.0; GPUStack's
 # gpustack/runner:rocm7.2-vllm0.25.0, rocm7.2-sglang0.5.12.post1): the word, an optional
-# _/- separator, then the release as above.
+# _/- separator, then the release as above. Compiled on first use: a tag that starts with its
+# release (vllm/vllm-openai:v0.8.5) never needs them (~3 million instructions).
 _NAMED_VERSION = {
-    engine: re.compile(r"(?<![^-_.])" + engine + r"[-_]?" + _IMAGE_VERSION.pattern)
+    engine: lazy_re(r"(?<![^-_.])" + engine + r"[-_]?" + _IMAGE_VERSION_TEXT)
     for engine in ("vllm", "sglang")
 }
 # Image names that are an engine's build under another name (AMD's SGLang images are
