@@ -357,26 +357,6 @@ def test_no_cycle_even_under_type_checking() -> None:
 KNOWN_TYPE_CHECKING_CYCLES = {frozenset({"tpcheck.checks.registry", "tpcheck.checks.context"})}
 
 
-def test_a_yaml_lint_compiles_no_source_text() -> None:
-    # click's TypedDicts hold their 26 string annotations as ForwardRefs compiled on first
-    # evaluation (tpcheck.deferred.forward_refs_compiled_late): a lint compiles 0 expressions
-    # (the import system's compile of a module without bytecode is not one), so it never builds
-    # the interpreter's AST types; typing.ForwardRef is the real one again, and the annotations
-    # still evaluate (ParamTypeInfoDict's param_type: str).
-    code = ("import builtins, sys, io, contextlib, typing\n"
-            "calls = []\nreal_compile = builtins.compile\n"
-            "def counting(*a, **k):\n    calls.append(a[1])\n    return real_compile(*a, **k)\n"
-            "builtins.compile = counting\n"
-            "from tpcheck.cli import main\n"
-            "with contextlib.redirect_stdout(io.StringIO()):\n"
-            f"    rc = main(['--offline', '--gpu', 'h100-sxm', '-q', {QWEN_TP16!r}])\n"
-            "n = calls.count('<string>')\nbuiltins.compile = real_compile\n"
-            "import click.types\n"
-            "hints = typing.get_type_hints(click.types.ParamTypeInfoDict)\n"
-            "print(rc, n, typing.ForwardRef.__name__, hints['param_type'] is str)")
-    assert _probe(code) == "1 0 ForwardRef True"
-
-
 def test_the_resolvers_patterns_are_stand_ins_and_still_resolve() -> None:
     # tpcheck's loader resolves no tags; PyYAML's own loaders still do: 16 an int, yes a bool
     code = ("from tpcheck.sources.pyyaml import yaml\n"

@@ -165,55 +165,6 @@ def import_deferring(library: str, load: Callable[[], object],
                 del sys.modules[module.__name__]
 
 
-_FORWARD_SLOTS = {"__forward_arg__", "__forward_code__", "__forward_evaluated__",
-                  "__forward_value__", "__forward_is_argument__", "__forward_is_class__",
-                  "__forward_module__"}
-
-
-def forward_refs_compiled_late(load: Callable[[], object]) -> None:
-    """Run ``load`` (an import) while ``typing`` makes each string annotation's ``ForwardRef``
-    compile its expression on first evaluation instead of at once. click's ``TypedDict``s
-    (``to_info_dict``'s return types, never evaluated by a lint) turn 26 string annotations into
-    ``ForwardRef``s as click imports; the first ``compile`` in a process also builds the
-    interpreter's AST types, ~11 million instructions together. Only where ``ForwardRef`` has
-    the slots of Python 3.10-3.13 (3.14 compiles lazily itself); elsewhere a plain import."""
-    import typing
-
-    base: Any = typing.ForwardRef
-    if set(getattr(base, "__slots__", ())) != _FORWARD_SLOTS:
-        load()
-        return
-
-    class LateForwardRef(base, _root=True):  # type: ignore[misc, call-arg]
-        _late_code: Any
-
-        def __init__(self, arg: str, is_argument: bool = True, module: Any = None, *,
-                     is_class: bool = False) -> None:
-            if not isinstance(arg, str):
-                raise TypeError(f"Forward reference must be a string -- got {arg!r}")
-            self.__forward_arg__ = arg
-            self._late_code = None
-            self.__forward_evaluated__ = False
-            self.__forward_value__ = None
-            self.__forward_is_argument__ = is_argument
-            self.__forward_is_class__ = is_class
-            self.__forward_module__ = module
-
-        @property
-        def __forward_code__(self) -> Any:
-            if self._late_code is None:
-                arg = self.__forward_arg__
-                self._late_code = compile(f"({arg},)[0]" if arg[:1] == "*" else arg,
-                                          "<string>", "eval")
-            return self._late_code
-
-    typing.ForwardRef = LateForwardRef  # type: ignore[misc]
-    try:
-        load()
-    finally:
-        typing.ForwardRef = base  # type: ignore[misc]
-
-
 class LazyPattern:
     """``re.compile(source, flags)``, compiled on the first attribute asked for. A module's
     patterns are compiled when it is imported, each ~0.1-1.3 million instructions in ``re``'s

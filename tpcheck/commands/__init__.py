@@ -12,7 +12,6 @@ import _thread
 
 from tpcheck.deferred import (
     calling_real,
-    forward_refs_compiled_late,
     gettext,
     import_deferring,
     ngettext,
@@ -31,10 +30,6 @@ def cleandoc(doc: str) -> str:
 
 
 def _click() -> None:
-    forward_refs_compiled_late(_import_click)
-
-
-def _import_click() -> None:
     import click  # noqa: F401 - imported for what it leaves in sys.modules
 
 

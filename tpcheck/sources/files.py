@@ -11,6 +11,7 @@ import os
 import stat
 from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
+from contextvars import ContextVar
 
 
 class NotRegular(OSError):
@@ -119,6 +120,12 @@ def file_type(mode: int) -> str:
     return next((name for test, name in kinds if test(mode)), "a special file")
 
 
+# Answers about the file system that hold for one run, which reads files that do not change
+# under it (``given.run_over`` sets it); None outside a run, where each question is asked afresh
+# (the editor between two lints).
+RUN_MEMO: ContextVar[dict[object, object] | None] = ContextVar("tpcheck_run_memo", default=None)
+
+
 def folder_stamp(folder: str, limit: int, also: frozenset[str] = frozenset()
                  ) -> tuple[tuple[str, int, int], ...]:
     """A folder's YAML files (and the names in ``also``) with their mtime and size, the first
@@ -126,9 +133,7 @@ def folder_stamp(folder: str, limit: int, also: frozenset[str] = frozenset()
     a run, once per folder: each KServe or LLMInferenceService file asks it, and scanning and
     sorting a folder of 100,000 manifests for each of them made a run's time grow with the
     square of the folder (issue 30)."""
-    from tpcheck.sources.given import run_memo
-
-    memo = run_memo()
+    memo = RUN_MEMO.get()
     key = ("folder_stamp", folder, limit, also)
     if memo is not None and key in memo:
         return memo[key]  # type: ignore[return-value]

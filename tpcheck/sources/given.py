@@ -10,22 +10,16 @@ from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
 from contextvars import ContextVar
 
+from tpcheck.sources.files import RUN_MEMO
+
 # (files, folders), absolute; None: a reader called on its own (the editor, a test)
 _GIVEN: ContextVar[tuple[frozenset[str], tuple[str, ...]] | None] = ContextVar(
     "tpcheck_given_paths", default=None)
-# answers about the file system that hold for one run (files do not change while it reads
-# them); None outside a run, where every question is asked afresh (the editor between lints)
-_RUN_MEMO: ContextVar[dict[object, object] | None] = ContextVar("tpcheck_run_memo", default=None)
 
 
 def given_paths() -> tuple[frozenset[str], tuple[str, ...]] | None:
     """(files, folders) the run was given, or None outside a run."""
     return _GIVEN.get()
-
-
-def run_memo() -> dict[object, object] | None:
-    """The running command's memo of file-system answers, or None outside a run."""
-    return _RUN_MEMO.get()
 
 
 @contextmanager
@@ -46,9 +40,9 @@ def run_over(paths: Iterable[str]) -> Iterator[None]:
         else:
             files.add(a)
     token = _GIVEN.set((frozenset(files), tuple(dirs)))
-    memo = _RUN_MEMO.set({})
+    memo = RUN_MEMO.set({})  # the run's file-system answers (files.folder_stamp)
     try:
         yield
     finally:
-        _RUN_MEMO.reset(memo)
+        RUN_MEMO.reset(memo)
         _GIVEN.reset(token)
