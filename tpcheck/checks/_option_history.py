@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from functools import lru_cache
+
 from tpcheck.engines.flags import (
     Option,
     known_releases,
@@ -49,22 +51,14 @@ def older_than_all(engine: str, version: str) -> bool:
     return version_key(version.lstrip("vV")) < version_key(known_releases(engine)[0])
 
 
-_NEXT: dict[tuple[str, str], str | None] = {}
-
-
+@lru_cache(maxsize=1024)
 def next_release(engine: str, version: str) -> str | None:
     """The first known release after ``version`` (kept per version: each pinned deployment's
     option analysis asks it)."""
     from tpcheck.engines.flags import version_key
 
-    key = (engine, version)
-    if key in _NEXT:
-        return _NEXT[key]
     newer = [r for r in known_releases(engine) if version_key(r) > version_key(version)]
-    found = newer[0] if newer else None
-    if len(_NEXT) < 1024:
-        _NEXT[key] = found
-    return found
+    return newer[0] if newer else None
 
 
 def ambiguous_since(engine: str, opt: str, version: str) -> str | None:

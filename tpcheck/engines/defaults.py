@@ -7,6 +7,8 @@ else ``[tool.tpcheck] engine_version``, else the newest known release below.
 
 from __future__ import annotations
 
+from functools import lru_cache
+
 from tpcheck.engines.versions import NEWEST, parse_version
 from tpcheck.formula import MIB
 from tpcheck.record import record
@@ -162,19 +164,11 @@ KNOWN_RELEASES: dict[str, tuple[str, ...]] = {
 __all__ = ["NEWEST", "parse_version"]
 
 
-_DEFAULTS: dict[tuple[str, str | None], EngineDefaults] = {}
-
-
+@lru_cache(maxsize=256)
 def defaults_for(engine: EngineName, version: str | None = None) -> EngineDefaults:
     """One shared (frozen) EngineDefaults per engine and version, so that its answers are
     kept across a run's layouts (up to 256 versions)."""
-    key = (engine, version)
-    found = _DEFAULTS.get(key)
-    if found is None:
-        found = EngineDefaults(engine, version or NEWEST[engine])
-        if len(_DEFAULTS) < 256:
-            _DEFAULTS[key] = found
-    return found
+    return EngineDefaults(engine, version or NEWEST[engine])
 
 
 def sglang_chunked_prefill(gpu_mem_mib: float) -> int:

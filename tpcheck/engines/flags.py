@@ -19,6 +19,8 @@ options tpcheck reads to Deployment fields; their registrations in the releases 
 
 from __future__ import annotations
 
+from functools import lru_cache
+
 from tpcheck.engines.versions import NEWEST
 from tpcheck.record import field, record
 
@@ -335,9 +337,7 @@ def version_key(v: str) -> tuple[int, ...]:
     return k
 
 
-_NEAREST: dict[tuple[str, str | None], tuple[str, str | None]] = {}
-
-
+@lru_cache(maxsize=1024)
 def nearest_release(engine: str, version: str | None) -> tuple[str, str | None]:
     """The table to check against, and a note when it is not the pinned release itself.
 
@@ -345,16 +345,6 @@ def nearest_release(engine: str, version: str | None) -> tuple[str, str | None]:
     release not newer than it (else the oldest known), said so in the finding. Kept per
     (engine, version), up to 1,024: every rule of every deployment asks its release's.
     """
-    key = (engine, version)
-    found = _NEAREST.get(key)
-    if found is None:
-        found = _nearest_release(engine, version)
-        if len(_NEAREST) < 1024:
-            _NEAREST[key] = found
-    return found
-
-
-def _nearest_release(engine: str, version: str | None) -> tuple[str, str | None]:
     if not version:
         return DEFAULT_RELEASE[engine], None
     v = version.lstrip("vV")

@@ -7,15 +7,16 @@ the newest release from here, the one place it is written.
 from __future__ import annotations
 
 import re
+from functools import lru_cache
 
 # The newest release of each engine whose option table, defaults and memory rules were read.
 NEWEST: dict[str, str] = {"vllm": "0.33.0", "sglang": "0.5.23"}
 
 
-_PARSED: dict[str, tuple[int, ...] | None] = {}
 _VERSION = re.compile(r"(\d+)\.(\d+)(?:\.(\d+))?")
 
 
+@lru_cache(maxsize=1024)
 def parse_version(v: str | None) -> tuple[int, ...] | None:
     """``v0.6.4``, ``0.9.1.dev705+g01``, ``vllm/vllm-openai:v0.8.5`` → (0, 6, 4); junk → None.
 
@@ -23,12 +24,5 @@ def parse_version(v: str | None) -> tuple[int, ...] | None:
     deployment."""
     if not v:
         return None
-    try:
-        return _PARSED[v]
-    except KeyError:
-        pass
     m = _VERSION.search(v)
-    k = None if not m else tuple(int(x) for x in m.groups() if x is not None)
-    if len(_PARSED) < 1024:
-        _PARSED[v] = k
-    return k
+    return None if not m else tuple(int(x) for x in m.groups() if x is not None)
