@@ -23,10 +23,12 @@ names another catalogued model and another TP size, ``_common.vary``). ``--memor
 prints tpcheck's peak resident memory (and cpu seconds, to see time stay linear) over that
 many varied files, one process each, against the floor's, and what each file beyond the
 smaller size added to the peak; ``--memory`` alone is 1k, 10k and 100k files (the issue's
-sizes; 100k files take about 15 cpu minutes).
+sizes; 100k files take about 15 cpu minutes); ``--memory-formats text,sarif,markdown`` measures
+each report format (all are written as the files are checked).
 
     python bench/lint_corpus.py [--corpus DIR] [--n 1000] [--runs 5] [--instructions]
                                 [--varied] [--memory [1000,10000,100000]]
+                                [--memory-formats text,sarif]
 
 yamllint (a dev extra) runs with its default rules and ``-f parsable``; it is skipped when not
 installed.
@@ -81,6 +83,9 @@ def main() -> int:
     ap.add_argument("--memory", metavar="N,N,...", nargs="?", const="1000,10000,100000",
                     help="peak memory of tpcheck over that many varied files, one run each "
                          "(default sizes: 1000,10000,100000)")
+    ap.add_argument("--memory-formats", metavar="FMT,...", default="text",
+                    help="report formats measured by --memory (default: text; sarif and "
+                         "markdown are written as they go too)")
     ap.add_argument("--no-yamllint", action="store_true",
                     help="leave yamllint out (it takes about 20x tpcheck's time)")
     ap.add_argument("--memory-only", action="store_true",
@@ -93,7 +98,7 @@ def main() -> int:
     if a.memory:
         last: tuple[int, float] | None = None
         for n in sorted(int(x) for x in a.memory.split(",")):
-            peak = memory(corpus_source(a.corpus), n)
+            peak = memory(corpus_source(a.corpus), n, a.memory_formats.split(","))
             if last is not None and n > last[0]:
                 grew = (peak - last[1]) * 1024 / (n - last[0])
                 print(f"[memory] {last[0]:,} -> {n:,} files: {grew:+.2f} KiB of peak per file")
@@ -113,9 +118,10 @@ print(hwm, cpu)
 """
 
 
-def memory(src: Path, n: int) -> float:
-    """Peak RSS (VmHWM) of one tpcheck run over ``n`` varied files, and the
-    floor's over the same files; cpu seconds beside it (linear time: cpu / n stays level)."""
+def memory(src: Path, n: int, formats: list[str]) -> float:
+    """Peak RSS (VmHWM) of one tpcheck run per report format over ``n`` varied files, and the
+    floor's over the same files; cpu seconds beside it (linear time: cpu / n stays level).
+    The first format's peak is returned."""
     import subprocess
 
     tmp, _, _ = vary(src, n)
@@ -128,11 +134,11 @@ def memory(src: Path, n: int) -> float:
                                   " encoding='utf-8').read(), Loader=L): pass\n"
                                   "    except yaml.YAMLError: pass"),
         # the report goes to /dev/null: a StringIO would hold the whole report in the process
-        "tpcheck": PEAK.format(setup="import os, contextlib\nfrom tpcheck.cli import main",
-                               body="with open(os.devnull, 'w') as null, "
-                                    "contextlib.redirect_stdout(null):\n"
-                                    "    main(['--gpu', 'h100-sxm', '--offline', '-q', "
-                                    "sys.argv[1]])"),
+        **{f"tpcheck --format {fmt}": PEAK.format(
+            setup="import os, contextlib\nfrom tpcheck.cli import main",
+            body="with open(os.devnull, 'w') as null, contextlib.redirect_stdout(null):\n"
+                 f"    main(['--gpu', 'h100-sxm', '--offline', '-q', '--format', {fmt!r}, "
+                 "sys.argv[1]])") for fmt in formats},
     }
     try:
         got = {}
@@ -140,11 +146,12 @@ def memory(src: Path, n: int) -> float:
             out = subprocess.run([sys.executable, "-c", code, str(tmp)], capture_output=True,
                                  text=True, env=env, check=False).stdout.split()
             got[k] = (int(out[-2]) / 1024, float(out[-1])) if len(out) >= 2 else (0.0, 0.0)
-        (fm, fc), (tm, tc) = got["floor"], got["tpcheck"]
-        print(f"[memory] {n:>7,} varied files: tpcheck peak {tm:7.1f} MiB, cpu {tc:7.2f} s "
-              f"({tc / n * 1e3:.2f} ms/file); floor peak {fm:6.1f} MiB, cpu {fc:6.2f} s "
-              f"(target: peak <= 100 MiB at 100,000)")
-        return tm
+        fm, fc = got.pop("floor")
+        for k, (tm, tc) in got.items():
+            print(f"[memory] {n:>7,} varied files: {k} peak {tm:7.1f} MiB, cpu {tc:7.2f} s "
+                  f"({tc / n * 1e3:.2f} ms/file); floor peak {fm:6.1f} MiB, cpu {fc:6.2f} s "
+                  f"(target: peak <= 100 MiB at 100,000)")
+        return next(iter(got.values()))[0]
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
 

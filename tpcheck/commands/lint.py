@@ -14,10 +14,6 @@ from tpcheck.commands import base
 from tpcheck.errors import UsageError
 from tpcheck.oneline import one_line
 
-TYPE_CHECKING = False  # typing's constant without importing typing (start-up)
-if TYPE_CHECKING:
-    from tpcheck.result import LintResult
-
 DESCRIPTION = """\
 Lint vLLM / SGLang deployments in PATHS (files, folders, or - for stdin).
 
@@ -85,8 +81,7 @@ def command(**params: Any) -> int:
 def run(args: base.Args) -> int:
     from tpcheck.checks import UnknownRule
     from tpcheck.lint import Linter, exit_code, run_with_nearest_settings
-    from tpcheck.report import render
-    from tpcheck.report.stream import STREAMED, Stream
+    from tpcheck.report.stream import Stream
     from tpcheck.settings import Settings, SettingsError, load_settings
     from tpcheck.sources import read_stdin
 
@@ -148,47 +143,69 @@ def run(args: base.Args) -> int:
              "category": args.sarif_category}
     style = {"color": color, "statistics": args.statistics, "quiet": args.quiet,
              "concise": args.output_format == "concise"}
-    stream = None
-    if not (args.fix or args.diff):
+    # every format written file by file (--fix: what is left, at once); the side reports
+    # (--sarif-file, --summary-file) fed from the same findings
+    stream = Stream(fmt, sys.stdout.write, flush=sys.stdout.flush, **sarif, **style)
+    sides = _SideReports(args, stream, sarif)
+    if args.fix:
+        stream(result.findings)
+    else:
         outcome = None
-        # written file by file, unless a side report needs the whole run (SARIF, markdown)
-        if fmt in STREAMED and args.sarif_file is None and args.summary_file is None:
-            stream = Stream(fmt, sys.stdout.write, flush=sys.stdout.flush, **style)
         result = run_with_nearest_settings(paths, linter_for, stdin_text=stdin_text,
                                            stdin_filename=args.stdin_filename, sink=stream)
-    if stream is not None:
-        stream.close(result)
-    else:
-        text = render(fmt, result, scope=sarif["scope"], category=sarif["category"], **style)
-        if text:
-            sys.stdout.write(text)
+    stream.close(result)
     for note in result.notes:  # every format: stderr is not the report
         sys.stderr.write(f"tpcheck: note: {one_line(str(note))}\n")
     if fmt in ("text", "github"):
         for problem in result.errors:
             sys.stderr.write(f"tpcheck: {one_line(str(problem))}\n")
-    code = exit_code(result, settings.fail_on, stream.severities if stream else ())
+    code = exit_code(result, settings.fail_on, stream.severities)
     if outcome is not None and not _say_fixed(outcome, fmt):
         code = 2
-    if args.sarif_file is not None and not _write_sarif(args.sarif_file, result, fmt, **sarif):
-        return 2
-    if args.summary_file is not None and not _append_summary(args.summary_file, result, fmt):
+    failed = sides.finish(result)
+    if failed is not None:
+        _cannot_write(failed, fmt)
         return 2
     return code
 
 
-def _append_summary(path: Path, result: LintResult, fmt: str) -> bool:
-    """The markdown report appended (GitHub gives each step one summary file, which earlier
-    writes may share); failing to write it fails the run, as a SARIF file does."""
-    from tpcheck.report import render
+class _SideReports:
+    """``--sarif-file``, written as the run goes, and ``--summary-file``, appended at its end
+    (GitHub gives each step one summary file, which earlier writes may share). Failing to
+    write either fails the run, not a silent pass."""
 
-    try:
-        with path.open("a", encoding="utf-8") as fh:
-            fh.write(render("markdown", result) + "\n")
-    except OSError as e:
-        return _cannot_write(f"tpcheck: cannot write the summary to {path}: {e.strerror or e}",
-                             fmt)
-    return True
+    def __init__(self, args: base.Args, stream: Any, names: dict[str, Any]) -> None:
+        self.sarif_path: Path | None = args.sarif_file
+        self.summary_path: Path | None = args.summary_file
+        self.sarif_file = self.sarif = self.summary = None
+        if self.sarif_path is not None:
+            from tpcheck.report.sarif import SarifWriter
+
+            self.sarif_file = _ReportFile(self.sarif_path, "w")
+            if self.sarif_file.ok:
+                self.sarif = SarifWriter(self.sarif_file.write, **names)
+                stream.also(self.sarif)
+        if self.summary_path is not None:
+            from tpcheck.report.markdown import MarkdownSummary
+
+            self.summary = MarkdownSummary()
+            stream.also(self.summary)
+
+    def finish(self, result: Any) -> str | None:
+        """Each file completed and closed; the line that says what could not be written."""
+        if self.sarif_file is not None:
+            if self.sarif is not None:
+                self.sarif.close(result)
+            if not self.sarif_file.done():
+                return f"tpcheck: cannot write SARIF to {self.sarif_path}: " \
+                       f"{self.sarif_file.problem}"
+        if self.summary is not None and self.summary_path is not None:
+            report = _ReportFile(self.summary_path, "a")
+            report.write(self.summary.render(result) + "\n")
+            if not report.done():
+                return f"tpcheck: cannot write the summary to {self.summary_path}: " \
+                       f"{report.problem}"
+        return None
 
 
 def _fix(args: base.Args, paths: list[str], linter_for: Any) -> Any:
@@ -229,17 +246,44 @@ def _say_diff(outcome: Any) -> int:
     return 1 if outcome.after else 0
 
 
-def _write_sarif(path: Path, result: LintResult, fmt: str, **names: str | None) -> bool:
-    """The side output for CI: one run gives annotations and code scanning. Failing to write it
-    is an error of the run, not a silent pass (and, under --format github, an annotation)."""
-    from tpcheck.report import render
+class _ReportFile:
+    """A report file written as the run goes (``--sarif-file``) or at its end
+    (``--summary-file``, appended: GitHub gives each step one summary file, which earlier
+    writes may share). A file that cannot be opened or written fails the run, once, at its end
+    (under --format github, also as an annotation), not as a silent pass."""
 
-    try:
-        path.write_text(render("sarif", result, scope=names.get("scope"),
-                               category=names.get("category")), encoding="utf-8")
-    except OSError as e:
-        return _cannot_write(f"tpcheck: cannot write SARIF to {path}: {e.strerror or e}", fmt)
-    return True
+    def __init__(self, path: Path, mode: str) -> None:
+        self.problem: str | None = None
+        try:
+            self.fh: Any = path.open(mode, encoding="utf-8")
+        except OSError as e:
+            self.fh, self.problem = None, str(e.strerror or e)
+
+    @property
+    def ok(self) -> bool:
+        return self.problem is None
+
+    def write(self, text: str) -> None:
+        if self.fh is None:
+            return
+        try:
+            self.fh.write(text)
+        except OSError as e:  # a full disk: said at the end, nothing more written
+            self.problem = str(e.strerror or e)
+            self._close()
+
+    def done(self) -> bool:
+        """Closed; False when the file could not be written."""
+        self._close()
+        return self.problem is None
+
+    def _close(self) -> None:
+        fh, self.fh = self.fh, None
+        if fh is not None:
+            try:
+                fh.close()
+            except OSError as e:
+                self.problem = self.problem or str(e.strerror or e)
 
 
 def _cannot_write(line: str, fmt: str) -> bool:

@@ -29,6 +29,10 @@ from tpcheck.result import LintResult
 from tpcheck.ruledocs import DOC_URL, NOTICES, doc, section
 from tpcheck.sources.base import SourceError, Span
 
+TYPE_CHECKING = False  # typing's constant without importing typing (start-up)
+if TYPE_CHECKING:
+    from collections.abc import Callable
+
 LEVEL = {"error": "error", "warning": "warning", "info": "note"}
 SCHEMA = "https://json.schemastore.org/sarif-2.1.0.json"
 SRCROOT = "%SRCROOT%"
@@ -37,7 +41,7 @@ FINGERPRINT = "tpcheck/v1"
 UNREADABLE = ("TP900", *NOTICES["TP900"])
 
 
-__all__ = ["family", "render_sarif", "source_root"]
+__all__ = ["SarifWriter", "family", "render_sarif", "source_root"]
 
 # The rule families by code (DESIGN.md's numbering), with how sure a finding of each is: the
 # engine's own parser and asserts (very-high), its memory accounting (high), the cost model of
@@ -85,6 +89,8 @@ def _clean(obj: object) -> object:
 
 # Past this a file's columns are counted in code points: 13× the default max-file-size.
 MAX_REREAD_BYTES = 64 * 1024 * 1024
+# Files whose lines are kept at once (a finding's related locations may name another file).
+KEPT_FILES = 4
 
 
 class _Sources:
@@ -92,18 +98,24 @@ class _Sources:
 
     def __init__(self, root: Path) -> None:
         self.root = root
+        # the last few files read: the results come file by file, so one file's lines serve
+        # all its results, and a run over 100,000 files does not keep every file's text
         self._lines: dict[str, list[str] | None] = {}
 
     def lines(self, path: str) -> list[str] | None:
-        if path not in self._lines:
-            from tpcheck.sources.files import read_capped
+        if path in self._lines:
+            return self._lines[path]
+        from tpcheck.sources.files import read_capped
 
-            try:  # a FIFO or a device the lint skipped must not be waited on or read here
-                text = read_capped(path, MAX_REREAD_BYTES).decode("utf-8", errors="replace")
-                self._lines[path] = text.split("\n")
-            except (OSError, ValueError):
-                self._lines[path] = None  # stdin, or gone since the lint: count code points
-        return self._lines[path]
+        try:  # a FIFO or a device the lint skipped must not be waited on or read here
+            text = read_capped(path, MAX_REREAD_BYTES).decode("utf-8", errors="replace")
+            lines: list[str] | None = text.split("\n")
+        except (OSError, ValueError):
+            lines = None  # stdin, or gone since the lint: count code points
+        if len(self._lines) >= KEPT_FILES:
+            del self._lines[next(iter(self._lines))]
+        self._lines[path] = lines
+        return lines
 
     def location(self, path: str) -> dict[str, str]:
         """``%SRCROOT%``-relative and percent-encoded inside the root; ``file://`` outside it."""
@@ -255,34 +267,87 @@ def render_sarif(result: LintResult, root: Path | None = None, *, scope: str | N
                  category: str | None = None) -> str:
     """``scope``: the folder of the settings in force (the run's category); ``category``
     overrides the ``automationDetails.id`` made from it."""
-    src = _Sources(source_root(Path.cwd()) if root is None else root)
-    rules = [_rule(m.code, m.name, m.severity.value, m.summary) for m in RULES]
-    rules.append(_rule(*UNREADABLE[:2], "error", UNREADABLE[2]))
-    index = {r["id"]: i for i, r in enumerate(rules)}
-    seen: Counter[tuple[str, ...]] = Counter()
-    results = [_result(f, index.get(f.code, 0), src, seen) for f in result.findings]
-    results += [_unreadable(e, index[UNREADABLE[0]], src, seen) for e in result.errors]
-    notes = [{
-        "level": "error",
-        "message": {"text": _text(e.message)},
-        "locations": [{"physicalLocation": {
-            "artifactLocation": src.location(e.path),
-            "region": {"startLine": max(e.line, 1),
-                       "startColumn": src.column(e.path, max(e.line, 1), max(e.column, 1))}}}],
-    } for e in result.errors]
-    doc_ = {
-        "$schema": SCHEMA,
-        "version": "2.1.0",
-        "runs": [{
-            "tool": {"driver": {"name": "tpcheck", "version": __version__,
-                                "informationUri": "https://github.com/tpcheck/tpcheck",
-                                "rules": rules}},
-            "originalUriBaseIds": {SRCROOT: {"uri": src.root.as_uri().rstrip("/") + "/"}},
-            "automationDetails": {"id": category or automation_id(scope, src.root)},
-            "columnKind": "utf16CodeUnits",
-            "results": results,
-            "invocations": [{"executionSuccessful": not result.errors,
-                             "toolExecutionNotifications": notes}],
-        }],
-    }
-    return json.dumps(_clean(doc_), indent=2, default=lambda o: None) + "\n"
+    parts: list[str] = []
+    writer = SarifWriter(parts.append, root, scope=scope, category=category)
+    writer.add(result.findings)
+    writer.close(result)
+    return "".join(parts)
+
+
+# Where the results go in the document: the head is written before the first file is checked,
+# the rest (unreadable files, the invocation's notifications) after the last.
+_MARK = "\0results\0"
+
+
+class SarifWriter:
+    """The SARIF document written as the findings come, file by file: a run over 100,000 files
+    keeps each result only until it is written (and at most a few files' lines for columns and
+    snippets), not every finding with its formulas. The bytes are ``json.dumps(doc, indent=2)``
+    of the whole document: each result is dumped alone and indented to where it sits."""
+
+    def __init__(self, write: Callable[[str], object], root: Path | None = None, *,
+                 scope: str | None = None, category: str | None = None) -> None:
+        self.write = write
+        self.src = _Sources(source_root(Path.cwd()) if root is None else root)
+        self.rules = [_rule(m.code, m.name, m.severity.value, m.summary) for m in RULES]
+        self.rules.append(_rule(*UNREADABLE[:2], "error", UNREADABLE[2]))
+        self.index = {str(r["id"]): i for i, r in enumerate(self.rules)}
+        self.id = category or automation_id(scope, self.src.root)
+        self.seen: Counter[tuple[str, ...]] = Counter()
+        self.count = 0
+        head, self.indent, _ = self._split([])
+        write(head)
+
+    def add(self, found: list[Finding]) -> None:
+        for f in found:
+            self._put(_result(f, self.index.get(f.code, 0), self.src, self.seen))
+
+    def close(self, result: LintResult) -> None:
+        """The files that could not be read, as results, then the rest of the document."""
+        for e in result.errors:
+            self._put(_unreadable(e, self.index[UNREADABLE[0]], self.src, self.seen))
+        tail = self._split(result.errors)[2]
+        if self.count:
+            self.write(tail + "\n")
+        else:  # an empty list is `[]` on one line
+            self.write("]" + tail.split("]", 1)[1] + "\n")
+
+    def _put(self, res: dict[str, object]) -> None:
+        text = json.dumps(_clean(res), indent=2, default=lambda o: None)
+        sep = "\n" if self.count == 0 else ",\n"
+        self.write(sep + self.indent + text.replace("\n", "\n" + self.indent))
+        self.count += 1
+
+    def _split(self, errors: list[SourceError]) -> tuple[str, str, str]:
+        """The document around its results: what comes before the list's first item (up to its
+        ``[``), the items' indent, and what follows the last (from the newline before ``]``)."""
+        src = self.src
+        notes = [{
+            "level": "error",
+            "message": {"text": _text(e.message)},
+            "locations": [{"physicalLocation": {
+                "artifactLocation": src.location(e.path),
+                "region": {"startLine": max(e.line, 1),
+                           "startColumn": src.column(e.path, max(e.line, 1),
+                                                     max(e.column, 1))}}}],
+        } for e in errors]
+        doc_ = {
+            "$schema": SCHEMA,
+            "version": "2.1.0",
+            "runs": [{
+                "tool": {"driver": {"name": "tpcheck", "version": __version__,
+                                    "informationUri": "https://github.com/tpcheck/tpcheck",
+                                    "rules": self.rules}},
+                "originalUriBaseIds": {SRCROOT: {"uri": src.root.as_uri().rstrip("/") + "/"}},
+                "automationDetails": {"id": self.id},
+                "columnKind": "utf16CodeUnits",
+                "results": [_MARK],
+                "invocations": [{"executionSuccessful": not errors,
+                                 "toolExecutionNotifications": notes}],
+            }],
+        }
+        text = json.dumps(_clean(doc_), indent=2, default=lambda o: None)
+        mark = json.dumps(_MARK)
+        at = text.index(mark)
+        line = text.rindex("\n", 0, at)
+        return text[:line], text[line + 1:at], text[at + len(mark):]

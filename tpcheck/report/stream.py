@@ -1,11 +1,13 @@
-"""Text, GitHub and JSON reports written file by file, as the findings are produced.
+"""Every report written file by file, as the findings are produced.
 
 A run over a monorepo's 100,000 files must not hold every finding (each carries its
 formulas and evidence) until the end: ``Stream`` writes each file's findings as soon as they
 are sorted and keeps only what its tail prints — how many findings, their severities (for the
 exit code), and the count per rule when ``--statistics`` asks. The bytes written are the ones
-``report.render`` gives for the whole run; SARIF, which is one JSON document of every result,
-still renders at the end.
+``report.render`` gives for the whole run. SARIF, one JSON document, is written result by
+result between its head and its tail; markdown, whose counts come before its rows, keeps the
+counts and the rows it prints. ``--sarif-file`` and ``--summary-file`` are side reports fed
+from the same findings (``Stream.also``).
 """
 
 from __future__ import annotations
@@ -20,7 +22,10 @@ TYPE_CHECKING = False
 if TYPE_CHECKING:
     from collections.abc import Callable
 
-STREAMED = ("text", "json", "github")
+    from tpcheck.report.markdown import MarkdownSummary
+    from tpcheck.report.sarif import SarifWriter
+
+STREAMED = ("text", "json", "github", "sarif", "markdown")
 
 
 class Stream:
@@ -28,6 +33,7 @@ class Stream:
 
     def __init__(self, fmt: str, write: Callable[[str], object], *, color: bool = False,
                  statistics: bool = False, quiet: bool = False, concise: bool = False,
+                 scope: str | None = None, category: str | None = None,
                  flush: Callable[[], object] | None = None) -> None:
         if fmt not in STREAMED:
             raise ValueError(f"{fmt} is not a format written as it goes")
@@ -38,6 +44,9 @@ class Stream:
         self.fixable = 0
         self.severities: set[Severity] = set()
         self.counts: Counter[tuple[str, str]] | None = Counter() if statistics else None
+        self.sides: list[SarifWriter | MarkdownSummary] = []
+        self.sarif: SarifWriter | None = None
+        self.markdown: MarkdownSummary | None = None
         if fmt == "text":
             from tpcheck.report.text import TextLines
 
@@ -46,8 +55,22 @@ class Stream:
             from tpcheck.report.paths import source_root
 
             self.root = source_root(Path.cwd())
+        elif fmt == "sarif":
+            from tpcheck.report.sarif import SarifWriter
+
+            self.sarif = SarifWriter(write, scope=scope, category=category)
+        elif fmt == "markdown":
+            from tpcheck.report.markdown import MarkdownSummary
+
+            self.markdown = MarkdownSummary()
+
+    def also(self, side: SarifWriter | MarkdownSummary) -> None:
+        """A side report (a SARIF file, a job summary) fed the same findings."""
+        self.sides.append(side)
 
     def __call__(self, found: list[Finding]) -> None:
+        for side in self.sides:
+            side.add(found)
         if not found:
             return
         for f in found:
@@ -61,6 +84,10 @@ class Stream:
             from tpcheck.report.github import finding_line
 
             self.write("".join(finding_line(f, self.root) + "\n" for f in found))
+        elif self.sarif is not None:
+            self.sarif.add(found)
+        elif self.markdown is not None:
+            self.markdown.add(found)
         else:
             from tpcheck.report.json_out import dumps
 
@@ -72,7 +99,8 @@ class Stream:
 
     def close(self, result: LintResult) -> None:
         """The rest of the report: ``result`` holds the run's errors, counts and unused
-        suppressions (its findings were written already)."""
+        suppressions (its findings were written already). The side reports are the caller's
+        to finish."""
         if self.fmt == "text":
             lines = self.text.tail(result, self.count, self.counts, self.fixable)
             self.write("".join(line + "\n" for line in lines))
@@ -80,6 +108,10 @@ class Stream:
             from tpcheck.report.github import error_line
 
             self.write("".join(error_line(e, self.root) + "\n" for e in result.errors))
+        elif self.sarif is not None:
+            self.sarif.close(result)
+        elif self.markdown is not None:
+            self.write(self.markdown.render(result))
         else:
             from tpcheck.report.json_out import tail
 
