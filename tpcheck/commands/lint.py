@@ -14,6 +14,13 @@ from tpcheck.commands import base
 from tpcheck.errors import UsageError
 from tpcheck.oneline import one_line
 
+TYPE_CHECKING = False  # typing's constant without importing typing (start-up)
+if TYPE_CHECKING:
+    from tpcheck.report.markdown import MarkdownSummary
+    from tpcheck.report.sarif import SarifWriter
+    from tpcheck.report.stream import Stream
+    from tpcheck.result import LintResult
+
 DESCRIPTION = """\
 Lint vLLM / SGLang deployments in PATHS (files, folders, or - for stdin).
 
@@ -174,10 +181,12 @@ class _SideReports:
     (GitHub gives each step one summary file, which earlier writes may share). Failing to
     write either fails the run, not a silent pass."""
 
-    def __init__(self, args: base.Args, stream: Any, names: dict[str, Any]) -> None:
+    def __init__(self, args: base.Args, stream: Stream, names: dict[str, Any]) -> None:
         self.sarif_path: Path | None = args.sarif_file
         self.summary_path: Path | None = args.summary_file
-        self.sarif_file = self.sarif = self.summary = None
+        self.sarif_file: _ReportFile | None = None
+        self.sarif: SarifWriter | None = None
+        self.summary: MarkdownSummary | None = None
         if self.sarif_path is not None:
             from tpcheck.report.sarif import SarifWriter
 
@@ -191,7 +200,7 @@ class _SideReports:
             self.summary = MarkdownSummary()
             stream.also(self.summary)
 
-    def finish(self, result: Any) -> str | None:
+    def finish(self, result: LintResult) -> str | None:
         """Each file completed and closed; the line that says what could not be written."""
         if self.sarif_file is not None:
             if self.sarif is not None:
