@@ -584,3 +584,53 @@ def test_a_file_named_twice_or_inside_a_folder_named_too_is_checked_once(
     assert code == 1
     assert [ln.split()[1] for ln in out.splitlines() if ln.startswith(tp6)] == [
         "TP101", "TP102", "TP103"]
+
+
+CONSOLE_PROBE = """
+import sys
+from tpcheck.cli import console
+sys.argv = ['tpcheck', *sys.argv[1:]]
+{before}
+sys.exit(console())
+"""
+
+
+def test_the_console_script_ends_with_mains_code_and_its_whole_report() -> None:
+    # console() skips the interpreter's tear-down: stdout (a pipe, block-buffered) is flushed
+    # first, and the exit status is main()'s
+    fixture = str(ROOT / "fixtures" / "lint" / "qwen3-32b-tp16.yaml")
+    probe = CONSOLE_PROBE.format(before="")
+    fast = subprocess.run([sys.executable, "-c", probe, *LINT, fixture],
+                          capture_output=True, text=True, check=False)
+    code, out, err = _main_output(fixture)
+    assert (fast.returncode, fast.stdout, fast.stderr) == (code, out, err) == (1, out, "")
+    assert out.count("TP201") == 1
+
+
+def _main_output(fixture: str) -> tuple[int, str, str]:
+    probe = "import sys\nfrom tpcheck.cli import main\nsys.exit(main())"
+    p = subprocess.run([sys.executable, "-c", probe, *LINT, fixture],
+                       capture_output=True, text=True, check=False)
+    return p.returncode, p.stdout, p.stderr
+
+
+def test_the_console_script_runs_exit_handlers_and_reports_a_failed_flush() -> None:
+    # an exit handler (atexit imported) keeps Python's own exit, so the handler runs; so does
+    # a report that cannot be flushed (> /dev/full), which says so as it always did
+    fixture = str(ROOT / "fixtures" / "lint" / "qwen3-32b-tp16.yaml")
+    probe = CONSOLE_PROBE.format(before="import atexit\natexit.register(print, 'handler ran')")
+    p = subprocess.run([sys.executable, "-c", probe, *LINT, "-q", fixture],
+                       capture_output=True, text=True, check=False)
+    assert (p.returncode, p.stdout.splitlines()[-1]) == (1, "handler ran")
+    if not Path("/dev/full").exists():
+        return
+    probe = CONSOLE_PROBE.format(before="")
+    with open("/dev/full", "w") as full:
+        fast = subprocess.run([sys.executable, "-c", probe, *LINT, "-q", fixture], stdout=full,
+                              stderr=subprocess.PIPE, text=True, check=False)
+    with open("/dev/full", "w") as full:
+        plain = subprocess.run([sys.executable, "-c", "import sys\nfrom tpcheck.cli import main"
+                                "\nsys.exit(main())", *LINT, "-q", fixture], stdout=full,
+                               stderr=subprocess.PIPE, text=True, check=False)
+    assert (fast.returncode, fast.stderr) == (plain.returncode, plain.stderr)
+    assert fast.returncode != 0

@@ -380,3 +380,12 @@ def test_the_collector_is_on_when_a_standalone_command_runs() -> None:
             "    gc.unfreeze()\n"
             "print(out)")
     assert _probe(code) == "[(1, True), (0, True)]"
+
+
+def test_windows_modules_are_absent_only_while_pathlib_imports() -> None:
+    # ntpath tries nt and _winapi six times; off Windows each is None in sys.modules (the
+    # import fails at once) while tpcheck.commands imports pathlib, and gone afterwards
+    code = ("import sys\nimport tpcheck.commands\nimport ntpath, pathlib\n"
+            "print(sorted(m for m in ('nt', '_winapi') if m in sys.modules),"
+            " ntpath.abspath('a').endswith('a'), str(pathlib.PureWindowsPath('a/b')))")
+    assert _probe(code) == "[] True a\\b"

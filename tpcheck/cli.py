@@ -200,6 +200,35 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 2
 
 
+def console() -> int:
+    """The ``tpcheck`` console script: ``main()``, then the process ends without Python's
+    interpreter tear-down, which frees every imported module's objects one by one (~12.5
+    million instructions of a one-file lint, a third as much as a bare ``python -c pass``)
+    for a process that is about to exit anyway. The report is flushed first, as the tear-down
+    would. Python's own exit runs instead whenever the tear-down may matter: something
+    registered an exit handler (``atexit`` is imported: logging, coverage, a caller's own),
+    another thread is alive, a profiler or tracer is on, or a flush failed (the tear-down
+    then reports it, as it always did)."""
+    code = main()
+    if _teardown_needed():
+        return code
+    try:
+        for stream in (sys.stdout, sys.stderr):
+            if stream is not None:
+                stream.flush()
+    except BaseException:  # Python's exit reports it, exactly as it did
+        return code
+    os._exit(code & 0xFF)  # what sys.exit(code) makes of it
+
+
+def _teardown_needed() -> bool:
+    """Whether Python's own exit has work beyond freeing memory (see ``console``)."""
+    if "atexit" in sys.modules or sys.getprofile() is not None or sys.gettrace() is not None:
+        return True
+    threading = sys.modules.get("threading")
+    return threading is not None and threading.active_count() > 1
+
+
 def _quiet_stdout() -> None:
     """Point stdout at /dev/null so Python's final flush does not fail a second time."""
     import contextlib

@@ -73,6 +73,12 @@ def _load(name: str) -> ModuleType:
 DEFERRABLE = ("inspect", "threading", "urllib.parse", "platform", "datetime",
               "gettext", "base64")
 
+# Windows' own modules, which ``ntpath`` (imported by ``pathlib`` on every system) tries six
+# times: each failed import searches every folder of sys.path (~2 million instructions in all).
+# Off Windows they cannot exist, so while pathlib imports each is None in ``sys.modules``, the
+# import system's documented "not found": the import fails at once, as it would have failed.
+ABSENT = ("nt", "_winapi") if sys.platform != "win32" else ()
+
 
 def real(name: str, stand_in: ModuleType | None = None) -> ModuleType:
     """The module ``name`` itself, imported now if only a stand-in was there."""
@@ -143,12 +149,20 @@ def ngettext(singular: str, plural: str, n: int) -> str:
 
 
 def import_deferring(library: str, load: Callable[[], object],
-                     stand_ins: dict[str, dict[str, object]]) -> None:
+                     stand_ins: dict[str, dict[str, object]],
+                     absent: tuple[str, ...] = ()) -> None:
     """Import ``library`` (``load`` does, with an import statement) while each module named in
-    ``stand_ins`` (one of DEFERRABLE, not imported yet) is a stand-in carrying those names."""
+    ``stand_ins`` (one of DEFERRABLE, not imported yet) is a stand-in carrying those names, and
+    each named in ``absent`` (one of ABSENT here, not imported yet) is None in ``sys.modules``
+    (see ABSENT)."""
     if library in sys.modules:
         return
     placed = []
+    marked = [name for name in absent if name not in sys.modules]
+    for name in marked:
+        if name not in ABSENT:
+            raise ValueError(f"{name} is not a module tpcheck marks absent")
+        sys.modules[name] = None  # type: ignore[assignment]
     for name, names in stand_ins.items():
         if name not in DEFERRABLE:
             raise ValueError(f"{name} is not a module tpcheck defers")
@@ -163,6 +177,9 @@ def import_deferring(library: str, load: Callable[[], object],
         for module in placed:
             if sys.modules.get(module.__name__) is module:
                 del sys.modules[module.__name__]
+        for name in marked:
+            if name in sys.modules and sys.modules[name] is None:
+                del sys.modules[name]
 
 
 class LazyPattern:

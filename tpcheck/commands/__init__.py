@@ -2,7 +2,7 @@
 
 Importing this package imports click and pathlib without what a lint never uses
 (``tpcheck.deferred`` says how): click's ``inspect`` and ``threading``, pathlib's
-``urllib.parse``.
+``urllib.parse``, and on Linux or macOS pathlib's failing imports of Windows' own modules.
 """
 
 from __future__ import annotations
@@ -11,6 +11,7 @@ import _datetime  # type: ignore[import-not-found]  # (no stub: the C half of da
 import _thread
 
 from tpcheck.deferred import (
+    ABSENT,
     calling_real,
     gettext,
     import_deferring,
@@ -45,4 +46,4 @@ import_deferring("click", _click, {
     "gettext": {"gettext": gettext, "ngettext": ngettext},  # help texts, messages
 })
 import_deferring("pathlib", _pathlib, {"urllib.parse": {
-    "quote_from_bytes": calling_real("urllib.parse", "quote_from_bytes")}})
+    "quote_from_bytes": calling_real("urllib.parse", "quote_from_bytes")}}, absent=ABSENT)
