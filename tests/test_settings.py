@@ -7,6 +7,8 @@ import sys
 from pathlib import Path
 
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 from tpcheck.settings import SettingsError, find_settings_file, load_settings
 
@@ -116,3 +118,33 @@ def test_alpha_is_seconds_under_one(tmp_path: Path, value: float, ok: bool) -> N
         with pytest.raises(SettingsError, match=r"alpha must be a number of seconds from 0 to "
                                                 r"under 1"):
             load_settings(tmp_path / ".tpcheck.toml")
+
+
+_PIECES = ("tool", "tpcheck", ".", "[", "]", "'", '"', " ", "\t", "\n", "\r", "\u00a0", "\u2003",
+           "x", "=", "#", "[tool.ruff]", "[tool]", "tool.tpcheck")
+
+
+@given(st.lists(st.sampled_from(_PIECES), max_size=14))
+def test_the_pyproject_test_is_its_pattern(pieces: list[str]) -> None:
+    # mentions_tool_tpcheck is MENTIONS_TOOL_TPCHECK (re.M) asked with str.find
+    import re
+
+    from tpcheck.settings import MENTIONS_TOOL_TPCHECK, mentions_tool_tpcheck
+
+    text = "".join(pieces)
+    expected = re.search(MENTIONS_TOOL_TPCHECK, text, re.M) is not None
+    assert mentions_tool_tpcheck(text) is expected, text
+
+
+@pytest.mark.parametrize("text", [
+    "[tool.tpcheck]", "[ tool . 'tpcheck' ]", 'tool."tpcheck".gpu = 1', "a\n  [ tool ]\n",
+    "[tool]", "x = 1 \n\n [tool]", "x [tool]", "[tool.ruff]\nname = 'tpcheck'", "tool tpcheck",
+    "tool.\u2003tpcheck", "[\ttool\n]", "tool..tpcheck", "", "tpcheck", " " * 5000 + "[tool]",
+])
+def test_the_pyproject_test_on_the_usual_spellings(text: str) -> None:
+    import re
+
+    from tpcheck.settings import MENTIONS_TOOL_TPCHECK, mentions_tool_tpcheck
+
+    assert mentions_tool_tpcheck(text) is (re.search(MENTIONS_TOOL_TPCHECK, text, re.M)
+                                           is not None), text

@@ -368,29 +368,93 @@ def load_table(engine: str, version: str) -> OptionTable:
 
         with open(f"{OPTIONS_DIR}/{engine}-{version}.json", encoding="utf-8") as fh:
             data = json.load(fh)
-        by_name: dict[str, Option] = {}
+        by_name = OptionsByName()
         for e in data["options"]:
-            ch = e.get("choices")
-            rng = e.get("range")
-            opt = Option(
-                tuple(e["names"]),
-                e.get("kind", "str"),
-                e.get("where", ""),
-                tuple(str(c) for c in ch) if ch is not None else None,
-                tuple(sorted(rng.items())) if rng else (),
-                e.get("deprecated"),
-                e.get("replacement"),
-                e.get("parser"),
-                bool(e.get("auto", False)),
-                tuple(e.get("json_fields", ())),
-                tuple(e.get("json_required", ())),
-            )
-            for n in opt.names:
-                by_name.setdefault(n, opt)
+            for n in e["names"]:
+                by_name.add(n, e)
         t = OptionTable(engine, data["version"], data.get("source", ""), by_name,
                         data.get("parsing", {}), tuple(data.get("validations", ())))
         _TABLES[key] = t
     return t
+
+
+def _option(e: dict[str, Any]) -> Option:
+    """One JSON entry of a generated table as its Option."""
+    ch = e.get("choices")
+    rng = e.get("range")
+    return Option(
+        tuple(e["names"]),
+        e.get("kind", "str"),
+        e.get("where", ""),
+        tuple(str(c) for c in ch) if ch is not None else None,
+        tuple(sorted(rng.items())) if rng else (),
+        e.get("deprecated"),
+        e.get("replacement"),
+        e.get("parser"),
+        bool(e.get("auto", False)),
+        tuple(e.get("json_fields", ())),
+        tuple(e.get("json_required", ())),
+    )
+
+
+class OptionsByName(dict):  # type: ignore[type-arg]  # dict[str, Option] to its readers
+    """A table's ``by_name``: option string -> Option, each Option built from its JSON entry
+    when first looked up. A launch names a few of the release's ~430 option strings (the
+    prefix rule reads only the names), and building all ~320 Options cost a one-file lint
+    ~4 million instructions. Every way of reading a value (``[]``, ``get``, ``values``,
+    ``items``, comparison, ``copy``) gives Options; an entry's names share one Option, the
+    first entry naming a string keeps it (as ``setdefault`` did). (``dict(t)`` and ``{**t}``
+copy in C, past these methods: use ``copy()``.)"""
+
+    def add(self, name: str, entry: dict[str, Any]) -> None:
+        dict.setdefault(self, name, entry)
+
+    def _built(self, entry: dict[str, Any]) -> Option:
+        opt = _option(entry)
+        for n in opt.names:
+            if dict.get(self, n) is entry:
+                dict.__setitem__(self, n, opt)
+        return opt
+
+    def __getitem__(self, name: str) -> Option:
+        got = dict.__getitem__(self, name)
+        return got if type(got) is Option else self._built(got)
+
+    def get(self, name: str, default: Any = None) -> Any:
+        got = dict.get(self, name, _ABSENT)
+        if got is _ABSENT:
+            return default
+        return got if type(got) is Option else self._built(got)
+
+    def _all(self) -> OptionsByName:
+        for name in self:
+            self[name]
+        return self
+
+    def values(self) -> Any:
+        return dict.values(self._all())
+
+    def items(self) -> Any:
+        return dict.items(self._all())
+
+    def copy(self) -> dict[str, Option]:
+        return dict(self._all())
+
+    def __eq__(self, other: object) -> bool:
+        if isinstance(other, OptionsByName):
+            other._all()
+        return dict.__eq__(self._all(), other)
+
+    def __ne__(self, other: object) -> bool:
+        return not self == other
+
+    __hash__ = None  # as dict's
+
+    def __repr__(self) -> str:
+        return dict.__repr__(self._all())
+
+
+_ABSENT = object()
 
 
 def option_strings(engine: str, version: str | None = None) -> frozenset[str]:
