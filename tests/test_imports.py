@@ -161,11 +161,11 @@ print(rc, real)
 # What click, pathlib and PyYAML import for features a lint never reaches (tpcheck.deferred,
 # tpcheck.sources.pyyaml): help pages (inspect, ast, dis, tokenize), a spell-check of every
 # short option (difflib), Path.as_uri (urllib.parse, ipaddress), threads, click's UUID type's
-# platform, PyYAML's timestamps (datetime.py) and binary values (base64, struct), translations
-# of click's messages (gettext, locale).
+# platform, PyYAML's timestamps (datetime.py) and binary values (base64, struct, binascii),
+# translations of click's messages (gettext, locale).
 NOT_ON_THE_LINT_PATH = ("inspect", "ast", "dis", "tokenize", "difflib", "threading",
                         "urllib.parse", "ipaddress", "platform", "datetime", "base64", "struct",
-                        "gettext", "locale")
+                        "binascii", "gettext", "locale")
 
 
 def _probe(code: str) -> str:

@@ -67,11 +67,15 @@ def _load(name: str) -> ModuleType:
         import base64
 
         return base64
+    if name == "binascii":
+        import binascii
+
+        return binascii
     raise ImportError(f"{name} is not a module tpcheck defers")
 
 
 DEFERRABLE = ("inspect", "threading", "urllib.parse", "platform", "datetime",
-              "gettext", "base64")
+              "gettext", "base64", "binascii")
 
 # Windows' own modules, which ``ntpath`` (imported by ``pathlib`` on every system) tries six
 # times: each failed import searches every folder of sys.path (~2 million instructions in all).

@@ -19,7 +19,6 @@ from tpcheck.checks.base import Finding, Severity
 from tpcheck.checks.context import CheckContext
 from tpcheck.errors import UsageError
 from tpcheck.hardware.gpus import GPU, find_gpu
-from tpcheck.lint_config_fix import problem_file, unusable_config_fix
 from tpcheck.lint_groups import merge_groups
 from tpcheck.lint_ignores import IGNORE_RE, Suppression, inline_suppressions, suppressed_by
 from tpcheck.lint_nearest import finding_order, run_with_nearest_settings, settings_file_for
@@ -218,6 +217,8 @@ class Linter:
                     return (f"correct the [tool.tpcheck.models] mapping of {model!r}: it names "
                             "a path with no config.json")
                 return None
+            from tpcheck.lint_config_fix import problem_file  # a config that cannot be used
+
             problem, file = hit.message, problem_file(hit.message)
         elif hit is not None:
             parsed = self.shapes.get((hit.location, model or ""))
@@ -226,6 +227,8 @@ class Linter:
             problem, origin, file = parsed, hit.source, hit.location
         else:
             return None
+        from tpcheck.lint_config_fix import unusable_config_fix
+
         return unusable_config_fix(problem, file, origin, model or "")
 
     def gpu_for(self, d: Deployment) -> tuple[GPU | None, str]:

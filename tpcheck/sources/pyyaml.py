@@ -59,10 +59,11 @@ def _yaml() -> None:
 # PyYAML's representer registers datetime.date and datetime.datetime at import; the module
 # datetime.py itself (~6.6 million instructions, pure Python before its C accelerator replaces
 # it) only serves a timestamp value, which composing never builds. Its classes are _datetime's.
-# base64 (and struct) serves a !!binary value alone, inside the functions that build one.
+# base64 (and struct) serves a !!binary value alone, inside the functions that build one, and
+# binascii (an extension module to load, ~0.6 million instructions) its error, caught there.
 import_deferring("yaml", _yaml, {"datetime": {"date": _datetime.date,
                                               "datetime": _datetime.datetime},
-                                 "base64": {}})
+                                 "base64": {}, "binascii": {}})
 
 import yaml  # noqa: E402 - after the deferring, which is the point
 from yaml.reader import ReaderError  # noqa: E402
