@@ -6,14 +6,15 @@ the newest release from here, the one place it is written.
 
 from __future__ import annotations
 
-import re
 from functools import lru_cache
+
+from tpcheck.deferred import lazy_re
 
 # The newest release of each engine whose option table, defaults and memory rules were read.
 NEWEST: dict[str, str] = {"vllm": "0.33.0", "sglang": "0.5.23"}
 
 
-_VERSION = re.compile(r"(\d+)\.(\d+)(?:\.(\d+))?")
+_VERSION = lazy_re(r"(\d+)\.(\d+)(?:\.(\d+))?")  # compiled for a version a release is not
 
 
 @lru_cache(maxsize=1024)
@@ -24,5 +25,8 @@ def parse_version(v: str | None) -> tuple[int, ...] | None:
     deployment."""
     if not v:
         return None
+    parts = (v[1:] if v[0] in "vV" else v).split(".")
+    if len(parts) > 1 and all(p.isascii() and p.isdigit() for p in parts):
+        return tuple(int(p) for p in parts[:3])  # 0.8.5, v0.33.0: the pattern's first match
     m = _VERSION.search(v)
     return None if not m else tuple(int(x) for x in m.groups() if x is not None)
