@@ -389,3 +389,16 @@ def test_windows_modules_are_absent_only_while_pathlib_imports() -> None:
             "print(sorted(m for m in ('nt', '_winapi') if m in sys.modules),"
             " ntpath.abspath('a').endswith('a'), str(pathlib.PureWindowsPath('a/b')))")
     assert _probe(code) == "[] True a\\b"
+
+
+def test_jsons_fallback_patterns_are_compiled_on_first_use() -> None:
+    # tpcheck.jsonlib: the pure-Python scanner's and encoders' patterns wait for their first
+    # use (the C accelerator does their work); json itself, and re, are unchanged
+    code = ("from tpcheck.jsonlib import json\nimport re, json.scanner as s, json.encoder as e\n"
+            "kinds = [type(s.NUMBER_RE).__name__, type(e.ESCAPE).__name__]\n"
+            "fallback = (e.py_encode_basestring('a\"\\n'), e.py_encode_basestring_ascii('\\xe9'),"
+            " s.py_make_scanner(json.JSONDecoder())('12.5e1', 0))\n"
+            "print(kinds, fallback, json.loads('[1, 2.5, \"\\\\u00e9\"]'),"
+            " type(re.compile('x')).__name__)")
+    assert _probe(code) == ("['LazyPattern', 'LazyPattern'] ('\"a\\\\\"\\\\n\"', '\"\\\\u00e9\"', "
+                            "(125.0, 6)) [1, 2.5, 'é'] Pattern")

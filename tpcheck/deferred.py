@@ -193,16 +193,21 @@ class LazyPattern:
     reading (a Makefile's assignments, a Dockerfile's instructions). After the first use the
     real pattern's methods sit in the instance, so later calls cost what a pattern's do."""
 
-    def __init__(self, source: str, flags: int = 0) -> None:
+    def __init__(self, source: str, flags: int = 0,
+                 compile_now: Callable[[str, int], re.Pattern[str]] | None = None) -> None:
         self._source = source
         self._flags = flags
+        self._compile = compile_now  # re.compile itself, when it is a stand-in meanwhile
 
     def __getattr__(self, name: str) -> Any:
         if name.startswith("__"):
             raise AttributeError(name)
-        import re
+        compile_now = self._compile
+        if compile_now is None:
+            import re
 
-        p = re.compile(self._source, self._flags)
+            compile_now = re.compile
+        p = compile_now(self._source, self._flags)
         self.__dict__.update({k: getattr(p, k) for k in _PATTERN_ATTRS})
         return getattr(p, name)
 
@@ -218,3 +223,23 @@ def lazy_re(source: str, flags: int = 0) -> re.Pattern[str]:
     """A module-level pattern that costs nothing until it is used (``LazyPattern``)."""
     lazy: Any = LazyPattern(source, flags)
     return lazy  # type: ignore[no-any-return]
+
+
+def import_deferring_patterns(library: str, load: Callable[[], object]) -> None:
+    """Import ``library`` (``load`` does, with an import statement) while ``re.compile`` hands
+    out LazyPatterns, compiled (by the real ``re.compile``) on their first use: for a library
+    whose module-level patterns serve only paths a lint never takes (``tpcheck.jsonlib``)."""
+    if library in sys.modules:
+        return
+    import re
+
+    compile_now = re.compile
+
+    def later(source: str, flags: int = 0) -> Any:
+        return LazyPattern(source, flags, compile_now)
+
+    re.compile = later  # type: ignore[assignment]
+    try:
+        load()
+    finally:
+        re.compile = compile_now

@@ -364,7 +364,7 @@ def load_table(engine: str, version: str) -> OptionTable:
     key = (engine, version)
     t = _TABLES.get(key)
     if t is None:
-        import json
+        from tpcheck.jsonlib import json
 
         with open(f"{OPTIONS_DIR}/{engine}-{version}.json", encoding="utf-8") as fh:
             data = json.load(fh)

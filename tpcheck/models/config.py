@@ -56,10 +56,10 @@ the file. The rules follow what vLLM's ``hf_text_config`` sees:
 
 from __future__ import annotations
 
-import json
 from collections.abc import Mapping
 from pathlib import Path
 
+from tpcheck.jsonlib import json
 from tpcheck.models.features import (
     parse_biases,
     parse_compressed_attention,

@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 
+from tpcheck.jsonlib import json
 from tpcheck.models.resolve_error import ResolveError
 
 TYPE_CHECKING = False  # typing's constant without importing typing (start-up, issue 8)

@@ -2,9 +2,8 @@
 
 from __future__ import annotations
 
-import json
-
 from tpcheck.deferred import lazy_re
+from tpcheck.jsonlib import json
 from tpcheck.sources.base import Deployment, ModelHint, Span
 from tpcheck.sources.kube_env import first_keys, int_or_none
 from tpcheck.sources.pyyaml import yaml
