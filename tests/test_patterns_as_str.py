@@ -11,6 +11,7 @@ from hypothesis import strategies as st
 from tpcheck.engines import versions
 from tpcheck.hardware import gpus, machines
 from tpcheck.models import refs
+from tpcheck.sources import kube, kube_pod, yamlnodes
 
 _TEXT = st.text(alphabet=st.sampled_from(
     "aAzZlmetrgvV09_-./$({%}) \t\n\u0661\u00e9\u0130\u2003"), max_size=16)
@@ -59,3 +60,25 @@ def test_the_usual_names() -> None:
     assert versions.parse_version("v0.33.0") == (0, 33, 0)
     assert refs.is_repo_id("Qwen/Qwen3-32B") and not refs.is_repo_id("a/b/c")
     assert refs.is_expression("$(MODEL)") and not refs.is_expression("Qwen/Qwen3-32B")
+
+
+@given(_pieces("rdma/", "nvidia.com/", "rdma", "mlnx", "sriov", "hostdev", "gpu", "\n", "x",
+               "vpc.amazonaws.com/efa", "/"))
+def test_nic_resources_are_the_pattern(text: str) -> None:
+    want = re.match(kube_pod.NET_RESOURCE, text) is not None
+    assert kube_pod.is_net_resource(text) is want
+
+
+@given(_pieces("vllm", "sglang", " ", "\t", "\n", "\u2003", "serve", "serv", ".entrypoints",
+               ".launch_server", "dynamo", ".", "x"))
+def test_launch_hints_are_the_pattern(text: str) -> None:
+    assert kube.has_launch_hint(text) is (re.search(kube.LAUNCH_HINT, text) is not None)
+
+
+@given(_pieces("v", "V", "0", "33", ".", "8", "rc", "1", "post", "-cu126", "_", "\u0661", "x"))
+def test_image_releases_are_the_patterns(tag: str) -> None:
+    m = re.match(yamlnodes._IMAGE_VERSION_TEXT, tag)
+    named = {x.group(1) for x in re.finditer(
+        r"(?<![^-_.])vllm[-_]?" + yamlnodes._IMAGE_VERSION_TEXT, tag.lower())}
+    want = m.group(1) if m else (named.pop() if len(named) == 1 else None)
+    assert yamlnodes.engine_version(f"vllm/vllm-openai:{tag}", "vllm") == want

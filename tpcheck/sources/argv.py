@@ -103,7 +103,8 @@ def parse_value(kind: Kind, value: str) -> Any:
     """A flag value as the engine's type function reads it; ValueError when it would refuse."""
     v = value.strip()
     if kind in ("int", "human_int"):
-        m = _HUMAN.match(v) if kind == "human_int" else None
+        # the pattern ends in a suffix letter: a plain number never compiles it
+        m = _HUMAN.match(v) if kind == "human_int" and v[-1:] in "kKmMgGtT" else None
         if m:
             num, suf = m.groups()
             if suf.islower():

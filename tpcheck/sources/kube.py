@@ -12,7 +12,6 @@ from __future__ import annotations
 from bisect import bisect_left
 from collections.abc import Callable, Iterator
 
-from tpcheck.deferred import lazy_re
 from tpcheck.engines.flags import SGLANG_KWARGS
 from tpcheck.sources.argv import Launch, deployment_from_words, find_launch, infer_engine
 from tpcheck.sources.base import Deployment, ModelHint, Span
@@ -35,9 +34,31 @@ if TYPE_CHECKING:
 # Injected by LeaderWorkerSet with a value that differs between the pods of a group (LWS docs,
 # reference/labels-annotations-and-environment-variables): never a ``:-`` default, never known.
 LWS_PER_POD = frozenset({"LWS_LEADER_ADDRESS", "LWS_WORKER_INDEX"})
-LAUNCH_HINT = lazy_re(
+LAUNCH_HINT = (
     r"vllm\s+serve|sglang\s+serve|vllm\.entrypoints|sglang\.launch_server|dynamo\.(?:vllm|sglang)"
-)
+)  # searched: has_launch_hint, held to it by the tests
+_LAUNCH_WORDS = ("vllm.entrypoints", "sglang.launch_server", "dynamo.vllm", "dynamo.sglang")
+
+
+def has_launch_hint(text: str) -> bool:
+    """``re.search(LAUNCH_HINT, text)`` with str methods (asked of every long scalar; the
+    pattern's compile was ~1 million instructions of a one-file lint): ``vllm`` or ``sglang``,
+    whitespace (``\\s``: ``str.isspace``), ``serve``; or one of the dotted launchers."""
+    if "vllm" not in text and "sglang" not in text:
+        return False
+    if any(w in text for w in _LAUNCH_WORDS):
+        return True
+    for engine in ("vllm", "sglang"):
+        i = text.find(engine)
+        while i >= 0:
+            j = i + len(engine)
+            k = j
+            while k < len(text) and text[k].isspace():
+                k += 1
+            if k > j and text.startswith("serve", k):
+                return True
+            i = text.find(engine, j)  # the next one starts past this one's whitespace
+    return False
 
 
 _SCALAR = yaml.ScalarNode
@@ -271,7 +292,7 @@ class Walker(EnvReaders, PodFacts, CrdReaders, TaskFacts):
             elif isinstance(node, yaml.SequenceNode):
                 raw.extend(str(i.value) for i in node.value if isinstance(i, yaml.ScalarNode))
         joined = " ".join(raw)
-        if LAUNCH_HINT.search(joined):
+        if has_launch_hint(joined):
             return True
         if "-" not in joined:
             return False
@@ -294,7 +315,7 @@ class Walker(EnvReaders, PodFacts, CrdReaders, TaskFacts):
         if "applications:" in value and ("engine_kwargs" in value or "env_vars" in value):
             self.embedded_yaml(node)
             return
-        if not LAUNCH_HINT.search(value):
+        if not has_launch_hint(value):
             return
         loc = self.ctx.locate(node)
         top = self.top_vars

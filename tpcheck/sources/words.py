@@ -7,11 +7,11 @@ readers all hand words around, and none of them needs another reader to do so.
 
 from __future__ import annotations
 
-import re
 from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from contextvars import ContextVar
 
+from tpcheck.deferred import lazy_re
 from tpcheck.record import record
 from tpcheck.sources.base import Span
 from tpcheck.sources.positions import Located
@@ -196,7 +196,7 @@ def k8s_word(loc: Located, env: Mapping[str, Located], budget: Budget | None = N
     return Word(text, loc.fallback, value if unresolved else None, single_var)
 
 
-_K8S_VAR = re.compile(r"\$\(([A-Za-z_][A-Za-z0-9_]*)\)")
+_K8S_VAR = lazy_re(r"\$\(([A-Za-z_][A-Za-z0-9_]*)\)")  # for a word holding "$("
 
 
 def _ps(loc: Located, i: int, j: int) -> Sequence[tuple[int, int]]:
