@@ -15,6 +15,7 @@ from tpcheck.deferred import (
     calling_real,
     gettext,
     import_deferring,
+    import_deferring_patterns,
     ngettext,
     platform_system,
     real,
@@ -31,6 +32,11 @@ def cleandoc(doc: str) -> str:
 
 
 def _click() -> None:
+    # its one module-level pattern (click._compat's ANSI escapes) compiled on first use
+    import_deferring_patterns("click", _import_click)
+
+
+def _import_click() -> None:
     import click  # noqa: F401 - imported for what it leaves in sys.modules
 
 
