@@ -80,13 +80,27 @@ def fields(obj: object) -> tuple[Field, ...]:
 
 
 def replace(obj: _T, /, **changes: Any) -> _T:
-    """A copy of ``obj`` with ``changes`` applied, built through ``__init__`` (so it validates)."""
+    """A copy of ``obj`` with ``changes`` applied, built as ``__init__`` would build it (so it
+    validates: a hand-written ``__init__`` or a ``__post_init__`` runs).
+
+    A record whose ``__init__`` is the generated one and that has no ``__post_init__`` only
+    stores its fields: the copy's dict is the original's, updated, in C. Through
+    ``cls(**kwargs)`` a Deployment (52 fields) cost some thirty times as much (~10 µs), and
+    the rules replace one ~6,900 times a 1,000-file run."""
     fields(obj)  # not a record: TypeError
     cls: Any = type(obj)
-    kwargs = dict(zip(cls.__match_args__, cls.__record_all__(obj), strict=True))
-    if not changes.keys() <= kwargs.keys():
-        unknown = set(changes) - set(kwargs)
+    names = cls.__match_args__
+    if not changes.keys() <= cls.__record_names__:
+        unknown = set(changes) - set(names)
         raise TypeError(f"{type(obj).__name__} has no field {sorted(unknown)[0]!r}")
+    src = obj.__dict__
+    if cls.__record_plain__ and len(src) == len(names):  # the fields and nothing else (no
+        new = object.__new__(cls)                        # cached value stored beside them)
+        d = new.__dict__
+        d.update(src)
+        d.update(changes)
+        return new  # type: ignore[no-any-return]
+    kwargs = dict(zip(names, cls.__record_all__(obj), strict=True))
     kwargs.update(changes)
     return cls(**kwargs)  # type: ignore[no-any-return]
 
@@ -230,8 +244,13 @@ def _build(cls: _C, frozen: bool, order: bool) -> _C:
         "__match_args__": tuple(f.name for f in fs),
         "__eq__": _eq,
     }
-    if "__init__" not in cls.__dict__:  # as dataclasses: a hand-written __init__ is kept
+    generated = "__init__" not in cls.__dict__
+    if generated:  # as dataclasses: a hand-written __init__ is kept
         attrs["__init__"] = _make_init(cls, fs)
+    # replace may store the fields itself: nothing but the generated __init__ would run
+    own_new = any("__new__" in c.__dict__ for c in cls.__mro__[:-1])
+    attrs["__record_plain__"] = generated and not hasattr(cls, "__post_init__") and not own_new
+    attrs["__record_names__"] = frozenset(f.name for f in fs)
     if "__repr__" not in cls.__dict__:
         attrs["__repr__"] = _repr
     if frozen:
