@@ -133,6 +133,18 @@ class Fields:
     notes: list[str] = field(default_factory=list)
     options: list[OptionUse] = field(default_factory=list)
 
+    def __init__(self, values: dict[str, Any] | None = None,
+                 spans: dict[str, Span] | None = None,
+                 unresolved: dict[str, str] | None = None, notes: list[str] | None = None,
+                 options: list[OptionUse] | None = None) -> None:
+        # Written out (None: a fresh one): one per launch read, and the generated __init__'s
+        # five default factories cost ten times as much (see tpcheck.record)
+        self.values = {} if values is None else values
+        self.spans = {} if spans is None else spans
+        self.unresolved = {} if unresolved is None else unresolved
+        self.notes = [] if notes is None else notes
+        self.options = [] if options is None else options
+
     def set(self, name: str, value: Any, span: Span) -> None:
         self.values[name] = value
         self.spans[name] = span

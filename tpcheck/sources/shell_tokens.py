@@ -54,6 +54,21 @@ class Vars:
     derived: MutableMapping[str, Derived] = field(default_factory=dict)
     arithmetic: bool = True  # False: no shell reads the text (a flags-only ``args`` string)
 
+    def __init__(self, shell: MutableMapping[str, Located] | None = None,
+                 k8s: MutableMapping[str, Located] | None = None,
+                 origins: MutableMapping[str, str] | None = None,
+                 per_pod: frozenset[str] = frozenset(),
+                 derived: MutableMapping[str, Derived] | None = None,
+                 arithmetic: bool = True) -> None:
+        # Written out (None: a fresh dict): ~3,000 a 1,000-manifest run, and the generated
+        # __init__'s default factories cost ten times as much (see tpcheck.record)
+        self.shell = {} if shell is None else shell
+        self.k8s = {} if k8s is None else k8s
+        self.origins = {} if origins is None else origins
+        self.per_pod = per_pod
+        self.derived = {} if derived is None else derived
+        self.arithmetic = arithmetic
+
 
 class ShellTooLong(ValueError):
     """Past MAX_WORDS: said out loud (one line, exit 2), never a silent "0 deployments"."""
