@@ -201,7 +201,12 @@ class Located:
     def span(self, start: int = 0, end: int | None = None) -> Span:
         """Span of ``value[start:end]`` (end exclusive)."""
         end = len(self.value) if end is None else end
-        if not self.positions or end <= start or end > len(self.positions):
+        ps = self.positions
+        if type(ps) is Linear and start >= 0:  # one line: no tuple per end (most values)
+            if end <= start or end > ps.n:
+                return self.fallback
+            return Span(self.path, ps.line, ps.col + start, ps.line, ps.col + end)
+        if not ps or end <= start or end > len(ps):
             return self.fallback
         a = self.positions[start]
         b = self.positions[end - 1]

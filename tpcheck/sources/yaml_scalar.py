@@ -41,8 +41,11 @@ def locate(node: Any, index: LineIndex, path: str) -> Located:
     value: str = node.value
     sm, em = node.start_mark, node.end_mark
     fb = Span(path, sm.line + 1, sm.column + 1, em.line + 1, em.column + 1)  # node_span
-    s = index.offset_of(sm)
-    e = index.offset_of(em)
+    if index.ascii:  # LineIndex.offset_of, inlined: ~8,000 scalars a 1,000-file run
+        n = len(index.text)
+        s, e = min(sm.index, n), min(em.index, n)
+    else:
+        s, e = index.offset_of(sm), index.offset_of(em)
     style = node.style
     if sm.line == em.line and style in (None, "", "'", '"'):
         q = 1 if style in ("'", '"') else 0
