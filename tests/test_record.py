@@ -99,6 +99,16 @@ def test_inheritance_fields_replace_and_post_init() -> None:
         fields(object())
 
 
+def test_replace_copies_fields_only() -> None:
+    p = Point(1, 2, ["a"], note="n")
+    p.__dict__["_cached"] = "derived from p"  # as physics.plan caches beside the fields
+    q = replace(p, y=3)
+    assert (q.x, q.y, q.tags, q.note) == (1, 3, ["a"], "n") and q.tags is p.tags
+    assert "_cached" not in q.__dict__ and replace(q, x=5).__dict__.keys() == q.__dict__.keys()
+    with pytest.raises(FrozenInstanceError):
+        q.x = 0  # type: ignore[misc]
+
+
 def test_mutable_record_is_unhashable() -> None:
     b = Bag()
     b.items["a"] = 1

@@ -93,11 +93,14 @@ def replace(obj: _T, /, **changes: Any) -> _T:
     if not changes.keys() <= cls.__record_names__:
         unknown = set(changes) - set(names)
         raise TypeError(f"{type(obj).__name__} has no field {sorted(unknown)[0]!r}")
-    src = obj.__dict__
-    if cls.__record_plain__ and len(src) == len(names):  # the fields and nothing else (no
-        new = object.__new__(cls)                        # cached value stored beside them)
+    if cls.__record_plain__:
+        new = object.__new__(cls)
         d = new.__dict__
-        d.update(src)
+        src = obj.__dict__
+        if len(src) == len(names):  # the fields and nothing else
+            d.update(src)
+        else:  # a value cached beside the fields (physics.plan's options) stays behind
+            d.update(zip(names, cls.__record_all__(obj), strict=True))
         d.update(changes)
         return new  # type: ignore[no-any-return]
     kwargs = dict(zip(names, cls.__record_all__(obj), strict=True))
