@@ -26,6 +26,7 @@ from tpcheck.physics.plan import (
     starts,
     vllm_budget,
 )
+from tpcheck.physics.plan_records import derive
 from tpcheck.record import replace
 from tpcheck.settings import Settings
 from tpcheck.sources.base import Deployment, Span
@@ -313,21 +314,21 @@ class CheckContext:
         return self.capacity_at(self.tp)
 
     def evaluate_at(self, t: int, **changes: object) -> Evaluation:
-        opts = replace(self.options, **changes) if changes else self.options
+        opts = derive(self.options, changes) if changes else self.options
         return self.evaluate_with(t, opts)
 
     def capacity_at(self, t: int, **changes: object) -> Evaluation:
         """``evaluate_at`` without the decode step and prefill columns (``step`` is None): for
         a rule that asks only whether a layout starts and what it leaves for the KV cache."""
         assert self.shape is not None
-        opts = replace(self.options, **changes) if changes else self.options
+        opts = derive(self.options, changes) if changes else self.options
         return evaluate_capacity(self.shape, t, opts, self._evaluations)
 
     def starts_at(self, t: int, **changes: object) -> bool:
         """Whether the layout at ``t`` (``changes`` applied) is legal and leaves a KV pool:
         ``capacity_at``'s verdict, priced only as far as it needs (plan.starts)."""
         assert self.shape is not None
-        opts = replace(self.options, **changes) if changes else self.options
+        opts = derive(self.options, changes) if changes else self.options
         return starts(self.shape, t, opts, self._evaluations)
 
     def weights_over_budget(self) -> bool | None:

@@ -32,6 +32,7 @@ from tpcheck.physics.plan_records import (
     Options,
     act_bytes_of,
     attn_dp_of,
+    derive,
     moe_group_of,
     release_of,
 )
@@ -145,7 +146,7 @@ def at_capacity(opts: Options) -> Options:
     if all(getattr(opts, k) == v for k, v in _AT_CAPACITY.items()):
         opts.__dict__["_at_capacity"] = True
         return opts
-    out = opts.__dict__["_at_capacity"] = replace(opts, **_AT_CAPACITY)
+    out = opts.__dict__["_at_capacity"] = derive(opts, _AT_CAPACITY)
     return out
 
 
@@ -173,7 +174,7 @@ def layout_options(shape: ModelShape, opts: Options) -> Options:
     if all(getattr(opts, k) == v for k, v in changes.items()):
         opts.__dict__[slot] = True
         return opts
-    out = opts.__dict__[slot] = replace(opts, **changes)
+    out = opts.__dict__[slot] = derive(opts, changes)
     return out
 
 
