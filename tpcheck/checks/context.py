@@ -27,7 +27,6 @@ from tpcheck.physics.plan import (
     vllm_budget,
 )
 from tpcheck.physics.plan_records import derive
-from tpcheck.record import replace
 from tpcheck.settings import Settings
 from tpcheck.sources.base import Deployment, Span
 
@@ -205,7 +204,7 @@ class CheckContext:
 
     def fires_with(self, rule: Rule, version: str) -> bool:
         """Whether ``rule`` fires on this deployment when the engine is ``version``."""
-        d = replace(self.deployment, engine_version=version)
+        d = _at_release(self.deployment, version)
         other = CheckContext(d, shape=self.shape, settings=self.settings, gpu=self.gpu,
                              gpu_origin=self.gpu_origin, model_problem=self.model_problem,
                              model_source=self.model_source, model_fix=self.model_fix,
@@ -401,3 +400,14 @@ class CheckContext:
         if s is None or s == self.tp_span:
             return ()
         return ((s, f"model {self.deployment.model}"),)
+
+
+def _at_release(d: Deployment, version: str) -> Deployment:
+    """``replace(d, engine_version=version)``, its fields copied dict to dict: a Deployment
+    has about 80 of them, no ``__post_init__`` and nothing kept beside them (``absurd_size``
+    reads them the same way), and an unpinned memory finding asks each known release
+    (``fires_with``), where ``replace``'s ``__init__`` cost the question more than the rule."""
+    new = object.__new__(Deployment)
+    new.__dict__.update(d.__dict__)
+    new.__dict__["engine_version"] = version
+    return new

@@ -9,6 +9,7 @@ from __future__ import annotations
 import math
 from collections import OrderedDict
 from collections.abc import Sequence
+from operator import attrgetter
 
 from tpcheck.engines.defaults import defaults_for
 from tpcheck.formula import Formula
@@ -136,6 +137,10 @@ def evaluate_capacity(shape: ModelShape, t: int, opts: Options,
 STEP_ONLY = ("batch", "alpha", "custom_all_reduce", "flops", "gpus_per_node", "hbm_bandwidth",
              "link_bandwidth", "link_key", "network")
 _AT_CAPACITY = {f.name: f.default for f in fields(Options) if f.name in STEP_ONLY}
+# Each options' step-only values read at once, in C, against the defaults (a what-if's options
+# are new: a generator over the names cost it more than the memo lookup).
+_STEP_VALUES = attrgetter(*_AT_CAPACITY)
+_STEP_DEFAULTS = tuple(_AT_CAPACITY.values())
 
 
 def at_capacity(opts: Options) -> Options:
@@ -143,7 +148,7 @@ def at_capacity(opts: Options) -> Options:
     kept = opts.__dict__.get("_at_capacity")  # kept on the options, as layout_options' is
     if kept is not None:
         return opts if kept is True else kept
-    if all(getattr(opts, k) == v for k, v in _AT_CAPACITY.items()):
+    if _STEP_VALUES(opts) == _STEP_DEFAULTS:
         opts.__dict__["_at_capacity"] = True
         return opts
     out = opts.__dict__["_at_capacity"] = derive(opts, _AT_CAPACITY)
@@ -158,6 +163,11 @@ LAYOUT_READS = ("engine", "engine_version", "gpu", "pp", "dp", "expert_parallel"
                 "swa_full_tokens_ratio", "enforce_eager", "vision_off")
 _NOT_LAYOUT = {f.name: f.default for f in fields(Options) if f.name not in LAYOUT_READS}
 _NOT_LAYOUT_NOR_RELEASE = {**_NOT_LAYOUT, "engine_version": None}
+# (the names, their values read at once, their defaults) of each, compared in C as
+# at_capacity's are
+_BY_RELEASE = (_NOT_LAYOUT, attrgetter(*_NOT_LAYOUT), tuple(_NOT_LAYOUT.values()))
+_NOR_RELEASE = (_NOT_LAYOUT_NOR_RELEASE, attrgetter(*_NOT_LAYOUT_NOR_RELEASE),
+                tuple(_NOT_LAYOUT_NOR_RELEASE.values()))
 
 
 def layout_options(shape: ModelShape, opts: Options) -> Options:
@@ -170,8 +180,8 @@ def layout_options(shape: ModelShape, opts: Options) -> Options:
     kept = opts.__dict__.get(slot)
     if kept is not None:
         return opts if kept is True else kept
-    changes = _NOT_LAYOUT if by_release else _NOT_LAYOUT_NOR_RELEASE
-    if all(getattr(opts, k) == v for k, v in changes.items()):
+    changes, values, defaults = _BY_RELEASE if by_release else _NOR_RELEASE
+    if values(opts) == defaults:
         opts.__dict__[slot] = True
         return opts
     out = opts.__dict__[slot] = derive(opts, changes)
