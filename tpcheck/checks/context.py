@@ -6,7 +6,7 @@ so rules only ask for Formulas and decide; they never parse files or format outp
 
 from __future__ import annotations
 
-from functools import cached_property
+from functools import cached_property, lru_cache
 
 from tpcheck.checks.base import Alternative, Assumption, Edit, Finding, Severity
 from tpcheck.engines.defaults import KNOWN_RELEASES
@@ -22,6 +22,7 @@ from tpcheck.physics.plan import (
     Options,
     evaluate,
     evaluate_capacity,
+    fits,
     layout_at,
     starts,
     vllm_budget,
@@ -35,6 +36,17 @@ if TYPE_CHECKING:
     from typing import Any
 
     from tpcheck.checks.registry import Rule
+
+@lru_cache(maxsize=1024)
+def release_for(engine: str, image: str | None, image_version: str | None,
+                setting: str | None, setting_from: str | None,
+                version_from: str | None) -> Release:
+    """``engines.release.resolve``, kept per value: every launch's context asks it (and the
+    option rules without the settings), a repository names a few images, and each answer
+    parses the versions again (about 19,000 instructions)."""
+    return resolve(engine, image=image, image_version=image_version, setting=setting,
+                   setting_from=setting_from, version_from=version_from)
+
 
 class _VerdictHolds(Exception):
     """Ends a rule's check in a context that only asks whether it fires (``fires_with``)."""
@@ -197,10 +209,8 @@ class CheckContext:
         """The deployment's one release, which every rule asks: the image tag, else
         engine-version (the flag over the settings file), else the newest known."""
         d = self.deployment
-        return resolve(d.engine, image=d.image, image_version=d.engine_version,
-                           setting=self.settings.engine_version,
-                           setting_from=self.settings.engine_version_from,
-                           version_from=d.engine_version_from)
+        return release_for(d.engine, d.image, d.engine_version, self.settings.engine_version,
+                           self.settings.engine_version_from, d.engine_version_from)
 
     def fires_with(self, rule: Rule, version: str) -> bool:
         """Whether ``rule`` fires on this deployment when the engine is ``version``."""
@@ -329,6 +339,11 @@ class CheckContext:
         assert self.shape is not None
         opts = derive(self.options, changes) if changes else self.options
         return starts(self.shape, t, opts, self._evaluations)
+
+    def fits_at(self, t: int) -> bool | None:
+        """``capacity_at(t).fits``, priced only as far as it needs (plan.fits)."""
+        assert self.shape is not None
+        return fits(self.shape, t, self.options, self._evaluations)
 
     def weights_over_budget(self) -> bool | None:
         """For a vLLM launch, whether the layout is legal and its weights exceed M·u (TP205's

@@ -231,16 +231,42 @@ def starts(shape: ModelShape, t: int, opts: Options, memo: Memo | None = None) -
     answer, without the rest of the layout, the reserve and the pool. (A refused layout does not
     start either: either way the answer is False. The weights read only what the layout reads,
     so they are the memoised layout's, test_layout_memo.)"""
-    if opts.engine == "vllm" and opts.reserve is None and (
-            opts.max_num_seqs is None or opts.max_num_seqs > 0) and (
-            opts.max_num_batched_tokens is None or opts.max_num_batched_tokens > 0):
+    if _reserve_not_negative(opts):
         mu = vllm_budget(opts)
         if mu is None:
             return False
-        if weights(shape, t, opts).result >= math.ceil(mu[0] * mu[1]):
+        if _weights_at(shape, t, opts, memo) >= math.ceil(mu[0] * mu[1]):
             return False
     ev = evaluate_capacity(shape, t, opts, memo)
     return not ev.refusals and bool(ev.fits)
+
+
+def fits(shape: ModelShape, t: int, opts: Options, memo: Memo | None = None) -> bool | None:
+    """``evaluate_capacity(...).fits``, priced as far as ``starts`` prices it: a vLLM launch
+    whose weights alone reach ceil(M·u) leaves no pool whatever its reserve (TP101-TP104 rank
+    the legal sizes near t by it, and the smaller ones mostly do not fit)."""
+    if _reserve_not_negative(opts):
+        mu = vllm_budget(opts)
+        if mu is not None and _weights_at(shape, t, opts, memo) >= math.ceil(mu[0] * mu[1]):
+            return False
+    return evaluate_capacity(shape, t, opts, memo).fits
+
+
+def _reserve_not_negative(opts: Options) -> bool:
+    """A vLLM launch whose reserve is priced (not given) at positive sizes: never below 0."""
+    return opts.engine == "vllm" and opts.reserve is None and (
+        opts.max_num_seqs is None or opts.max_num_seqs > 0) and (
+        opts.max_num_batched_tokens is None or opts.max_num_batched_tokens > 0)
+
+
+def _weights_at(shape: ModelShape, t: int, opts: Options, memo: Memo | None) -> float:
+    """The weights per GPU: the memoised layout's when it is kept, else priced alone (without
+    the rest of the layout)."""
+    if memo is not None:
+        kept = memo.get((shape, t, layout_options(shape, opts), None))
+        if kept is not None:
+            return kept.weights.result
+    return weights(shape, t, opts).result
 
 
 def layout(shape: ModelShape, t: int, opts: Options) -> Evaluation:
@@ -427,7 +453,7 @@ __all__ = [
     "CONNECTOR_NOTE", "CONTEXT_CAP", "DEFAULT_ALPHA", "ENGINE_LOG_SRC", "LAYOUT_READS",
     "NO_ROTARY", "STEP_ONLY", "Budget", "Evaluation", "Memo", "Options", "at_capacity",
     "budget", "calibrated", "capacity", "decode_step", "default_context", "default_tps",
-    "engine_log_lines", "engine_tokens", "evaluate", "evaluate_capacity", "gpu_nvlink",
+    "engine_log_lines", "engine_tokens", "evaluate", "evaluate_capacity", "fits", "gpu_nvlink",
     "intensity", "intra_link", "kv_pool", "layout", "layout_at", "layout_options",
     "prefill_columns", "prefill_efficiency", "release_of", "reserve", "starts", "sweep",
     "vllm_budget", "weights",
