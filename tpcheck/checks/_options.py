@@ -22,14 +22,14 @@ from tpcheck.checks._option_history import (
 from tpcheck.checks._option_values import is_float, value_verdict
 from tpcheck.checks._option_verdicts import KEYWORD_OWNER, PROG, Analysis, Verdict
 from tpcheck.checks.base import Assumption, Edit, Finding, Severity
-from tpcheck.checks.context import CheckContext
+from tpcheck.checks.context import CheckContext, release_for
 from tpcheck.checks.registry import Rule
 from tpcheck.engines.flags import (
     OptionTable,
     load_table,
     normalize,
 )
-from tpcheck.engines.release import Release, resolve
+from tpcheck.engines.release import Release
 from tpcheck.record import replace
 from tpcheck.sources.argv import PASSTHROUGH_NOTE
 from tpcheck.sources.base import (
@@ -49,8 +49,7 @@ if TYPE_CHECKING:
 
 def release_of(d: Deployment) -> Release:
     """The release of ``d`` from its image tag alone (callers with settings pass their own)."""
-    return resolve(d.engine, image=d.image, image_version=d.engine_version,
-                   version_from=d.engine_version_from)
+    return release_for(d.engine, d.image, d.engine_version, None, None, d.engine_version_from)
 
 
 # The last deployment analysed: the option rules (TP001-TP006) run one after another on one
@@ -67,7 +66,7 @@ def analyze(d: Deployment, rel: Release | None = None) -> Analysis:
     if rel is None:
         rel = release_of(d)
     last = _last  # read once: an LSP thread may replace it meanwhile
-    if last is not None and last[0] is d and last[1] == rel:
+    if last is not None and last[0] is d and (last[1] is rel or last[1] == rel):
         return last[2]
     release, note = rel.table_version, rel.table_note
     table = load_table(d.engine, release)

@@ -75,7 +75,7 @@ def _size_edits(ctx: CheckContext, sizes: list[int]) -> tuple[Edit, ...]:
 
     def rank(item: tuple[int, Edit]) -> tuple[bool, bool, bool, int, int]:
         x, e = item
-        fits = ctx.shape is None or ctx.capacity_at(x).fits is not False
+        fits = ctx.shape is None or ctx.fits_at(x) is not False
         return (not e.preferred, not fits, bool(e.also), abs(x - ctx.tp), x)
 
     return one_preferred([e for _, e in sorted(found, key=rank)])

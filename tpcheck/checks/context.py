@@ -6,7 +6,7 @@ so rules only ask for Formulas and decide; they never parse files or format outp
 
 from __future__ import annotations
 
-from functools import cached_property
+from functools import cached_property, lru_cache
 
 from tpcheck.checks.base import Alternative, Assumption, Edit, Finding, Severity
 from tpcheck.engines.defaults import KNOWN_RELEASES
@@ -22,11 +22,12 @@ from tpcheck.physics.plan import (
     Options,
     evaluate,
     evaluate_capacity,
+    fits,
     layout_at,
     starts,
     vllm_budget,
 )
-from tpcheck.record import replace
+from tpcheck.physics.plan_records import derive
 from tpcheck.settings import Settings
 from tpcheck.sources.base import Deployment, Span
 
@@ -35,6 +36,17 @@ if TYPE_CHECKING:
     from typing import Any
 
     from tpcheck.checks.registry import Rule
+
+@lru_cache(maxsize=1024)
+def release_for(engine: str, image: str | None, image_version: str | None,
+                setting: str | None, setting_from: str | None,
+                version_from: str | None) -> Release:
+    """``engines.release.resolve``, kept per value: every launch's context asks it (and the
+    option rules without the settings), a repository names a few images, and each answer
+    parses the versions again (about 19,000 instructions)."""
+    return resolve(engine, image=image, image_version=image_version, setting=setting,
+                   setting_from=setting_from, version_from=version_from)
+
 
 class _VerdictHolds(Exception):
     """Ends a rule's check in a context that only asks whether it fires (``fires_with``)."""
@@ -197,14 +209,12 @@ class CheckContext:
         """The deployment's one release, which every rule asks: the image tag, else
         engine-version (the flag over the settings file), else the newest known."""
         d = self.deployment
-        return resolve(d.engine, image=d.image, image_version=d.engine_version,
-                           setting=self.settings.engine_version,
-                           setting_from=self.settings.engine_version_from,
-                           version_from=d.engine_version_from)
+        return release_for(d.engine, d.image, d.engine_version, self.settings.engine_version,
+                           self.settings.engine_version_from, d.engine_version_from)
 
     def fires_with(self, rule: Rule, version: str) -> bool:
         """Whether ``rule`` fires on this deployment when the engine is ``version``."""
-        d = replace(self.deployment, engine_version=version)
+        d = _at_release(self.deployment, version)
         other = CheckContext(d, shape=self.shape, settings=self.settings, gpu=self.gpu,
                              gpu_origin=self.gpu_origin, model_problem=self.model_problem,
                              model_source=self.model_source, model_fix=self.model_fix,
@@ -313,22 +323,27 @@ class CheckContext:
         return self.capacity_at(self.tp)
 
     def evaluate_at(self, t: int, **changes: object) -> Evaluation:
-        opts = replace(self.options, **changes) if changes else self.options
+        opts = derive(self.options, changes) if changes else self.options
         return self.evaluate_with(t, opts)
 
     def capacity_at(self, t: int, **changes: object) -> Evaluation:
         """``evaluate_at`` without the decode step and prefill columns (``step`` is None): for
         a rule that asks only whether a layout starts and what it leaves for the KV cache."""
         assert self.shape is not None
-        opts = replace(self.options, **changes) if changes else self.options
+        opts = derive(self.options, changes) if changes else self.options
         return evaluate_capacity(self.shape, t, opts, self._evaluations)
 
     def starts_at(self, t: int, **changes: object) -> bool:
         """Whether the layout at ``t`` (``changes`` applied) is legal and leaves a KV pool:
         ``capacity_at``'s verdict, priced only as far as it needs (plan.starts)."""
         assert self.shape is not None
-        opts = replace(self.options, **changes) if changes else self.options
+        opts = derive(self.options, changes) if changes else self.options
         return starts(self.shape, t, opts, self._evaluations)
+
+    def fits_at(self, t: int) -> bool | None:
+        """``capacity_at(t).fits``, priced only as far as it needs (plan.fits)."""
+        assert self.shape is not None
+        return fits(self.shape, t, self.options, self._evaluations)
 
     def weights_over_budget(self) -> bool | None:
         """For a vLLM launch, whether the layout is legal and its weights exceed M·u (TP205's
@@ -400,3 +415,14 @@ class CheckContext:
         if s is None or s == self.tp_span:
             return ()
         return ((s, f"model {self.deployment.model}"),)
+
+
+def _at_release(d: Deployment, version: str) -> Deployment:
+    """``replace(d, engine_version=version)``, its fields copied dict to dict: a Deployment
+    has about 80 of them, no ``__post_init__`` and nothing kept beside them (``absurd_size``
+    reads them the same way), and an unpinned memory finding asks each known release
+    (``fires_with``), where ``replace``'s ``__init__`` cost the question more than the rule."""
+    new = object.__new__(Deployment)
+    new.__dict__.update(d.__dict__)
+    new.__dict__["engine_version"] = version
+    return new

@@ -9,6 +9,7 @@ from __future__ import annotations
 import math
 from collections import OrderedDict
 from collections.abc import Sequence
+from operator import attrgetter
 
 from tpcheck.engines.defaults import defaults_for
 from tpcheck.formula import Formula
@@ -32,6 +33,7 @@ from tpcheck.physics.plan_records import (
     Options,
     act_bytes_of,
     attn_dp_of,
+    derive,
     moe_group_of,
     release_of,
 )
@@ -135,6 +137,10 @@ def evaluate_capacity(shape: ModelShape, t: int, opts: Options,
 STEP_ONLY = ("batch", "alpha", "custom_all_reduce", "flops", "gpus_per_node", "hbm_bandwidth",
              "link_bandwidth", "link_key", "network")
 _AT_CAPACITY = {f.name: f.default for f in fields(Options) if f.name in STEP_ONLY}
+# Each options' step-only values read at once, in C, against the defaults (a what-if's options
+# are new: a generator over the names cost it more than the memo lookup).
+_STEP_VALUES = attrgetter(*_AT_CAPACITY)
+_STEP_DEFAULTS = tuple(_AT_CAPACITY.values())
 
 
 def at_capacity(opts: Options) -> Options:
@@ -142,10 +148,10 @@ def at_capacity(opts: Options) -> Options:
     kept = opts.__dict__.get("_at_capacity")  # kept on the options, as layout_options' is
     if kept is not None:
         return opts if kept is True else kept
-    if all(getattr(opts, k) == v for k, v in _AT_CAPACITY.items()):
+    if _STEP_VALUES(opts) == _STEP_DEFAULTS:
         opts.__dict__["_at_capacity"] = True
         return opts
-    out = opts.__dict__["_at_capacity"] = replace(opts, **_AT_CAPACITY)
+    out = opts.__dict__["_at_capacity"] = derive(opts, _AT_CAPACITY)
     return out
 
 
@@ -157,6 +163,11 @@ LAYOUT_READS = ("engine", "engine_version", "gpu", "pp", "dp", "expert_parallel"
                 "swa_full_tokens_ratio", "enforce_eager", "vision_off")
 _NOT_LAYOUT = {f.name: f.default for f in fields(Options) if f.name not in LAYOUT_READS}
 _NOT_LAYOUT_NOR_RELEASE = {**_NOT_LAYOUT, "engine_version": None}
+# (the names, their values read at once, their defaults) of each, compared in C as
+# at_capacity's are
+_BY_RELEASE = (_NOT_LAYOUT, attrgetter(*_NOT_LAYOUT), tuple(_NOT_LAYOUT.values()))
+_NOR_RELEASE = (_NOT_LAYOUT_NOR_RELEASE, attrgetter(*_NOT_LAYOUT_NOR_RELEASE),
+                tuple(_NOT_LAYOUT_NOR_RELEASE.values()))
 
 
 def layout_options(shape: ModelShape, opts: Options) -> Options:
@@ -169,11 +180,11 @@ def layout_options(shape: ModelShape, opts: Options) -> Options:
     kept = opts.__dict__.get(slot)
     if kept is not None:
         return opts if kept is True else kept
-    changes = _NOT_LAYOUT if by_release else _NOT_LAYOUT_NOR_RELEASE
-    if all(getattr(opts, k) == v for k, v in changes.items()):
+    changes, values, defaults = _BY_RELEASE if by_release else _NOR_RELEASE
+    if values(opts) == defaults:
         opts.__dict__[slot] = True
         return opts
-    out = opts.__dict__[slot] = replace(opts, **changes)
+    out = opts.__dict__[slot] = derive(opts, changes)
     return out
 
 
@@ -220,16 +231,42 @@ def starts(shape: ModelShape, t: int, opts: Options, memo: Memo | None = None) -
     answer, without the rest of the layout, the reserve and the pool. (A refused layout does not
     start either: either way the answer is False. The weights read only what the layout reads,
     so they are the memoised layout's, test_layout_memo.)"""
-    if opts.engine == "vllm" and opts.reserve is None and (
-            opts.max_num_seqs is None or opts.max_num_seqs > 0) and (
-            opts.max_num_batched_tokens is None or opts.max_num_batched_tokens > 0):
+    if _reserve_not_negative(opts):
         mu = vllm_budget(opts)
         if mu is None:
             return False
-        if weights(shape, t, opts).result >= math.ceil(mu[0] * mu[1]):
+        if _weights_at(shape, t, opts, memo) >= math.ceil(mu[0] * mu[1]):
             return False
     ev = evaluate_capacity(shape, t, opts, memo)
     return not ev.refusals and bool(ev.fits)
+
+
+def fits(shape: ModelShape, t: int, opts: Options, memo: Memo | None = None) -> bool | None:
+    """``evaluate_capacity(...).fits``, priced as far as ``starts`` prices it: a vLLM launch
+    whose weights alone reach ceil(M·u) leaves no pool whatever its reserve (TP101-TP104 rank
+    the legal sizes near t by it, and the smaller ones mostly do not fit)."""
+    if _reserve_not_negative(opts):
+        mu = vllm_budget(opts)
+        if mu is not None and _weights_at(shape, t, opts, memo) >= math.ceil(mu[0] * mu[1]):
+            return False
+    return evaluate_capacity(shape, t, opts, memo).fits
+
+
+def _reserve_not_negative(opts: Options) -> bool:
+    """A vLLM launch whose reserve is priced (not given) at positive sizes: never below 0."""
+    return opts.engine == "vllm" and opts.reserve is None and (
+        opts.max_num_seqs is None or opts.max_num_seqs > 0) and (
+        opts.max_num_batched_tokens is None or opts.max_num_batched_tokens > 0)
+
+
+def _weights_at(shape: ModelShape, t: int, opts: Options, memo: Memo | None) -> float:
+    """The weights per GPU: the memoised layout's when it is kept, else priced alone (without
+    the rest of the layout)."""
+    if memo is not None:
+        kept = memo.get((shape, t, layout_options(shape, opts), None))
+        if kept is not None:
+            return kept.weights.result
+    return weights(shape, t, opts).result
 
 
 def layout(shape: ModelShape, t: int, opts: Options) -> Evaluation:
@@ -416,7 +453,7 @@ __all__ = [
     "CONNECTOR_NOTE", "CONTEXT_CAP", "DEFAULT_ALPHA", "ENGINE_LOG_SRC", "LAYOUT_READS",
     "NO_ROTARY", "STEP_ONLY", "Budget", "Evaluation", "Memo", "Options", "at_capacity",
     "budget", "calibrated", "capacity", "decode_step", "default_context", "default_tps",
-    "engine_log_lines", "engine_tokens", "evaluate", "evaluate_capacity", "gpu_nvlink",
+    "engine_log_lines", "engine_tokens", "evaluate", "evaluate_capacity", "fits", "gpu_nvlink",
     "intensity", "intra_link", "kv_pool", "layout", "layout_at", "layout_options",
     "prefill_columns", "prefill_efficiency", "release_of", "reserve", "starts", "sweep",
     "vllm_budget", "weights",

@@ -12,7 +12,14 @@ from tpcheck.hardware.gpus import GPU
 from tpcheck.models.shape import ModelShape
 from tpcheck.physics import kv, memory
 from tpcheck.physics.linkcost import prefill_tokens
-from tpcheck.physics.plan_records import Evaluation, Options, act_bytes_of, attn_dp_of, moe_group_of
+from tpcheck.physics.plan_records import (
+    Evaluation,
+    Options,
+    act_bytes_of,
+    attn_dp_of,
+    moe_group_of,
+    with_figures,
+)
 from tpcheck.record import record, replace
 
 
@@ -167,7 +174,7 @@ def kv_pool(shape: ModelShape, t: int, opts: Options, bud: Budget, ev: Evaluatio
         "sequences",
         defaults.get("max_num_seqs", defaults.get("max_running_requests", "flag")),
     )
-    return replace(ev, defaults=defaults, utilization=bud.uf, memory=bud.memf, reserve=res,
+    return with_figures(ev, defaults=defaults, utilization=bud.uf, memory=bud.memf, reserve=res,
                    pool=pool, tokens=tokens, engine_tokens=printed, concurrency=conc,
                    seats=seatsf, max_num_seqs=seqf,
                    block=block, ntok=bud.ntok, ntok_source=bud.ntok_src)
