@@ -97,10 +97,10 @@ def replace(obj: _T, /, **changes: Any) -> _T:
         new = object.__new__(cls)
         d = new.__dict__
         src = obj.__dict__
-        if len(src) == len(names):  # the fields and nothing else
-            d.update(src)
-        else:  # a value cached beside the fields (physics.plan's options) stays behind
-            d.update(zip(names, cls.__record_all__(obj), strict=True))
+        d.update(src)
+        if len(src) != len(names):  # a value cached beside the fields (physics.plan's options,
+            for k in src.keys() - cls.__record_names__:  # their hash) stays behind
+                del d[k]
         d.update(changes)
         return new  # type: ignore[no-any-return]
     kwargs = dict(zip(names, cls.__record_all__(obj), strict=True))

@@ -27,7 +27,7 @@ from tpcheck.physics.plan import (
     starts,
     vllm_budget,
 )
-from tpcheck.physics.plan_records import derive
+from tpcheck.record import replace
 from tpcheck.settings import Settings
 from tpcheck.sources.base import Deployment, Span
 
@@ -214,7 +214,7 @@ class CheckContext:
 
     def fires_with(self, rule: Rule, version: str) -> bool:
         """Whether ``rule`` fires on this deployment when the engine is ``version``."""
-        d = _at_release(self.deployment, version)
+        d = replace(self.deployment, engine_version=version)
         other = CheckContext(d, shape=self.shape, settings=self.settings, gpu=self.gpu,
                              gpu_origin=self.gpu_origin, model_problem=self.model_problem,
                              model_source=self.model_source, model_fix=self.model_fix,
@@ -323,21 +323,21 @@ class CheckContext:
         return self.capacity_at(self.tp)
 
     def evaluate_at(self, t: int, **changes: object) -> Evaluation:
-        opts = derive(self.options, changes) if changes else self.options
+        opts = replace(self.options, **changes) if changes else self.options
         return self.evaluate_with(t, opts)
 
     def capacity_at(self, t: int, **changes: object) -> Evaluation:
         """``evaluate_at`` without the decode step and prefill columns (``step`` is None): for
         a rule that asks only whether a layout starts and what it leaves for the KV cache."""
         assert self.shape is not None
-        opts = derive(self.options, changes) if changes else self.options
+        opts = replace(self.options, **changes) if changes else self.options
         return evaluate_capacity(self.shape, t, opts, self._evaluations)
 
     def starts_at(self, t: int, **changes: object) -> bool:
         """Whether the layout at ``t`` (``changes`` applied) is legal and leaves a KV pool:
         ``capacity_at``'s verdict, priced only as far as it needs (plan.starts)."""
         assert self.shape is not None
-        opts = derive(self.options, changes) if changes else self.options
+        opts = replace(self.options, **changes) if changes else self.options
         return starts(self.shape, t, opts, self._evaluations)
 
     def fits_at(self, t: int) -> bool | None:
@@ -416,13 +416,3 @@ class CheckContext:
             return ()
         return ((s, f"model {self.deployment.model}"),)
 
-
-def _at_release(d: Deployment, version: str) -> Deployment:
-    """``replace(d, engine_version=version)``, its fields copied dict to dict: a Deployment
-    has about 80 of them, no ``__post_init__`` and nothing kept beside them (``absurd_size``
-    reads them the same way), and an unpinned memory finding asks each known release
-    (``fires_with``), where ``replace``'s ``__init__`` cost the question more than the rule."""
-    new = object.__new__(Deployment)
-    new.__dict__.update(d.__dict__)
-    new.__dict__["engine_version"] = version
-    return new

@@ -33,7 +33,6 @@ from tpcheck.physics.plan_records import (
     Options,
     act_bytes_of,
     attn_dp_of,
-    derive,
     moe_group_of,
     release_of,
 )
@@ -151,7 +150,7 @@ def at_capacity(opts: Options) -> Options:
     if _STEP_VALUES(opts) == _STEP_DEFAULTS:
         opts.__dict__["_at_capacity"] = True
         return opts
-    out = opts.__dict__["_at_capacity"] = derive(opts, _AT_CAPACITY)
+    out = opts.__dict__["_at_capacity"] = replace(opts, **_AT_CAPACITY)
     return out
 
 
@@ -184,7 +183,7 @@ def layout_options(shape: ModelShape, opts: Options) -> Options:
     if values(opts) == defaults:
         opts.__dict__[slot] = True
         return opts
-    out = opts.__dict__[slot] = derive(opts, changes)
+    out = opts.__dict__[slot] = replace(opts, **changes)
     return out
 
 

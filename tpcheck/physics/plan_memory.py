@@ -18,7 +18,6 @@ from tpcheck.physics.plan_records import (
     act_bytes_of,
     attn_dp_of,
     moe_group_of,
-    with_figures,
 )
 from tpcheck.record import record, replace
 
@@ -174,7 +173,7 @@ def kv_pool(shape: ModelShape, t: int, opts: Options, bud: Budget, ev: Evaluatio
         "sequences",
         defaults.get("max_num_seqs", defaults.get("max_running_requests", "flag")),
     )
-    return with_figures(ev, defaults=defaults, utilization=bud.uf, memory=bud.memf, reserve=res,
+    return replace(ev, defaults=defaults, utilization=bud.uf, memory=bud.memf, reserve=res,
                    pool=pool, tokens=tokens, engine_tokens=printed, concurrency=conc,
                    seats=seatsf, max_num_seqs=seqf,
                    block=block, ntok=bud.ntok, ntok_source=bud.ntok_src)

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping
 from operator import attrgetter
 
 from tpcheck.engines.defaults import defaults_for
@@ -12,13 +11,7 @@ from tpcheck.hardware.links import Link
 from tpcheck.models.shape import ModelShape
 from tpcheck.physics import kv
 from tpcheck.physics.legality import Refusal
-from tpcheck.record import field, fields, record, replace
-
-TYPE_CHECKING = False
-if TYPE_CHECKING:
-    from typing import TypeVar
-
-    _R = TypeVar("_R")
+from tpcheck.record import field, record
 
 
 @record
@@ -79,39 +72,9 @@ class Options:
         return h
 
 
-_OPTION_NAMES = tuple(f.name for f in fields(Options))
-_OPTION_SET = frozenset(_OPTION_NAMES)
 _HASHED = attrgetter("engine", "engine_version", "memory", "utilization", "pp", "dp", "attn_dp",
                      "max_num_seqs", "context", "kv_cache_dtype", "quantization", "batch",
                      "cpu_offload", "kv_connector")
-
-
-def derive(opts: Options, changes: Mapping[str, object]) -> Options:
-    """``replace(opts, **changes)``, at a fraction of its cost: the rules ask thousands of
-    what-ifs (another t, p, cache dtype, release) and the memo keys normalise each
-    (``plan.at_capacity``, ``layout_options``). Options has no ``__post_init__`` to run; a name
-    that is no field goes through ``replace``, which says so. The copy holds the fields only
-    (the hash and memo keys kept on the original are the original's)."""
-    if not changes.keys() <= _OPTION_SET:
-        return replace(opts, **changes)  # raises the TypeError
-    return _copy(opts, changes, len(_OPTION_NAMES))
-
-
-def _copy(obj: _R, changes: Mapping[str, object], fields: int) -> _R:
-    """A record like ``obj`` (``fields`` of them) with ``changes`` applied: its fields copied dict
-    to dict; what the options keep beside them (``_KEPT``: the hash and memo keys) left behind."""
-    new = object.__new__(type(obj))
-    d = new.__dict__
-    d.update(obj.__dict__)
-    if len(d) > fields:
-        for k in _KEPT:
-            d.pop(k, None)
-    d.update(changes)
-    return new
-
-
-# What Options keep in their __dict__ beside the fields (``__hash__``, plan's memo keys).
-_KEPT = ("_hash", "_at_capacity", "_layout", "_layout_by_release")
 
 
 @record
@@ -231,18 +194,6 @@ class Evaluation:
             if self.reserve is None
             else {t.name: t.result for t in (self.reserve.terms or (self.reserve,))},
         }
-
-
-_EVALUATION_SET = frozenset(f.name for f in fields(Evaluation))
-_EVALUATION_FIELDS = len(_EVALUATION_SET)
-
-
-def with_figures(ev: Evaluation, **changes: object) -> Evaluation:
-    """``replace(ev, **changes)`` without ``__init__`` (a record of 36 fields): every capacity
-    adds its pool to its layout, every step its figures to its capacity."""
-    if not changes.keys() <= _EVALUATION_SET:
-        return replace(ev, **changes)  # raises the TypeError
-    return _copy(ev, changes, _EVALUATION_FIELDS)
 
 
 def moe_group_of(t: int, opts: Options) -> int:
