@@ -474,14 +474,14 @@ def _norm(s: str) -> str:
 
 
 _WORD = frozenset("abcdefghijklmnopqrstuvwxyz0123456789")
-_WORD_OR_DASH = _WORD | {"-"}
+WORD_OR_DASH = _WORD | {"-"}  # what a normalised name is made of
 
 
 def dashed(s: str) -> str:
     """``re.sub(r"[^a-z0-9]+", "-", s).strip("-")``: the runs of a-z and 0-9 in ``s``, joined by
     ``-``; with str methods, as the names of the GPU and machine tables are normalised at
     their first lookup (the pattern's compile was ~0.2 million instructions of a lint)."""
-    if not _WORD_OR_DASH.issuperset(s):
+    if not WORD_OR_DASH.issuperset(s):
         s = "".join(c if c in _WORD else "-" for c in s)
     return "-".join(w for w in s.split("-") if w)
 

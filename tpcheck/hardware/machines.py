@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
-from tpcheck.hardware.gpus import GPU, dashed, find_gpu
+from tpcheck.hardware.gpus import GPU, WORD_OR_DASH, dashed, find_gpu
 from tpcheck.record import record
 
 
@@ -154,15 +154,14 @@ def _norm(s: str) -> str:
 # tests hold is_aws_size to it (its compile was ~0.7 million instructions of a lint).
 AWS_SIZE = r"([a-z0-9-]+)\.(\d*[a-z]*large|metal[a-z0-9-]*)"
 _LOWER = frozenset("abcdefghijklmnopqrstuvwxyz")
-_WORD_OR_DASH = frozenset("abcdefghijklmnopqrstuvwxyz0123456789-")
 
 
 def is_aws_size(n: str) -> bool:
     """Whether ``re.fullmatch(AWS_SIZE, n)``, with str methods (``\\d``: ``str.isdecimal``)."""
     family, dot, size = n.partition(".")
-    if not dot or not family or not _WORD_OR_DASH.issuperset(family):
+    if not dot or not family or not WORD_OR_DASH.issuperset(family):
         return False
-    if size.startswith("metal") and _WORD_OR_DASH.issuperset(size):
+    if size.startswith("metal") and WORD_OR_DASH.issuperset(size):
         return True
     if not size.endswith("large"):
         return False

@@ -9,9 +9,15 @@ from __future__ import annotations
 
 import os
 import stat
-from collections.abc import Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
 from contextvars import ContextVar
+
+TYPE_CHECKING = False  # typing's constant without importing typing (start-up)
+if TYPE_CHECKING:
+    from typing import TypeVar
+
+    _T = TypeVar("_T")
 
 
 class NotRegular(OSError):
@@ -126,6 +132,16 @@ def file_type(mode: int) -> str:
 RUN_MEMO: ContextVar[dict[object, object] | None] = ContextVar("tpcheck_run_memo", default=None)
 
 
+def per_run(key: tuple[object, ...], answer: Callable[[], _T]) -> _T:
+    """``answer()``, asked once per ``key`` within a run (RUN_MEMO); outside one, every time."""
+    memo = RUN_MEMO.get()
+    if memo is None:
+        return answer()
+    if key not in memo:
+        memo[key] = answer()
+    return memo[key]  # type: ignore[return-value]
+
+
 def folder_stamp(folder: str, limit: int, also: frozenset[str] = frozenset()
                  ) -> tuple[tuple[str, int, int], ...]:
     """A folder's YAML files (and the names in ``also``) with their mtime and size, the first
@@ -133,14 +149,8 @@ def folder_stamp(folder: str, limit: int, also: frozenset[str] = frozenset()
     a run, once per folder: each KServe or LLMInferenceService file asks it, and scanning and
     sorting a folder of 100,000 manifests for each of them made a run's time grow with the
     square of the folder (issue 30)."""
-    memo = RUN_MEMO.get()
-    key = ("folder_stamp", folder, limit, also)
-    if memo is not None and key in memo:
-        return memo[key]  # type: ignore[return-value]
-    got = _folder_stamp(folder, limit, also)
-    if memo is not None:
-        memo[key] = got
-    return got
+    return per_run(("folder_stamp", folder, limit, also),
+                   lambda: _folder_stamp(folder, limit, also))
 
 
 def _folder_stamp(folder: str, limit: int, also: frozenset[str]

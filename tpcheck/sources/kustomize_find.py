@@ -28,16 +28,10 @@ def kustomization_beside(path: str) -> tuple[str, int, int] | None:
     file by one of kustomize's names is there: only then can ``path`` be a listed patch.
     Within a run, asked once per folder (``files.RUN_MEMO``): every YAML file asks, and three
     stat calls a file were 2% of reading a 1,000-manifest folder."""
-    from tpcheck.sources.files import RUN_MEMO
+    from tpcheck.sources.files import per_run
 
     folder = os.path.dirname(os.path.abspath(path))
-    memo = RUN_MEMO.get()
-    if memo is None:
-        return _beside(folder)
-    key = ("kustomization_beside", folder)
-    if key not in memo:
-        memo[key] = _beside(folder)
-    return memo[key]  # type: ignore[return-value]
+    return per_run(("kustomization_beside", folder), lambda: _beside(folder))
 
 
 def _beside(folder: str) -> tuple[str, int, int] | None:
