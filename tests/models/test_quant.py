@@ -133,3 +133,17 @@ def test_kv_proj_exposed_for_replication() -> None:
     _, w = wb("Qwen/Qwen2.5-7B-Instruct")
     # k_proj and v_proj 3584 → 4 × 128 each, with biases, bf16
     assert w.kv_proj == w.attn_kv == 28 * 2 * (512 * 3584 + 512) * 2
+
+
+def test_exclusion_list_read_once_as_prefixes() -> None:
+    from tpcheck.models.quant import _excluded_prefixes
+
+    # 'model.'/'language_model.' lead-ins and 'layers.*.' are dropped; an entry naming one
+    # layer's module (layers.3.) is a norm or gate already priced unquantized; repeats collapse.
+    got = _excluded_prefixes(("model.layers.*.self_attn", "model.language_model.layers.*.mlp"
+                              ".shared_expert", "model.layers.3.mlp.gate", "lm_head", "lm_head"))
+    assert got == ("self_attn", "mlp.shared_expert", "lm_head")
+    # Qwen3-30B-A3B-FP8 lists 145 modules: lm_head and 144 single-layer norms and gates
+    s, _ = wb("Qwen/Qwen3-30B-A3B-FP8")
+    assert s.quant is not None and len(s.quant.excluded) == 145
+    assert _excluded_prefixes(s.quant.excluded) == ("lm_head",)

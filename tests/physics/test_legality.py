@@ -213,3 +213,20 @@ def test_deepseek_v4_pro_o_groups_never_the_only_refusal() -> None:
     checks = {r.check for r in refusals(s, 32)}
     assert "o_groups" in checks and "fp8_block" in checks  # 16 // 32 = 0; 96 mod 128 = 96
     assert "o_groups" not in {r.check for r in refusals(s, 16)}  # 16 // 16 = 1
+
+
+@pytest.mark.parametrize("model_id", ["meta-llama/Llama-3.1-70B", "Qwen/Qwen3-30B-A3B-FP8",
+                                      "deepseek-ai/DeepSeek-V3", "openai/gpt-oss-120b",
+                                      "zai-org/GLM-5-FP8", "Qwen/Qwen3-14B"])
+@pytest.mark.parametrize("kw", [{}, {"engine": "sglang"}, {"engine": "sglang", "attn_dp": 4},
+                                {"engine": "vllm", "dp": 2}, {"expert_parallel": True}])
+def test_legal_sizes_are_the_sizes_refusals_passes(model_id: str, kw: dict[str, object]) -> None:
+    # legal_sizes only works through the sizes the heads divide (refusals' first check):
+    # the answer is still every t in 1..64 with no refusal at all.
+    s = _shape(model_id)
+    brute = [t for t in range(1, 65) if not refusals(s, t, **kw)]  # type: ignore[arg-type]
+    assert legal_sizes(s, 64, **kw) == brute
+    assert brute  # t = 1 starts every one of them
+    if model_id == "Qwen/Qwen3-14B" and kw.get("attn_dp") == 4:
+        # 40 heads over attn_tp = 32/4 = 8: t = 32 starts, though 40 mod 32 = 8
+        assert 32 in brute

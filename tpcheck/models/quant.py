@@ -38,6 +38,7 @@ from __future__ import annotations
 
 import math
 import re
+from functools import lru_cache
 
 from tpcheck.models.params import COMPONENTS, ByComponent, ParamCounts, Tensor
 from tpcheck.models.shape import ModelShape, Quant
@@ -127,14 +128,22 @@ def _excluded(t: Tensor, q: Quant) -> bool:
     prefix = _MODULE_PREFIX.get(t.component, "")
     path = prefix + t.name.split(".")[-1] if t.component in ("attn_q", "attn_kv", "attn_o",
                                                              "mla_other") else prefix
-    for entry in q.excluded:
+    return path.startswith(_excluded_prefixes(q.excluded))
+
+
+@lru_cache(maxsize=256)
+def _excluded_prefixes(excluded: tuple[str, ...]) -> tuple[str, ...]:
+    """The module-path prefixes a checkpoint's exclusion list names, worked out once per list:
+    a ``modules_to_not_convert`` can name a hundred modules, and every tensor family asks."""
+    out: list[str] = []
+    for entry in excluded:
         e = re.sub(r"^(model\.)?(language_model\.)?(model\.)?", "", entry)
         if re.search(r"layers\.\d+\.", e):
             continue  # one layer's module: a norm or gate, already unquantized
         e = re.sub(r"^layers\.\*\.", "", e)
-        if e and path.startswith(e):
-            return True
-    return False
+        if e:
+            out.append(e)
+    return tuple(dict.fromkeys(out))
 
 
 # Component -> the group name Quant.overrides uses.

@@ -122,8 +122,7 @@ def refusals(
             )
         ]
     out: list[Refusal] = []
-    # SGLang with attention DP splits heads over attn_tp = t / attn_dp.
-    ta = t // attn_dp if engine == "sglang" and attn_dp > 1 and t % attn_dp == 0 else t
+    ta = _attn_tp(t, engine, attn_dp)
     h, hkv = shape.heads, shape.kv_heads
     if h % ta:
         out.append(
@@ -187,6 +186,12 @@ def refusals(
                 )
             )
     return out
+
+
+def _attn_tp(t: int, engine: str, attn_dp: int) -> int:
+    """The tensor-parallel size the attention heads are split over: SGLang with attention DP
+    splits them over attn_tp = t / attn_dp."""
+    return t // attn_dp if engine == "sglang" and attn_dp > 1 and t % attn_dp == 0 else t
 
 
 def _width_refusals(
@@ -348,8 +353,12 @@ def legal_sizes(shape: ModelShape, upto: int = 64, **kw: object) -> list[int]:
 def _legal_sizes(shape: ModelShape, upto: int,
                  kw: tuple[tuple[str, object], ...]) -> tuple[int, ...]:
     options = dict(kw)
+    engine, attn_dp = str(options.get("engine", "vllm")), options.get("attn_dp", 1)
+    # A size the heads do not divide is refused by refusals' first check: only the others are
+    # worked through (of 1..64, the 7 divisors of 64 heads).
     return tuple(t for t in range(1, upto + 1)
-                 if not refusals(shape, t, **options))  # type: ignore[arg-type]
+                 if not shape.heads % _attn_tp(t, engine, attn_dp)  # type: ignore[arg-type]
+                 and not refusals(shape, t, **options))  # type: ignore[arg-type]
 
 
 def nearest_legal(
