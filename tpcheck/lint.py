@@ -305,10 +305,10 @@ class Linter:
         """Inline suppressions of a file a finding points into other than the one read."""
         hit = self._suppressions.get(path)
         if hit is None:
-            from tpcheck.sources.files import read_capped
+            from tpcheck.sources.files import decode_utf8_sig, read_capped
 
             try:  # a base or patch the overlay read, through the one side-file reader
-                hit = inline_suppressions(read_capped(path, MAX_BYTES).decode("utf-8-sig"))
+                hit = inline_suppressions(decode_utf8_sig(read_capped(path, MAX_BYTES)))
             except (OSError, UnicodeDecodeError):
                 hit = []
             self._suppressions[path] = hit

@@ -163,14 +163,14 @@ def _load(path: Path, text: str | None = None) -> dict[str, Any]:
         import tomllib
     else:  # pragma: no cover
         import tomli as tomllib  # type: ignore[import-not-found,unused-ignore]
-    from tpcheck.sources.files import read_capped
+    from tpcheck.sources.files import decode_utf8_sig, read_capped
 
     try:
         # `--config` names any path: /dev/zero would never end; a pipe (`--config <(...)`) is
         # read (discovery takes regular files only). A BOM (Windows editors write one) is
         # dropped: tomllib calls it an invalid statement at 1:1.
         if text is None:
-            text = read_capped(str(path), MAX_SETTINGS_BYTES, pipe_ok=True).decode("utf-8-sig")
+            text = decode_utf8_sig(read_capped(str(path), MAX_SETTINGS_BYTES, pipe_ok=True))
         elif len(text) > MAX_SETTINGS_BYTES:
             raise SettingsError(f"{path}: over the {MAX_SETTINGS_BYTES:,}-byte limit")
         data: dict[str, Any] = tomllib.loads(text.removeprefix("\ufeff"))

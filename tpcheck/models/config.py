@@ -138,11 +138,11 @@ def _where(path: str, name: str) -> str:
 def load_config(path: str | Path) -> dict[str, Any]:
     """Parse ``path`` as a JSON object; any failure is a one-line ``ConfigError``."""
     from tpcheck.models.resolve import MAX_CONFIG_BYTES
-    from tpcheck.sources.files import read_capped
+    from tpcheck.sources.files import decode_utf8_sig, read_capped
 
     p = Path(path)
     try:
-        text = read_capped(str(p), MAX_CONFIG_BYTES).decode("utf-8-sig")
+        text = decode_utf8_sig(read_capped(str(p), MAX_CONFIG_BYTES))
     except (OSError, UnicodeDecodeError) as exc:
         raise ConfigError(f"{p}: cannot read: {exc.__class__.__name__}: {exc}") from None
     try:

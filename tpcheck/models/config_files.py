@@ -20,10 +20,10 @@ QUANT_NAME = "hf_quant_config.json"
 
 def load_json(path: Path) -> dict[str, Any]:
     """Parse a JSON object; malformed input becomes one line naming file, line and column."""
-    from tpcheck.sources.files import NotRegular, TooBig, read_capped
+    from tpcheck.sources.files import NotRegular, TooBig, decode_utf8_sig, read_capped
 
     try:
-        text = read_capped(str(path), MAX_CONFIG_BYTES).decode("utf-8-sig")
+        text = decode_utf8_sig(read_capped(str(path), MAX_CONFIG_BYTES))
     except TooBig as e:
         raise ResolveError("bad-json", f"{path}: {e.size:,} bytes, over the "
                            f"{MAX_CONFIG_BYTES:,}-byte limit for a model config") from None

@@ -107,11 +107,11 @@ class Texts:
     def get(self, path: str) -> str | None:
         key = os.path.abspath(path)
         if key not in self.current:
-            from tpcheck.sources.files import read_capped
+            from tpcheck.sources.files import decode_utf8_sig, read_capped
 
             try:
                 raw = read_capped(path, MAX_BYTES)
-                text = raw.decode("utf-8-sig")
+                text = decode_utf8_sig(raw)
             except (OSError, UnicodeDecodeError):
                 return None
             self.bom[key] = raw.startswith(b"\xef\xbb\xbf")

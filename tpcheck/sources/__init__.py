@@ -20,6 +20,7 @@ from tpcheck.sources.base import (
 from tpcheck.sources.files import (
     NotRegular,
     TooBig,
+    decode_utf8_sig,
     file_type,
     read_capped,
     read_upto,
@@ -128,7 +129,7 @@ def read_path(path: str, text: str | bytes | None = None, *,
                         skipped=True)
         data = text
         try:
-            text = data.decode("utf-8-sig")
+            text = decode_utf8_sig(data)
         except UnicodeDecodeError as e:
             declared = _python_declared(shown, data)
             if declared is None:

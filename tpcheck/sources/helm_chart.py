@@ -41,7 +41,7 @@ def chart_values(root: str | None) -> tuple[Any, str | None]:
         st = os.stat(path)
     except OSError:
         return None, None
-    from tpcheck.sources.files import overlaid, read_capped
+    from tpcheck.sources.files import decode_utf8_sig, overlaid, read_capped
 
     key = (path, st.st_mtime_ns, st.st_size)
     fresh = overlaid(path)  # a fix being checked: the edited values, not the cached ones
@@ -55,7 +55,7 @@ def chart_values(root: str | None) -> tuple[Any, str | None]:
     result: tuple[Any, str | None]
     try:
         # read as every side file is: a FIFO hung the run, a link to /dev/zero read 3.7 GB
-        text = read_capped(path, MAX_BYTES).decode("utf-8-sig")
+        text = decode_utf8_sig(read_capped(path, MAX_BYTES))
     except (OSError, UnicodeDecodeError) as e:
         why = getattr(e, "strerror", None) or e
         result = (None, f"{path} could not be read ({why}); values not used")
@@ -104,12 +104,12 @@ def _values_loader() -> Any:
 def values_locator(root: str) -> Callable[[tuple[str, ...]], Span | None]:
     """A function from values.yaml keys to the span of the scalar written under them (inside
     its quotes, so an edit keeps them); None for a key path that is not a plain scalar."""
-    from tpcheck.sources.files import read_capped
+    from tpcheck.sources.files import decode_utf8_sig, read_capped
     from tpcheck.sources.pyyaml import yaml
 
     path = os.path.join(root, "values.yaml")
     try:
-        text = read_capped(path, MAX_BYTES).decode("utf-8-sig")
+        text = decode_utf8_sig(read_capped(path, MAX_BYTES))
         top = yaml.compose(text, Loader=yaml.SafeLoader)
     except (OSError, UnicodeDecodeError, yaml.YAMLError, RecursionError):
         return lambda keys: None

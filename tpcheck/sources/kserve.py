@@ -127,7 +127,7 @@ def _index(folder: str, stamp: tuple[tuple[str, int, int], ...]
     """(runtimes, (file, use) of each InferenceService) in the folder's YAML files and what its
     kustomization builds; composed once per folder state, not once per file read in it (a
     folder of 200 InferenceServices would compose 40,000 files)."""
-    from tpcheck.sources.files import read_capped
+    from tpcheck.sources.files import decode_utf8_sig, read_capped
 
     files = kz.Files()
     runtimes: list[Runtime] = []
@@ -150,7 +150,7 @@ def _index(folder: str, stamp: tuple[tuple[str, int, int], ...]
                     uses.append((ctx.path, _use(_model(o))))
             continue
         try:
-            if not _kinds(read_capped(p, MAX_BYTES).decode("utf-8-sig")):
+            if not _kinds(decode_utf8_sig(read_capped(p, MAX_BYTES))):
                 continue  # cheaper than composing every file beside this one
             docs = files.docs(p, (p, None))
         except (OSError, UnicodeDecodeError, kz.KustomizeError):

@@ -299,7 +299,7 @@ def note_lone_patch(path: str, result: ReadResult, docs: list[Any] | None = None
 
 def _bases_above(folder: str, kinds: frozenset[tuple[str | None, str | None]]) -> list[str]:
     """YAML files in the parent folders (two levels up) defining one of ``kinds``."""
-    from tpcheck.sources.files import read_capped
+    from tpcheck.sources.files import decode_utf8_sig, read_capped
 
     out: list[str] = []
     parent = os.path.dirname(folder)
@@ -314,7 +314,7 @@ def _bases_above(folder: str, kinds: frozenset[tuple[str | None, str | None]]) -
             if not n.endswith((".yaml", ".yml")) or not os.path.isfile(p):
                 continue
             try:
-                text = read_capped(p, MAX_BYTES).decode("utf-8-sig")
+                text = decode_utf8_sig(read_capped(p, MAX_BYTES))
                 if not any(w in text for w in names_wanted):
                     continue  # cheaper than composing every file beside the patch
                 docs = list(yaml.compose_all(text, Loader=LOADER))

@@ -51,10 +51,10 @@ class Files:
             return hit
         text = self._texts.get(path)
         if text is None:
-            from tpcheck.sources.files import NotRegular, TooBig, read_capped
+            from tpcheck.sources.files import NotRegular, TooBig, decode_utf8_sig, read_capped
 
             try:  # a FIFO would block, /dev/zero never end: the one side-file reader
-                text = read_capped(path, MAX_BYTES).decode("utf-8-sig")
+                text = decode_utf8_sig(read_capped(path, MAX_BYTES))
             except NotRegular as e:
                 raise error_at(where, f"{path}: {e}") from None
             except TooBig:

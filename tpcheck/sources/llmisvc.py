@@ -415,12 +415,12 @@ def _hints(layers: _Layers) -> list[ModelHint]:
 
 
 def _docs(path: str) -> tuple[list[Any], Ctx] | None:
-    from tpcheck.sources.files import read_capped
+    from tpcheck.sources.files import decode_utf8_sig, read_capped
     from tpcheck.sources.positions import LineIndex
     from tpcheck.sources.yamlctx import LOADER
 
     try:
-        text = read_capped(path, MAX_BYTES).decode("utf-8-sig")
+        text = decode_utf8_sig(read_capped(path, MAX_BYTES))
     except (OSError, UnicodeDecodeError):
         return None
     if "LLMInferenceService" not in text:

@@ -58,7 +58,7 @@ def _literal(loc: Located, m: re.Match[str], string: int, other: int) -> Located
 
 
 def _tf_files(folder: str) -> list[tuple[str, str]]:
-    from tpcheck.sources.files import read_capped
+    from tpcheck.sources.files import decode_utf8_sig, read_capped
 
     try:
         names = sorted(n for n in os.listdir(folder or ".") if n.endswith(".tf"))
@@ -68,7 +68,7 @@ def _tf_files(folder: str) -> list[tuple[str, str]]:
     for n in names[:MAX_TF_FILES]:
         p = os.path.join(folder, n)
         try:
-            out.append((p, read_capped(p, MAX_TF_BYTES).decode("utf-8-sig")))
+            out.append((p, decode_utf8_sig(read_capped(p, MAX_TF_BYTES))))
         except (OSError, UnicodeDecodeError):
             continue
     return out
