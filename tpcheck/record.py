@@ -175,31 +175,43 @@ def _collect(cls: type) -> tuple[Field, ...]:
         for f in getattr(base, "__record_fields__", ()):
             out[f.name] = f
     # The class's own annotations, read directly: inspect.get_annotations would import inspect.
-    for name, ann in cls.__dict__.get("__annotations__", {}).items():  # noqa: RUF063
-        if isinstance(ann, str) and ann.startswith(("ClassVar", "typing.ClassVar")):
+    # A field without field(...) is built here, not through Field's __init__ (a Python call
+    # per field: ~570 fields on a one-file lint's path).
+    own = cls.__dict__
+    for name, ann in own.get("__annotations__", {}).items():
+        if isinstance(ann, str) and ann.startswith(_CLASS_VAR):
             continue
-        value = cls.__dict__.get(name, MISSING)
-        f = value if isinstance(value, Field) else Field(default=value)
-        f.name = name
-        out[name] = f
+        value = own.get(name, MISSING)
         if isinstance(value, Field):
+            f = value
+            f.name = name
             if f.default is MISSING:
                 delattr(cls, name)
             else:
                 setattr(cls, name, f.default)
+        else:
+            f = _new_field(Field)
+            f.name = name
+            f.default = value
+            f.default_factory = MISSING
+            f.repr = f.compare = True
+        out[name] = f
     seen_default = False
     for f in out.values():
-        has_default = f.default is not MISSING or f.default_factory is not MISSING
-        if seen_default and not has_default:
+        if f.default is not MISSING or f.default_factory is not MISSING:
+            seen_default = True
+        elif seen_default:
             raise TypeError(f"{cls.__name__}: non-default field {f.name!r} follows a default")
-        seen_default = seen_default or has_default
     return tuple(out.values())
 
 
-def _make_init(cls: type, fs: tuple[Field, ...]) -> Callable[..., None]:
+_CLASS_VAR = ("ClassVar", "typing.ClassVar")
+_new_field = object.__new__
+
+
+def _make_init(cls: type, fs: tuple[Field, ...], names: tuple[str, ...]) -> Callable[..., None]:
     """One ``__init__`` per class, built without ``exec`` from dict updates done in C: the
     defaults, then the positional values, then the keywords once they are checked."""
-    names = tuple(f.name for f in fs)
     name_set = frozenset(names)
     n = len(names)
     defaults = {f.name: f.default for f in fs if f.default is not MISSING}
@@ -238,22 +250,23 @@ def _make_init(cls: type, fs: tuple[Field, ...]) -> Callable[..., None]:
 
 def _build(cls: _C, frozen: bool, order: bool) -> _C:
     fs = _collect(cls)
-    compare = tuple(f.name for f in fs if f.compare)
+    names = tuple([f.name for f in fs])
+    compare = names if all([f.compare for f in fs]) else tuple([f.name for f in fs if f.compare])
     attrs: dict[str, Any] = {
         "__record_fields__": fs,
         "__record_compare__": compare,
         "__record_values__": _getter(compare),
-        "__record_all__": _getter(tuple(f.name for f in fs)),
-        "__match_args__": tuple(f.name for f in fs),
+        "__record_all__": _getter(names),
+        "__match_args__": names,
         "__eq__": _eq,
     }
     generated = "__init__" not in cls.__dict__
     if generated:  # as dataclasses: a hand-written __init__ is kept
-        attrs["__init__"] = _make_init(cls, fs)
+        attrs["__init__"] = _make_init(cls, fs, names)
     # replace may store the fields itself: nothing but the generated __init__ would run
-    own_new = any("__new__" in c.__dict__ for c in cls.__mro__[:-1])
+    own_new = any(["__new__" in c.__dict__ for c in cls.__mro__[:-1]])
     attrs["__record_plain__"] = generated and not hasattr(cls, "__post_init__") and not own_new
-    attrs["__record_names__"] = frozenset(f.name for f in fs)
+    attrs["__record_names__"] = frozenset(names)
     if "__repr__" not in cls.__dict__:
         attrs["__repr__"] = _repr
     if frozen:
@@ -264,8 +277,11 @@ def _build(cls: _C, frozen: bool, order: bool) -> _C:
         attrs["__hash__"] = None  # mutable and compared by value: unhashable, like dataclasses
     if order:
         attrs.update(_ORDER)
+    # type.__setattr__ for each (the built-in setattr is that call when the class's type is
+    # type, a third cheaper than calling the slot wrapper: ~70 records on a lint's path)
+    put = setattr if type(cls) is type else type.__setattr__
     for k, v in attrs.items():
-        type.__setattr__(cls, k, v)
+        put(cls, k, v)
     return cls
 
 
