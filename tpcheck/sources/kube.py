@@ -21,7 +21,7 @@ from tpcheck.sources.kube_pod import PodFacts
 from tpcheck.sources.kube_task import TaskFacts
 from tpcheck.sources.positions import Located
 from tpcheck.sources.pyyaml import yaml
-from tpcheck.sources.shell import Vars, read_commands, read_shell_text, shell_c_string
+from tpcheck.sources.shell_vars import Vars, shell_c_string
 from tpcheck.sources.words import Word, k8s_word
 from tpcheck.sources.yamlctx import Ctx, NodePlace, scalar
 from tpcheck.sources.yamlnodes import engine_version, mget
@@ -256,6 +256,8 @@ class Walker(EnvReaders, PodFacts, CrdReaders, TaskFacts):
         launches: list[tuple[list[Word], dict[str, str], Launch]] = []
         inner = shell_c_string(words)
         if inner is not None:
+            from tpcheck.sources.shell import read_commands
+
             vars_ = Vars(shell=self._shell_env(k8s_env, False), k8s=k8s_env,
                          origins=shell.origins, per_pod=shell.per_pod)
             for cmd, env in read_commands(inner.text, vars_, dict(plain_env)):
@@ -327,6 +329,8 @@ class Walker(EnvReaders, PodFacts, CrdReaders, TaskFacts):
         origins.update(top.origins)
         per_pod = top.per_pod | (LWS_PER_POD if "LWS_GROUP_SIZE" in injected else frozenset())
         vars_ = Vars(shell=shell, origins=origins, per_pod=per_pod)
+        from tpcheck.sources.shell import read_shell_text  # the tokenizer, when a text is read
+
         found = read_shell_text(loc, self.ctx.path, vars_)
         if found and link is not None:
             found = [self.model_hints(d, anc) for d in found]

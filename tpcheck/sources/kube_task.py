@@ -6,7 +6,7 @@ from tpcheck.sources.base import Deployment, Span
 from tpcheck.sources.kube_env import int_or_none
 from tpcheck.sources.positions import Located
 from tpcheck.sources.pyyaml import yaml
-from tpcheck.sources.shell import Vars
+from tpcheck.sources.shell_vars import Vars
 from tpcheck.sources.yamlctx import Ctx
 from tpcheck.sources.yamlnodes import engine_version, mget
 

@@ -21,9 +21,9 @@ from tpcheck.sources.shell_tokens import (
     MAX_HEREDOC_DEPTH,
     MAX_WORDS,
     ShellTooLong,
-    Vars,
     tokenize,
 )
+from tpcheck.sources.shell_vars import SHELLS, Vars, shell_c_string
 from tpcheck.sources.words import MAX_EXPANDED_CHARS as MAX_EXPANDED_CHARS  # the shared limits
 from tpcheck.sources.words import MAX_WORD_CHARS as MAX_WORD_CHARS
 from tpcheck.sources.words import Word
@@ -35,7 +35,6 @@ if TYPE_CHECKING:
 _INTEGER = lazy_re(r"-?[0-9]+")
 _ASSIGN = lazy_re(r"^([A-Za-z_][A-Za-z0-9_]*)=(.*)$", re.S)
 _WRAPPERS = frozenset({"exec", "nohup", "time", "env", "sudo", "command", "stdbuf", "setsid"})
-SHELLS = frozenset({"sh", "bash", "dash", "zsh", "ash", "ksh"})
 
 
 def read_commands(
@@ -99,23 +98,6 @@ def read_commands(
 
 def _prefix_before_expansion(w: Word) -> str:
     return w.value.split("$", 1)[0]
-
-
-def shell_c_string(words: list[Word]) -> Word | None:
-    """The command string of ``sh -c STRING`` (``bash -lc``, ``sh -c -- ...``), else None."""
-    name = words[0].value.rsplit("/", 1)[-1]
-    if name not in SHELLS:
-        return None
-    for k in range(1, len(words)):
-        v = words[k].value
-        if v.startswith("-") and "c" in v[1:] and not v.startswith("--"):
-            j = k + 1
-            if j < len(words) and words[j].value == "--":
-                j += 1
-            return words[j] if j < len(words) else None
-        if not v.startswith("-"):
-            return None
-    return None
 
 
 def read_shell_text(loc: Located, path: str, variables: Vars | None = None,

@@ -4,14 +4,14 @@ from __future__ import annotations
 
 import re
 from collections import ChainMap
-from collections.abc import Generator, Iterator, MutableMapping
+from collections.abc import Generator, Iterator
 
 from tpcheck.deferred import lazy_re
-from tpcheck.record import field, record
 from tpcheck.sources.arith import evaluate
 from tpcheck.sources.base import Deployment, Span
 from tpcheck.sources.positions import Located
 from tpcheck.sources.shell_recipes import Builder, Recipe, Source
+from tpcheck.sources.shell_vars import Vars
 from tpcheck.sources.words import Derived, Word, file_budget
 
 _NAME = lazy_re(r"[A-Za-z_][A-Za-z0-9_]*")
@@ -35,39 +35,6 @@ MAX_WORDS = 50_000
 MAX_HEREDOC_DEPTH = 2  # a script that writes a script that writes one: deeper is not read
 _INTERPRETERS = ("python", "perl", "ruby", "node", "psql", "mysql", "sqlite")
 _SCRIPT_TAKERS = frozenset({"sh", "bash", "dash", "zsh", "ash", "ksh", "tee"})
-
-
-@record(frozen=False)
-class Vars:
-    """Variables known while reading: name → value with positions (k8s ``$(VAR)`` separate).
-
-    ``origins`` says where an orchestrator-injected value comes from (``LWS_GROUP_SIZE`` →
-    ``leaderWorkerTemplate.size``), for ``tpcheck inspect``; ``per_pod`` names are injected
-    with a value that differs between pods (``LWS_WORKER_INDEX``): set, so a ``:-`` default
-    never applies, and unknown; ``derived`` holds how a variable assigned from ``$(( … ))``
-    got its value."""
-
-    shell: MutableMapping[str, Located] = field(default_factory=dict)
-    k8s: MutableMapping[str, Located] = field(default_factory=dict)
-    origins: MutableMapping[str, str] = field(default_factory=dict)
-    per_pod: frozenset[str] = frozenset()
-    derived: MutableMapping[str, Derived] = field(default_factory=dict)
-    arithmetic: bool = True  # False: no shell reads the text (a flags-only ``args`` string)
-
-    def __init__(self, shell: MutableMapping[str, Located] | None = None,
-                 k8s: MutableMapping[str, Located] | None = None,
-                 origins: MutableMapping[str, str] | None = None,
-                 per_pod: frozenset[str] = frozenset(),
-                 derived: MutableMapping[str, Derived] | None = None,
-                 arithmetic: bool = True) -> None:
-        # Written out (None: a fresh dict): ~3,000 a 1,000-manifest run, and the generated
-        # __init__'s default factories cost ten times as much (see tpcheck.record)
-        self.shell = {} if shell is None else shell
-        self.k8s = {} if k8s is None else k8s
-        self.origins = {} if origins is None else origins
-        self.per_pod = per_pod
-        self.derived = {} if derived is None else derived
-        self.arithmetic = arithmetic
 
 
 class ShellTooLong(ValueError):
