@@ -185,18 +185,18 @@ def test_a_yaml_lint_loads_none_of_clicks_help_or_threading_modules() -> None:
 
 # tpcheck's own modules a vLLM Deployment with an image (QWEN_TP16) never needs: the overlay
 # build (no kustomization beside it, an image named), the Dockerfile reader (no setup to read a
-# pip pin from), SGLang's memory and pool physics (a vLLM launch), the shell tokenizer (its
-# command and args are lists of words, no `sh -c` string).
+# pip pin from), SGLang's memory and pool physics and its rules (a vLLM launch), the shell
+# tokenizer (its command and args are lists of words, no `sh -c` string).
 NOT_FOR_A_VLLM_DEPLOYMENT = ("tpcheck.sources.kustomize", "tpcheck.sources.kustomize_gen",
                              "tpcheck.sources.kustomize_nodes", "tpcheck.sources.kustomize_patch",
                              "tpcheck.sources.dockerfile", "tpcheck.physics.sglang_memory",
                              "tpcheck.physics.sglang_pools", "tpcheck.sources.shell",
                              "tpcheck.sources.shell_tokens", "tpcheck.sources.arith",
-                             "tpcheck.sources.shell_recipes")
+                             "tpcheck.sources.shell_recipes", "tpcheck.engines.sglang_rules")
 
 
 def test_a_yaml_lint_loads_no_reader_or_physics_its_file_does_not_need() -> None:
-    # exit 1 (TP201's warning, as above); the modules loaded: none of the eleven
+    # exit 1 (TP201's warning, as above); the modules loaded: none of the twelve
     assert _probe(LINT_PROBE.format(path=QWEN_TP16, names=NOT_FOR_A_VLLM_DEPLOYMENT)) == "1 []"
 
 

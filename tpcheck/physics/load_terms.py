@@ -12,7 +12,6 @@ Each is a Formula the weights figure adds on every rank (``weights_per_gpu``'s `
 from __future__ import annotations
 
 from tpcheck.engines.eras import mla_fi_workspace
-from tpcheck.engines.sglang_rules import sglang_rope_fp32
 from tpcheck.formula import Formula
 from tpcheck.models.shape import ModelShape
 from tpcheck.physics.alloc import allocator_slack
@@ -41,6 +40,8 @@ def rope_for(shape: ModelShape, opts: Options) -> Formula | None:
     rot = shape.mla.qk_rope_head_dim if shape.mla is not None else shape.head_dim
     two = shape.model_type.startswith("gemma3") and 0 < shape.sliding_layers < shape.layers
     if opts.engine == "sglang":
+        from tpcheck.engines.sglang_rules import sglang_rope_fp32  # SGLang's table: its launches
+
         fp32, src = sglang_rope_fp32(release_of(opts), _rocm(opts))
         fp32 = fp32 or shape.model_type == "gpt_oss"
     else:
