@@ -370,6 +370,8 @@ class Linter:
                 continue
             if tp_unknown and "known_tp" in rule.needs:
                 continue  # t is an expression tpcheck cannot evaluate: nothing to say about it
+            if "topology" in rule.needs and ctx.topology is None:
+                continue  # no nvidia-smi matrix to place the group on
             if unresolved and not unresolved.isdisjoint(rule.depends_on):
                 continue  # a value the rule's figures need is an expression: no guessed finding
             try:

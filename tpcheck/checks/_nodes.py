@@ -19,7 +19,6 @@ from tpcheck.hardware.gpus import find_gpu
 from tpcheck.hardware.links import Link, find_link
 from tpcheck.hardware.machines import MACHINES, Machine, find_machine
 from tpcheck.hardware.network import HGX_NETWORK, Network, parse_network, topology_network
-from tpcheck.hardware.topology import Topology
 from tpcheck.physics.collective import Group
 from tpcheck.physics.linkcost import (
     NETWORK_ASSUMED,
@@ -29,6 +28,12 @@ from tpcheck.physics.linkcost import (
 )
 from tpcheck.record import record, replace
 from tpcheck.sources.base import Span
+
+TYPE_CHECKING = False  # typing's constant without importing typing (start-up)
+if TYPE_CHECKING:
+    from typing import TypeGuard
+
+    from tpcheck.hardware.topology import Topology
 
 
 @record
@@ -182,7 +187,7 @@ def network(ctx: CheckContext) -> LinkUse:
         return network_use(g, f"{kind} 8 × 400 Gb/s per node ({res}; NIC count assumed)",
                            hgx.source, assumed=True, alpha=alpha)
     topo = ctx.topology
-    if isinstance(topo, Topology):  # a saved nvidia-smi topo -m: its GPU NICs, speed assumed
+    if topo is not None and _is_topology(topo):  # a saved nvidia-smi topo -m: its GPU NICs
         nics = topology_network(topo.nics, topo.gpu_nic, topo.path,
                                 ctx.gpu.link if ctx.gpu is not None else None)
         if nics is not None:
@@ -261,3 +266,11 @@ def step_nodes(ctx: CheckContext) -> dict[str, object]:
                   bandwidth=use.group.network.aggregate / use.group.per_node,
                   alpha=use.alpha.result)
     return {"gpus_per_node": per_node, "network": net}
+
+
+def _is_topology(topo: object) -> TypeGuard[Topology]:
+    """Whether ``topo`` is a parsed ``nvidia-smi topo -m`` (whose module only a given matrix
+    imports: tpcheck.lint)."""
+    from tpcheck.hardware.topology import Topology as Matrix
+
+    return isinstance(topo, Matrix)

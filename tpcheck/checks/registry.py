@@ -18,6 +18,8 @@ What a rule needs (``needs``), each skipping the rule for a launch that lacks it
 - ``gpu_physics``: GPU memory and link figures (not on a TPU slice, which has none).
 - ``valid_layout``: sizes and limits the engine accepts (TP003 says when one is below the
   engine's minimum), and no root-cause option finding on a capacity option.
+- ``topology``: a saved ``nvidia-smi topo -m`` (``--topology``, ``[tool.tpcheck] topology``)
+  to place the group on; without one the rule's module is not even imported.
 
 ``depends_on``: the Deployment fields its figures read besides t (``checks.needs`` groups the
 common ones); the rule is skipped when the file leaves one as an expression. ``memory_model``:
@@ -39,7 +41,7 @@ if TYPE_CHECKING:
     from tpcheck.checks.base import Finding
     from tpcheck.checks.context import CheckContext
 
-NEEDS = frozenset({"shape", "known_tp", "gpu_physics", "valid_layout"})
+NEEDS = frozenset({"shape", "known_tp", "gpu_physics", "valid_layout", "topology"})
 FAMILIES = ("model", "options", "legality", "capacity", "topology", "scheduling")
 
 
@@ -183,7 +185,7 @@ RULES: tuple[Rule, ...] = (
          _C + "tp_crosses_nodes:check", _NO_SHAPE, (*LAYOUT, "nnodes")),
     Rule("TP302", "tp-crosses-sockets", Severity.WARNING, "topology",
          "The TP group's weakest link is SYS (or PCIe where NVLink was expected).",
-         _C + "tp_crosses_sockets:check", _NO_SHAPE, LAYOUT),
+         _C + "tp_crosses_sockets:check", _NO_SHAPE | {"topology"}, LAYOUT),
     Rule("TP303", "experts-cross-nodes", Severity.INFO, "topology",
          "The expert-parallel group spans nodes: the experts' all-to-all crosses the network.",
          _C + "experts_cross_nodes:check", _NO_SHAPE, (*LAYOUT, "nnodes")),
