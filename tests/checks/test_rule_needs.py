@@ -115,3 +115,12 @@ def test_no_rule_code_outside_the_registry_gates_the_run() -> None:
     for rel in ("lint.py", "physics/legality.py", "physics/plan.py"):
         text = (root / rel).read_text(encoding="utf-8")
         assert re.findall(r"[\"']TP\d{3}[\"']", text) == [], rel
+
+
+def test_the_option_rows_outcomes_are_the_ones_worded() -> None:
+    # checks._options asserts a row's outcome against OUTCOMES without importing the headlines
+    from tpcheck.checks._option_headline import VERB
+    from tpcheck.checks._option_verdicts import OUTCOMES
+
+    assert set(VERB) | {"combination"} == OUTCOMES
+    assert {r.param("outcome") for r in RULES if r.family == "options"} <= OUTCOMES

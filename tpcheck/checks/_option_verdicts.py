@@ -14,6 +14,11 @@ if TYPE_CHECKING:
     Outcome = Literal["ok", "unknown", "ambiguous", "removed", "bad_value", "deprecated",
                       "combination"]
 
+# The outcomes an option rule reports (a registry row's ``outcome``): every Outcome but "ok"
+# (``_option_headline.VERB`` words each but "combination", whose headline is its own).
+OUTCOMES = frozenset({"unknown", "ambiguous", "removed", "bad_value", "deprecated",
+                      "combination"})
+
 # How each engine names its parser in its error lines (argparse's ``prog``).
 PROG = {"vllm": "vllm serve", "sglang": "sglang serve"}
 KEYWORD_OWNER = {"vllm": "EngineArgs.__init__()", "sglang": "ServerArgs.__init__()"}

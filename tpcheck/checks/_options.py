@@ -11,16 +11,8 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
-from tpcheck.checks._option_headline import VERB, brief, headline, percent_as_fraction
-from tpcheck.checks._option_history import (
-    ambiguous_since,
-    keywords_of,
-    last_release_with,
-    next_release,
-    older_than_all,
-)
 from tpcheck.checks._option_values import is_float, value_verdict
-from tpcheck.checks._option_verdicts import KEYWORD_OWNER, PROG, Analysis, Verdict
+from tpcheck.checks._option_verdicts import KEYWORD_OWNER, OUTCOMES, PROG, Analysis, Verdict
 from tpcheck.checks.base import Assumption, Edit, Finding, Severity
 from tpcheck.checks.context import CheckContext, release_for
 from tpcheck.checks.registry import Rule
@@ -74,7 +66,11 @@ def analyze(d: Deployment, rel: Release | None = None) -> Analysis:
         v for v in (_verdict(d.engine, table, u) for u in d.options) if v is not None
     )
     verdicts += tuple(_combinations(d, table))
-    newer = next_release(d.engine, release) if note else None
+    newer = None
+    if note:  # a release without a table of its own: its neighbours' say
+        from tpcheck.checks._option_history import next_release, older_than_all
+
+        newer = next_release(d.engine, release)
     if note and rel.pinned and older_than_all(d.engine, rel.version):
         # pinned before the oldest table: what that release registered is not known here
         verdicts = tuple(v for v in verdicts if v.outcome in ("bad_value", "deprecated"))
@@ -233,6 +229,8 @@ def _judge(engine: str, table: OptionTable, use: OptionUse) -> Verdict | None:
     if option is None and opt.startswith("--"):
         matches = sorted(n for n in names if n.startswith(opt))
         if len(matches) > 1:
+            from tpcheck.checks._option_history import ambiguous_since
+
             since = ambiguous_since(engine, opt, table.version)
             msg = (f"{PROG[engine]}: error: ambiguous option: {use.written} could match "
                    f"{', '.join(matches)}")
@@ -273,6 +271,8 @@ def _dotted_base(engine: str, table: OptionTable, opt: str) -> str | None:
 
 def _unknown(engine: str, table: OptionTable, use: OptionUse, opt: str,
              names: list[str]) -> Verdict:
+    from tpcheck.checks._option_history import last_release_with
+
     removed = last_release_with(engine, table.version, opt, keyword=False)
     msg = f"{PROG[engine]}: error: unrecognized arguments: {use.written}"
     if removed is not None:
@@ -294,6 +294,8 @@ def _closest(word: str, names: list[str]) -> str | None:
 
 
 def _keyword_verdict(engine: str, table: OptionTable, use: OptionUse) -> Verdict | None:
+    from tpcheck.checks._option_history import keywords_of, last_release_with
+
     kws = keywords_of(engine, table.version)
     if kws is None:
         return None  # a table without keyword names: nothing to judge a keyword by
@@ -375,7 +377,7 @@ def check(ctx: CheckContext, rule: Rule) -> Iterator[Finding]:
     """TP001-TP005: the option uses whose outcome the rule's row names (``outcome``), with the
     row's fix when no spelling to use is known."""
     outcome = rule.param("outcome")
-    assert outcome in VERB or outcome == "combination", rule
+    assert outcome in OUTCOMES, rule
     yield from findings(ctx, rule, outcome, rule.param("fix") or "")  # type: ignore[arg-type]
 
 
@@ -384,6 +386,8 @@ def refused(ctx: CheckContext, rule: Rule, field: str, message: str) -> Finding:
     takes any string for --kv-cache-dtype at parse time): the physics' own words, at the value,
     reported by the bad-value rule. The other rules then run without it."""
     d = ctx.deployment
+    from tpcheck.checks._option_headline import brief
+
     flag = "--" + field.replace("_", "-")
     value = brief(str(getattr(d, field)), 24)
     return ctx.finding(rule, f"{flag} {value!r} is a value the engine refuses",
@@ -400,6 +404,10 @@ def findings(ctx: CheckContext, rule: Rule, outcome: Outcome,
     if not d.options:
         return
     a = analyze(d, ctx.release)
+    if not any(v.outcome == outcome for v in a.verdicts):
+        return  # (the headlines' module is imported only for a finding)
+    from tpcheck.checks._option_headline import headline, percent_as_fraction
+
     for v in a.verdicts:
         if v.outcome != outcome:
             continue
@@ -438,5 +446,4 @@ def findings(ctx: CheckContext, rule: Rule, outcome: Outcome,
 
 
 __all__ = ["CAPACITY_OPTIONS", "KEYWORD_OWNER", "PROG", "Analysis", "Verdict", "analyze",
-           "capacity_option", "check", "findings", "keywords_of", "percent_as_fraction",
-           "refused", "release_of", "root_cause"]
+           "capacity_option", "check", "findings", "refused", "release_of", "root_cause"]
