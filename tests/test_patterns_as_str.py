@@ -31,6 +31,13 @@ def test_dashed_is_the_substitution(text: str) -> None:
     assert gpus.dashed(text) == re.sub(r"[^a-z0-9]+", "-", text).strip("-")
 
 
+@given(_pieces("p5", ".", "48x", "large", "-", "--", "a3", "highgpu", "8g", "Standard_ND96",
+               " ", "A", "\u0661"))
+def test_a_machine_name_already_normal_is_kept_as_the_slow_path_keeps_it(text: str) -> None:
+    n = text.strip().lower()
+    assert machines._norm(text) == (n if machines.is_aws_size(n) else gpus.dashed(n))
+
+
 @given(_pieces("0", "33", ".", "v", "V", "1", "rc", "\u0661", " ", "x"))
 def test_versions_are_the_patterns_first_match(text: str) -> None:
     m = re.search(r"(\d+)\.(\d+)(?:\.(\d+))?", text)

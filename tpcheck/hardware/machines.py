@@ -147,6 +147,8 @@ MACHINES: tuple[Machine, ...] = (
 def _norm(s: str) -> str:
     """Lower-case; ``_``, spaces and OCI's dots become ``-``, AWS's size dot is kept."""
     n = s.strip().lower()
+    if WORD_OR_DASH.issuperset(n) and "--" not in n and n[:1] != "-" and n[-1:] != "-":
+        return n  # already normal (no dot: no AWS size either), as most of the table's names
     return n if is_aws_size(n) else dashed(n)
 
 
