@@ -483,6 +483,8 @@ def dashed(s: str) -> str:
     their first lookup (the pattern's compile was ~0.2 million instructions of a lint)."""
     if not WORD_OR_DASH.issuperset(s):
         s = "".join(c if c in _WORD else "-" for c in s)
+    elif "--" not in s and s[:1] != "-" and s[-1:] != "-":
+        return s  # already dashed: the tables' own names (~130 at the index's build)
     return "-".join(w for w in s.split("-") if w)
 
 
