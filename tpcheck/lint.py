@@ -372,6 +372,13 @@ class Linter:
                 continue  # t is an expression tpcheck cannot evaluate: nothing to say about it
             if "topology" in rule.needs and ctx.topology is None:
                 continue  # no nvidia-smi matrix to place the group on
+            s = ctx.shape  # (the rules' own: after a refused value, ctx is the defaults')
+            if "model_problem" in rule.needs and (s is not None or ctx.model_problem is None):
+                continue
+            if "latent_cache" in rule.needs and (s is None or not s.latent_cache):
+                continue
+            if "experts" in rule.needs and s is not None and s.moe is None:
+                continue
             if unresolved and not unresolved.isdisjoint(rule.depends_on):
                 continue  # a value the rule's figures need is an expression: no guessed finding
             try:

@@ -19,7 +19,13 @@ What a rule needs (``needs``), each skipping the rule for a launch that lacks it
 - ``valid_layout``: sizes and limits the engine accepts (TP003 says when one is below the
   engine's minimum), and no root-cause option finding on a capacity option.
 - ``topology``: a saved ``nvidia-smi topo -m`` (``--topology``, ``[tool.tpcheck] topology``)
-  to place the group on; without one the rule's module is not even imported.
+  to place the group on.
+- ``model_problem``: a model whose config.json was not found or cannot be used (TP000).
+- ``latent_cache``: a KV cache without a head axis (MLA, compressed attention).
+- ``experts``: experts (MoE) in the model, when its config.json is known.
+
+A rule skipped for a need is not even imported (its function is looked up at its first call):
+a deployment pays only for the rule families that can say something about it.
 
 ``depends_on``: the Deployment fields its figures read besides t (``checks.needs`` groups the
 common ones); the rule is skipped when the file leaves one as an expression. ``memory_model``:
@@ -41,7 +47,8 @@ if TYPE_CHECKING:
     from tpcheck.checks.base import Finding
     from tpcheck.checks.context import CheckContext
 
-NEEDS = frozenset({"shape", "known_tp", "gpu_physics", "valid_layout", "topology"})
+NEEDS = frozenset({"shape", "known_tp", "gpu_physics", "valid_layout", "topology",
+                   "model_problem", "latent_cache", "experts"})
 FAMILIES = ("model", "options", "legality", "capacity", "topology", "scheduling")
 
 
@@ -127,7 +134,7 @@ RULES: tuple[Rule, ...] = (
     Rule("TP000", "model-unresolved", Severity.WARNING, "model",
          "The model's config.json could not be found or cannot be used; shape-based rules were "
          "skipped.",
-         _C + "model_unresolved:check", frozenset({"valid_layout"})),
+         _C + "model_unresolved:check", frozenset({"valid_layout", "model_problem"})),
     _option_rule("TP001", "unknown-option", Severity.ERROR, "unknown",
                  "An option (or Python keyword) the engine release does not know: it exits at "
                  "start-up.", "remove it, or spell an option of this release"),
@@ -166,7 +173,8 @@ RULES: tuple[Rule, ...] = (
          "capacity.", _C + "kv_head_cliff:check", _GPU, LAYOUT, memory_model=True),
     Rule("TP202", "mla-cache-replicated", Severity.WARNING, "capacity",
          "MLA model with t > 1 and no DP-attention: every rank holds the whole latent KV "
-         "cache.", _C + "mla_cache_replicated:check", _GPU, LAYOUT, memory_model=True),
+         "cache.", _C + "mla_cache_replicated:check", _GPU | {"latent_cache"}, LAYOUT,
+         memory_model=True),
     Rule("TP203", "max-num-seqs-binds", Severity.INFO, "capacity",
          "max-num-seqs is below the seats memory allows (the scheduler binds) or far above "
          "them (memory binds: preemption).", _C + "max_num_seqs_binds:check", _GPU,
@@ -188,7 +196,7 @@ RULES: tuple[Rule, ...] = (
          _C + "tp_crosses_sockets:check", _NO_SHAPE | {"topology"}, LAYOUT),
     Rule("TP303", "experts-cross-nodes", Severity.INFO, "topology",
          "The expert-parallel group spans nodes: the experts' all-to-all crosses the network.",
-         _C + "experts_cross_nodes:check", _NO_SHAPE, (*LAYOUT, "nnodes")),
+         _C + "experts_cross_nodes:check", _NO_SHAPE | {"experts"}, (*LAYOUT, "nnodes")),
     Rule("TP401", "gpu-count-mismatch", Severity.ERROR, "scheduling",
          "t·p·dp differs from the GPUs requested: fewer cannot start, more sit idle.",
          _C + "gpu_count_mismatch:check", frozenset({"known_tp", "valid_layout"})),
