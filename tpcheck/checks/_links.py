@@ -17,6 +17,7 @@ The link's bandwidth and α arrive as Formulas too, so an assumed figure says it
 
 from __future__ import annotations
 
+from tpcheck.checks._nodes import alpha_override
 from tpcheck.checks.context import CheckContext
 from tpcheck.formula import Formula
 from tpcheck.physics import comm
@@ -30,11 +31,6 @@ from tpcheck.physics.linkcost import (
     prefill_tokens,
 )
 from tpcheck.physics.step import NO_SWEEP, RATIO_RANGE
-
-
-def alpha_override(ctx: CheckContext) -> float | None:
-    """``alpha = 2e-5`` in [tool.tpcheck] overrides the link class's assumed α."""
-    return ctx.settings.alpha
 
 
 def decode_share(ctx: CheckContext, use: LinkUse, batch: int, batch_source: str) -> Formula | None:

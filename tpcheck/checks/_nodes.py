@@ -12,7 +12,6 @@ Where GPUs per node come from, first match wins:
 
 from __future__ import annotations
 
-from tpcheck.checks._links import LinkUse, alpha_override, ceil_div, link_use
 from tpcheck.checks.context import CheckContext
 from tpcheck.formula import Formula
 from tpcheck.hardware.gpus import find_gpu
@@ -20,9 +19,12 @@ from tpcheck.hardware.links import Link, find_link
 from tpcheck.hardware.machines import MACHINES, Machine, find_machine
 from tpcheck.hardware.network import HGX_NETWORK, Network, parse_network, topology_network
 from tpcheck.physics.collective import Group
+from tpcheck.physics.legality import ceil_div
 from tpcheck.physics.linkcost import (
     NETWORK_ASSUMED,
+    LinkUse,
     assumed_network,
+    link_use,
     network_group,
     network_use,
 )
@@ -44,6 +46,12 @@ class NodeSize:
     formula: Formula
     label: str  # for the message: "8 GPUs per pod (nvidia.com/gpu), 2 pods"
     span: Span | None
+
+
+def alpha_override(ctx: CheckContext) -> float | None:
+    """``alpha = 2e-5`` in [tool.tpcheck] overrides the link class's assumed α (here, beside the
+    node helpers that price links, so TP201's network needs no cost figures' module)."""
+    return ctx.settings.alpha
 
 
 def machine_of(ctx: CheckContext) -> Machine | None:

@@ -18,7 +18,6 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
-from tpcheck.checks._links import describe, link_costs
 from tpcheck.checks._nodes import NodeSize, network, node_size, nvlink_domain
 from tpcheck.checks.base import Assumption, Finding
 from tpcheck.checks.context import CheckContext
@@ -90,6 +89,8 @@ def check(ctx: CheckContext, rule: Rule) -> Iterator[Finding]:
                      nodes, "nodes", SRC_ORDER, (size.formula,))
     use = network(ctx)
     full = width == t and groups.allreduce_what == "TP group"
+    from tpcheck.checks._links import link_costs  # the cost figures: for a finding
+
     costs = link_costs(ctx, use) if full else ()
     what = groups.allreduce_what
     grp = _scope(full, n_groups, sum(len(g) > 1 for g in split))
@@ -154,6 +155,8 @@ def _scope(full: bool, n_groups: int, n_bad: int) -> str:
 def _cost_notes(ctx: CheckContext, costs: tuple[Formula, ...], *, full: bool) -> list[str]:
     """The all-reduce cost lines, or why there are none."""
     if costs:
+        from tpcheck.checks._links import describe
+
         return describe(costs)
     if not full:
         return ["the cost figures are for a t-wide all-reduce in every layer, which this "
