@@ -75,11 +75,12 @@ from tpcheck.models.features import (
 from tpcheck.models.fields import TEXT_KEYS, ConfigError, Reader, as_str, is_list
 from tpcheck.models.quant_config import deepseek_v4_experts, parse_quant
 from tpcheck.models.shape import ModelShape
-from tpcheck.models.vision import parse_vision
 
 TYPE_CHECKING = False  # typing's constant without importing typing (start-up, issue 8)
 if TYPE_CHECKING:
     from typing import Any
+
+    from tpcheck.models.shape import VisionTower
 
 __all__ = ["ConfigError", "load_config", "load_shape", "parse_config", "parse_quant"]
 
@@ -306,7 +307,7 @@ def parse_config(
         no_attention_layers=no_attention,
         layer_ffn=layer_ffn,
         compressed=compressed,
-        vision=parse_vision(cfg, hidden) if prefix else None,
+        vision=_vision(cfg, hidden) if prefix else None,
     )
 
 
@@ -333,3 +334,10 @@ def _dtype(cfg: Mapping[str, Any], text: Mapping[str, Any], where: str) -> str:
                 raise ConfigError(f"{where}: field {key} has unknown dtype {value!r}")
             return norm
     return "float32"
+
+
+def _vision(cfg: Mapping[str, Any], hidden: int) -> VisionTower | None:
+    """The vision tower of a multimodal checkpoint (its module imported only for one)."""
+    from tpcheck.models.vision import parse_vision
+
+    return parse_vision(cfg, hidden)
