@@ -225,7 +225,8 @@ def _make_init(cls: type, fs: tuple[Field, ...], names: tuple[str, ...]) -> Call
             raise TypeError(f"{qual}() takes {n} positional arguments but {len(args)} were given")
         if defaults:
             d.update(defaults)
-        d.update(zip(names, args, strict=False))
+        if args:  # (zip's strict= keyword alone costs each call a keyword parse)
+            d.update(zip(names, args))  # noqa: B905 - len(args) <= n was checked above
         if kwargs:
             if not kwargs.keys() <= name_set:
                 bad = next(k for k in kwargs if k not in name_set)
