@@ -29,6 +29,7 @@ def test_aws_sizes_are_the_pattern(text: str) -> None:
 @given(_TEXT)
 def test_dashed_is_the_substitution(text: str) -> None:
     assert gpus.dashed(text) == re.sub(r"[^a-z0-9]+", "-", text).strip("-")
+    assert gpus.is_dashed(text) is (re.sub(r"[^a-z0-9]+", "-", text).strip("-") == text)
 
 
 @given(_pieces("p5", ".", "48x", "large", "-", "--", "a3", "highgpu", "8g", "Standard_ND96",

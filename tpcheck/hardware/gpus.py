@@ -481,11 +481,16 @@ def dashed(s: str) -> str:
     """``re.sub(r"[^a-z0-9]+", "-", s).strip("-")``: the runs of a-z and 0-9 in ``s``, joined by
     ``-``; with str methods, as the names of the GPU and machine tables are normalised at
     their first lookup (the pattern's compile was ~0.2 million instructions of a lint)."""
+    if is_dashed(s):
+        return s  # already dashed: the tables' own names (~130 at the index's build)
     if not WORD_OR_DASH.issuperset(s):
         s = "".join(c if c in _WORD else "-" for c in s)
-    elif "--" not in s and s[:1] != "-" and s[-1:] != "-":
-        return s  # already dashed: the tables' own names (~130 at the index's build)
     return "-".join(w for w in s.split("-") if w)
+
+
+def is_dashed(s: str) -> bool:
+    """Whether ``dashed(s) == s``: runs of a-z and 0-9 joined by single dashes."""
+    return WORD_OR_DASH.issuperset(s) and "--" not in s and s[:1] != "-" and s[-1:] != "-"
 
 
 def _index() -> dict[str, GPU]:

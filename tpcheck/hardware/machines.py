@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
-from tpcheck.hardware.gpus import GPU, WORD_OR_DASH, dashed, find_gpu
+from tpcheck.hardware.gpus import GPU, WORD_OR_DASH, dashed, find_gpu, is_dashed
 from tpcheck.record import record
 
 
@@ -147,7 +147,7 @@ MACHINES: tuple[Machine, ...] = (
 def _norm(s: str) -> str:
     """Lower-case; ``_``, spaces and OCI's dots become ``-``, AWS's size dot is kept."""
     n = s.strip().lower()
-    if WORD_OR_DASH.issuperset(n) and "--" not in n and n[:1] != "-" and n[-1:] != "-":
+    if is_dashed(n):
         return n  # already normal (no dot: no AWS size either), as most of the table's names
     return n if is_aws_size(n) else dashed(n)
 
