@@ -126,8 +126,10 @@ class Walker(EnvReaders, PodFacts, CrdReaders, TaskFacts):
             sub = (node, link)
             for v in children:
                 if type(v) is scalar_node:
-                    # visit_scalar reads only strings of 10+ characters
-                    if len(v.value) >= 10:
+                    # visit_scalar reads only strings of 10+ characters that name an engine
+                    # (has_launch_hint) or hold a Ray serve config: the others are not pushed
+                    s = v.value
+                    if len(s) >= 10 and ("vllm" in s or "sglang" in s or "applications:" in s):
                         push((v, sub))
                     continue
                 sm = v.start_mark
