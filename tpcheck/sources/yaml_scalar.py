@@ -156,17 +156,17 @@ def _flow(
         pos.append(p(pi))
 
 
-def _block(index: LineIndex, s: int, e: int, style: str, chars: list[str]) -> Runs:
-    """Literal ``|`` and folded ``>`` bodies: indentation stripped, breaks kept or folded,
-    chomped. ``chars`` gets pieces of text; the positions are a run per line and per break."""
+def _block_lines(index: LineIndex, s: int, e: int) -> tuple[str, list[tuple[int, str, bool]],
+                                                            int] | None:
+    """A block scalar's chomping indicator, its body's lines (line number, text without the
+    break, whether a line break ends it) and their indentation; None for an empty body."""
     text = index.text
     nl = text.find("\n", s)
     if nl == -1 or nl >= e:
-        return Runs()
+        return None
     header = text[s + 1 : nl].split("#", 1)[0].strip()
     chomp = "+" if "+" in header else "-" if "-" in header else ""
-    # Lines of the body: (line number, line text without the break).
-    lines: list[tuple[int, str, bool]] = []  # ... and whether a line break ends it
+    lines: list[tuple[int, str, bool]] = []
     start = nl + 1
     if start < e:
         ln_no = index.pos(start)[0]
@@ -178,46 +178,75 @@ def _block(index: LineIndex, s: int, e: int, style: str, chars: list[str]) -> Ru
         if not ended:  # the last line is broken only when a break follows the node
             no, part, _ = lines[-1]
             lines[-1] = (no, part, text[e : e + 1] == "\n")
-    indent = None
     for _, ln, _ in lines:
         if ln.strip():
-            indent = len(ln) - len(ln.lstrip(" "))
-            break
-    if indent is None:
+            return chomp, lines, len(ln) - len(ln.lstrip(" "))
+    return None
+
+
+def _block(index: LineIndex, s: int, e: int, style: str, chars: list[str]) -> Runs:
+    """Literal ``|`` and folded ``>`` bodies: indentation stripped, breaks kept or folded,
+    chomped. ``chars`` gets pieces of text; the positions are a run per line and per break."""
+    body = _block_lines(index, s, e)
+    if body is None:
         return Runs()
+    chomp, lines, indent = body
     body_c: list[str] = []
-    body_p = Runs()
-    add = body_p.add
+    append = body_c.append
+    # Runs.add, inlined (a call per line and per break was a third of reading a block): the
+    # runs' lists, the characters so far, and the place a run continuing the last would be at
+    offs: list[int] = []
+    rlines: list[int] = []
+    rcols: list[int] = []
+    n = 0
+    last_line = -1  # no run yet
+    next_col = 0
+    folded = style == ">"
     prev_kind: str | None = None  # "normal" | "more" for the last content line
     empties: list[Pos] = []  # where the break ending each empty line sits
     last_break: Pos = (0, 0)
     last_broken = True  # the last content line ends with a break (not the end of the file)
-
-    def breaks(ps: list[Pos]) -> None:
-        for q in ps:
-            body_c.append("\n")
-            add(q[0], q[1], 1)
-
     for no, ln, broken in lines:
-        if not ln[indent:] and not ln.strip():
+        content = ln[indent:]
+        if not content and not ln.strip():
             empties.append((no, len(ln) + 1))
             continue
-        kind = "more" if ln[indent : indent + 1] in (" ", "\t") else "normal"
-        if prev_kind is not None:
-            if style == ">" and prev_kind == "normal" and kind == "normal":
-                if empties:
-                    breaks(empties)
-                else:
-                    body_c.append(" ")
-                    add(last_break[0], last_break[1], 1)
-            else:
-                breaks([last_break, *empties])
-        elif empties:
-            breaks(empties)
+        kind = "more" if content[:1] in (" ", "\t") else "normal"
+        seps: Sequence[Pos]
+        if prev_kind is None:
+            seps = empties
+        elif folded and prev_kind == "normal" and kind == "normal":
+            seps = empties
+            if not empties:  # folded between two normal lines: a space
+                append(" ")
+                q0, q1 = last_break
+                if q0 != last_line or q1 != next_col:
+                    offs.append(n)
+                    rlines.append(q0)
+                    rcols.append(q1)
+                n += 1
+                last_line, next_col = q0, q1 + 1
+        else:
+            seps = [last_break, *empties]
+        for q0, q1 in seps:
+            append("\n")
+            if q0 != last_line or q1 != next_col:
+                offs.append(n)
+                rlines.append(q0)
+                rcols.append(q1)
+            n += 1
+            last_line, next_col = q0, q1 + 1
         empties = []
-        content = ln[indent:]
-        body_c.append(content)
-        add(no, indent + 1, len(content))
+        append(content)
+        k = len(content)
+        if k:
+            col = indent + 1
+            if no != last_line or col != next_col:
+                offs.append(n)
+                rlines.append(no)
+                rcols.append(col)
+            n += k
+            last_line, next_col = no, col + k
         last_break = (no, len(ln) + 1)
         last_broken = broken
         prev_kind = kind
@@ -226,8 +255,20 @@ def _block(index: LineIndex, s: int, e: int, style: str, chars: list[str]) -> Ru
     # A body that ends the file without a line break has no final break to keep (YAML 1.2
     # §8.1.1.2: chomping applies to the final line break, and there is none).
     if chomp == "+":
-        breaks([last_break, *empties] if last_broken else empties)
+        tail = [last_break, *empties] if last_broken else empties
     elif chomp == "" and last_broken:
-        breaks([last_break])
+        tail = [last_break]
+    else:
+        tail = []
+    for q0, q1 in tail:
+        append("\n")
+        if q0 != last_line or q1 != next_col:
+            offs.append(n)
+            rlines.append(q0)
+            rcols.append(q1)
+        n += 1
+        last_line, next_col = q0, q1 + 1
+    body_p = Runs()
+    body_p.offs, body_p.lines, body_p.cols, body_p.n = offs, rlines, rcols, n
     chars.extend(body_c)
     return body_p
