@@ -20,6 +20,7 @@ if TYPE_CHECKING:
     from typing import Any
 
 Pos = tuple[int, int]
+_COUNTED_ASKS = 8  # LineIndex.pos: past these, the line starts are built (bisect is O(log n))
 
 
 class LineIndex:
@@ -29,12 +30,13 @@ class LineIndex:
     already the offset (``offset_of``), so a manifest whose values all sit on one line each
     never needs them."""
 
-    __slots__ = ("_starts", "ascii", "text")
+    __slots__ = ("_asks", "_starts", "ascii", "text")
 
     def __init__(self, text: str) -> None:
         self.text = text
         self.ascii = text.isascii()
         self._starts: list[int] | None = None
+        self._asks = 0  # ``pos`` answered by counting, before the line starts are built
 
     @property
     def starts(self) -> list[int]:
@@ -60,6 +62,13 @@ class LineIndex:
         return off if off < n else n
 
     def pos(self, offset: int) -> Pos:
+        if self._starts is None and self._asks < _COUNTED_ASKS and offset >= 0:
+            # the first few asked by counting the breaks before it (C scans of the text):
+            # most YAML files ask one or two (a block scalar's first line), and building the
+            # starts splits the whole text (~a third of reading a block scalar)
+            self._asks += 1
+            text = self.text
+            return text.count("\n", 0, offset) + 1, offset - text.rfind("\n", 0, offset)
         line = bisect_right(self.starts, offset)
         return line, offset - self.starts[line - 1] + 1
 
