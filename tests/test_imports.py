@@ -186,8 +186,10 @@ def test_a_yaml_lint_loads_none_of_clicks_help_or_threading_modules() -> None:
 # tpcheck's own modules a vLLM Deployment with an image (QWEN_TP16) never needs: the overlay
 # build (no kustomization beside it, an image named), the Dockerfile reader (no setup to read a
 # pip pin from), SGLang's memory and pool physics and its rules (a vLLM launch), the shell
-# tokenizer (its command and args are lists of words, no `sh -c` string).
-NOT_FOR_A_VLLM_DEPLOYMENT = ("tpcheck.sources.kustomize", "tpcheck.sources.kustomize_gen",
+# tokenizer (its command and args are lists of words, no `sh -c` string), the dstack and vLLM
+# --config readers (a Kubernetes document: tpcheck.sources.yamlfile tells them apart).
+NOT_FOR_A_VLLM_DEPLOYMENT = ("tpcheck.sources.dstack", "tpcheck.sources.vllm_config",
+                             "tpcheck.sources.kustomize", "tpcheck.sources.kustomize_gen",
                              "tpcheck.sources.kustomize_nodes", "tpcheck.sources.kustomize_patch",
                              "tpcheck.sources.dockerfile", "tpcheck.physics.sglang_memory",
                              "tpcheck.physics.sglang_pools", "tpcheck.sources.shell",
@@ -196,7 +198,7 @@ NOT_FOR_A_VLLM_DEPLOYMENT = ("tpcheck.sources.kustomize", "tpcheck.sources.kusto
 
 
 def test_a_yaml_lint_loads_no_reader_or_physics_its_file_does_not_need() -> None:
-    # exit 1 (TP201's warning, as above); the modules loaded: none of the twelve
+    # exit 1 (TP201's warning, as above); the modules loaded: none of them
     assert _probe(LINT_PROBE.format(path=QWEN_TP16, names=NOT_FOR_A_VLLM_DEPLOYMENT)) == "1 []"
 
 

@@ -1,4 +1,5 @@
 """dstack run configurations (``type: service`` / ``task``): ``commands:`` run as one script.
+Which documents are such configurations is ``tpcheck.sources.yamlfile.is_dstack``.
 
 dstack provisions ``resources.gpu`` (``H100:8``, ``MI300X:8``, ``A100:80GB:2``, ``80GB:8``, or
 ``{name: H100, count: 8}``) and exports the count to the commands: ``DSTACK_GPUS_PER_NODE``,
@@ -23,18 +24,7 @@ TYPE_CHECKING = False  # typing's constant without importing typing (start-up, i
 if TYPE_CHECKING:
     from typing import Any
 
-CONFIG_TYPES = frozenset({"service", "task", "dev-environment"})
 _MEMORY = lazy_re(r"^\d+(?:\.\d+)?\s*(?:GB|MB|TB)(?:\.\.\d*(?:GB|MB|TB)?)?$", re.I)
-
-
-def is_dstack(root: Any) -> bool:
-    """A mapping with ``type: service|task|dev-environment`` and ``commands``."""
-    if not isinstance(root, yaml.MappingNode):
-        return False
-    keys = {k.value: v for k, v in root.value if isinstance(k, yaml.ScalarNode)}
-    kind = keys.get("type")
-    return (isinstance(kind, yaml.ScalarNode) and kind.value in CONFIG_TYPES
-            and "commands" in keys and "kind" not in keys and "apiVersion" not in keys)
 
 
 def read_dstack(root: Any, ctx: Ctx) -> list[Deployment]:

@@ -6,6 +6,7 @@ import os
 from collections.abc import Callable, Mapping
 
 from tpcheck.deferred import lazy_re
+from tpcheck.engines.flags import FLAGS
 from tpcheck.sources.base import (
     MAX_LAUNCHES,
     RECOVERED_NOTE,
@@ -14,11 +15,9 @@ from tpcheck.sources.base import (
     SourceError,
     Span,
 )
-from tpcheck.sources.dstack import is_dstack, read_dstack
 from tpcheck.sources.kube import Walker
 from tpcheck.sources.positions import LineIndex, Located, Runs
 from tpcheck.sources.pyyaml import ReaderError, yaml
-from tpcheck.sources.vllm_config import looks_like_config, read_config
 from tpcheck.sources.yamlctx import LOADER, Ctx
 
 TYPE_CHECKING = False  # typing's constant without importing typing (start-up, issue 8)
@@ -94,13 +93,60 @@ def _compose(text: str, ctx: Ctx, found: list[Deployment]) -> list[Any] | None:
         if llm and llmisvc.kind_of(doc) is not None:
             found.extend(llmisvc.read_llmisvc(doc, ctx, docs))
         elif is_dstack(doc):
+            from tpcheck.sources.dstack import read_dstack
+
             found.extend(read_dstack(doc, ctx))
         elif looks_like_config(doc):
+            from tpcheck.sources.vllm_config import read_config
+
             found.extend(read_config(doc, ctx))
         else:
             found.extend(Walker(ctx).run(doc))
     # an LLMInferenceService's reader sees every document: the readers after it compose anew
     return None if llm else kept
+
+
+# What a document is, asked of every one: here, so that a Kubernetes manifest imports neither
+# the dstack reader nor the vLLM --config reader (each a module to import on every YAML lint).
+DSTACK_TYPES = frozenset({"service", "task", "dev-environment"})
+
+
+def is_dstack(root: Any) -> bool:
+    """A dstack run configuration (``tpcheck.sources.dstack``): a mapping with
+    ``type: service|task|dev-environment`` and ``commands``."""
+    if not isinstance(root, yaml.MappingNode):
+        return False
+    keys = {k.value: v for k, v in root.value if isinstance(k, yaml.ScalarNode)}
+    kind = keys.get("type")
+    return (isinstance(kind, yaml.ScalarNode) and kind.value in DSTACK_TYPES
+            and "commands" in keys and "kind" not in keys and "apiVersion" not in keys)
+
+
+def looks_like_config(root: Any) -> bool:
+    """A vLLM ``--config`` file (``tpcheck.sources.vllm_config``): a flat mapping with no
+    ``kind`` whose keys include a parallel/model engine flag, and whose keys are mostly vLLM
+    options: vLLM turns every key into ``--key``, so in a real config they all are. A Helm
+    values file (``model:`` beside ``image:``, ``resources:``) or a dstack service (``type:``,
+    ``commands:``) names a flag or two among its own keys."""
+    if not isinstance(root, yaml.MappingNode):
+        return False
+    keys = [k.value for k, _ in root.value if isinstance(k, yaml.ScalarNode)]
+    if "kind" in keys or "apiVersion" in keys or "services" in keys:
+        return False
+    table = FLAGS["vllm"]
+    hits = options = 0
+    for k in keys:
+        flag = table.get("--" + str(k).replace("_", "-"))
+        options += flag is not None
+        if flag is not None and flag.field in (
+            "tensor_parallel_size", "pipeline_parallel_size", "data_parallel_size", "model",
+            "max_model_len", "max_num_seqs",
+        ):
+            hits += 1
+    return hits >= 1 and 2 * options > len(keys) and any(
+        str(k).replace("_", "-") in ("tensor-parallel-size", "model", "pipeline-parallel-size")
+        for k in keys
+    )
 
 
 def _parse_error(path: str, e: yaml.MarkedYAMLError, outer: Located | None) -> SourceError:
