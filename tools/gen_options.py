@@ -410,7 +410,6 @@ def _field_info(classes: Classes, aliases: Aliases, field_src: tuple[str, str],
     rng = _field_range(fs[1])
     if rng:
         info["range"] = rng
-    info["field_where"] = fs[2]
     doc = classes.docs.get(field_src)
     if doc is not None and "deprecat" in doc[0].lower():
         info["doc_said"] = doc  # the help text vLLM shows for the field (get_attr_docs)
@@ -1364,8 +1363,24 @@ def write(engine: str, version: str, archive: Archive, out: Path = OUT) -> Path:
     data["options"] = kept
     out.mkdir(parents=True, exist_ok=True)
     path = out / f"{engine}-{version}.json"
-    path.write_text(json.dumps(data, indent=1, sort_keys=False) + "\n", encoding="utf-8")
+    path.write_text(table_text(data), encoding="utf-8")
     return path
+
+
+def table_text(data: dict[str, Any]) -> str:
+    """The table as JSON with the release's facts on the first line and one option a line.
+
+    tpcheck.engines.flags.load_table reads it by lines: it takes each option's names from the
+    start of its line and decodes the rest only when a launch names the option (a launch names
+    a few of ~320), so an option entry starts with its names and no value holds a line break
+    (json.dumps escapes them)."""
+    head = {k: v for k, v in data.items() if k != "options"}
+    lines = [json.dumps(head, separators=(",", ":"))[:-1] + ',"options":[']
+    rows = [json.dumps({"names": e["names"], **e}, separators=(",", ":"))
+            for e in data["options"]]
+    lines.append(",\n".join(rows))
+    lines.append("]}\n")
+    return "\n".join(lines)
 
 
 def main(argv: list[str] | None = None) -> int:

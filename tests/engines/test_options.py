@@ -56,6 +56,40 @@ def test_every_table_says_it_is_generated() -> None:
         assert p.name == f"{data['engine']}-{data['version']}.json"
 
 
+def test_reading_a_table_by_lines_gives_what_decoding_it_whole_gives() -> None:
+    """load_table takes names from the start of each line and decodes an option when asked:
+    every table, read that way, equals the Options built from json.loads of the whole file,
+    and each file is exactly what the generator's table_text writes for its data."""
+    from tpcheck.engines.flags import _TABLES, _option
+
+    table_text = gen().table_text
+    for p in sorted(OPTIONS.glob("*.json")):
+        text = p.read_text(encoding="utf-8")
+        data = json.loads(text)
+        assert table_text(data) == text, p
+        whole: dict[str, object] = {}
+        for e in data["options"]:
+            for n in e["names"]:
+                whole.setdefault(n, _option(e))
+        _TABLES.pop((data["engine"], data["version"]), None)  # read afresh, lazily
+        t = load_table(data["engine"], data["version"])
+        assert list(t.by_name) == list(whole), p  # the same names, in the same order
+        assert t.by_name.copy() == whole, p
+        assert (t.version, t.parsing, t.validations) == (
+            data["version"], data.get("parsing", {}), tuple(data.get("validations", ())))
+
+
+def test_table_text_starts_each_option_with_its_names_on_one_line() -> None:
+    data = {"_": "generated", "engine": "vllm", "version": "9.9.9", "keywords": ["a"],
+            "options": [{"kind": "str", "names": ["--a", "--b"], "help": "x\ny"},
+                        {"names": ["--c"]}]}
+    text = gen().table_text(data)
+    assert json.loads(text) == data
+    assert text.splitlines()[1:] == ['{"names":["--a","--b"],"kind":"str","help":"x\\ny"},',
+                                     '{"names":["--c"]}', "]}"]
+    assert gen().table_text({**data, "options": []}).endswith('"options":[\n\n]}\n')
+
+
 def test_releases_and_nearest_pick() -> None:
     assert known_releases("vllm")[:2] == ["0.8.5", "0.9.2"]
     assert nearest_release("vllm", "v0.33.0") == ("0.33.0", None)

@@ -367,16 +367,26 @@ def load_table(engine: str, version: str) -> OptionTable:
         from tpcheck.jsonlib import json
 
         with open(f"{OPTIONS_DIR}/{engine}-{version}.json", encoding="utf-8") as fh:
-            data = json.load(fh)
+            head, *rows = fh.read().split("\n")
+        data = json.loads(head[: -len(_OPTIONS_KEY)] + "}")
         by_name = OptionsByName()
         add = by_name.setdefault  # dict's (OptionsByName.add): ~430 names, no Python call each
-        for e in data["options"]:
-            for n in e["names"]:
-                add(n, e)
+        for row in rows:
+            if row.startswith(_NAMES):  # not the closing "]}"
+                for n in row[len(_NAMES) : row.index('"]')].split('","'):
+                    add(n, row)
         t = OptionTable(engine, data["version"], data.get("source", ""), by_name,
                         data.get("parsing", {}), tuple(data.get("validations", ())))
         _TABLES[key] = t
     return t
+
+
+# The layout tools/gen_options.py's table_text writes: the release's facts on the first line,
+# ending where the options list opens, then one option a line, its names first. An option is
+# decoded from its line when first looked up (decoding all ~320 cost a one-file lint ~2 M
+# instructions). Option strings hold no quote or backslash, so the names are read as written.
+_OPTIONS_KEY = ',"options":['
+_NAMES = '{"names":["'
 
 
 def _option(e: dict[str, Any]) -> Option:
@@ -399,7 +409,7 @@ def _option(e: dict[str, Any]) -> Option:
 
 
 class OptionsByName(dict):  # type: ignore[type-arg]  # dict[str, Option] to its readers
-    """A table's ``by_name``: option string -> Option, each Option built from its JSON entry
+    """A table's ``by_name``: option string -> Option, each Option built from its JSON line
     when first looked up. A launch names a few of the release's ~430 option strings (the
     prefix rule reads only the names), and building all ~320 Options cost a one-file lint
     ~4 million instructions. Every way of reading a value (``[]``, ``get``, ``values``,
@@ -407,11 +417,13 @@ class OptionsByName(dict):  # type: ignore[type-arg]  # dict[str, Option] to its
     first entry naming a string keeps it (as ``setdefault`` did). (``dict(t)`` and ``{**t}``
 copy in C, past these methods: use ``copy()``.)"""
 
-    def add(self, name: str, entry: dict[str, Any]) -> None:
+    def add(self, name: str, entry: str) -> None:
         dict.setdefault(self, name, entry)
 
-    def _built(self, entry: dict[str, Any]) -> Option:
-        opt = _option(entry)
+    def _built(self, entry: str) -> Option:
+        from tpcheck.jsonlib import json
+
+        opt = _option(json.loads(entry.rstrip(",")))
         for n in opt.names:
             if dict.get(self, n) is entry:
                 dict.__setitem__(self, n, opt)
