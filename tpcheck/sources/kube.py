@@ -15,10 +15,8 @@ from collections.abc import Callable, Iterator
 from tpcheck.engines.flags import SGLANG_KWARGS
 from tpcheck.sources.argv import Launch, deployment_from_words, find_launch, infer_engine
 from tpcheck.sources.base import Deployment, ModelHint, Span
-from tpcheck.sources.kube_crd import CrdReaders
 from tpcheck.sources.kube_env import EnvReaders, LazyEnv
 from tpcheck.sources.kube_pod import PodFacts
-from tpcheck.sources.kube_task import TaskFacts
 from tpcheck.sources.positions import Located
 from tpcheck.sources.pyyaml import yaml
 from tpcheck.sources.shell_vars import Vars, shell_c_string
@@ -69,7 +67,12 @@ _MAPPING_KEYS = frozenset({
 })
 
 
-class Walker(EnvReaders, PodFacts, CrdReaders, TaskFacts):
+# The top-level keys whose task-file readers (tpcheck.sources.kube_task) can find anything:
+# SkyPilot's ``run``, Truss's ``docker_server`` and the release pins' setup/build/requirements.
+_TASK_KEYS = frozenset({"run", "docker_server", "setup", "build_commands", "requirements"})
+
+
+class Walker(EnvReaders, PodFacts):
     """One document's walk; ``found`` collects Deployments."""
 
     def __init__(self, ctx: Ctx) -> None:
@@ -94,8 +97,12 @@ class Walker(EnvReaders, PodFacts, CrdReaders, TaskFacts):
             for k, v in envs.value:
                 if isinstance(k, yaml.ScalarNode) and isinstance(v, yaml.ScalarNode):
                     self.top_vars.shell[k.value] = self.ctx.locate(v)
-        self._skypilot_env(root)
-        self._task_facts(root)
+        if isinstance(root, yaml.MappingNode) and any(
+                k.value in _TASK_KEYS and isinstance(k, yaml.ScalarNode) for k, _ in root.value):
+            from tpcheck.sources import kube_task
+
+            kube_task.skypilot_env(self, root)
+            kube_task.task_facts(self, root)
         # Ancestors are a linked list (node, parent-link) so a push costs O(1), not O(depth).
         seen, consumed = self.seen, self.consumed
         stack: list[tuple[Any, Any]] = [(root, None)]
@@ -177,13 +184,19 @@ class Walker(EnvReaders, PodFacts, CrdReaders, TaskFacts):
                 self.found.append(read_role_config(m, keys, self.ctx, self, self.root))
                 return
         if "engine_kwargs" in keys and isinstance(keys["engine_kwargs"], yaml.MappingNode):
-            self.ray_llm_config(m, keys)
+            from tpcheck.sources.kube_crd import ray_llm_config
+
+            ray_llm_config(self, m, keys)
             return
         if "runtime_env" in keys and "import_path" in keys:
-            self.ray_serve_env_app(m, keys)
+            from tpcheck.sources.kube_crd import ray_serve_env_app
+
+            ray_serve_env_app(self, m, keys)
             return
         if "resourceProfile" in keys and ("url" in keys or "args" in keys):
-            self.kubeai_model(m, keys, _ancestors(link))
+            from tpcheck.sources.kube_crd import kubeai_model
+
+            kubeai_model(self, m, keys, _ancestors(link))
             return
         if (
             "command" in keys or "args" in keys or "entrypoint" in keys or "extraArgs" in keys
@@ -336,10 +349,13 @@ class Walker(EnvReaders, PodFacts, CrdReaders, TaskFacts):
         found = read_shell_text(loc, self.ctx.path, vars_)
         if found and link is not None:
             found = [self.model_hints(d, anc) for d in found]
-        if found and self.task_image:
-            found = [self._with_task_image(d) for d in found]
-        if found and self.task_extra:
-            found = [self._with_task_facts(d) for d in found]
+        if found and (self.task_image or self.task_extra):
+            from tpcheck.sources.kube_task import with_task_facts, with_task_image
+
+            if self.task_image:
+                found = [with_task_image(self, d) for d in found]
+            if self.task_extra:
+                found = [with_task_facts(self, d) for d in found]
         self.found.extend(found)
 
     def embedded_yaml(self, node: Any) -> None:

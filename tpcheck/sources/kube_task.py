@@ -1,4 +1,6 @@
-"""Task files (SkyPilot, Truss) whose GPUs, image and release pin apply to every launch in them."""
+"""Task files (SkyPilot, Truss) whose GPUs, image and release pin apply to every launch in them.
+
+``kube.Walker`` imports this module only for a document with a task file's top-level keys."""
 
 from __future__ import annotations
 
@@ -6,15 +8,23 @@ from tpcheck.sources.base import Deployment, Span
 from tpcheck.sources.kube_env import int_or_none
 from tpcheck.sources.positions import Located
 from tpcheck.sources.pyyaml import yaml
-from tpcheck.sources.shell_vars import Vars
 from tpcheck.sources.yamlctx import Ctx
 from tpcheck.sources.yamlnodes import engine_version, mget
 
 TYPE_CHECKING = False  # typing's constant without importing typing (start-up, issue 8)
 if TYPE_CHECKING:
-    from typing import Any
+    from typing import Any, Protocol
 
+    from tpcheck.sources.shell_vars import Vars
 
+    class Walker(Protocol):
+        """What these readers use of ``kube.Walker`` (which imports them: no import back)."""
+
+        ctx: Ctx
+        top_vars: Vars
+        task_image: str | None
+        task_extra: dict[str, Any]
+        task_spans: dict[str, Span]
 
 # Exported by SkyPilot to each node's run with a value of its own (environment-variables docs)
 SKYPILOT_PER_NODE = frozenset({"SKYPILOT_NODE_RANK", "SKYPILOT_NODE_IPS"})
@@ -75,108 +85,102 @@ def _accelerator_name(node: Any) -> str | None:
     return (one.strip() or None) if not rest else None
 
 
-class TaskFacts:
-    """The walker's readers of a task file's own facts (mixed into ``kube.Walker``)."""
+def skypilot_env(w: Walker, root: Any) -> None:
+    """What SkyPilot exports to a task's ``run`` that the task fixes (docs.skypilot.co,
+    running-jobs/environment-variables, "SkyPilot environment variables"):
+    ``SKYPILOT_NUM_NODES`` is ``num_nodes`` (bound only when written) and
+    ``SKYPILOT_NUM_GPUS_PER_NODE`` the count of ``resources.accelerators`` (``H100:8``;
+    every choice of a set or list must agree). ``SKYPILOT_NODE_RANK`` and
+    ``SKYPILOT_NODE_IPS`` differ between nodes: set, never known."""
+    if not isinstance(mget(root, "run"), yaml.ScalarNode):
+        return
+    res = mget(root, "resources")
+    nodes = mget(root, "num_nodes")
+    if not isinstance(res, yaml.MappingNode) and nodes is None:
+        return
+    image_id = mget(res, "image_id")  # the task runs in this container (docs: Docker)
+    if isinstance(image_id, yaml.ScalarNode) and str(image_id.value).startswith("docker:"):
+        w.task_image = str(image_id.value).removeprefix("docker:").strip() or None
+    top = w.top_vars
+    top.per_pod = SKYPILOT_PER_NODE
+    if isinstance(nodes, yaml.ScalarNode) and int_or_none(nodes.value) is not None:
+        top.shell.setdefault("SKYPILOT_NUM_NODES", w.ctx.locate(nodes))
+        top.origins["SKYPILOT_NUM_NODES"] = "num_nodes"
+    acc = mget(res, "accelerators")
+    count = _accelerator_count(acc, w.ctx)
+    if count is not None:
+        top.shell.setdefault("SKYPILOT_NUM_GPUS_PER_NODE", count)
+        top.origins["SKYPILOT_NUM_GPUS_PER_NODE"] = "resources.accelerators"
+        # the GPUs of a one-node task (the checks count a pod's GPUs, and a task of
+        # several nodes is one launch per node, as Slurm's --nodes), and the product
+        # when the task names one (issue 33)
+        if nodes is None or int_or_none(str(getattr(nodes, "value", ""))) == 1:
+            w.task_extra["gpus_requested"] = int(count.value)
+            w.task_spans["gpus_requested"] = count.span()
+        name = _accelerator_name(acc)
+        if name is not None:
+            w.task_extra["gpu_product"] = name
+            w.task_spans["gpu_product"] = w.ctx.span(acc)
 
-    ctx: Ctx
-    top_vars: Vars
-    task_image: str | None
-    task_extra: dict[str, Any]
-    task_spans: dict[str, Span]
 
-    def _skypilot_env(self, root: Any) -> None:
-        """What SkyPilot exports to a task's ``run`` that the task fixes (docs.skypilot.co,
-        running-jobs/environment-variables, "SkyPilot environment variables"):
-        ``SKYPILOT_NUM_NODES`` is ``num_nodes`` (bound only when written) and
-        ``SKYPILOT_NUM_GPUS_PER_NODE`` the count of ``resources.accelerators`` (``H100:8``;
-        every choice of a set or list must agree). ``SKYPILOT_NODE_RANK`` and
-        ``SKYPILOT_NODE_IPS`` differ between nodes: set, never known."""
-        if not isinstance(mget(root, "run"), yaml.ScalarNode):
-            return
-        res = mget(root, "resources")
-        nodes = mget(root, "num_nodes")
-        if not isinstance(res, yaml.MappingNode) and nodes is None:
-            return
-        image_id = mget(res, "image_id")  # the task runs in this container (docs: Docker)
-        if isinstance(image_id, yaml.ScalarNode) and str(image_id.value).startswith("docker:"):
-            self.task_image = str(image_id.value).removeprefix("docker:").strip() or None
-        top = self.top_vars
-        top.per_pod = SKYPILOT_PER_NODE
-        if isinstance(nodes, yaml.ScalarNode) and int_or_none(nodes.value) is not None:
-            top.shell.setdefault("SKYPILOT_NUM_NODES", self.ctx.locate(nodes))
-            top.origins["SKYPILOT_NUM_NODES"] = "num_nodes"
-        acc = mget(res, "accelerators")
-        count = _accelerator_count(acc, self.ctx)
-        if count is not None:
-            top.shell.setdefault("SKYPILOT_NUM_GPUS_PER_NODE", count)
-            top.origins["SKYPILOT_NUM_GPUS_PER_NODE"] = "resources.accelerators"
-            # the GPUs of a one-node task (the checks count a pod's GPUs, and a task of
-            # several nodes is one launch per node, as Slurm's --nodes), and the product
-            # when the task names one (issue 33)
-            if nodes is None or int_or_none(str(getattr(nodes, "value", ""))) == 1:
-                self.task_extra["gpus_requested"] = int(count.value)
-                self.task_spans["gpus_requested"] = count.span()
-            name = _accelerator_name(acc)
-            if name is not None:
-                self.task_extra["gpu_product"] = name
-                self.task_spans["gpu_product"] = self.ctx.span(acc)
+def task_facts(w: Walker, root: Any) -> None:
+    """A Truss config's ``resources.accelerator: H100:8`` (beside ``docker_server``: the
+    GPUs its start command gets), and a ``pip install vllm==X`` pin in a SkyPilot
+    ``setup`` or Truss ``build_commands`` / ``requirements`` (the release ``run`` uses)."""
+    if not isinstance(root, yaml.MappingNode):
+        return
+    res = mget(root, "resources")
+    acc = mget(res, "accelerator")
+    if mget(root, "docker_server") is not None and isinstance(acc, yaml.ScalarNode) and (
+            isinstance(acc.value, str)):
+        name, colon, cnt = acc.value.rpartition(":")
+        if not colon:
+            name, cnt = acc.value, "1"
+        if name and cnt.strip().isdigit() and int(cnt) >= 1:
+            span = w.ctx.span(acc)
+            w.task_extra.update(gpus_requested=int(cnt), gpu_product=name.strip())
+            w.task_spans.update(gpus_requested=span, gpu_product=span)
+    for key in ("setup", "build_commands", "requirements"):
+        node = mget(root, key)
+        items = [node] if isinstance(node, yaml.ScalarNode) else (
+            list(node.value) if isinstance(node, yaml.SequenceNode) else [])
+        for item in items:
+            if not isinstance(item, yaml.ScalarNode) or not isinstance(item.value, str):
+                continue
+            # here, so a manifest with no setup imports no Dockerfile reader
+            from tpcheck.sources.dockerfile import pin_release
 
-    def _task_facts(self, root: Any) -> None:
-        """A Truss config's ``resources.accelerator: H100:8`` (beside ``docker_server``: the
-        GPUs its start command gets), and a ``pip install vllm==X`` pin in a SkyPilot
-        ``setup`` or Truss ``build_commands`` / ``requirements`` (the release ``run`` uses)."""
-        if not isinstance(root, yaml.MappingNode):
-            return
-        res = mget(root, "resources")
-        acc = mget(res, "accelerator")
-        if mget(root, "docker_server") is not None and isinstance(acc, yaml.ScalarNode) and (
-                isinstance(acc.value, str)):
-            name, colon, cnt = acc.value.rpartition(":")
-            if not colon:
-                name, cnt = acc.value, "1"
-            if name and cnt.strip().isdigit() and int(cnt) >= 1:
-                span = self.ctx.span(acc)
-                self.task_extra.update(gpus_requested=int(cnt), gpu_product=name.strip())
-                self.task_spans.update(gpus_requested=span, gpu_product=span)
-        for key in ("setup", "build_commands", "requirements"):
-            node = mget(root, key)
-            items = [node] if isinstance(node, yaml.ScalarNode) else (
-                list(node.value) if isinstance(node, yaml.SequenceNode) else [])
-            for item in items:
-                if not isinstance(item, yaml.ScalarNode) or not isinstance(item.value, str):
-                    continue
-                # here, so a manifest with no setup imports no Dockerfile reader
-                from tpcheck.sources.dockerfile import pin_release
+            lead = "" if key != "requirements" else "pip install "
+            pin = pin_release(lead + item.value)
+            if pin is not None:
+                at = max(0, pin[2] - len(lead))
+                line = w.ctx.locate(item).sub(at, at + 1).span().line
+                w.task_extra["pin"] = (pin[0], pin[1],
+                                          f"from `{pin[0]}=={pin[1]}` pinned in {key} at "
+                                          f"{w.ctx.path}:{line}")
 
-                lead = "" if key != "requirements" else "pip install "
-                pin = pin_release(lead + item.value)
-                if pin is not None:
-                    at = max(0, pin[2] - len(lead))
-                    line = self.ctx.locate(item).sub(at, at + 1).span().line
-                    self.task_extra["pin"] = (pin[0], pin[1],
-                                              f"from `{pin[0]}=={pin[1]}` pinned in {key} at "
-                                              f"{self.ctx.path}:{line}")
 
-    def _with_task_facts(self, d: Deployment) -> Deployment:
-        from tpcheck.record import replace
+def with_task_facts(w: Walker, d: Deployment) -> Deployment:
+    from tpcheck.record import replace
 
-        kw: dict[str, Any] = {}
-        spans: dict[str, Span] = {}
-        for k in ("gpus_requested", "gpu_product"):
-            if k in self.task_extra and getattr(d, k) is None:
-                kw[k] = self.task_extra[k]
-                spans[k] = self.task_spans[k]
-        pin = self.task_extra.get("pin")
-        if pin is not None and pin[0] == d.engine and d.engine_version is None:
-            kw.update(engine_version=pin[1], engine_version_from=pin[2])
-        return replace(d, **kw, spans={**spans, **d.spans}) if kw else d
+    kw: dict[str, Any] = {}
+    spans: dict[str, Span] = {}
+    for k in ("gpus_requested", "gpu_product"):
+        if k in w.task_extra and getattr(d, k) is None:
+            kw[k] = w.task_extra[k]
+            spans[k] = w.task_spans[k]
+    pin = w.task_extra.get("pin")
+    if pin is not None and pin[0] == d.engine and d.engine_version is None:
+        kw.update(engine_version=pin[1], engine_version_from=pin[2])
+    return replace(d, **kw, spans={**spans, **d.spans}) if kw else d
 
-    def _with_task_image(self, d: Deployment) -> Deployment:
-        """A SkyPilot task's ``run`` executes in its ``image_id`` container: that image pins
-        the engine release as a pod's image does (a launch that names its own image keeps it)."""
-        from tpcheck.record import replace
 
-        img = self.task_image
-        if d.image or img is None:
-            return d
-        return replace(d, image=img, engine_version=engine_version(img, d.engine))
+def with_task_image(w: Walker, d: Deployment) -> Deployment:
+    """A SkyPilot task's ``run`` executes in its ``image_id`` container: that image pins
+    the engine release as a pod's image does (a launch that names its own image keeps it)."""
+    from tpcheck.record import replace
+
+    img = w.task_image
+    if d.image or img is None:
+        return d
+    return replace(d, image=img, engine_version=engine_version(img, d.engine))
