@@ -255,23 +255,23 @@ def _read_yaml_file(shown: str, text: str, *, stdin: bool) -> ReadResult:
         # the chart's own values are read through its templates (read_template); read
         # here too, a launch in them would be reported twice
         return ReadResult(shown, (), (), text)
-    from tpcheck.sources import kustomize_find
+    from tpcheck.sources.files import is_kustomization, kustomization_beside, may_be_lone_patch
     from tpcheck.sources.yamlfile import read_yaml, read_yaml_docs
 
-    if kustomize_find.is_kustomization(shown):
+    if is_kustomization(shown):
         from tpcheck.sources.kustomize import read_kustomization
 
         return read_kustomization(shown, text)
     if stdin:
         return read_yaml(shown, text)
-    if kustomize_find.kustomization_beside(shown) is not None:
+    if kustomization_beside(shown) is not None:
         from tpcheck.sources.kustomize import is_listed_patch
 
         if is_listed_patch(shown):
             return ReadResult(shown, (), (), text)  # read through its kustomization
     # composed once: the lone-patch note and the KServe pairing look at the reader's nodes
     result, docs = read_yaml_docs(shown, text)
-    if kustomize_find.may_be_lone_patch(result):
+    if may_be_lone_patch(result):
         from tpcheck.sources.kustomize import note_lone_patch
 
         result = note_lone_patch(shown, result, docs)
