@@ -83,11 +83,17 @@ def human_int_error(v: str, option: Option, rule: dict[str, object] | None) -> s
         if _HUMAN.match(s) or s == "auto":
             return None
         return f"invalid value: '{v}' (an integer, optionally with k/m/g/t or K/M/G/T)"
-    m = re.fullmatch(str(rule.get("pattern", "")), s)
+    decimal = rule.get("decimal", ())
+    binary = rule.get("binary", ())
+    # Plain digits (--max-model-len 32768): a match's suffix would be digits too, in neither
+    # list unless one holds digits, so int() decides, without compiling the release's pattern
+    plain = s.isascii() and s.isdigit() and not any(
+        isinstance(x, str) and (not x or x.isdigit())
+        for x in (*(decimal if isinstance(decimal, list) else ()),
+                  *(binary if isinstance(binary, list) else ())))
+    m = None if plain else re.fullmatch(str(rule.get("pattern", "")), s)
     if m is not None and len(m.groups()) == 2:
         number, suffix = m.groups()
-        decimal = rule.get("decimal", ())
-        binary = rule.get("binary", ())
         if isinstance(decimal, list) and suffix in decimal:
             return None
         if isinstance(binary, list) and suffix in binary:
