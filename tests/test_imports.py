@@ -188,9 +188,11 @@ def test_a_yaml_lint_loads_none_of_clicks_help_or_threading_modules() -> None:
 # pip pin from), SGLang's memory and pool physics and its rules (a vLLM launch), the shell
 # tokenizer (its command and args are lists of words, no `sh -c` string), the dstack and vLLM
 # --config readers (a Kubernetes document: tpcheck.sources.yamlfile tells them apart), the
-# KubeAI/Ray readers (no such keys) and the task-file readers (no SkyPilot or Truss top-level key).
+# KubeAI/Ray readers (no such keys) and the task-file readers (no SkyPilot or Truss top-level key),
+# the inline suppressions (no comment names tpcheck) and the pod groups (one pod).
 NOT_FOR_A_VLLM_DEPLOYMENT = ("tpcheck.sources.dstack", "tpcheck.sources.vllm_config",
                              "tpcheck.sources.kube_crd", "tpcheck.sources.kube_task",
+                             "tpcheck.lint_groups", "tpcheck.lint_ignores",
                              "tpcheck.sources.kustomize", "tpcheck.sources.kustomize_gen",
                              "tpcheck.sources.kustomize_nodes", "tpcheck.sources.kustomize_patch",
                              "tpcheck.sources.dockerfile", "tpcheck.physics.sglang_memory",

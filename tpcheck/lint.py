@@ -19,8 +19,6 @@ from tpcheck.checks.base import Finding, Severity
 from tpcheck.checks.context import CheckContext
 from tpcheck.errors import UsageError
 from tpcheck.hardware.gpus import GPU, find_gpu
-from tpcheck.lint_groups import merge_groups
-from tpcheck.lint_ignores import IGNORE_RE, Suppression, inline_suppressions, suppressed_by
 from tpcheck.lint_nearest import finding_order, run_with_nearest_settings, settings_file_for
 from tpcheck.lint_values import (
     MAX_GROUP,
@@ -50,6 +48,7 @@ TYPE_CHECKING = False  # typing's constant without importing typing (start-up, i
 if TYPE_CHECKING:
     from typing import Any
 
+    from tpcheck.lint_ignores import Suppression
     from tpcheck.sources.base import ModelHint
 
     # (model, revision, the file's folder, served name, the file's other model hints)
@@ -267,12 +266,22 @@ class Linter:
         # a side file's error (a chart's values.yaml every template reads) is said once
         out.errors.extend(e for e in rr.errors if e.path == rr.path or e not in out.errors)
         out.notes.extend(rr.notes)
-        sups = inline_suppressions(rr.text)
+        # the suppression and group modules load only for a file that needs them: a comment
+        # naming tpcheck (inline_suppressions' own first test), a group of several pods
+        sups: list[Suppression] = []
+        if rr.text and "tpcheck" in rr.text:
+            from tpcheck.lint_ignores import inline_suppressions
+
+            sups = inline_suppressions(rr.text)
         used: set[int] = set()
         file_ignores = self._file_ignores(rr.path)
         linted = [(d, self.lint_deployment(d, out)) for d in rr.deployments]
         out.deployments += len(linted)
-        for d, found in merge_groups(linted):
+        if any((d.group_size or 0) > 1 for d, _ in linted):
+            from tpcheck.lint_groups import merge_groups
+
+            linted = merge_groups(linted)
+        for d, found in linted:
             for f in found:
                 if f.code.startswith(file_ignores):
                     out.suppressed += 1
@@ -283,12 +292,19 @@ class Linter:
                 if f.span.path != rr.path:
                     # read through a kustomize overlay: the comment is looked for in the file
                     # that wrote the value (a base, a patch)
+                    from tpcheck.lint_ignores import suppressed_by
+
                     if suppressed_by(f, self._other_suppressions(f.span.path),
                                       f.span.line) is not None:
                         out.suppressed += 1
                         continue
                     out.findings.append(f)
                     continue
+                if not sups:
+                    out.findings.append(f)
+                    continue
+                from tpcheck.lint_ignores import suppressed_by
+
                 hit = suppressed_by(f, sups, d.span.line)
                 if hit is not None:
                     used.add(hit.line)
@@ -305,6 +321,7 @@ class Linter:
         """Inline suppressions of a file a finding points into other than the one read."""
         hit = self._suppressions.get(path)
         if hit is None:
+            from tpcheck.lint_ignores import inline_suppressions
             from tpcheck.sources.files import decode_utf8_sig, read_capped
 
             try:  # a base or patch the overlay read, through the one side-file reader
@@ -503,8 +520,8 @@ def exit_code(result: LintResult, fail_on: str, streamed: Iterable[Severity] = (
                     (*streamed, *(f.severity for f in result.findings))) else 0
 
 
-__all__ = ["IGNORE_RE", "MAX_GROUP", "LintResult", "Linter", "exit_code", "finding_order",
-           "inline_suppressions", "is_tpu", "merge_groups", "run_with_nearest_settings",
+__all__ = ["MAX_GROUP", "LintResult", "Linter", "exit_code", "finding_order",
+           "is_tpu", "run_with_nearest_settings",
            "settings_file_for"]
 
 

@@ -13,7 +13,7 @@ from __future__ import annotations
 import re
 from collections.abc import Mapping
 
-from tpcheck.lint import IGNORE_RE
+from tpcheck.lint_ignores import IGNORE_RE
 from tpcheck.record import fields, record
 from tpcheck.sources.base import Deployment
 
