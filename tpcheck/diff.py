@@ -276,7 +276,7 @@ def read_side(paths: Iterable[str], linter_for: Callable[[Path | None], Linter],
     laid out in, the repository's), so a headline naming a path names the repository's."""
     errors: list[SourceError] = []
     out: dict[str, _Side] = {}
-    from tpcheck.sources.given import run_over
+    from tpcheck.sources.files import run_over
 
     paths = list(paths)
     with run_over(paths):

@@ -481,7 +481,7 @@ class Linter:
         out = LintResult()
         if self.topology_error is not None:
             out.errors.append(self.topology_error)
-        from tpcheck.sources.given import run_over
+        from tpcheck.sources.files import run_over
 
         paths = list(paths)
         with run_over(paths):

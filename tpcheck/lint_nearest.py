@@ -63,7 +63,7 @@ def run_with_nearest_settings(paths: Iterable[str], linter_for: Callable[[Path |
     With ``sink``, each file's findings go to it as soon as that file is checked, in the
     report's order (files by path, as the sorted report has them), and the result keeps none
     of them: memory stays flat however many files there are (``report.stream``)."""
-    from tpcheck.sources.given import run_over
+    from tpcheck.sources.files import run_over
 
     paths = list(paths)
     with run_over(paths):

@@ -5,8 +5,7 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-from tpcheck.sources.files import folder_stamp
-from tpcheck.sources.given import run_over
+from tpcheck.sources.files import folder_stamp, run_over
 
 
 def test_stamp_is_taken_once_per_run_and_afresh_outside(tmp_path: Path) -> None:

@@ -200,7 +200,7 @@ def run(args: base.Args) -> int:
     models = _ModelSources(args.offline, args.model_config, stdin_filename, args.engine_version)
     results: list[ReadResult] = []
     walk_errors: list[SourceError] = []
-    from tpcheck.sources.given import run_over
+    from tpcheck.sources.files import run_over
 
     with run_over(paths):
         for p in iter_files(paths, walk_errors):

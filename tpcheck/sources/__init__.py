@@ -57,6 +57,20 @@ PROSE_EXT = (".md", ".markdown", ".rst", ".txt")  # launch lines in notes: shell
 UNREAD_NOTE = "not a format tpcheck reads; skipped"
 
 
+# Which reader a file's name asks for (a Dockerfile, a Makefile): here, where every file's
+# kind is decided, so a YAML or shell lint imports no Dockerfile reader.
+def is_dockerfile(name: str) -> bool:
+    """``Dockerfile``, ``Dockerfile.cuda``, ``cuda.Dockerfile``, ``Containerfile``."""
+    low = name.replace("\\", "/").rsplit("/", 1)[-1].lower()
+    return (low in ("dockerfile", "containerfile") or low.startswith(("dockerfile.",
+            "containerfile.")) or low.endswith((".dockerfile", ".containerfile")))
+
+
+def is_makefile(name: str) -> bool:
+    low = name.replace("\\", "/").rsplit("/", 1)[-1].lower()
+    return low in ("makefile", "gnumakefile") or low.endswith(".mk")
+
+
 def reader_kind(name: str, text: str) -> str:
     """'yaml' | 'shell' | 'python' | 'dockerfile' | 'makefile' | 'powershell' | 'unread' from
     the name, else
@@ -65,8 +79,6 @@ def reader_kind(name: str, text: str) -> str:
     A template keeps the kind of the name under its ``.tpl`` (``run.sh.tpl`` is shell); a
     bare ``.tpl`` is a Helm template, YAML. Terraform's ``.tftpl`` and Slurm's ``.sbatch`` /
     ``.slurm`` are shell."""
-    from tpcheck.sources.file_names import is_dockerfile, is_makefile
-
     low = name.lower()
     if is_dockerfile(low):
         return "dockerfile"
@@ -392,7 +404,5 @@ def _scanned_template(name: str) -> bool:
 def _is_build_file(name: str) -> bool:
     """Dockerfiles, Makefiles, Slurm batch files, Terraform templates and PowerShell scripts,
     which a folder scan reads as shell too."""
-    from tpcheck.sources.file_names import is_dockerfile, is_makefile
-
     return (is_dockerfile(name) or is_makefile(name)
             or name.lower().endswith((".tftpl", ".sbatch", ".slurm", ".ps1")))

@@ -27,8 +27,7 @@ from functools import lru_cache
 
 from tpcheck.record import replace
 from tpcheck.sources.base import MAX_BYTES, PATCH_NOTE, Deployment, ReadResult, SourceError, Span
-from tpcheck.sources.files import NAMES, is_kustomization, kustomization_beside
-from tpcheck.sources.given import given_paths
+from tpcheck.sources.files import NAMES, given_paths, is_kustomization, kustomization_beside
 from tpcheck.sources.kustomize_gen import env_from, generated_env
 from tpcheck.sources.kustomize_nodes import (
     MAP,
