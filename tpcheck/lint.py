@@ -53,6 +53,10 @@ if TYPE_CHECKING:
 
     # (model, revision, the file's folder, served name, the file's other model hints)
     ResolveKey = tuple[str, str | None, str | None, str | None, tuple[ModelHint, ...]]
+    from collections.abc import Callable, Iterator
+
+    # (the rule, its function, what it needs)
+    RuleRow = tuple[Rule, Callable[[CheckContext, Rule], Iterator[Finding]], frozenset[str]]
 
 # `nvidia-smi topo -m` prints a few KiB even on a 72-GPU NVL rack; 1 MiB bounds what is read.
 MAX_TOPOLOGY_BYTES = 1024 * 1024
@@ -75,6 +79,7 @@ class Linter:
         # The option rules by the outcome they report (rows of checks.registry): the bad-value
         # one also reports values below the engine's minimum and values the physics refuses,
         # and those of a misspelt, ambiguous or refused option are root causes (see below).
+        self._rule_rows: tuple[list[Rule], list[RuleRow]] | None = None
         self.by_outcome: dict[str, Rule] = {
             o: r for r in self.rules if (o := r.param("outcome")) is not None}
         for pattern, codes in settings.per_file_ignores.items():
@@ -379,27 +384,25 @@ class Linter:
             refused_findings, d, ctx = refusals
             late.extend(refused_findings)
         unresolved = d.unresolved.keys()  # usually empty: then no rule is skipped for it
-        for rule in self.rules:
-            # each rule declares what it needs (checks.registry): skipped when that is missing
-            if tpu and "gpu_physics" in rule.needs:
-                continue
-            if "shape" in rule.needs and shape is None:
-                continue
-            if tp_unknown and "known_tp" in rule.needs:
-                continue  # t is an expression tpcheck cannot evaluate: nothing to say about it
-            if "topology" in rule.needs and ctx.topology is None:
-                continue  # no nvidia-smi matrix to place the group on
-            s = ctx.shape  # (the rules' own: after a refused value, ctx is the defaults')
-            if "model_problem" in rule.needs and (s is not None or ctx.model_problem is None):
-                continue
-            if "latent_cache" in rule.needs and (s is None or not s.latent_cache):
-                continue
-            if "experts" in rule.needs and s is not None and s.moe is None:
+        # What this launch lacks of what rules need (checks.registry): a rule that needs one
+        # is skipped, asked once per rule as one set operation.
+        s = ctx.shape  # (the rules' own: after a refused value, ctx is the defaults')
+        missing = {need for need, lacking in (
+            ("gpu_physics", tpu),
+            ("shape", shape is None),
+            ("known_tp", tp_unknown),  # t is an expression tpcheck cannot evaluate
+            ("topology", ctx.topology is None),  # no nvidia-smi matrix to place the group on
+            ("model_problem", s is not None or ctx.model_problem is None),
+            ("latent_cache", s is None or not s.latent_cache),
+            ("experts", s is not None and s.moe is None),
+        ) if lacking}
+        for rule, check, needs in self._rows():
+            if not missing.isdisjoint(needs):
                 continue
             if unresolved and not unresolved.isdisjoint(rule.depends_on):
                 continue  # a value the rule's figures need is an expression: no guessed finding
             try:
-                found.extend(rule.check(ctx))
+                found.extend(check(ctx, rule))
             except Exception as e:
                 out.errors.append(SourceError(
                     d.path, d.span.line, d.span.column,
@@ -408,6 +411,14 @@ class Linter:
                 if os.environ.get("TPCHECK_DEBUG"):
                     raise
         return one_per_span(found, late)
+
+    def _rows(self) -> list[RuleRow]:
+        """Each selected rule with its function and what it needs, read once per run rather
+        than per deployment (20 rules × every launch); rebuilt when ``rules`` is replaced."""
+        rows = self._rule_rows
+        if rows is None or rows[0] is not self.rules:
+            rows = self._rule_rows = (self.rules, [(r, r.function, r.needs) for r in self.rules])
+        return rows[1]
 
     def _command_line_findings(self, ctx: CheckContext) -> list[Finding]:
         """The rules that read only the command line, for a launch whose layout the other rules

@@ -169,3 +169,42 @@ def test_another_release_is_asked_only_for_its_verdict() -> None:
     assert f.fix is not None and "--tensor-parallel-size 2" in f.fix
     assert "the verdict holds for every known release (0.10.1 to 0.33.0)" in said(f.to_json())
     assert len({t for _, t, _, _ in memo}) > 1
+
+
+def test_another_releases_options_are_the_ones_its_own_context_builds() -> None:
+    """fires_with's contexts copy the asking context's options with what the release decides
+    replaced (the release, DP-attention's width, the checkpoint's KV dtype, the context): equal
+    to the options a context of that deployment builds field by field."""
+    from tpcheck.checks.context import CheckContext
+    from tpcheck.engines.defaults import KNOWN_RELEASES
+    from tpcheck.lint import Linter
+    from tpcheck.record import replace
+    from tpcheck.settings import Settings
+    from tpcheck.sources import read_path
+
+    linter = Linter(Settings(offline=True), gpu_flag="h100-sxm")
+    launches = (
+        "vllm serve meta-llama/Llama-3.1-70B-Instruct --tensor-parallel-size 4 "
+        "--max-model-len -1\n",
+        "python -m sglang.launch_server --model-path deepseek-ai/DeepSeek-V3 --tp 8 "
+        "--enable-dp-attention\n",
+        "vllm serve meta-llama/Llama-3.1-8B-Instruct --kv-cache-dtype auto --dtype half\n",
+    )
+    for text in launches:
+        [d] = read_path("run.sh", text).deployments
+        shape, _, _ = linter.shape_for(d)
+        assert shape is not None
+        gpu, _ = linter.gpu_for(d)
+        # SGLang <= 0.4.4 (the asking launch's): --enable-dp-attention alone sets dp = tp
+        asking = (d, replace(d, engine_version="0.4.3")) if d.engine == "sglang" else (d,)
+        for ctx, v in ((CheckContext(a, shape=shape, settings=linter.settings, gpu=gpu,
+                                     evaluations=linter._evaluations), v)
+                       for a in asking for v in KNOWN_RELEASES[d.engine]):
+            other_d = replace(d, engine_version=v)
+            like = CheckContext(other_d, shape=shape, settings=linter.settings, gpu=gpu,
+                                evaluations=linter._evaluations)
+            like._like = ctx
+            own = CheckContext(other_d, shape=shape, settings=linter.settings, gpu=gpu,
+                               evaluations=linter._evaluations)
+            assert like.options == own.options, (text, v)
+            assert like.options_for(1234) == own.options_for(1234), (text, v)

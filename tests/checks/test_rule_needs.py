@@ -124,3 +124,18 @@ def test_the_option_rows_outcomes_are_the_ones_worded() -> None:
 
     assert set(VERB) | {"combination"} == OUTCOMES
     assert {r.param("outcome") for r in RULES if r.family == "options"} <= OUTCOMES
+
+
+def test_replacing_the_rules_between_runs_runs_the_new_ones(tmp_path: Path) -> None:
+    """The linter reads its rows (rule, function, needs) once per run: a run after ``rules`` is
+    replaced asks the new rules, not the rows of the first run."""
+    p = tmp_path / "run.sh"
+    p.write_text("vllm serve meta-llama/Llama-3.1-8B-Instruct\n")
+    first, first_calls = _probe("TP901")
+    second, second_calls = _probe("TP902")
+    linter = Linter(Settings(offline=True), gpu_flag="h100-sxm")
+    linter.rules = [first]
+    linter.run([str(p)])
+    linter.rules = [second]
+    linter.run([str(p)])
+    assert len(first_calls) == 1 and len(second_calls) == 1

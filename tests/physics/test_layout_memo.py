@@ -122,3 +122,48 @@ def test_the_memo_forgets_the_least_recently_used() -> None:
     # the oldest was t = 8's capacity (its layout was used since): t = 8's layout is kept
     kept = {(k[1], k[3]) for k in memo}
     assert kept == {(8, None), (4, None), (4, False), (8, True)}
+
+
+def test_weights_kept_by_what_they_read() -> None:
+    """plan.weights_of keeps a layout's weights by its layout options, and by the release only
+    where the weights read it (vLLM's FlashInfer MLA workspace): each kept answer is the one
+    priced afresh, dense weights are one part across the releases, MLA's one per release."""
+    from tpcheck.physics.plan import weights, weights_of
+
+    for model, per_release in ((LLAMA70, False), ("deepseek-ai/DeepSeek-V2-Lite", True)):
+        shape = shape_of(model)
+        memo = Memo()
+        for v in KNOWN_RELEASES["vllm"]:
+            opts = Options(gpu=H100, context=4096, engine_version=v)
+            assert weights_of(shape, 2, opts, memo) == weights(shape, 2, opts)
+            assert weights_of(shape, 2, opts, memo) is weights_of(shape, 2, opts, memo)
+        n = sum(1 for k in memo.parts if k[0] == "weights")
+        assert n == (len(set(KNOWN_RELEASES["vllm"])) if per_release else 1)
+
+
+def test_parts_are_bounded_oldest_first() -> None:
+    """Memo.parts keeps the 2 x size latest parts (size 2: four), forgetting the oldest."""
+    from tpcheck.physics.plan import weights
+
+    shape = shape_of(LLAMA70)
+    memo = Memo(size=2)
+    w = weights(shape, 8, Options(gpu=H100))
+    for i in range(6):
+        memo.keep(("x", i), w)
+    assert list(memo.parts) == [("x", 2), ("x", 3), ("x", 4), ("x", 5)]
+    assert memo.part(("x", 1)) is None and memo.part(("x", 5)) is w
+
+
+def test_reserve_kept_is_the_fresh_one() -> None:
+    """A capacity whose reserve came from the memo equals one computed with no memo, across
+    options the reserve key reads and ones it does not (context, KV dtype)."""
+    for model in MODELS:
+        shape = shape_of(model)
+        memo = Memo()
+        for ctx in (2048, 8192):
+            for kvd in (None, "fp8"):
+                for eager in (False, True):
+                    opts = Options(gpu=H100, context=ctx, kv_cache_dtype=kvd,
+                                   enforce_eager=eager)
+                    assert capacity(shape, 2, opts, memo) == capacity(shape, 2, opts)
+        assert any(k[0] == "reserve" for k in memo.parts)

@@ -6,7 +6,7 @@ so rules only ask for Formulas and decide; they never parse files or format outp
 
 from __future__ import annotations
 
-from functools import cached_property, lru_cache
+from functools import lru_cache
 
 from tpcheck.checks.base import Alternative, Assumption, Edit, Finding, Severity
 from tpcheck.engines.defaults import KNOWN_RELEASES
@@ -33,9 +33,27 @@ from tpcheck.sources.base import Deployment, Span
 
 TYPE_CHECKING = False  # typing's constant without importing typing (start-up, issue 8)
 if TYPE_CHECKING:
+    from functools import cached_property
     from typing import Any
 
     from tpcheck.checks.registry import Rule
+else:
+    class cached_property:  # functools' name, whose typing mypy reads (above)
+        """``functools.cached_property`` without Python 3.11's lock, as 3.12 has it: every
+        launch's context computes ~9 of them once (and fires_with's contexts theirs), and
+        3.11 takes an RLock for each. A context is one thread's."""
+
+        def __init__(self, func: Any) -> None:
+            self.func, self.attrname, self.__doc__ = func, func.__name__, func.__doc__
+
+        def __set_name__(self, owner: type, name: str) -> None:
+            self.attrname = name
+
+        def __get__(self, instance: Any, owner: type | None = None) -> Any:
+            if instance is None:
+                return self
+            value = instance.__dict__[self.attrname] = self.func(instance)
+            return value
 
 @lru_cache(maxsize=1024)
 def release_for(engine: str, image: str | None, image_version: str | None,
@@ -85,6 +103,9 @@ class CheckContext:
         # (t = h_kv, an fp8 cache) for every deployment of a model (plan.Memo, bounded).
         self._evaluations = evaluations if evaluations is not None else Memo()
         self.verdict_only = False  # fires_with's contexts: the evidence is never built
+        # fires_with's contexts: the context whose deployment this one's is, under another
+        # release (only the release and what it decides differ: options_for)
+        self._like: CheckContext | None = None
 
     def verdict_holds(self) -> None:
         """A refusal-verdict rule calls this once its verdict holds, before it builds the
@@ -221,6 +242,7 @@ class CheckContext:
                              model_hint=self.model_hint,
                              topology=self.topology, evaluations=self._evaluations)
         other.verdict_only = True
+        other._like = self
         try:
             return any(True for _ in rule.check(other))
         except _VerdictHolds:
@@ -277,6 +299,13 @@ class CheckContext:
     def options_for(self, context: int) -> Options:
         """The physics options of this deployment with ``context`` tokens per sequence."""
         d = self.deployment
+        like = self._like
+        if like is not None:
+            # the same deployment under another release: what the release decides replaced
+            # in the other's options (a copy costs a tenth of building them field by field)
+            return replace(like.options, engine_version=self.release.physics_version,
+                           attn_dp=self.attn_dp, context=context,
+                           kv_cache_dtype=self.checkpoint_kv or d.kv_cache_dtype)
         return Options(
             engine=d.engine,
             engine_version=self.release.physics_version,

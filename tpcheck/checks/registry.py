@@ -85,15 +85,24 @@ class Rule:
         return f"rules/{self.code}.md"
 
     def param(self, key: str) -> str | None:
-        return dict(self.params).get(key)
+        # kept on the (frozen) row, as the options' hash is: the rows over a shared mechanism
+        # ask their parameter for every launch
+        kept: dict[str, str] | None = self.__dict__.get("_params")
+        if kept is None:
+            kept = self.__dict__["_params"] = dict(self.params)
+        return kept.get(key)
 
     @property
     def defaults(self) -> Mapping[str, object]:
         return {o.name: o.default for o in self.options}
 
+    @property
+    def function(self) -> Callable[[CheckContext, Rule], Iterator[Finding]]:
+        """The function that checks this row (imported when first asked)."""
+        return self.checker if callable(self.checker) else _function(self.checker)
+
     def check(self, ctx: CheckContext) -> Iterator[Finding]:
-        fn = self.checker if callable(self.checker) else _function(self.checker)
-        return fn(ctx, self)
+        return self.function(ctx, self)
 
 
 _FUNCTIONS: dict[str, Callable[[CheckContext, Rule], Iterator[Finding]]] = {}

@@ -84,6 +84,23 @@ class Memo(OrderedDict[MemoKey, Evaluation]):
     def __init__(self, size: int = 1024) -> None:
         super().__init__()
         self.size = size
+        # Parts of layouts, each keyed by what it reads: the weights (``weights_of``: TP205's
+        # search and TP101-TP104's ranking price a layout's weights alone, and the layout may
+        # be asked after; a third of a run's weights were computed twice) and the reserve
+        # (plan_memory.reserve: a quarter of a run's were). The ``2 * size`` latest are kept.
+        self.parts: OrderedDict[tuple[object, ...], Formula] = OrderedDict()
+
+    def part(self, key: tuple[object, ...]) -> Formula | None:
+        """A kept part, or None."""
+        return self.parts.get(key)
+
+    def keep(self, key: tuple[object, ...], value: Formula) -> Formula:
+        """``value`` kept under ``key`` (the oldest part forgotten past ``2 * size``)."""
+        parts = self.parts
+        parts[key] = value
+        if len(parts) > 2 * self.size:
+            parts.popitem(last=False)
+        return value
 
     def find(self, key: MemoKey) -> Evaluation | None:
         """The entry, now the most recently used; None when it is not kept."""
@@ -195,7 +212,7 @@ def capacity(shape: ModelShape, t: int, opts: Options, memo: Memo | None = None)
     if mem is None:
         return ev
     bud = budget(shape, t, opts, mem, int(ev.context.result))
-    res = reserve(shape, t, opts, bud)
+    res = reserve(shape, t, opts, bud, memo)
     return kv_pool(shape, t, opts, bud, ev, res)
 
 
@@ -206,7 +223,7 @@ def layout_at(shape: ModelShape, t: int, opts: Options, memo: Memo | None = None
     key = (shape, t, layout_options(shape, opts), None)
     found = memo.find(key)
     if found is None:
-        found = memo[key] = layout(shape, t, key[2])
+        found = memo[key] = layout(shape, t, key[2], memo)
     return found
 
 
@@ -262,13 +279,31 @@ def _weights_at(shape: ModelShape, t: int, opts: Options, memo: Memo | None) -> 
     """The weights per GPU: the memoised layout's when it is kept, else priced alone (without
     the rest of the layout)."""
     if memo is not None:
-        kept = memo.get((shape, t, layout_options(shape, opts), None))
+        lo = layout_options(shape, opts)
+        kept = memo.get((shape, t, lo, None))
         if kept is not None:
             return kept.weights.result
+        return weights_of(shape, t, opts, memo, lo).result
     return weights(shape, t, opts).result
 
 
-def layout(shape: ModelShape, t: int, opts: Options) -> Evaluation:
+def weights_of(shape: ModelShape, t: int, opts: Options, memo: Memo | None,
+               lo: Options | None = None) -> Formula:
+    """``weights``, kept in ``memo`` by what they read: the layout's options ``lo`` and, where
+    the weights read the release and the layout key drops it (vLLM's FlashInfer MLA
+    workspace), the release of ``opts``."""
+    if memo is None:
+        return weights(shape, t, opts)
+    if lo is None:
+        lo = layout_options(shape, opts)
+    release = opts.engine_version if (
+        lo.engine_version is not None or (shape.is_mla and opts.engine == "vllm")) else None
+    key = ("weights", shape, t, lo, release)
+    kept = memo.part(key)
+    return kept if kept is not None else memo.keep(key, weights(shape, t, opts))
+
+
+def layout(shape: ModelShape, t: int, opts: Options, memo: Memo | None = None) -> Evaluation:
     """What needs no GPU: refusals, context, weights and KV bytes per GPU, all-reduce bytes."""
     eng = opts.engine
     pp = max(opts.pp, 1)
@@ -280,7 +315,7 @@ def layout(shape: ModelShape, t: int, opts: Options) -> Evaluation:
             shape, t, engine=eng, dp=opts.dp, expert_parallel=opts.expert_parallel, attn_dp=attn_dp
         )
     )
-    w = weights(shape, t, opts)
+    w = weights_of(shape, t, opts, memo)
     kvb = kv.kv_bytes_per_token_per_gpu(
         shape, t, kv_cache_dtype=opts.kv_cache_dtype, pp=pp, context=c, attn_dp=attn_dp
     )

@@ -21,6 +21,17 @@ from tpcheck.physics.plan_records import (
 )
 from tpcheck.record import record, replace
 
+TYPE_CHECKING = False  # typing's constant without importing typing (start-up)
+if TYPE_CHECKING:
+    from typing import Protocol
+
+    class Parts(Protocol):
+        """Where a run keeps the parts of its layouts (plan.Memo)."""
+
+        def part(self, key: tuple[object, ...]) -> Formula | None: ...
+
+        def keep(self, key: tuple[object, ...], value: Formula) -> Formula: ...
+
 
 def gpu_nvlink(gpu: GPU | None) -> bool:
     """Whether SGLang sets up custom all-reduce/NVLink buffers: NVLink parts (unknown: yes)."""
@@ -98,19 +109,29 @@ def budget(shape: ModelShape, t: int, opts: Options, mem: int, c: int) -> Budget
                   ntok_src=ntok_src, u=u, uf=uf, assumed=assumed, context=c)
 
 
-def reserve(shape: ModelShape, t: int, opts: Options, bud: Budget) -> Formula:
+def reserve(shape: ModelShape, t: int, opts: Options, bud: Budget,
+            memo: Parts | None = None) -> Formula:
     """What the engine keeps outside the weights and the KV pool (vLLM's activation peak,
-    CUDA graphs, ...; SGLang's is inside its own pool formula)."""
+    CUDA graphs, ...; SGLang's is inside its own pool formula). Kept in ``memo`` by what it
+    reads: layouts that differ only in what the reserve does not read (the context, the KV
+    cache dtype, another release's budget) share one."""
     if opts.reserve is not None:
         return memory.fixed_reserve(opts.reserve)
     if opts.engine == "sglang":
         return memory.fixed_reserve(0)
-    return memory.reserve_for(
-        shape, t, b=act_bytes_of(shape, opts), max_num_batched_tokens=bud.ntok,
-        max_num_seqs=bud.seqs, enforce_eager=opts.enforce_eager, version=bud.defaults.version,
-        moe_group=moe_group_of(t, opts), expert_parallel=opts.expert_parallel, gpu=opts.gpu,
-        pp=max(opts.pp, 1), dp=opts.dp,
+    b, g, pp = act_bytes_of(shape, opts), moe_group_of(t, opts), max(opts.pp, 1)
+    version = bud.defaults.version
+    key = ("reserve", shape, t, b, bud.ntok, bud.seqs, opts.enforce_eager, version, g,
+           opts.expert_parallel, opts.gpu, pp, opts.dp)
+    kept = memo.part(key) if memo is not None else None
+    if kept is not None:
+        return kept
+    res = memory.reserve_for(
+        shape, t, b=b, max_num_batched_tokens=bud.ntok, max_num_seqs=bud.seqs,
+        enforce_eager=opts.enforce_eager, version=version, moe_group=g,
+        expert_parallel=opts.expert_parallel, gpu=opts.gpu, pp=pp, dp=opts.dp,
     )
+    return memo.keep(key, res) if memo is not None else res
 
 
 def kv_pool(shape: ModelShape, t: int, opts: Options, bud: Budget, ev: Evaluation,
