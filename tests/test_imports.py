@@ -198,7 +198,11 @@ NOT_FOR_A_VLLM_DEPLOYMENT = ("tpcheck.sources.dstack", "tpcheck.sources.vllm_con
                              "tpcheck.sources.dockerfile", "tpcheck.physics.sglang_memory",
                              "tpcheck.physics.sglang_pools", "tpcheck.sources.shell",
                              "tpcheck.sources.shell_tokens", "tpcheck.sources.arith",
-                             "tpcheck.sources.shell_recipes", "tpcheck.engines.sglang_rules")
+                             "tpcheck.sources.shell_recipes", "tpcheck.engines.sglang_rules",
+                             # rules skipped for what they need: no --topology matrix, and a
+                             # model that resolved
+                             "tpcheck.checks.tp_crosses_sockets", "tpcheck.checks._links",
+                             "tpcheck.checks.model_unresolved")
 
 
 def test_a_yaml_lint_loads_no_reader_or_physics_its_file_does_not_need() -> None:

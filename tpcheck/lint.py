@@ -10,7 +10,7 @@ from __future__ import annotations
 import fnmatch
 import os
 import re
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
 
 from tpcheck.checks import Rule, UnknownRule, rule_options, selected
 from tpcheck.checks._options import refused as refused_value
@@ -53,10 +53,7 @@ if TYPE_CHECKING:
 
     # (model, revision, the file's folder, served name, the file's other model hints)
     ResolveKey = tuple[str, str | None, str | None, str | None, tuple[ModelHint, ...]]
-    from collections.abc import Callable, Iterator
-
-    # (the rule, its function, what it needs)
-    RuleRow = tuple[Rule, Callable[[CheckContext, Rule], Iterator[Finding]], frozenset[str]]
+    RuleFunction = Callable[[CheckContext, Rule], Iterator[Finding]]
 
 # `nvidia-smi topo -m` prints a few KiB even on a 72-GPU NVL rack; 1 MiB bounds what is read.
 MAX_TOPOLOGY_BYTES = 1024 * 1024
@@ -79,7 +76,8 @@ class Linter:
         # The option rules by the outcome they report (rows of checks.registry): the bad-value
         # one also reports values below the engine's minimum and values the physics refuses,
         # and those of a misspelt, ambiguous or refused option are root causes (see below).
-        self._rule_rows: tuple[list[Rule], list[RuleRow]] | None = None
+        self._rule_rows: tuple[list[Rule], list[tuple[Rule, frozenset[str]]]] | None = None
+        self._functions: dict[str, RuleFunction] = {}  # by code, imported when first run
         self.by_outcome: dict[str, Rule] = {
             o: r for r in self.rules if (o := r.param("outcome")) is not None}
         for pattern, codes in settings.per_file_ignores.items():
@@ -396,11 +394,16 @@ class Linter:
             ("latent_cache", s is None or not s.latent_cache),
             ("experts", s is not None and s.moe is None),
         ) if lacking}
-        for rule, check, needs in self._rows():
+        rows = self._rows()  # (first: a new rules list also clears the functions)
+        functions = self._functions
+        for rule, needs in rows:
             if not missing.isdisjoint(needs):
                 continue
             if unresolved and not unresolved.isdisjoint(rule.depends_on):
                 continue  # a value the rule's figures need is an expression: no guessed finding
+            check = functions.get(rule.code)
+            if check is None:  # its module loads the first time a launch asks it
+                check = functions[rule.code] = rule.function
             try:
                 found.extend(check(ctx, rule))
             except Exception as e:
@@ -412,12 +415,13 @@ class Linter:
                     raise
         return one_per_span(found, late)
 
-    def _rows(self) -> list[RuleRow]:
-        """Each selected rule with its function and what it needs, read once per run rather
-        than per deployment (20 rules × every launch); rebuilt when ``rules`` is replaced."""
+    def _rows(self) -> list[tuple[Rule, frozenset[str]]]:
+        """Each selected rule with what it needs, read once per run rather than per deployment
+        (20 rules × every launch); rebuilt, with the functions, when ``rules`` is replaced."""
         rows = self._rule_rows
         if rows is None or rows[0] is not self.rules:
-            rows = self._rule_rows = (self.rules, [(r, r.function, r.needs) for r in self.rules])
+            rows = self._rule_rows = (self.rules, [(r, r.needs) for r in self.rules])
+            self._functions = {}
         return rows[1]
 
     def _command_line_findings(self, ctx: CheckContext) -> list[Finding]:
