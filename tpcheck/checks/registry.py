@@ -27,17 +27,17 @@ What a rule needs (``needs``), each skipping the rule for a launch that lacks it
 A rule skipped for a need is not even imported (its function is looked up at its first call):
 a deployment pays only for the rule families that can say something about it.
 
-``depends_on``: the Deployment fields its figures read besides t (``checks.needs`` groups the
-common ones); the rule is skipped when the file leaves one as an expression. ``memory_model``:
-its figures come from the memory model, so its findings name the engine release they assume.
-``refusal_verdict``: its verdict is the engine's start-up refusal; when no image pins the release
-and a known release would not refuse, the finding says so and stays below error.
+``depends_on``: the Deployment fields its figures read besides t (LAYOUT, MEMORY and BATCH below
+group the common ones); the rule is skipped when the file leaves one as an expression.
+``memory_model``: its figures come from the memory model, so its findings name the engine
+release they assume. ``refusal_verdict``: its verdict is the engine's start-up refusal; when no
+image pins the release and a known release would not refuse, the finding says so and stays below
+error.
 """
 
 from __future__ import annotations
 
 from tpcheck.checks.base import Severity
-from tpcheck.checks.needs import BATCH, LAYOUT, MEMORY
 from tpcheck.record import field, record
 
 TYPE_CHECKING = False  # typing's constant without importing typing (start-up)
@@ -46,6 +46,18 @@ if TYPE_CHECKING:
 
     from tpcheck.checks.base import Finding
     from tpcheck.checks.context import CheckContext
+
+# Groups of Deployment fields the rows name in ``depends_on``: a rule whose figures depend on one
+# says nothing when the file leaves it as an expression tpcheck cannot evaluate
+# (``--data-parallel-size $((LWS_GROUP_SIZE * N))``) rather than judge the engine default in its
+# place (issue 18).
+# How the GPUs are split besides t: every per-GPU figure of the layout rules reads them.
+LAYOUT = ("pipeline_parallel_size", "data_parallel_size", "attn_dp_size", "ep_size",
+          "moe_dense_tp_size", "moe_a2a_backend", "enable_expert_parallel")
+# What the KV pool is carved from: the memory budget and the bytes per weight and per token.
+MEMORY = ("gpu_memory_utilization", "kv_cache_dtype", "quantization", "dtype", "cpu_offload_gb")
+# What the engine schedules into the pool.
+BATCH = ("max_num_seqs", "max_model_len", "max_num_batched_tokens")
 
 NEEDS = frozenset({"shape", "known_tp", "gpu_physics", "valid_layout", "topology",
                    "model_problem", "latent_cache", "experts"})
