@@ -8,7 +8,7 @@ import re
 from hypothesis import given
 from hypothesis import strategies as st
 
-from tpcheck.engines import versions
+import tpcheck.engines as versions
 from tpcheck.hardware import gpus, machines
 from tpcheck.models import refs
 from tpcheck.sources import kube, kube_pod, yamlnodes

@@ -16,8 +16,7 @@ from __future__ import annotations
 import os
 import sys
 
-from tpcheck import __version__
-from tpcheck.errors import CommandError, UsageError
+from tpcheck import CommandError, UsageError, __version__
 
 # typing's constant without importing typing, so `tpcheck --version` stays small (a command run
 # imports typing anyway, with click); type checkers take any name TYPE_CHECKING as true.

@@ -23,8 +23,8 @@ from collections import Counter
 from collections.abc import Callable, Iterable
 from pathlib import Path
 
+from tpcheck import UsageError
 from tpcheck.checks.base import Finding
-from tpcheck.errors import UsageError
 from tpcheck.lint import MAX_GROUP, Linter, settings_file_for
 from tpcheck.oneline import one_line
 from tpcheck.record import fields, record, replace

@@ -12,12 +12,12 @@ import os
 import re
 from collections.abc import Callable, Iterable, Iterator, Mapping
 
+from tpcheck import UsageError
 from tpcheck.checks import Rule, UnknownRule, rule_options, selected
 from tpcheck.checks._options import refused as refused_value
 from tpcheck.checks._options import root_cause
 from tpcheck.checks.base import Finding, Severity
 from tpcheck.checks.context import CheckContext
-from tpcheck.errors import UsageError
 from tpcheck.hardware.gpus import GPU, find_gpu
 from tpcheck.lint_nearest import finding_order, run_with_nearest_settings, settings_file_for
 from tpcheck.lint_values import (

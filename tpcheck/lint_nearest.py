@@ -7,8 +7,8 @@ from collections import Counter
 from collections.abc import Callable, Iterable
 from pathlib import Path
 
+from tpcheck import UsageError
 from tpcheck.checks.base import Finding
-from tpcheck.errors import UsageError
 from tpcheck.result import LintResult
 from tpcheck.sources import iter_files
 from tpcheck.sources.base import SourceError

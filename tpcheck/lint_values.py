@@ -7,7 +7,7 @@ from itertools import compress, repeat
 
 from tpcheck.checks.base import Finding
 from tpcheck.checks.context import CheckContext
-from tpcheck.engines.versions import NEWEST
+from tpcheck.engines import NEWEST
 from tpcheck.sources.base import Deployment, SourceError
 
 # Counts past this are input errors, not layouts: no machine has 4,096 GPUs in one TP/PP/DP

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from tpcheck.errors import CommandError, UsageError
+from tpcheck import CommandError, UsageError
 from tpcheck.models.shape import ModelShape
 
 TYPE_CHECKING = False  # typing's constant without importing typing (start-up, issue 8)

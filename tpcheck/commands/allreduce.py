@@ -11,8 +11,8 @@ from typing import Any
 
 import click
 
+from tpcheck import UsageError
 from tpcheck.commands import base
-from tpcheck.errors import UsageError
 
 DESCRIPTION = """\
 Expected all-reduce time and bus bandwidth per message size on a topology.

@@ -23,7 +23,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 
 import click
 
-from tpcheck.errors import UsageError
+from tpcheck import UsageError
 
 if TYPE_CHECKING:  # click.shell_completion is imported only when the shell asks
     from click.shell_completion import CompletionItem

@@ -9,9 +9,9 @@ from typing import Any
 
 import click
 
+from tpcheck import UsageError
 from tpcheck.commands import base
 from tpcheck.commands.lint import checked_network, codes, deployment_options
-from tpcheck.errors import UsageError
 from tpcheck.oneline import one_line
 
 TYPE_CHECKING = False

@@ -6,8 +6,8 @@ from typing import TYPE_CHECKING, Any
 
 import click
 
+from tpcheck import CommandError, UsageError
 from tpcheck.commands import base
-from tpcheck.errors import CommandError, UsageError
 
 if TYPE_CHECKING:
     from click.shell_completion import CompletionItem

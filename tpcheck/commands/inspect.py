@@ -8,8 +8,8 @@ from typing import Any
 
 import click
 
+from tpcheck import UsageError
 from tpcheck.commands import base
-from tpcheck.errors import UsageError
 from tpcheck.oneline import one_line
 from tpcheck.sources import iter_files, read_path, read_stdin
 from tpcheck.sources.base import Deployment, ReadResult, SourceError

@@ -10,8 +10,8 @@ from typing import Any
 
 import click
 
+from tpcheck import UsageError
 from tpcheck.commands import base
-from tpcheck.errors import UsageError
 from tpcheck.oneline import one_line
 
 TYPE_CHECKING = False  # typing's constant without importing typing (start-up)

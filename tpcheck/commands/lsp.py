@@ -7,8 +7,8 @@ from typing import Any
 
 import click
 
+from tpcheck import UsageError
 from tpcheck.commands import base
-from tpcheck.errors import UsageError
 
 DESCRIPTION = """\
 Run the tpcheck Language Server on stdin/stdout.

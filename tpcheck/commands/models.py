@@ -7,8 +7,8 @@ import json
 import sys
 from typing import Any
 
+from tpcheck import CommandError
 from tpcheck.commands import base
-from tpcheck.errors import CommandError
 from tpcheck.oneline import one_line
 
 DESCRIPTION = """\

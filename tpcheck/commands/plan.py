@@ -8,9 +8,9 @@ from typing import Any
 
 import click
 
+from tpcheck import UsageError
 from tpcheck.commands import base
 from tpcheck.commands.plan_rows import link_use_of, plan_row, prefill_shares
-from tpcheck.errors import UsageError
 from tpcheck.record import replace
 from tpcheck.settings import MAX_ALPHA
 

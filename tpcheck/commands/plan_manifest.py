@@ -7,7 +7,7 @@ manifest says); flags given on the command line go on top.
 
 from __future__ import annotations
 
-from tpcheck.errors import CommandError, UsageError
+from tpcheck import CommandError, UsageError
 from tpcheck.record import record
 
 TYPE_CHECKING = False  # typing's constant without importing typing (start-up, issue 8)

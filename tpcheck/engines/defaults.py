@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from functools import lru_cache
 
-from tpcheck.engines.versions import NEWEST, parse_version
+from tpcheck.engines import NEWEST, parse_version
 from tpcheck.formula import MIB
 from tpcheck.record import record
 

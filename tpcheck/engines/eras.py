@@ -8,7 +8,7 @@ behaviour and the source it was read from. Tables are newest first and end with 
 
 from __future__ import annotations
 
-from tpcheck.engines.versions import parse_version
+from tpcheck.engines import parse_version
 from tpcheck.record import record
 
 # A version that parses to nothing (None, junk) takes the newest rules.

@@ -21,7 +21,7 @@ from __future__ import annotations
 
 from functools import lru_cache
 
-from tpcheck.engines.versions import NEWEST
+from tpcheck.engines import NEWEST
 from tpcheck.record import field, record
 
 TYPE_CHECKING = False  # typing's constant without importing typing (start-up, issue 8)

@@ -3,14 +3,14 @@
 Every rule asks the same ``Release``: the option rules (TP001-TP006) take its option table, the
 memory rules its defaults and its label. The order that picks it is the same everywhere: the
 container image tag, else ``engine-version`` (``--engine-version`` over ``[tool.tpcheck]``), else
-the newest release tpcheck has read (``engines.versions.NEWEST``, the one place it is written).
+the newest release tpcheck has read (``tpcheck.engines.NEWEST``, the one place it is written).
 """
 
 from __future__ import annotations
 
+from tpcheck.engines import NEWEST, parse_version
 from tpcheck.engines.defaults import EngineDefaults
 from tpcheck.engines.flags import OptionTable, load_table, nearest_release
-from tpcheck.engines.versions import NEWEST, parse_version
 from tpcheck.record import record
 
 __all__ = ["NEWEST", "NOT_PINNED", "Release", "newest", "parse_version", "resolve"]

@@ -7,7 +7,7 @@ uses the nearest release read at or below it (versions before the first use the 
 
 from __future__ import annotations
 
-from tpcheck.engines.versions import NEWEST, parse_version
+from tpcheck.engines import NEWEST, parse_version
 from tpcheck.record import record
 
 # How a release picks its default mem_fraction_static.

@@ -146,8 +146,8 @@ class DocumentLinter:
              config: EditorConfig = _NO_SETTINGS,
              buffers: Mapping[str, str] | None = None) -> DocResult:
         """Findings and read errors for ``text`` standing for ``path``; never raises."""
+        from tpcheck import UsageError
         from tpcheck.checks import UnknownRule
-        from tpcheck.errors import UsageError
         from tpcheck.settings import SettingsError
         from tpcheck.sources import read_path
 

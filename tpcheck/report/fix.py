@@ -288,7 +288,7 @@ class Fixer:
         return res
 
     def _lint(self, path: str) -> LintResult:
-        from tpcheck.errors import UsageError
+        from tpcheck import UsageError
         from tpcheck.sources.files import overlay
 
         sfile = self._settings_file_for(path, None, self._settings)
