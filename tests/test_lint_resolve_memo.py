@@ -150,3 +150,12 @@ def test_one_config_is_parsed_once_for_two_names(tmp_path: Path,
     assert [g[1] for g in got] == ["/models/Qwen3-8B", "Qwen/Qwen3-8B"]
     assert got[0][3] == got[1][3].split(" (")[0] + f" ({got[0][4]})"
     assert parsed == ["/models/Qwen3-8B"]
+
+
+def test_a_shape_s_name_is_not_its_value(tmp_path: Path) -> None:
+    # the physics' memos key on the shape: one config under two names is priced once
+    linter, _ = shapes(tmp_path, ("vllm serve /models/Qwen3-8B -tp 2\n"
+                                  "vllm serve Qwen/Qwen3-8B -tp 2\n"))
+    a, b = linter.shapes.values()
+    assert a is not b and a.name != b.name
+    assert a == b and hash(a) == hash(b)
