@@ -159,3 +159,24 @@ def test_a_shape_s_name_is_not_its_value(tmp_path: Path) -> None:
     a, b = linter.shapes.values()
     assert a is not b and a.name != b.name
     assert a == b and hash(a) == hash(b)
+
+
+def test_the_resolver_raises_a_kept_error_as_a_copy(tmp_path: Path) -> None:
+    from tpcheck.models.resolve import ResolveError, Resolver
+
+    r = Resolver(offline=True, cwd=str(tmp_path))
+    raised = []
+    for _ in range(2):
+        with pytest.raises(ResolveError) as e:
+            r.resolve("acme/never-published")
+        raised.append(e.value)
+    first, second = raised
+    assert first is not second
+    assert (first.kind, first.message, first.tried) == (second.kind, second.message,
+                                                        second.tried)
+    assert str(first) == str(second) == first.message
+    (kept,) = r._resolved.values()
+    assert isinstance(kept, ResolveError) and kept not in raised
+    assert kept.__traceback__ is None and kept.__context__ is None
+    # an answer is kept too: the same Resolution, not a second lookup
+    assert r.resolve("Qwen/Qwen3-8B") is r.resolve("Qwen/Qwen3-8B")
