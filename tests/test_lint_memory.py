@@ -48,7 +48,8 @@ def test_failed_lookups_do_not_pin_their_files(tmp_path: Path) -> None:
     # each file has 9 words (vllm, serve, the model and three option-value pairs); with the
     # errors' tracebacks cached, 240 of the 40 × 9 = 360 stayed alive; none may outlive its file
     assert live_words() - before < 10
-    cached = [*linter._resolved.values(), *linter.resolver._remote.values(),
+    cached = [*linter._resolved.values(), *linter._hinted.values(),
+              *linter.resolver._resolved.values(), *linter.resolver._remote.values(),
               *linter.resolver._files.values()]
     errors = [e for e in cached if isinstance(e, ResolveError)]
     assert len(errors) >= FILES  # one failed lookup per distinct model, at least

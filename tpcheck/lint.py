@@ -51,7 +51,8 @@ if TYPE_CHECKING:
     from tpcheck.lint_ignores import Suppression
     from tpcheck.sources.base import ModelHint
 
-    # (model, revision, the file's folder, served name, the file's other model hints)
+    # (model, revision, the file's folder); then the served name and the file's other hints
+    PlainKey = tuple[str, str | None, str | None]
     ResolveKey = tuple[str, str | None, str | None, str | None, tuple[ModelHint, ...]]
     RuleFunction = Callable[[CheckContext, Rule], Iterator[Finding]]
 
@@ -91,7 +92,12 @@ class Linter:
                                  offline=settings.offline or None, timeout=settings.hub_timeout,
                                  base_dir=settings.root)
         self.shapes: dict[tuple[str, str], ModelShape | str] = {}
-        self._resolved: dict[ResolveKey, Any] = {}
+        # resolutions by what decides them (_resolution): a reference that resolves as
+        # written by PlainKey, the others (hinted, or errors) with the hints in the key
+        self._resolved: dict[PlainKey, Any] = {}
+        self._hinted: dict[ResolveKey, Any] = {}
+        # parsed shapes (or ConfigError texts) by (config read, no quant config, quant assumed)
+        self._parsed: dict[tuple[str, bool, object], ModelShape | str] = {}
         self._evaluations = Memo()
         self._suppressions: dict[str, list[Suppression]] = {}
         self.gpu_flag: GPU | None = None
@@ -137,13 +143,13 @@ class Linter:
                 return None, None, None  # the parse error already speaks for this file
             return None, "the deployment names no model", None
         model = model or ""  # no reference, only hints (KServe storageUri): they are tried
-        rkey = self._resolve_key(d, model)
-        r_or_e = self._resolved.get(rkey)
+        r_or_e = self._resolution(d, model)
         if r_or_e is None:
+            pkey = self._plain_key(d, model)
             try:
                 r_or_e = self.resolver.resolve_hinted(
                     model, served_name=d.served_model_name, revision=d.revision,
-                    base_dir=rkey[2], file_hints=[(h.value, h.origin) for h in d.model_hints])
+                    base_dir=pkey[2], file_hints=[(h.value, h.origin) for h in d.model_hints])
             except ResolveError as e:
                 r_or_e = e
             except (OSError, RuntimeError, ValueError, RecursionError) as e:
@@ -154,7 +160,10 @@ class Linter:
                 # kept for the run: without its traceback, whose frames would pin this file's
                 # read result (every word's positions) for as long as the cache lives
                 r_or_e.__traceback__ = r_or_e.__context__ = r_or_e.__cause__ = None
-            self._resolved[rkey] = r_or_e
+            if isinstance(r_or_e, ResolveError) or r_or_e.hint is not None:
+                self._hinted[_hinted_key(pkey, d)] = r_or_e
+            else:  # it resolved as written: no hint is asked, whatever the file's hints
+                self._resolved[pkey] = r_or_e
         if isinstance(r_or_e, ResolveError):
             if RUNTIME_NOTE in d.notes:  # a KServe runtime alone: the model is not its to name
                 return None, None, None
@@ -163,13 +172,21 @@ class Linter:
         key = (r.location, model)
         cached = self.shapes.get(key)
         if cached is None:
-            try:
-                cached = parse_config(r.config, name=model, path=r.location,
-                                      quant_cfg=r.quant_config)
-                if r.assumed_quant is not None:  # a repack: its base's shape, its name's quant
-                    cached = replace(cached, quant=r.assumed_quant)
-            except ConfigError as e:
-                cached = str(e)
+            # One parse per config read (and quantization assumed): the model's name is the
+            # only field another name changes (a config's errors name its path).
+            pkey2 = (r.location, r.quant_config is None, r.assumed_quant)
+            parsed = self._parsed.get(pkey2)
+            if parsed is None:
+                try:
+                    parsed = parse_config(r.config, name=model, path=r.location,
+                                          quant_cfg=r.quant_config)
+                    if r.assumed_quant is not None:  # a repack: its base's shape, its name's
+                        parsed = replace(parsed, quant=r.assumed_quant)  # quantization
+                except ConfigError as e:
+                    parsed = str(e)
+                self._parsed[pkey2] = parsed
+            cached = parsed if isinstance(parsed, str) or parsed.name == model else replace(
+                parsed, name=model)
             self.shapes[key] = cached
         if isinstance(cached, str):
             return None, cached, None
@@ -177,12 +194,24 @@ class Linter:
         return cached, None, f"{r.source}: {r.location}{hint}"
 
     @staticmethod
-    def _resolve_key(d: Deployment, model: str) -> ResolveKey:
-        """(model, revision, the file's folder, served name, other hints): one lookup per key in
-        a run, since a repository names the same few models in hundreds of files, and each lookup
-        probes the file system. The folder is where a relative model path is looked for."""
+    def _plain_key(d: Deployment, model: str) -> PlainKey:
+        """(model, revision, the file's folder): what decides a reference that resolves as
+        written, since the file's hints are asked only when it does not. The folder is where a
+        relative model path is looked for."""
         base = (os.path.dirname(d.path) or ".") if d.path not in ("-", "") else None
-        return (model, d.revision, base, d.served_model_name, d.model_hints)
+        return (model, d.revision, base)
+
+    def _resolution(self, d: Deployment, model: str) -> Any:
+        """The run's Resolution or ResolveError for ``d``, None before it was looked up: kept
+        by (model, revision, folder) when the reference resolved as written, else with the
+        served name and the file's other hints too, which can change the answer (a repository
+        names the same few models in hundreds of files, and each lookup probes the file
+        system)."""
+        pkey = self._plain_key(d, model)
+        hit = self._resolved.get(pkey)
+        if hit is None and self._hinted:
+            hit = self._hinted.get(_hinted_key(pkey, d))
+        return hit
 
     def model_hint(self, d: Deployment) -> str | None:
         """After ``shape_for``: the hint that named ``d``'s model (folder name, served name),
@@ -190,8 +219,7 @@ class Linter:
         model = d.model if d.model is not None else d.unresolved.get("model")
         if not model and not d.model_hints:
             return None
-        hit = self._resolved.get(self._resolve_key(d, model or ""))
-        return getattr(hit, "hint", None)
+        return getattr(self._resolution(d, model or ""), "hint", None)
 
     def model_fix(self, d: Deployment) -> str | None:
         """After ``shape_for``: TP000's fix when a config.json was found, or its path given, but
@@ -203,7 +231,7 @@ class Linter:
         model = d.model if d.model is not None else d.unresolved.get("model")
         if not model and not d.model_hints:
             return None
-        hit = self._resolved.get(self._resolve_key(d, model or ""))
+        hit = self._resolution(d, model or "")
         if isinstance(hit, ResolveError):
             if hit.kind not in ("bad-json", "not-found") or not hit.tried:
                 return None
@@ -514,6 +542,12 @@ class Linter:
         else:
             rr = read_path(p, max_bytes=self.settings.max_file_size)
         self.lint_read(rr, out)
+
+
+def _hinted_key(pkey: PlainKey, d: Deployment) -> ResolveKey:
+    """``pkey`` with what else can decide a reference that does not resolve as written: the
+    served name and the file's other model hints."""
+    return (pkey[0], pkey[1], pkey[2], d.served_model_name, d.model_hints)
 
 
 def _gpu_or_error(name: str, where: str) -> GPU:

@@ -63,7 +63,14 @@ def _index() -> dict[str, CatalogEntry]:
 
 def find(model_id: str) -> CatalogEntry | None:
     """The entry for ``model_id`` (exact hub id or a listed alias, case-insensitive)."""
-    key = model_id.strip().lower()
+    return _find(model_id.strip().lower())
+
+
+@lru_cache(maxsize=4096)
+def _find(key: str) -> CatalogEntry | None:
+    """``find`` by its lower-cased id, kept like the listing it reads (``_folders``): the
+    bundled catalog does not change under a process, and a run asks it for every model id it
+    looks up (a stat and two records each)."""
     name = _folders().get(key)
     if name is not None and (CATALOG_DIR / name / "config.json").is_file():
         # The common case, a canonical id, without reading every folder's ALIASES.

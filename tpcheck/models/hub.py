@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import os
 import time
+from functools import lru_cache
 from pathlib import Path
 
 from tpcheck.models.config_files import CONFIG_NAME
@@ -19,15 +20,21 @@ def cache_folder(repo: str) -> Path:
     """Where huggingface_hub keeps ``repo``: HF_HUB_CACHE, else HF_HOME/hub, else the XDG default
     (the library's documented layout ``models--{org}--{name}``)."""
     env = os.environ
-    hub_cache = env.get("HF_HUB_CACHE") or env.get("HUGGINGFACE_HUB_CACHE")
-    if hub_cache:
-        base = Path(hub_cache).expanduser()
-    else:
-        home = env.get("HF_HOME") or os.path.join(
-            env.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache"),
-            "huggingface")
-        base = Path(home).expanduser() / "hub"
+    base = _cache_base(env.get("HF_HUB_CACHE") or env.get("HUGGINGFACE_HUB_CACHE"),
+                       env.get("HF_HOME"), env.get("XDG_CACHE_HOME"), env.get("HOME"))
     return base / ("models--" + repo.replace("/", "--"))
+
+
+@lru_cache(maxsize=8)
+def _cache_base(hub_cache: str | None, hf_home: str | None, xdg: str | None,
+                home: str | None) -> Path:
+    """The cache folder for these variables (``home``: HOME, which ``~`` expands to), kept: a
+    run asks it for every model it looks up, and expanding and joining paths is most of it."""
+    if hub_cache:
+        return Path(hub_cache).expanduser()
+    hf_home = hf_home or os.path.join(xdg or os.path.join(os.path.expanduser("~"), ".cache"),
+                                      "huggingface")
+    return Path(hf_home).expanduser() / "hub"
 
 
 def import_hub() -> Any:

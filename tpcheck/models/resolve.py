@@ -124,6 +124,7 @@ class Resolver:
         self.timeout = timeout
         self._remote: dict[tuple[str, str | None], Resolution | ResolveError] = {}
         self._files: dict[Path, Resolution | ResolveError] = {}
+        self._resolved: dict[tuple[str, str | None, str | None], Resolution | ResolveError] = {}
         self._hub_down: ResolveError | None = None
 
     # -- public ---------------------------------------------------------------------------
@@ -131,7 +132,24 @@ class Resolver:
     def resolve(
         self, model: str, *, revision: str | None = None, base_dir: str | None = None
     ) -> Resolution:
-        """The config for ``model``, or ResolveError naming every place tried."""
+        """The config for ``model``, or ResolveError naming every place tried. Kept per
+        (model, revision, base_dir) for the run: ``resolve_hinted`` asks a hint's hub id again
+        for its relatives, and a repository's files name the same ids with other hints (on a
+        varied corpus 580 asks were 259 distinct)."""
+        key = (model, revision, base_dir)
+        hit = self._resolved.get(key)
+        if hit is None:
+            try:
+                hit = self._resolve(model, revision, base_dir)
+            except ResolveError as e:
+                hit = _bare(e)
+            self._resolved[key] = hit
+        if isinstance(hit, ResolveError):
+            raise hit.copy()
+        return hit
+
+    def _resolve(self, model: str, revision: str | None, base_dir: str | None) -> Resolution:
+        """``resolve`` without its memo: every place, in order (the module docstring)."""
         if self.model_config is not None:
             path = self._anchor(self.model_config)
             return self._from_file(model, path, "path", (f"--model-config {path}",))

@@ -26,6 +26,14 @@ class ResolveError(Exception):
     def with_tried(self, tried: tuple[str, ...]) -> ResolveError:
         return ResolveError(self.kind, self.message, tried)
 
+    def copy(self) -> ResolveError:
+        """The same error as a new exception (no traceback, no context), for a memo to raise
+        again: ``message`` was scrubbed when it was made, so it is not scrubbed twice."""
+        e = ResolveError.__new__(ResolveError)
+        Exception.__init__(e, self.message)
+        e.kind, e.message, e.tried = self.kind, self.message, self.tried
+        return e
+
 
 # user:password@ in any URL, and anything shaped like a hub token, wherever a message quotes them
 _USERINFO = lazy_re(r"(?<=://)[^/@\s'\"]+@")

@@ -7,7 +7,7 @@ the physics only reads it. Every width here is the *text* model's, as vLLM's
 
 from __future__ import annotations
 
-from tpcheck.record import record, value_hash
+from tpcheck.record import field, record, value_hash
 
 
 @record
@@ -146,7 +146,9 @@ class ModelShape:
     mla: MLA | None = None
     quant: Quant | None = None
     architectures: tuple[str, ...] = ()
-    name: str = ""  # hub id or path it was read from
+    # hub id or path it was read from: only findings' words, so two names of one config are
+    # one shape to every memo (the physics', the legality questions') and price it once
+    name: str = field(default="", compare=False)
     extra_params: int = 0  # parameters the component counts miss (documented per family)
     # Added for tpcheck.models.params (optional; defaults describe a Llama-style layer):
     layer_norms: int = 2  # d-wide norm vectors per decoder layer (gemma2/3: 4)
