@@ -8,6 +8,8 @@ exploration, which is where new bugs are found.
 from __future__ import annotations
 
 import os
+from collections.abc import Iterator
+from pathlib import Path
 
 import pytest
 from hypothesis import settings
@@ -33,3 +35,16 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
     for item in items:
         if item.path.relative_to(root).as_posix() in SLOW_MODULES:
             item.add_marker(pytest.mark.slow)
+
+
+@pytest.fixture
+def empty_hf_cache(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
+    """Offline, with an empty HF cache, and hints' per-name memo cleared before and after: only
+    the bundled catalog and local folders answer a lookup."""
+    from tpcheck.models import hints
+
+    monkeypatch.setenv("HF_HUB_CACHE", str(tmp_path / "hf-cache"))
+    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
+    hints._by_name.cache_clear()
+    yield
+    hints._by_name.cache_clear()

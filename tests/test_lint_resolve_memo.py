@@ -6,24 +6,17 @@ Offline, with an empty HF cache: only the bundled catalog (and local folders) an
 from __future__ import annotations
 
 import shutil
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
 from tpcheck.lint import Linter
-from tpcheck.models import catalog, hints
+from tpcheck.models import catalog
 from tpcheck.settings import Settings
 from tpcheck.sources import read_path
 
-
-@pytest.fixture(autouse=True)
-def _empty_cache(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
-    monkeypatch.setenv("HF_HUB_CACHE", str(tmp_path / "hf-cache"))
-    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
-    hints._by_name.cache_clear()
-    yield
-    hints._by_name.cache_clear()
+# offline, with an empty HF cache (tests/conftest.py)
+pytestmark = pytest.mark.usefixtures("empty_hf_cache")
 
 
 def shapes(tmp_path: Path, script: str) -> tuple[Linter, list[tuple[object, ...]]]:

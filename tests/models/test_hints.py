@@ -8,7 +8,6 @@ only the bundled catalog can answer.
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -19,14 +18,8 @@ from tpcheck.models import catalog, hints
 from tpcheck.models.resolve import ResolveError, Resolver
 from tpcheck.sources import read_path
 
-
-@pytest.fixture(autouse=True)
-def _empty_cache(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
-    monkeypatch.setenv("HF_HUB_CACHE", str(tmp_path / "hf-cache"))
-    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
-    hints._by_name.cache_clear()
-    yield
-    hints._by_name.cache_clear()
+# offline, with an empty HF cache (tests/conftest.py)
+pytestmark = pytest.mark.usefixtures("empty_hf_cache")
 
 
 @pytest.mark.parametrize(("ref", "hub_id", "named_by"), [

@@ -6,7 +6,6 @@ the bundled catalog answers."""
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -29,11 +28,8 @@ FIXTURES = Path(__file__).resolve().parents[2] / "fixtures" / "repacks"
 KUBEAI = "substratusai--kubeai_manifests_models_"
 
 
-@pytest.fixture(autouse=True)
-def _empty_cache(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
-    monkeypatch.setenv("HF_HUB_CACHE", str(tmp_path / "hf-cache"))
-    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
-    yield
+# offline, with an empty HF cache (tests/conftest.py)
+pytestmark = pytest.mark.usefixtures("empty_hf_cache")
 
 
 @pytest.mark.parametrize(("asked", "base", "suffix", "method", "bits"), [

@@ -5,7 +5,6 @@ the shape. Offline with an empty HF cache, so only the bundled catalog answers."
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -22,11 +21,8 @@ from tpcheck.settings import Settings
 FIXTURES = Path(__file__).resolve().parents[2] / "fixtures" / "reach3"
 
 
-@pytest.fixture(autouse=True)
-def _empty_cache(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
-    monkeypatch.setenv("HF_HUB_CACHE", str(tmp_path / "hf-cache"))
-    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
-    yield
+# offline, with an empty HF cache (tests/conftest.py)
+pytestmark = pytest.mark.usefixtures("empty_hf_cache")
 
 
 @pytest.mark.parametrize(("asked", "relative", "how"), [
