@@ -177,7 +177,8 @@ def test_legal_sizes_are_computed_once_per_shape_and_options(tmp_path: Path) -> 
     # one shape, one engine, one set of options: the list up to 64 is the only key (the
     # nearest-size search looks up to max(64, 2·3) = 64 too); every other ask is a hit
     assert info.misses == 1, info
-    assert info.hits >= 2 * 4 * n - 1, info  # 2 asks (list + nearest) per rule per launch
+    # 2 asks (list + nearest) per launch: the four rules of a launch share its answer
+    assert info.hits >= 2 * n - 1, info
 
 
 def test_legal_sizes_returns_a_fresh_list_each_time() -> None:
