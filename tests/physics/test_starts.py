@@ -73,3 +73,52 @@ def test_weights_over_the_budget_answer_without_the_reserve() -> None:
     two = evaluate_capacity(shape, 2, opts)
     assert two.weights.result == 70_557_122_560
     assert two.pool is not None and two.pool.result == 4_069_546_394
+
+
+def test_fits_without_the_pool_figures_is_the_capacity_verdict() -> None:
+    """Past the weights screen, vLLM's verdict comes from the layout's refusals and weights,
+    the budget and the reserve, without the pool's tokens and seats (plan._legal_and_fits):
+    the same answer as the whole capacity, whether the layout is already kept or not."""
+    variants = ({}, {"utilization": 0.5}, {"max_num_seqs": 1}, {"reserve": 60 << 30},
+                {"memory": 200 << 30}, {"quantization": "fp8"}, {"dp": 2},
+                {"expert_parallel": True}, {"kv_connector": "nixl"}, {"enforce_eager": True},
+                {"cpu_offload": 40 << 30}, {"max_num_batched_tokens": 65536},
+                {"kv_cache_dtype": "fp8"}, {"batch": 64, "alpha": 0.5})
+    for model in MODELS:
+        shape = shape_of(model)
+        for gpu in (H100, A10G, None):
+            for changes in variants:
+                opts = Options(gpu=gpu, context=8192, **changes)  # type: ignore[arg-type]
+                for t in (1, 2, 3, 4, 8):
+                    for p in (1, 3):
+                        o = replace(opts, pp=p)
+                        ev = evaluate_capacity(shape, t, o)
+                        cold, warm = Memo(), Memo()
+                        plan.layout_at(shape, t, plan.at_capacity(o), warm)  # layout kept
+                        for memo in (cold, warm):
+                            assert plan.fits(shape, t, o, memo) == ev.fits, (model, changes, t, p)
+                            assert starts(shape, t, o, memo) is (
+                                not ev.refusals and bool(ev.fits)), (model, changes, t, p)
+                        assert plan._legal_and_fits(shape, t, o, Memo()) == (
+                            not ev.refusals, ev.fits), (model, changes, t, p)
+
+
+def test_fits_prices_no_pool_tokens() -> None:
+    """A layout under vLLM's budget is answered without ``kv_pool`` (its tokens, seats and the
+    printed KV size): at t = 2 Llama-3-70B fits one H100's pool."""
+    shape = shape_of(LLAMA70)
+    opts = Options(gpu=H100, context=8192)
+    pools = plan.kv_pool
+    priced: list[int] = []
+
+    def counted(*args: object, **kw: object) -> object:
+        priced.append(1)
+        return pools(*args, **kw)  # type: ignore[arg-type]
+
+    plan.kv_pool = counted  # type: ignore[assignment]
+    try:
+        assert starts(shape, 2, opts, Memo()) is True
+        assert plan.fits(shape, 2, opts, Memo()) is True
+        assert priced == []
+    finally:
+        plan.kv_pool = pools

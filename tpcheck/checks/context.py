@@ -20,6 +20,7 @@ from tpcheck.physics.plan import (
     Evaluation,
     Memo,
     Options,
+    capacity_weights,
     evaluate,
     evaluate_capacity,
     fits,
@@ -369,10 +370,17 @@ class CheckContext:
         opts = replace(self.options, **changes) if changes else self.options
         return starts(self.shape, t, opts, self._evaluations)
 
-    def fits_at(self, t: int) -> bool | None:
+    def fits_at(self, t: int, **changes: object) -> bool | None:
         """``capacity_at(t).fits``, priced only as far as it needs (plan.fits)."""
         assert self.shape is not None
-        return fits(self.shape, t, self.options, self._evaluations)
+        opts = replace(self.options, **changes) if changes else self.options
+        return fits(self.shape, t, opts, self._evaluations)
+
+    def weights_at(self, t: int, **changes: object) -> Formula:
+        """``capacity_at(t).weights``, without the rest of the capacity (plan.capacity_weights)."""
+        assert self.shape is not None
+        opts = replace(self.options, **changes) if changes else self.options
+        return capacity_weights(self.shape, t, opts, self._evaluations)
 
     def weights_over_budget(self) -> bool | None:
         """For a vLLM launch, whether the layout is legal and its weights exceed M·u (TP205's

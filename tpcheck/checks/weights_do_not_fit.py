@@ -42,11 +42,11 @@ def _what_fits(ctx: CheckContext) -> str:
     if t is not None:
         parts.append(f"{tp_flag} {t} ({t * ctx.pp} GPUs)")
     q = ctx.shape.quant if ctx.shape is not None else None
-    if q is None and not d.quantization:
-        fp8 = ctx.capacity_at(ctx.tp, quantization="fp8")
-        if fp8.fits:
-            parts.append(f"keep t={ctx.tp} with fp8 weights (--quantization fp8: "
-                         f"{fmt_bytes(fp8.weights.result)} per GPU)")
+    # the pool's verdict and the weights alone: neither the fp8 pool nor its seats is said
+    if q is None and not d.quantization and ctx.fits_at(ctx.tp, quantization="fp8"):
+        w = ctx.weights_at(ctx.tp, quantization="fp8").result
+        parts.append(f"keep t={ctx.tp} with fp8 weights (--quantization fp8: "
+                     f"{fmt_bytes(w)} per GPU)")
     return "use " + ", or ".join(parts) if parts else (
         "no layout up to 64-way TP × 8 stages starts on this GPU: use a quantized checkpoint "
         "or a GPU with more memory")

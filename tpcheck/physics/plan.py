@@ -19,6 +19,7 @@ from tpcheck.physics.legality import refusals
 from tpcheck.physics.linkcost import node_price
 from tpcheck.physics.load_terms import NO_ROTARY as NO_ROTARY
 from tpcheck.physics.load_terms import load_extras, rope_for
+from tpcheck.physics.memory import pool_per_gpu as memory_pool
 from tpcheck.physics.plan_memory import (
     CONNECTOR_NOTE,
     Budget,
@@ -253,8 +254,8 @@ def starts(shape: ModelShape, t: int, opts: Options, memo: Memo | None = None) -
             return False
         if _weights_at(shape, t, opts, memo) >= math.ceil(mu[0] * mu[1]):
             return False
-    ev = evaluate_capacity(shape, t, opts, memo)
-    return not ev.refusals and bool(ev.fits)
+    legal, fit = _legal_and_fits(shape, t, opts, memo)
+    return legal and bool(fit)
 
 
 def fits(shape: ModelShape, t: int, opts: Options, memo: Memo | None = None) -> bool | None:
@@ -265,7 +266,47 @@ def fits(shape: ModelShape, t: int, opts: Options, memo: Memo | None = None) -> 
         mu = vllm_budget(opts)
         if mu is not None and _weights_at(shape, t, opts, memo) >= math.ceil(mu[0] * mu[1]):
             return False
-    return evaluate_capacity(shape, t, opts, memo).fits
+    return _legal_and_fits(shape, t, opts, memo)[1]
+
+
+def capacity_weights(shape: ModelShape, t: int, opts: Options, memo: Memo) -> Formula:
+    """``evaluate_capacity(...).weights`` (the layout's), without the rest of the layout when
+    it is not kept: TP205 names the fp8 weights of a layout whose pool it does not print."""
+    lo = layout_options(shape, at_capacity(opts))
+    lay = memo.get((shape, t, lo, None))
+    return lay.weights if lay is not None else weights_of(shape, t, lo, memo)
+
+
+def _legal_and_fits(shape: ModelShape, t: int, opts: Options,
+                    memo: Memo | None) -> tuple[bool, bool | None]:
+    """``evaluate_capacity``'s (not refusals, fits), from the kept evaluation when there is
+    one. Else, for vLLM, from what ``capacity`` prices its pool with (the layout's refusals
+    and weights, the budget, the reserve) without the rest: the layout's KV bytes and
+    all-reduce, the pool's tokens, seats and printed figures (what TP205's and TP101-TP104's
+    searches ask of layouts nobody prints). The same functions on the same options as
+    ``capacity``: the same answer (test_plan_fits)."""
+    at_one = at_capacity(opts)
+    kept = memo.get((shape, t, at_one, False)) if memo is not None else None
+    if kept is None and memo is not None and opts.engine == "vllm":
+        mem = at_one.memory if at_one.memory is not None else (
+            at_one.gpu.usable_bytes if at_one.gpu else None)
+        lo = layout_options(shape, at_one)
+        lay = memo.get((shape, t, lo, None))
+        if lay is not None:
+            legal, w = not lay.refusals, lay.weights
+        else:
+            legal = not refusals(shape, t, engine=lo.engine, dp=lo.dp,
+                                 expert_parallel=lo.expert_parallel, attn_dp=attn_dp_of(lo))
+            w = weights_of(shape, t, lo, memo)
+        if mem is None:
+            return legal, None
+        bud = budget(shape, t, at_one, mem, int(default_context(shape, lo).result))
+        res = reserve(shape, t, at_one, bud, memo)
+        pool = memory_pool(memory=mem, utilization=bud.u, weights=w.result,
+                           reserve_bytes=res.result, engine="vllm")
+        return legal, pool.result > 0
+    ev = kept if kept is not None else evaluate_capacity(shape, t, opts, memo)
+    return not ev.refusals, ev.fits
 
 
 def _reserve_not_negative(opts: Options) -> bool:
@@ -486,9 +527,9 @@ def engine_log_lines(ev: Evaluation, engine: str) -> tuple[str, ...]:
 __all__ = [
     "CONNECTOR_NOTE", "CONTEXT_CAP", "DEFAULT_ALPHA", "ENGINE_LOG_SRC", "LAYOUT_READS",
     "NO_ROTARY", "STEP_ONLY", "Budget", "Evaluation", "Memo", "Options", "at_capacity",
-    "budget", "calibrated", "capacity", "decode_step", "default_context", "default_tps",
-    "engine_log_lines", "engine_tokens", "evaluate", "evaluate_capacity", "fits", "gpu_nvlink",
-    "intensity", "intra_link", "kv_pool", "layout", "layout_at", "layout_options",
+    "budget", "calibrated", "capacity", "capacity_weights", "decode_step", "default_context",
+    "default_tps", "engine_log_lines", "engine_tokens", "evaluate", "evaluate_capacity", "fits",
+    "gpu_nvlink", "intensity", "intra_link", "kv_pool", "layout", "layout_at", "layout_options",
     "prefill_columns", "prefill_efficiency", "release_of", "reserve", "starts", "sweep",
     "vllm_budget", "weights",
 ]
