@@ -102,26 +102,16 @@ def _combinations(d: Deployment, table: OptionTable) -> Iterator[Verdict]:
 
     Only for a command line whose every option is on it: a ``--config`` file or options
     the shell or the pod fills in at run time (``$EXTRA_ARGS``) may hold the other one."""
-    if not table.validations or (d.entrypoint or "serve") != "serve":
+    if (not table.validations or (d.entrypoint or "serve") != "serve" or d.unresolved
+            or RUNTIME_WORDS_NOTE in d.notes):
         return
     given: dict[str, OptionUse] = {}
     for u in d.options:
         if u.keyword:
             return
-        opt = normalize(d.engine, u.written)
-        option = table.by_name.get(opt)
-        if option is None and opt.startswith("--"):
-            one = _prefixed(table, opt)
-            option = table.by_name[one] if one is not None else None
-        if option is None:
-            continue
-        name = opt if opt in option.names else next(
-            (n for n in option.names if n.startswith(opt)), option.names[0])
-        off = name.startswith("--no-")  # BooleanOptionalAction's off switch
-        for n in option.names:
-            if n.startswith("--no-") == off:
-                given.setdefault(n, u)
-    if "--config" in given or d.unresolved or RUNTIME_WORDS_NOTE in d.notes:
+        for n in _names_given(d.engine, table, u.written):
+            given.setdefault(n, u)
+    if "--config" in given:
         return
     for check in table.validations:
         if check["kind"] == "bound":
@@ -140,6 +130,35 @@ def _combinations(d: Deployment, table: OptionTable) -> Iterator[Verdict]:
             yield Verdict(use, "combination",
                           f"{check['exception']}: {check['message']} ({check['where']})",
                           headline=head)
+
+
+_GIVEN: dict[tuple[str, str, str], tuple[str, ...]] = {}
+
+
+def _names_given(engine: str, table: OptionTable, written: str) -> tuple[str, ...]:
+    """The option names of ``table`` that writing ``written`` sets (its aliases; of a
+    BooleanOptionalAction, the on or the off ones), () when it names no option of the table:
+    kept per table and spelling (up to 4,096), as ``_prefixed`` is, since a repository writes
+    the same few dozen options in every launch."""
+    key = (engine, table.version, written)
+    hit = _GIVEN.get(key)
+    if hit is not None:
+        return hit
+    opt = normalize(engine, written)
+    option = table.by_name.get(opt)
+    if option is None and opt.startswith("--"):
+        one = _prefixed(table, opt)
+        option = table.by_name[one] if one is not None else None
+    if option is None:
+        hit = ()
+    else:
+        name = opt if opt in option.names else next(
+            (n for n in option.names if n.startswith(opt)), option.names[0])
+        off = name.startswith("--no-")  # BooleanOptionalAction's off switch
+        hit = tuple(n for n in option.names if n.startswith("--no-") == off)
+    if len(_GIVEN) < 4096:
+        _GIVEN[key] = hit
+    return hit
 
 
 _PREFIXES: dict[tuple[str, str, str], str | None] = {}
