@@ -23,9 +23,22 @@ def counts(shape: ModelShape) -> ParamCounts:
     return param_counts(shape)
 
 
-@lru_cache(maxsize=1024)
 def weight_split(shape: ModelShape, *, dtype: str | None = None,
                  quantization: str | None = None) -> WeightSplit:
+    """The checkpoint's bytes by placement at ``dtype`` and ``quantization``, kept on the (frozen)
+    shape as its hash is: every layout's weights ask it (~1,700 times a 1,000-file run), and the
+    shared cache's key compares a shape of another name field by field."""
+    kept: dict[tuple[str | None, str | None], WeightSplit] | None = shape.__dict__.get("_splits")
+    if kept is None:
+        kept = shape.__dict__["_splits"] = {}
+    split = kept.get((dtype, quantization))
+    if split is None:
+        split = kept[(dtype, quantization)] = _weight_split(shape, dtype, quantization)
+    return split
+
+
+@lru_cache(maxsize=1024)
+def _weight_split(shape: ModelShape, dtype: str | None, quantization: str | None) -> WeightSplit:
     # The engine runs float32 checkpoints in bf16 (vLLM _resolve_auto_dtype); price them so.
     wb = weight_bytes(shape, counts(shape), dtype_override=activation_dtype(shape.dtype, dtype),
                       quantization_override=quantization)
