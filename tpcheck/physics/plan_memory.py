@@ -10,13 +10,14 @@ from tpcheck.engines.defaults import (
 from tpcheck.formula import Formula
 from tpcheck.hardware.gpus import GPU
 from tpcheck.models.shape import ModelShape
-from tpcheck.physics import kv, memory
+from tpcheck.physics import memory
 from tpcheck.physics.linkcost import prefill_tokens
 from tpcheck.physics.plan_records import (
     Evaluation,
     Options,
     act_bytes_of,
     attn_dp_of,
+    engine_tokens_for,
     moe_group_of,
 )
 from tpcheck.record import record, replace
@@ -172,8 +173,10 @@ def kv_pool(shape: ModelShape, t: int, opts: Options, bud: Budget, ev: Evaluatio
         tokens = memory.kv_pool_tokens(pool.result, kvb.result, block)
     conc = memory.max_concurrency(int(tokens.result), c, block)
     seatsf = memory.seats(conc.result)
-    printed = engine_tokens(shape, t, opts, d.version, pool.result, block, conc.result, c, pp,
-                            attn_dp) if eng == "vllm" else None
+    # vLLM's printed KV size is priced when read (Evaluation.engine_tokens): no rule reads it,
+    # only ``tpcheck plan``'s table, its JSON and the engine-log lines
+    printed = (shape, t, opts.kv_cache_dtype, d.version, pool.result, block, conc.result, c,
+               pp, attn_dp) if eng == "vllm" else None
     if eng == "sglang" and opts.max_num_seqs is None:
         from tpcheck.engines.defaults import sglang_max_running_requests
 
@@ -195,7 +198,7 @@ def kv_pool(shape: ModelShape, t: int, opts: Options, bud: Budget, ev: Evaluatio
         defaults.get("max_num_seqs", defaults.get("max_running_requests", "flag")),
     )
     return replace(ev, defaults=defaults, utilization=bud.uf, memory=bud.memf, reserve=res,
-                   pool=pool, tokens=tokens, engine_tokens=printed, concurrency=conc,
+                   pool=pool, tokens=tokens, printed_from=printed, concurrency=conc,
                    seats=seatsf, max_num_seqs=seqf,
                    block=block, ntok=bud.ntok, ntok_source=bud.ntok_src)
 
@@ -204,16 +207,8 @@ def engine_tokens(shape: ModelShape, t: int, opts: Options, version: str | None,
                   block: int, concurrency: float, c: int, pp: int, attn_dp: int) -> Formula:
     """What vLLM's "GPU KV cache size" line prints (memory.engine_printed_tokens); MLA and
     compressed caches, whose groups are not modelled, print the release's capacity figure."""
-    split = kv.engine_layer_split(shape, t, kv_cache_dtype=opts.kv_cache_dtype, pp=pp,
-                                  attn_dp=attn_dp)
-    if split is None:
-        f = memory.printed_tokens(concurrency, c)
-        return Formula("engine_kv_tokens", f.expression, dict(f.values), f.result, "tokens",
-                       memory.VLLM_TOKENS)
-    layer_b, full, sw = split
-    return memory.engine_printed_tokens(version=version, pool=pool, layer_bytes=layer_b,
-                                        full_layers=full, sliding_layers=sw, block=block,
-                                        concurrency=concurrency, context=c)
+    return engine_tokens_for(shape, t, opts.kv_cache_dtype, version, pool, block, concurrency,
+                             c, pp, attn_dp)
 
 
 CONNECTOR_NOTE = ("a KV-transfer connector's own GPU buffers are not modelled and not in the "

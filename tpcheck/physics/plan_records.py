@@ -98,7 +98,6 @@ class Evaluation:
     # layers charged min(c, w)/c), the capacity for sequences of c tokens. engine_tokens: the
     # figure the release's "GPU KV cache size: N tokens" line prints (vLLM only).
     tokens: Formula | None = None
-    engine_tokens: Formula | None = None
     concurrency: Formula | None = None
     seats: Formula | None = None
     max_num_seqs: Formula | None = None
@@ -113,6 +112,22 @@ class Evaluation:
     kv_read: Formula | None = None  # KV bytes per token the decode step reads (vLLM's: the cell)
     ntok: int | None = None  # tokens per prefill chunk, as set or the release's default
     ntok_source: str | None = None  # where that figure comes from
+    # What ``engine_tokens`` is priced from (plan_memory.engine_tokens_for's arguments), vLLM
+    # only: kept by value, so two evaluations are equal exactly when their printed figures are
+    printed_from: tuple[object, ...] | None = field(default=None, repr=False)
+
+    @property
+    def engine_tokens(self) -> Formula | None:
+        """What the release's "GPU KV cache size: N tokens" line prints (vLLM only), priced the
+        first time it is read: no rule reads it, and every launch's capacity would price it
+        (the plan table, its JSON and the engine-log lines do)."""
+        args = self.printed_from
+        if args is None:
+            return None
+        kept: Formula | None = self.__dict__.get("_engine_tokens")
+        if kept is None:
+            kept = self.__dict__["_engine_tokens"] = engine_tokens_for(*args)  # type: ignore[arg-type]
+        return kept
 
     @property
     def legal(self) -> bool:
@@ -194,6 +209,24 @@ class Evaluation:
             if self.reserve is None
             else {t.name: t.result for t in (self.reserve.terms or (self.reserve,))},
         }
+
+
+def engine_tokens_for(shape: ModelShape, t: int, kv_cache_dtype: str | None,
+                      version: str | None, pool: float, block: int, concurrency: float, c: int,
+                      pp: int, attn_dp: int) -> Formula:
+    """``engine_tokens`` from the one option it reads (what ``Evaluation.printed_from`` keeps)."""
+    from tpcheck.physics import memory  # (memory reads no plan record)
+
+    split = kv.engine_layer_split(shape, t, kv_cache_dtype=kv_cache_dtype, pp=pp,
+                                  attn_dp=attn_dp)
+    if split is None:
+        f = memory.printed_tokens(concurrency, c)
+        return Formula("engine_kv_tokens", f.expression, dict(f.values), f.result, "tokens",
+                       memory.VLLM_TOKENS)
+    layer_b, full, sw = split
+    return memory.engine_printed_tokens(version=version, pool=pool, layer_bytes=layer_b,
+                                        full_layers=full, sliding_layers=sw, block=block,
+                                        concurrency=concurrency, context=c)
 
 
 def moe_group_of(t: int, opts: Options) -> int:
