@@ -172,9 +172,10 @@ def at_capacity(opts: Options) -> Options:
     return out
 
 
-# What ``layout`` reads. The release only where it reads one: SGLang's cell and the MXFP4
-# experts' layout; the budget, reserve and pool after it are the release's own (TP204/TP205
-# ask each known release whether their verdict holds: one layout serves all of them).
+# What ``layout`` reads. The release only where it reads one: SGLang's cell, the MXFP4
+# experts' layout, vLLM's MLA workspace; the budget, reserve and pool after it are the
+# release's own (TP204/TP205 ask each known release whether their verdict holds: one layout
+# serves all of them).
 LAYOUT_READS = ("engine", "engine_version", "gpu", "pp", "dp", "expert_parallel", "attn_dp",
                 "context", "kv_cache_dtype", "quantization", "dtype", "cpu_offload",
                 "swa_full_tokens_ratio", "enforce_eager", "vision_off")
@@ -190,7 +191,9 @@ _NOR_RELEASE = (_NOT_LAYOUT_NOR_RELEASE, attrgetter(*_NOT_LAYOUT_NOR_RELEASE),
 def layout_options(shape: ModelShape, opts: Options) -> Options:
     """``opts`` with what ``layout`` does not read at its defaults (its memo key)."""
     q = shape.quant
-    by_release = opts.engine == "sglang" or (q is not None and q.method == "mxfp4")
+    # vLLM's MLA weights read the release too (0.19-0.32's FlashInfer workspace, load_terms)
+    by_release = opts.engine == "sglang" or (q is not None and q.method == "mxfp4") or (
+        shape.is_mla and opts.engine == "vllm")
     # Kept on the (frozen) options, as their hash is: a rule asks the same options' layout
     # for several t, and a copy's fresh hash would cost the memo lookup again.
     slot = "_layout_by_release" if by_release else "_layout"
@@ -330,16 +333,13 @@ def _weights_at(shape: ModelShape, t: int, opts: Options, memo: Memo | None) -> 
 
 def weights_of(shape: ModelShape, t: int, opts: Options, memo: Memo | None,
                lo: Options | None = None) -> Formula:
-    """``weights``, kept in ``memo`` by what they read: the layout's options ``lo`` and, where
-    the weights read the release and the layout key drops it (vLLM's FlashInfer MLA
-    workspace), the release of ``opts``."""
+    """``weights``, kept in ``memo`` by what they read: the layout's options ``lo`` (the
+    release among them wherever the weights read it)."""
     if memo is None:
         return weights(shape, t, opts)
     if lo is None:
         lo = layout_options(shape, opts)
-    release = opts.engine_version if (
-        lo.engine_version is not None or (shape.is_mla and opts.engine == "vllm")) else None
-    key = ("weights", shape, t, lo, release)
+    key = ("weights", shape, t, lo)
     kept = memo.part(key)
     return kept if kept is not None else memo.keep(key, weights(shape, t, opts))
 
