@@ -111,8 +111,9 @@ class EnvReaders:
         pkg/utils/pod/pod_utils.go sets it from the pod's size annotation). The leader's
         address and the worker index differ between pods (``LWS_PER_POD``)."""
         for a in reversed(anc):
-            if isinstance(a, yaml.MappingNode) and "leaderWorkerTemplate" in first_keys(a):
-                size = mpath(a, "leaderWorkerTemplate", "size")
+            lwt = mget(a, "leaderWorkerTemplate")  # (no key dict: one key is asked)
+            if lwt is not None:
+                size = mget(lwt, "size")
                 if isinstance(size, yaml.ScalarNode) and (int_or_none(size.value) or 0) >= 1:
                     loc = self.ctx.locate(size)
                     return {"LWS_GROUP_SIZE": (loc, "leaderWorkerTemplate.size")}
