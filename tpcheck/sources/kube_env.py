@@ -185,11 +185,20 @@ class EnvReaders:
         env_nodes = keys.get("env") or keys.get("environment")
         k8s_env = LazyEnv(ctx)
         plain_env: dict[str, str] = {}
-        for name, (loc, _) in injected.items():
-            k8s_env[name] = loc
+        for key, (loc, _) in injected.items():
+            k8s_env[key] = loc
         if isinstance(env_nodes, yaml.SequenceNode):
             for item in env_nodes.value:
-                name, value = mget(item, "name"), mget(item, "value")
+                # mget(item, "name"), mget(item, "value") in one pass over the item's keys
+                name: Any = None
+                value: Any = None
+                if isinstance(item, yaml.MappingNode):
+                    for k, v in item.value:
+                        kv = k.value
+                        if kv == "name" and name is None and isinstance(k, yaml.ScalarNode):
+                            name = v
+                        elif kv == "value" and value is None and isinstance(k, yaml.ScalarNode):
+                            value = v
                 if isinstance(name, yaml.ScalarNode) and isinstance(value, yaml.ScalarNode):
                     if isinstance(value.value, str) and "$(" in value.value:
                         # the kubelet expands $(VAR) in a value from the variables defined
