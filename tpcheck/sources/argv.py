@@ -51,6 +51,7 @@ def _option_word(opt: str) -> bool:
     return not rest or rest.isalnum()
 
 
+_ENGINE_NAMES = ("vllm", "sglang")
 _NOT_LAUNCHERS = frozenset({"echo", "printf", "cat", "grep", "#", "test", "[", "curl", "wget"})
 
 
@@ -67,14 +68,17 @@ def find_launch(values: Sequence[str]) -> Launch | None:
     """The first engine launch among a command's words, if any."""
     if values and values[0] in _NOT_LAUNCHERS:
         return None
+    n = len(values)
     for i, w in enumerate(values):
-        base = w.rsplit("/", 1)[-1]
-        nxt = values[i + 1] if i + 1 < len(values) else ""
-        if base == "vllm" and nxt == "serve":
-            return Launch("vllm", i, i + 2, True)
-        if base == "sglang" and nxt == "serve":
-            return Launch("sglang", i, i + 2, True)
-        if w == "-m" and nxt:
+        # asked of every word of every command read: a word is split at its last "/" only
+        # when it ends in an engine's name, and the next word is looked at only then
+        if w.endswith(_ENGINE_NAMES):
+            base = w.rsplit("/", 1)[-1]
+            if (base == "vllm" or base == "sglang") and i + 1 < n and values[i + 1] == "serve":
+                return Launch("vllm" if base == "vllm" else "sglang", i, i + 2, True)
+            continue
+        if w == "-m" and i + 1 < n and values[i + 1]:
+            nxt = values[i + 1]
             if nxt in VLLM_MODULES:
                 return Launch("vllm", i, i + 2, False)
             if nxt in SGLANG_MODULES:
