@@ -51,6 +51,7 @@ def _option_word(opt: str) -> bool:
     return not rest or rest.isalnum()
 
 
+_ENGINE_NAMES = ("vllm", "sglang")
 _NOT_LAUNCHERS = frozenset({"echo", "printf", "cat", "grep", "#", "test", "[", "curl", "wget"})
 
 
@@ -67,14 +68,17 @@ def find_launch(values: Sequence[str]) -> Launch | None:
     """The first engine launch among a command's words, if any."""
     if values and values[0] in _NOT_LAUNCHERS:
         return None
+    n = len(values)
     for i, w in enumerate(values):
-        base = w.rsplit("/", 1)[-1]
-        nxt = values[i + 1] if i + 1 < len(values) else ""
-        if base == "vllm" and nxt == "serve":
-            return Launch("vllm", i, i + 2, True)
-        if base == "sglang" and nxt == "serve":
-            return Launch("sglang", i, i + 2, True)
-        if w == "-m" and nxt:
+        # asked of every word of every command read: a word is split at its last "/" only
+        # when it ends in an engine's name, and the next word is looked at only then
+        if w.endswith(_ENGINE_NAMES):
+            base = w.rsplit("/", 1)[-1]
+            if (base == "vllm" or base == "sglang") and i + 1 < n and values[i + 1] == "serve":
+                return Launch("vllm" if base == "vllm" else "sglang", i, i + 2, True)
+            continue
+        if w == "-m" and i + 1 < n and values[i + 1]:
+            nxt = values[i + 1]
             if nxt in VLLM_MODULES:
                 return Launch("vllm", i, i + 2, False)
             if nxt in SGLANG_MODULES:
@@ -202,19 +206,20 @@ def set_typed(fields: Fields, name: str, kind: Kind, word: Word, start: int = 0)
         fields.notes.append(f"{name}: {raw!r} is not a valid {kind}")
 
 
-_RESOLVED: dict[tuple[str, str], Resolved] = {}
+_RESOLVED: dict[tuple[str, str], tuple[Resolved, bool]] = {}
 
 
-def _resolve(engine: Engine, opt: str) -> Resolved:
-    """``resolve`` remembered per option: an unknown option scans every option string the
-    engine has, and the same few hundred options recur across a repository."""
+def _resolve(engine: Engine, opt: str) -> tuple[Resolved, bool]:
+    """``resolve`` and ``_option_word`` remembered per option (both depend on the engine and
+    the option alone): an unknown option scans every option string the engine has, the same
+    few hundred options recur across a repository, and one lookup answers both."""
     key = (engine, opt)
-    r = _RESOLVED.get(key)
-    if r is None:
-        r = resolve(engine, opt)
+    hit = _RESOLVED.get(key)
+    if hit is None:
+        hit = (resolve(engine, opt), _option_word(opt))
         if len(_RESOLVED) < 8192:  # bounded: a hostile file cannot grow it without limit
-            _RESOLVED[key] = r
-    return r
+            _RESOLVED[key] = hit
+    return hit
 
 
 def parse_args(engine: Engine, words: Sequence[Word], positional_model: bool) -> Fields:
@@ -238,9 +243,9 @@ def parse_args(engine: Engine, words: Sequence[Word], positional_model: bool) ->
             i += 1
             continue
         opt, eq, _ = v.partition("=")
-        if not after_dashes and _option_word(opt):
+        r, option_word = _RESOLVED.get((engine, opt)) or _resolve(engine, opt)
+        if option_word and not after_dashes:
             f.options.append(_option_use(w, opt, eq, words[i + 1] if i + 1 < n else None))
-        r = _resolve(engine, opt)
         if r.error is not None:
             f.notes.append(f"{engine} refuses {opt}: {r.error}")
         flag = r.flag

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from bisect import bisect_left
 from collections.abc import Callable, Iterator
+from operator import itemgetter
 
 from tpcheck.engines.flags import SGLANG_KWARGS
 from tpcheck.sources.argv import Launch, deployment_from_words, find_launch, infer_engine
@@ -106,6 +107,7 @@ class Walker(EnvReaders, PodFacts):
         # Ancestors are a linked list (node, parent-link) so a push costs O(1), not O(depth).
         seen, consumed = self.seen, self.consumed
         stack: list[tuple[Any, Any]] = [(root, None)]
+        children: Iterator[Any]
         mapping, sequence, scalar_node = yaml.MappingNode, yaml.SequenceNode, yaml.ScalarNode
         # _live, inlined: it runs once per child node
         index = self.ctx.index
@@ -113,6 +115,7 @@ class Walker(EnvReaders, PodFacts):
         starts = [] if ascii_text else index.starts
         n_starts = len(starts)
         push = stack.append
+        second = itemgetter(1)
         while stack:
             node, link = stack.pop()
             if id(node) in seen:
@@ -125,9 +128,9 @@ class Walker(EnvReaders, PodFacts):
                 continue
             if cls is mapping:
                 self.visit_mapping(node, link)
-                children = [pair[1] for pair in reversed(node.value)]
+                children = map(second, reversed(node.value))  # values, last first, in C
             elif cls is sequence:
-                children = node.value[::-1]
+                children = reversed(node.value)
             else:
                 continue
             sub = (node, link)

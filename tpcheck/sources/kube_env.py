@@ -111,8 +111,9 @@ class EnvReaders:
         pkg/utils/pod/pod_utils.go sets it from the pod's size annotation). The leader's
         address and the worker index differ between pods (``LWS_PER_POD``)."""
         for a in reversed(anc):
-            if isinstance(a, yaml.MappingNode) and "leaderWorkerTemplate" in first_keys(a):
-                size = mpath(a, "leaderWorkerTemplate", "size")
+            lwt = mget(a, "leaderWorkerTemplate")  # (no key dict: one key is asked)
+            if lwt is not None:
+                size = mget(lwt, "size")
                 if isinstance(size, yaml.ScalarNode) and (int_or_none(size.value) or 0) >= 1:
                     loc = self.ctx.locate(size)
                     return {"LWS_GROUP_SIZE": (loc, "leaderWorkerTemplate.size")}
@@ -184,11 +185,20 @@ class EnvReaders:
         env_nodes = keys.get("env") or keys.get("environment")
         k8s_env = LazyEnv(ctx)
         plain_env: dict[str, str] = {}
-        for name, (loc, _) in injected.items():
-            k8s_env[name] = loc
+        for key, (loc, _) in injected.items():
+            k8s_env[key] = loc
         if isinstance(env_nodes, yaml.SequenceNode):
             for item in env_nodes.value:
-                name, value = mget(item, "name"), mget(item, "value")
+                # mget(item, "name"), mget(item, "value") in one pass over the item's keys
+                name: Any = None
+                value: Any = None
+                if isinstance(item, yaml.MappingNode):
+                    for k, v in item.value:
+                        kv = k.value
+                        if kv == "name" and name is None and isinstance(k, yaml.ScalarNode):
+                            name = v
+                        elif kv == "value" and value is None and isinstance(k, yaml.ScalarNode):
+                            value = v
                 if isinstance(name, yaml.ScalarNode) and isinstance(value, yaml.ScalarNode):
                     if isinstance(value.value, str) and "$(" in value.value:
                         # the kubelet expands $(VAR) in a value from the variables defined

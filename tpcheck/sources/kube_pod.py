@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from tpcheck.jsonlib import json
 from tpcheck.sources.base import Deployment, ModelHint, Span
-from tpcheck.sources.kube_env import first_keys, int_or_none
+from tpcheck.sources.kube_env import int_or_none
 from tpcheck.sources.pyyaml import yaml
 from tpcheck.sources.yamlctx import Ctx
 from tpcheck.sources.yamlnodes import PRODUCT_LABELS, mget, mpath, product_in_terms
@@ -37,6 +37,15 @@ def is_net_resource(name: str) -> bool:
 IGNORE_ANNOTATION = "tpcheck.dev/ignore"
 PD_ROLE_LABEL = "llm-d.ai/role"  # llm-d's prefill/decode pods (its guides' manifests)
 
+
+# Every key of an enclosing object that a ``context`` reader looks at (its guard or its value):
+# a reader added there must add its keys here.
+CONTEXT_KEYS = frozenset({
+    "resources", "nodeSelector", "affinity", "workerGroupSpecs", "headGroupSpec", "metadata",
+    "subComponentType", "leaderWorkerTemplate", "multinode", "podGroupSize", "workloadTemplate",
+    "leader", "worker",
+})
+_SCALAR = yaml.ScalarNode
 
 MODEL_LABEL = "ai.gke.io/model"  # GKE AI/ML samples: the model a pod template serves
 
@@ -88,9 +97,14 @@ class PodFacts:
         for a in reversed(anc):
             if not isinstance(a, yaml.MappingNode):
                 continue
-            ks = first_keys(a)  # one pass over the ancestor's keys, not one per lookup
-            for read in readers:
-                read(a, ks, extra, spans)
+            # one pass over the ancestor's keys, not one per lookup; only the keys some
+            # reader asks about (first of duplicates wins, as in ``mget``): an ancestor with
+            # none of them (a Deployment's spec, most pod specs) calls no reader
+            ks = {k.value: v for k, v in reversed(a.value)
+                  if type(k) is _SCALAR and k.value in CONTEXT_KEYS}
+            if ks:
+                for read in readers:
+                    read(a, ks, extra, spans)
         return extra, spans, notes
 
     def _container_gpus(

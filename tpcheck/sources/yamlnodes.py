@@ -70,7 +70,23 @@ def mpath(node: Any, *keys: str) -> Any:
     return node
 
 
+_VERSIONS: dict[tuple[str | None, str], str | None] = {}
+_UNKNOWN = object()
+
+
 def engine_version(image: str | None, engine: Engine) -> str | None:
+    """``image_version`` remembered per image and engine (its answer depends on nothing else):
+    every container asks it of its image, and a repository's manifests name a few images."""
+    key = (image, engine)
+    v = _VERSIONS.get(key, _UNKNOWN)
+    if v is _UNKNOWN:
+        v = image_version(image, engine)
+        if len(_VERSIONS) < 4096:  # bounded: a hostile file cannot grow it without limit
+            _VERSIONS[key] = v
+    return v  # type: ignore[return-value]
+
+
+def image_version(image: str | None, engine: Engine) -> str | None:
     """``vllm/vllm-openai:v0.6.4`` → ``0.6.4``; only for an image of that engine. The release
     keeps its rc/post part and drops the build suffix (``v0.5.2rc2-cu126`` → ``0.5.2rc2``), as
     the option tables and defaults are per release, not per CUDA build. Images that
