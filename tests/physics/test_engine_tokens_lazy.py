@@ -7,8 +7,9 @@ from __future__ import annotations
 from tests.physics.test_step import shape_of
 from tpcheck.engines.defaults import defaults_for
 from tpcheck.hardware.gpus import find_gpu
-from tpcheck.physics import kv, plan_memory
+from tpcheck.physics import kv
 from tpcheck.physics.plan import Options, evaluate_capacity
+from tpcheck.physics.plan_records import engine_tokens_for
 from tpcheck.record import replace
 
 H100 = find_gpu("h100-sxm")
@@ -41,9 +42,9 @@ def test_printed_tokens_priced_when_read() -> None:
             finally:
                 kv.engine_layer_split = split
             # the figure the pool priced it with before it was deferred
-            want = plan_memory.engine_tokens(
-                shape, t, opts, defaults_for("vllm").version, ev.pool.result, ev.block,
-                ev.concurrency.result, int(ev.context.result), 1, 1)
+            want = engine_tokens_for(
+                shape, t, opts.kv_cache_dtype, defaults_for("vllm").version, ev.pool.result,
+                ev.block, ev.concurrency.result, int(ev.context.result), 1, 1)
             assert got == want and copy.engine_tokens == want, (model, t, dtype)
     sgl = evaluate_capacity(shape_of("google/gemma-3-12b-it"), 2,
                             Options(engine="sglang", gpu=H100, context=8192))

@@ -24,7 +24,6 @@ from tpcheck.physics.plan_memory import (
     CONNECTOR_NOTE,
     Budget,
     budget,
-    engine_tokens,
     gpu_nvlink,
     kv_pool,
     reserve,
@@ -208,11 +207,18 @@ def layout_options(shape: ModelShape, opts: Options) -> Options:
     return out
 
 
+def memory_of(opts: Options) -> int | None:
+    """The bytes per GPU the budget starts from: --memory as given, else the GPU's usable
+    memory; None without either."""
+    return opts.memory if opts.memory is not None else (
+        opts.gpu.usable_bytes if opts.gpu else None)
+
+
 def capacity(shape: ModelShape, t: int, opts: Options, memo: Memo | None = None) -> Evaluation:
     """``evaluate`` without the decode step (``opts.batch`` is 1); the layout (weights, KV
     bytes, refusals) shared through ``memo`` by every option it does not read."""
     ev = layout_at(shape, t, opts, memo)
-    mem = opts.memory if opts.memory is not None else (opts.gpu.usable_bytes if opts.gpu else None)
+    mem = memory_of(opts)
     if mem is None:
         return ev
     bud = budget(shape, t, opts, mem, int(ev.context.result))
@@ -234,7 +240,7 @@ def layout_at(shape: ModelShape, t: int, opts: Options, memo: Memo | None = None
 def vllm_budget(opts: Options) -> tuple[int, float] | None:
     """(M, u) of a vLLM launch, as ``budget`` sets them (u as given, else the release's
     default); None without a memory figure. Neither depends on the layout."""
-    mem = opts.memory if opts.memory is not None else (opts.gpu.usable_bytes if opts.gpu else None)
+    mem = memory_of(opts)
     if mem is None:
         return None
     if opts.utilization is not None:
@@ -291,8 +297,7 @@ def _legal_and_fits(shape: ModelShape, t: int, opts: Options,
     at_one = at_capacity(opts)
     kept = memo.get((shape, t, at_one, False)) if memo is not None else None
     if kept is None and memo is not None and opts.engine == "vllm":
-        mem = at_one.memory if at_one.memory is not None else (
-            at_one.gpu.usable_bytes if at_one.gpu else None)
+        mem = memory_of(at_one)
         lo = layout_options(shape, at_one)
         lay = memo.get((shape, t, lo, None))
         if lay is not None:
@@ -528,7 +533,7 @@ __all__ = [
     "CONNECTOR_NOTE", "CONTEXT_CAP", "DEFAULT_ALPHA", "ENGINE_LOG_SRC", "LAYOUT_READS",
     "NO_ROTARY", "STEP_ONLY", "Budget", "Evaluation", "Memo", "Options", "at_capacity",
     "budget", "calibrated", "capacity", "capacity_weights", "decode_step", "default_context",
-    "default_tps", "engine_log_lines", "engine_tokens", "evaluate", "evaluate_capacity", "fits",
+    "default_tps", "engine_log_lines", "evaluate", "evaluate_capacity", "fits",
     "gpu_nvlink", "intensity", "intra_link", "kv_pool", "layout", "layout_at", "layout_options",
     "prefill_columns", "prefill_efficiency", "release_of", "reserve", "starts", "sweep",
     "vllm_budget", "weights",

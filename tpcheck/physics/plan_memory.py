@@ -17,7 +17,6 @@ from tpcheck.physics.plan_records import (
     Options,
     act_bytes_of,
     attn_dp_of,
-    engine_tokens_for,
     moe_group_of,
 )
 from tpcheck.record import record, replace
@@ -202,13 +201,6 @@ def kv_pool(shape: ModelShape, t: int, opts: Options, bud: Budget, ev: Evaluatio
                    seats=seatsf, max_num_seqs=seqf,
                    block=block, ntok=bud.ntok, ntok_source=bud.ntok_src)
 
-
-def engine_tokens(shape: ModelShape, t: int, opts: Options, version: str | None, pool: float,
-                  block: int, concurrency: float, c: int, pp: int, attn_dp: int) -> Formula:
-    """What vLLM's "GPU KV cache size" line prints (memory.engine_printed_tokens); MLA and
-    compressed caches, whose groups are not modelled, print the release's capacity figure."""
-    return engine_tokens_for(shape, t, opts.kv_cache_dtype, version, pool, block, concurrency,
-                             c, pp, attn_dp)
 
 
 CONNECTOR_NOTE = ("a KV-transfer connector's own GPU buffers are not modelled and not in the "

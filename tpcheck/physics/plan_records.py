@@ -112,7 +112,7 @@ class Evaluation:
     kv_read: Formula | None = None  # KV bytes per token the decode step reads (vLLM's: the cell)
     ntok: int | None = None  # tokens per prefill chunk, as set or the release's default
     ntok_source: str | None = None  # where that figure comes from
-    # What ``engine_tokens`` is priced from (plan_memory.engine_tokens_for's arguments), vLLM
+    # What ``engine_tokens`` is priced from (``engine_tokens_for``'s arguments), vLLM
     # only: kept by value, so two evaluations are equal exactly when their printed figures are
     printed_from: tuple[object, ...] | None = field(default=None, repr=False)
 
@@ -214,7 +214,9 @@ class Evaluation:
 def engine_tokens_for(shape: ModelShape, t: int, kv_cache_dtype: str | None,
                       version: str | None, pool: float, block: int, concurrency: float, c: int,
                       pp: int, attn_dp: int) -> Formula:
-    """``engine_tokens`` from the one option it reads (what ``Evaluation.printed_from`` keeps)."""
+    """What vLLM's "GPU KV cache size" line prints (memory.engine_printed_tokens), from what
+    ``Evaluation.printed_from`` keeps; MLA and compressed caches, whose groups are not
+    modelled, print the release's capacity figure."""
     from tpcheck.physics import memory  # (memory reads no plan record)
 
     split = kv.engine_layer_split(shape, t, kv_cache_dtype=kv_cache_dtype, pp=pp,
